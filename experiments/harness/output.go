@@ -1,0 +1,89 @@
+package harness
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Output is a results folder under construction. Everything is written into
+// a hidden sibling folder that is renamed into place only when complete, so
+// an interrupted run never leaves a folder that looks finished.
+type Output struct {
+	Final   string
+	Staging string
+}
+
+// PrepareOutput refuses an existing path, even an empty folder, and creates
+// the staging folder next to it.
+func PrepareOutput(out string) (*Output, error) {
+	if out == "" {
+		return nil, fmt.Errorf("%w: --out: a folder name is required", ErrUsage)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return nil, fmt.Errorf("%w: --out %s: already exists; choose a new folder", ErrUsage, out)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: --out %s: %v", ErrUsage, out, err)
+	}
+	parent := filepath.Dir(filepath.Clean(out))
+	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: --out %s: parent folder %s does not exist", ErrUsage, out, parent)
+	}
+	staging, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".partial-")
+	if err != nil {
+		return nil, fmt.Errorf("%w: --out %s: cannot write in %s: %v", ErrUsage, out, parent, errors.Unwrap(err))
+	}
+	if err := os.Chmod(staging, 0o755); err != nil {
+		os.RemoveAll(staging)
+		return nil, fmt.Errorf("%w: --out %s: %v", ErrUsage, out, err)
+	}
+	return &Output{Final: out, Staging: staging}, nil
+}
+
+// WriteResults writes results.json into the staging folder.
+func (o *Output) WriteResults(r *Results) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%w: encode results: %v", ErrHarness, err)
+	}
+	f, err := os.OpenFile(filepath.Join(o.Staging, ResultsFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("%w: create results: %v", ErrHarness, err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: write results: %v", ErrHarness, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: sync results: %v", ErrHarness, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%w: close results: %v", ErrHarness, err)
+	}
+	return nil
+}
+
+// Commit renames the staging folder to its final name. The final name is
+// checked once more, since it may have appeared while the run went on.
+func (o *Output) Commit() error {
+	if _, err := os.Lstat(o.Final); err == nil {
+		return fmt.Errorf("%w: --out %s: appeared during the run; results left in %s", ErrUsage, o.Final, o.Staging)
+	}
+	if err := os.Rename(o.Staging, o.Final); err != nil {
+		return fmt.Errorf("%w: move results into %s: %v", ErrHarness, o.Final, err)
+	}
+	if d, err := os.Open(filepath.Dir(filepath.Clean(o.Final))); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Abort removes the staging folder.
+func (o *Output) Abort() {
+	os.RemoveAll(o.Staging)
+}

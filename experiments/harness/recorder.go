@@ -1,0 +1,105 @@
+package harness
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// File names inside a results folder.
+const (
+	ResultsFile      = "results.json"
+	ObservationsFile = "observations.jsonl"
+	ProcessesFile    = "raw-processes.jsonl"
+)
+
+// Recorder appends observations and process records as JSON lines. It is
+// safe for concurrent use, since racing workers finish in any order.
+type Recorder struct {
+	mu     sync.Mutex
+	obs    *jsonl
+	procs  *jsonl
+	nextID int
+}
+
+type jsonl struct {
+	f *os.File
+	w *bufio.Writer
+}
+
+func openJSONL(path string) (*jsonl, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Base(path), err)
+	}
+	return &jsonl{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+func (j *jsonl) put(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode record: %w", err)
+	}
+	j.w.Write(b)
+	return j.w.WriteByte('\n')
+}
+
+func (j *jsonl) close() error {
+	if err := j.w.Flush(); err != nil {
+		j.f.Close()
+		return err
+	}
+	if err := j.f.Sync(); err != nil {
+		j.f.Close()
+		return err
+	}
+	return j.f.Close()
+}
+
+// NewRecorder creates the two JSONL files in dir.
+func NewRecorder(dir string) (*Recorder, error) {
+	obs, err := openJSONL(filepath.Join(dir, ObservationsFile))
+	if err != nil {
+		return nil, err
+	}
+	procs, err := openJSONL(filepath.Join(dir, ProcessesFile))
+	if err != nil {
+		obs.close()
+		return nil, err
+	}
+	return &Recorder{obs: obs, procs: procs}, nil
+}
+
+// Observe appends one observation line.
+func (r *Recorder) Observe(v any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.obs.put(v)
+}
+
+// process appends one process record and gives it its id.
+func (r *Recorder) process(rec *ProcessRecord) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextID++
+	rec.ID = r.nextID
+	return r.procs.put(rec)
+}
+
+// Close flushes and syncs both files.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err1 := r.obs.close()
+	err2 := r.procs.close()
+	if err1 != nil {
+		return fmt.Errorf("close %s: %w", ObservationsFile, err1)
+	}
+	if err2 != nil {
+		return fmt.Errorf("close %s: %w", ProcessesFile, err2)
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package harness
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"idemlab/worker/sqlitedb"
+)
+
+// Results is results.json.
+type Results struct {
+	Tool        Tool             `json:"tool"`
+	StartedAt   string           `json:"started_at"`
+	FinishedAt  string           `json:"finished_at"`
+	Environment Environment      `json:"environment"`
+	Inputs      Inputs           `json:"inputs"`
+	Code        Code             `json:"code"`
+	Scenarios   []ScenarioResult `json:"scenarios"`
+	Pass        bool             `json:"pass"`
+}
+
+// Tool identifies the build that produced the results.
+type Tool struct {
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	VCSRevision string `json:"vcs_revision,omitempty"`
+	VCSModified *bool  `json:"vcs_modified,omitempty"`
+}
+
+// Environment describes the machine.
+type Environment struct {
+	GoVersion     string `json:"go_version"`
+	GOOS          string `json:"goos"`
+	GOARCH        string `json:"goarch"`
+	SQLiteVersion string `json:"sqlite_version"`
+	NumCPU        int    `json:"num_cpu"`
+}
+
+// Inputs names the input file and its hash.
+type Inputs struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Code holds the hashes of what ran.
+type Code struct {
+	ExecutableSHA256 string      `json:"executable_sha256"`
+	Source           *SourceHash `json:"source,omitempty"`
+	SourceNote       string      `json:"source_note,omitempty"`
+}
+
+// SourceHash is the hash of the module's source tree.
+type SourceHash struct {
+	SHA256 string `json:"sha256"`
+	Files  int    `json:"files"`
+	Method string `json:"method"`
+}
+
+// ScenarioResult is one scenario in results.json.
+type ScenarioResult struct {
+	Name       string            `json:"name"`
+	Settings   any               `json:"settings"`
+	Conditions []ConditionResult `json:"conditions"`
+	// Extra holds scenario-specific tables, such as a mutant table.
+	Extra any  `json:"extra,omitempty"`
+	Pass  bool `json:"pass"`
+}
+
+// ConditionResult compares what the oracle expected with what was observed.
+type ConditionResult struct {
+	Name     string `json:"name"`
+	Expected any    `json:"expected"`
+	Observed any    `json:"observed"`
+	Pass     bool   `json:"pass"`
+	// Diff is go-cmp's report, (-expected +observed), when Pass is false.
+	Diff string `json:"diff,omitempty"`
+}
+
+// Failures lists "scenario/condition" for every failing condition.
+func (r *Results) Failures() []string {
+	var out []string
+	for _, s := range r.Scenarios {
+		for _, c := range s.Conditions {
+			if !c.Pass {
+				out = append(out, s.Name+"/"+c.Name)
+			}
+		}
+	}
+	return out
+}
+
+// ToolInfo reads the build information embedded by the go command.
+func ToolInfo() Tool {
+	t := Tool{Name: "idemlab", Version: "unknown"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return t
+	}
+	t.Version = bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			t.VCSRevision = s.Value
+		case "vcs.modified":
+			m := s.Value == "true"
+			t.VCSModified = &m
+		}
+	}
+	return t
+}
+
+// Env describes this machine.
+func Env() Environment {
+	return Environment{
+		GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
+		SQLiteVersion: sqlitedb.Version(), NumCPU: runtime.NumCPU(),
+	}
+}
+
+// HashFile returns the hex SHA-256 of a file.
+func HashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// SourceMethod says how SourceTreeHash is computed, and is recorded with it.
+const SourceMethod = "sha256 over 'sha256sum'-style lines '<hex sha256>  <path>\\n', one per go.mod, go.sum and *.go file under the module root (hidden folders and testdata skipped), sorted by slash path"
+
+// FindModuleRoot walks up from dir to the folder whose go.mod declares
+// module idemlab. ok is false when no such folder exists, as when a binary
+// runs away from its source.
+func FindModuleRoot(dir string) (string, bool) {
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.TrimSpace(line) == "module idemlab" {
+					return dir, true
+				}
+			}
+			return "", false
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+// SourceTreeHash hashes the module's Go sources, go.mod and go.sum.
+func SourceTreeHash(root string) (SourceHash, error) {
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if strings.HasSuffix(name, ".go") || (filepath.Dir(p) == root && (name == "go.mod" || name == "go.sum")) {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			paths = append(paths, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return SourceHash{}, fmt.Errorf("walk source tree: %w", err)
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, rel := range paths {
+		sum, err := HashFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			return SourceHash{}, fmt.Errorf("hash source file: %w", err)
+		}
+		fmt.Fprintf(h, "%s  %s\n", sum, rel)
+	}
+	return SourceHash{SHA256: hex.EncodeToString(h.Sum(nil)), Files: len(paths), Method: SourceMethod}, nil
+}
+
+// CodeHashes hashes the running executable and, when the working folder is
+// inside the idemlab module, its source tree.
+func CodeHashes(executable, workdir string) (Code, error) {
+	var c Code
+	sum, err := HashFile(executable)
+	if err != nil {
+		return c, fmt.Errorf("hash executable: %w", err)
+	}
+	c.ExecutableSHA256 = sum
+	root, ok := FindModuleRoot(workdir)
+	if !ok {
+		c.SourceNote = "source tree not found from the working folder; only the executable is hashed"
+		return c, nil
+	}
+	src, err := SourceTreeHash(root)
+	if err != nil {
+		return c, err
+	}
+	c.Source = &src
+	return c, nil
+}

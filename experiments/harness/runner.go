@@ -1,0 +1,268 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"idemlab/worker/protocol"
+)
+
+// Spec describes one child process.
+type Spec struct {
+	// Scenario, Condition and Label say where the process belongs; they are
+	// copied into its record.
+	Scenario  string
+	Condition string
+	Label     string
+	// Worker is the registry name and Args its arguments.
+	Worker string
+	Args   []string
+	// Env holds the variables the harness sets; they are recorded.
+	Env map[string]string
+	// CrashAt selects a crash point by name; empty means none.
+	CrashAt string
+	// Exits lists the exit codes the caller accepts. Nil means ACK and
+	// crash: 0 and 17.
+	Exits []int
+	// KillAfter, when positive, sends SIGKILL after that delay. A process
+	// killed this way is an accepted outcome, not a harness failure.
+	KillAfter time.Duration
+	// Stdin is the child's standard input; nil means none. A pipe here is
+	// how racing workers wait behind a barrier.
+	Stdin io.Reader
+}
+
+// ProcessRecord is one line of raw-processes.jsonl.
+type ProcessRecord struct {
+	ID         int               `json:"id"`
+	Scenario   string            `json:"scenario"`
+	Condition  string            `json:"condition"`
+	Label      string            `json:"label"`
+	Worker     string            `json:"worker"`
+	Argv       []string          `json:"argv"`
+	Env        map[string]string `json:"env"`
+	PID        int               `json:"pid"`
+	StartedAt  string            `json:"started_at"`
+	EndedAt    string            `json:"ended_at"`
+	DurationMS float64           `json:"duration_ms"`
+	ExitCode   int               `json:"exit_code"`
+	Signal     string            `json:"signal,omitempty"`
+	KilledBy   string            `json:"killed_by,omitempty"`
+	Stdout     string            `json:"stdout"`
+	Stderr     string            `json:"stderr"`
+}
+
+// Proc is a finished child: its record and its parsed report.
+type Proc struct {
+	Record ProcessRecord
+	Report protocol.Report
+}
+
+// Runner spawns workers by re-executing the harness binary.
+type Runner struct {
+	// Executable is the harness binary; tests point it at the test binary.
+	Executable string
+	Recorder   *Recorder
+}
+
+// Handle is a started child.
+type Handle struct {
+	ctx    context.Context
+	r      *Runner
+	spec   Spec
+	cmd    *exec.Cmd
+	out    bytes.Buffer
+	errb   bytes.Buffer
+	start  time.Time
+	killed bool
+	timer  *time.Timer
+	done   chan struct{}
+}
+
+// Run starts the child and waits for it.
+func (r *Runner) Run(ctx context.Context, s Spec) (*Proc, error) {
+	h, err := r.Start(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return h.Wait()
+}
+
+// Start starts the child without waiting.
+func (r *Runner) Start(ctx context.Context, s Spec) (*Handle, error) {
+	argv := append([]string{r.Executable, "worker", s.Worker}, s.Args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	env := map[string]string{}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	if s.CrashAt != "" {
+		env[protocol.EnvCrashAt] = s.CrashAt
+	}
+	s.Env = env
+	cmd.Env = childEnv(env)
+	h := &Handle{ctx: ctx, r: r, spec: s, cmd: cmd, done: make(chan struct{})}
+	cmd.Stdout = &h.out
+	cmd.Stderr = &h.errb
+	cmd.Stdin = s.Stdin
+	h.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: start worker %s: %v", ErrHarness, s.Worker, err)
+	}
+	if s.KillAfter > 0 {
+		h.timer = time.AfterFunc(s.KillAfter, func() {
+			select {
+			case <-h.done:
+			default:
+				h.killed = true
+				cmd.Process.Kill()
+			}
+		})
+	}
+	return h, nil
+}
+
+// childEnv is the parent's environment without any inherited harness
+// variable, plus the ones this spawn sets.
+func childEnv(set map[string]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "IDEMLAB_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+set[k])
+	}
+	return env
+}
+
+// Wait waits for the child, records it and checks it kept the protocol.
+func (h *Handle) Wait() (*Proc, error) {
+	werr := h.cmd.Wait()
+	close(h.done)
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	end := time.Now()
+	s := h.spec
+	rec := ProcessRecord{
+		Scenario: s.Scenario, Condition: s.Condition, Label: s.Label, Worker: s.Worker,
+		Argv: h.cmd.Args, Env: s.Env, PID: h.cmd.Process.Pid,
+		StartedAt:  h.start.UTC().Format(time.RFC3339Nano),
+		EndedAt:    end.UTC().Format(time.RFC3339Nano),
+		DurationMS: float64(end.Sub(h.start).Microseconds()) / 1000,
+		Stdout:     h.out.String(), Stderr: h.errb.String(),
+	}
+	if rec.Argv == nil {
+		rec.Argv = []string{}
+	}
+	st, _ := h.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case h.cmd.ProcessState == nil:
+		rec.ExitCode = -1
+	case st.Signaled():
+		rec.ExitCode = -1
+		rec.Signal = st.Signal().String()
+	default:
+		rec.ExitCode = h.cmd.ProcessState.ExitCode()
+	}
+	if h.killed {
+		rec.KilledBy = "harness"
+	}
+	if h.r.Recorder != nil {
+		if err := h.r.Recorder.process(&rec); err != nil {
+			return nil, fmt.Errorf("%w: record process: %v", ErrHarness, err)
+		}
+	}
+	p := &Proc{Record: rec}
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return p, fmt.Errorf("%w: wait for worker %s: %v", ErrHarness, s.Worker, werr)
+	}
+	if h.killed && rec.Signal != "" {
+		return p, nil
+	}
+	if err := h.ctx.Err(); err != nil {
+		return p, fmt.Errorf("%w: worker %s (process %d) stopped: %v", ErrHarness, s.Worker, rec.ID, err)
+	}
+	if rec.Signal != "" {
+		return p, fmt.Errorf("%w: worker %s (process %d, %s) died from signal %s%s", ErrHarness, s.Worker, rec.ID, s.Label, rec.Signal, stderrTail(rec.Stderr))
+	}
+	exits := s.Exits
+	if exits == nil {
+		exits = []int{protocol.ExitACK, protocol.ExitCrash}
+	}
+	if !containsInt(exits, rec.ExitCode) {
+		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d, want one of %v%s", ErrHarness, s.Worker, rec.ID, s.Label, rec.ExitCode, exits, stderrTail(rec.Stderr))
+	}
+	rep, err := ParseReport(rec.Stdout)
+	if err != nil {
+		return p, fmt.Errorf("%w: worker %s (process %d, %s): %v", ErrHarness, s.Worker, rec.ID, s.Label, err)
+	}
+	p.Report = rep
+	if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != s.CrashAt {
+		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q, but point %q was chosen", ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, s.CrashAt)
+	}
+	return p, nil
+}
+
+// ParseReport reads the single JSON line a worker writes.
+func ParseReport(stdout string) (protocol.Report, error) {
+	var rep protocol.Report
+	line := strings.TrimRight(stdout, "\n")
+	if line == "" {
+		return rep, errors.New("no report line on stdout")
+	}
+	if strings.Contains(line, "\n") {
+		return rep, fmt.Errorf("%d lines on stdout, want exactly one report line", strings.Count(line, "\n")+1)
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		return rep, fmt.Errorf("parse report line: %v", err)
+	}
+	if rep.Worker == "" {
+		return rep, errors.New("report line has no worker name")
+	}
+	return rep, nil
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func stderrTail(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return ": " + s
+}

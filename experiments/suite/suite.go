@@ -1,0 +1,214 @@
+// Package suite runs the chosen scenarios into one results folder. It owns
+// the order of work that makes a run trustworthy: validate everything
+// before any child runs, write into a staging folder, and rename it into
+// place only when all three files are complete.
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/redelivery"
+)
+
+// Options are the experiment command's settings.
+type Options struct {
+	Out       string
+	InputPath string
+	// Scenarios to run; empty means all, in the registry's order.
+	Scenarios []string
+	// Executable is the harness binary re-executed for workers.
+	Executable string
+	// Workdir is where the source tree is looked for, for the code hash.
+	Workdir string
+	// TempDir holds the scenarios' scratch databases; empty means the
+	// system default.
+	TempDir string
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// RedeliveryOracle replaces the redelivery oracle; tests use it to show
+	// that a wrong expectation fails the run.
+	RedeliveryOracle func(redelivery.Condition) []redelivery.Delivery
+}
+
+// env is what a scenario gets from the suite.
+type env struct {
+	opts     Options
+	input    Input
+	runner   *harness.Runner
+	recorder *harness.Recorder
+}
+
+// scenario is one entry of the registry.
+type scenario struct {
+	name       string
+	summary    string
+	conditions func() []string
+	run        func(ctx context.Context, e env) (harness.ScenarioResult, error)
+	table      func(harness.ScenarioResult) ([]string, [][]string)
+}
+
+var registry = []scenario{
+	{
+		name:    redelivery.Name,
+		summary: "article 000: separate commits vs one transaction, crash, redelivery to a fresh process",
+		conditions: func() []string {
+			var names []string
+			for _, c := range redelivery.Conditions() {
+				names = append(names, c.Name)
+			}
+			return names
+		},
+		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
+			return redelivery.Run(ctx, redelivery.Config{
+				Runner: e.runner, Recorder: e.recorder, Input: *e.input.Redelivery,
+				Oracle: e.opts.RedeliveryOracle, TempDir: e.opts.TempDir,
+			})
+		},
+		table: redelivery.Table,
+	},
+}
+
+// Names lists the scenario names in run order.
+func Names() []string {
+	var out []string
+	for _, s := range registry {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// List prints every scenario and its conditions.
+func List(w io.Writer) {
+	for _, s := range registry {
+		fmt.Fprintf(w, "%s\t%s\n", s.name, s.summary)
+		for _, c := range s.conditions() {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+	}
+}
+
+func choose(names []string) ([]scenario, error) {
+	if len(names) == 0 {
+		return registry, nil
+	}
+	var out []scenario
+	seen := map[string]bool{}
+	for _, n := range names {
+		found := false
+		for _, s := range registry {
+			if s.name == n {
+				found = true
+				if !seen[n] {
+					out = append(out, s)
+					seen[n] = true
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: --scenario %q: unknown (known: %s)", harness.ErrUsage, n, strings.Join(Names(), ", "))
+		}
+	}
+	return out, nil
+}
+
+// Run runs the scenarios and writes the results folder. It returns the
+// results even when an expectation failed; the error then wraps
+// harness.ErrExpectation.
+func Run(ctx context.Context, opts Options) (*harness.Results, error) {
+	chosen, err := choose(opts.Scenarios)
+	if err != nil {
+		return nil, err
+	}
+	input, inputMeta, err := LoadInput(opts.InputPath)
+	if err != nil {
+		return nil, err
+	}
+	out, err := harness.PrepareOutput(opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	res, err := runInto(ctx, opts, chosen, input, inputMeta, out)
+	if err != nil {
+		out.Abort()
+		return nil, err
+	}
+	if err := out.Commit(); err != nil {
+		out.Abort()
+		return nil, err
+	}
+	printSummary(opts.Stdout, res, chosen, opts.Out)
+	if !res.Pass {
+		for _, s := range res.Scenarios {
+			for _, c := range s.Conditions {
+				if !c.Pass {
+					fmt.Fprintf(opts.Stderr, "%s/%s: observed differs from expected (-expected +observed):\n%s", s.Name, c.Name, c.Diff)
+				}
+			}
+		}
+		return res, fmt.Errorf("%w: %s; results written to %s with pass: false", harness.ErrExpectation, strings.Join(res.Failures(), ", "), opts.Out)
+	}
+	return res, nil
+}
+
+func runInto(ctx context.Context, opts Options, chosen []scenario, input Input, inputMeta harness.Inputs, out *harness.Output) (*harness.Results, error) {
+	code, err := harness.CodeHashes(opts.Executable, opts.Workdir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+	}
+	rec, err := harness.NewRecorder(out.Staging)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+	}
+	res := &harness.Results{
+		Tool: harness.ToolInfo(), StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Environment: harness.Env(), Inputs: inputMeta, Code: code, Pass: true,
+		Scenarios: []harness.ScenarioResult{},
+	}
+	e := env{opts: opts, input: input, runner: &harness.Runner{Executable: opts.Executable, Recorder: rec}, recorder: rec}
+	for _, s := range chosen {
+		sr, err := s.run(ctx, e)
+		if err != nil {
+			rec.Close()
+			if !errors.Is(err, harness.ErrHarness) && !errors.Is(err, harness.ErrUsage) {
+				err = fmt.Errorf("%w: scenario %s: %v", harness.ErrHarness, s.name, err)
+			}
+			return nil, err
+		}
+		res.Scenarios = append(res.Scenarios, sr)
+		res.Pass = res.Pass && sr.Pass
+	}
+	if err := rec.Close(); err != nil {
+		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+	}
+	res.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	if err := out.WriteResults(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func printSummary(w io.Writer, res *harness.Results, chosen []scenario, dir string) {
+	for i, sr := range res.Scenarios {
+		fmt.Fprintf(w, "== %s\n", sr.Name)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		header, rows := chosen[i].table(sr)
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	verdict := "PASS"
+	if !res.Pass {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "%s: results in %s\n", verdict, dir)
+}

@@ -1,0 +1,18 @@
+// Command idemlab reproduces idempotent-processing experiments with real
+// child processes and real SQLite files. Run "idemlab --help".
+package main
+
+import (
+	"context"
+	"os"
+
+	"idemlab/cmd"
+	"idemlab/worker"
+)
+
+func main() {
+	if code, ok := worker.Dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
+	os.Exit(cmd.Execute(context.Background(), os.Args[1:], cmd.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+}

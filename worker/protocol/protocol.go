@@ -1,0 +1,150 @@
+// Package protocol is the contract between the harness parent and its child
+// workers: exit codes, environment variable names, the one-line JSON report
+// and named crash points.
+//
+// The parent re-executes its own binary as "<exe> worker NAME ARGS...". The
+// child writes exactly one JSON line on stdout and exits with one of the
+// codes below. Anything else is a harness failure, never an observation.
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes a child may use. The parent treats every other code, and every
+// signal it did not send itself, as a harness failure.
+const (
+	// ExitACK means the delivery completed and is acknowledged.
+	ExitACK = 0
+	// ExitUsage means the worker name or its arguments were not understood.
+	ExitUsage = 2
+	// ExitWorkerError means the worker hit an error it did not expect, such
+	// as a failed SQLite call.
+	ExitWorkerError = 3
+	// ExitCrash is the injected crash: the worker stopped at a named point
+	// without any cleanup, like the article's os._exit(17).
+	ExitCrash = 17
+	// ExitStepFailed means a batch step raised and the run stopped, as the
+	// article's runner does after marking the step FAILED.
+	ExitStepFailed = 18
+)
+
+// Environment variables the parent sets for a child. The parent records
+// every variable it sets in raw-processes.jsonl.
+const (
+	// EnvCrashAt names the crash point at which the child must exit with
+	// ExitCrash.
+	EnvCrashAt = "IDEMLAB_CRASH_AT"
+)
+
+// Report is the single JSON line a child writes on stdout.
+type Report struct {
+	// Worker is the registry name of the worker that ran.
+	Worker string `json:"worker"`
+	// Points lists, in order, the crash points the worker passed. A sweep
+	// uses it to discover points instead of listing them by hand.
+	Points []string `json:"points"`
+	// CrashedAt is the point at which the worker crashed on purpose.
+	CrashedAt string `json:"crashed_at,omitempty"`
+	// Error is set when the worker exits with ExitWorkerError or ExitUsage.
+	Error string `json:"error,omitempty"`
+	// Result is the worker's own payload.
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Call is one invocation of a worker. It carries the streams, the crash
+// points and the reporting helpers, so worker functions never touch the
+// process globals and can run in-process in tests.
+type Call struct {
+	Name   string
+	Args   []string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Points *Points
+}
+
+// NewCall prepares a call whose crash point comes from crashAt. exit is the
+// function used to crash; nil means os.Exit.
+func NewCall(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, crashAt string, exit func(int)) *Call {
+	c := &Call{Name: name, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	c.Points = &Points{crashAt: crashAt, exit: exit, call: c}
+	if c.Points.exit == nil {
+		c.Points.exit = os.Exit
+	}
+	return c
+}
+
+// Finish writes the report with result and returns code, so a worker can
+// end with "return call.Finish(res, protocol.ExitACK)". A requested crash
+// point that was never reached is an error: it means the parent and the
+// worker disagree about the points, and the run would silently test nothing.
+func (c *Call) Finish(result any, code int) int {
+	if c.Points.crashAt != "" {
+		return c.Fail(fmt.Errorf("crash point %q was never reached (passed %v)", c.Points.crashAt, c.Points.passed))
+	}
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return c.Fail(fmt.Errorf("encode result: %w", err))
+	}
+	c.write(Report{Worker: c.Name, Points: c.Points.Passed(), Result: raw})
+	return code
+}
+
+// Fail reports err and returns ExitWorkerError.
+func (c *Call) Fail(err error) int {
+	fmt.Fprintf(c.Stderr, "worker %s: %v\n", c.Name, err)
+	c.write(Report{Worker: c.Name, Points: c.Points.Passed(), Error: err.Error()})
+	return ExitWorkerError
+}
+
+// Usage reports a bad argument and returns ExitUsage.
+func (c *Call) Usage(err error) int {
+	fmt.Fprintf(c.Stderr, "worker %s: %v\n", c.Name, err)
+	c.write(Report{Worker: c.Name, Points: c.Points.Passed(), Error: err.Error()})
+	return ExitUsage
+}
+
+func (c *Call) write(r Report) {
+	if r.Points == nil {
+		r.Points = []string{}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		// Report holds only strings and raw JSON, so this cannot happen.
+		panic(err)
+	}
+	// One write call, so the line reaches the pipe whole even if the
+	// process dies right after it.
+	_, _ = c.Stdout.Write(append(b, '\n'))
+}
+
+// Points is the crash-point API. Workers call Hit at every named point; the
+// call records the point and, if the parent chose it, crashes immediately.
+type Points struct {
+	crashAt string
+	passed  []string
+	exit    func(int)
+	call    *Call
+}
+
+// Hit marks that the worker reached the named point. If the parent chose
+// this point, the worker reports and exits with ExitCrash at once: deferred
+// functions do not run, open transactions are not rolled back and nothing is
+// closed, exactly as when a process dies.
+func (p *Points) Hit(name string) {
+	p.passed = append(p.passed, name)
+	if name != p.crashAt {
+		return
+	}
+	p.call.write(Report{Worker: p.call.Name, Points: p.Passed(), CrashedAt: name})
+	p.exit(ExitCrash)
+}
+
+// Passed returns a copy of the points passed so far, in order.
+func (p *Points) Passed() []string {
+	return append([]string{}, p.passed...)
+}

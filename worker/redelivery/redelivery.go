@@ -1,0 +1,221 @@
+// Package redelivery is the child side of article 000: one delivery of a
+// completion event, handled by one of the two patterns, with named crash
+// points between its durable steps.
+package redelivery
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+)
+
+// Pattern is how the follow-up job and the processed-event record are written.
+type Pattern string
+
+// The two patterns of the article.
+const (
+	// SeparateCommit commits the job, then commits the processed record.
+	SeparateCommit Pattern = "separate-commit"
+	// SingleTransaction claims the event with INSERT OR IGNORE and inserts
+	// the job in the same transaction.
+	SingleTransaction Pattern = "single-transaction"
+)
+
+// Patterns lists the patterns in the order the article presents them.
+var Patterns = []Pattern{SeparateCommit, SingleTransaction}
+
+// Crash points, in the order a first delivery passes them.
+const (
+	PointAfterJobInsert       = "after-job-insert"
+	PointAfterJobCommit       = "after-job-commit"
+	PointAfterProcessedCommit = "after-processed-commit"
+	PointAfterProcessedInsert = "after-processed-insert"
+	PointBeforeCommit         = "before-commit"
+	PointAfterCommit          = "after-commit"
+)
+
+// Schema is the article's: no unique constraint on follow_up_jobs, so a
+// second job for one event is possible and visible.
+const Schema = `
+CREATE TABLE IF NOT EXISTS follow_up_jobs (event_id TEXT NOT NULL, job_key TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS processed_events (event_id TEXT PRIMARY KEY NOT NULL);`
+
+// Event is the delivered message.
+type Event struct {
+	ID     string `json:"event_id"`
+	JobKey string `json:"job_key"`
+}
+
+// Outcome says what one delivery did.
+type Outcome struct {
+	// AlreadyProcessed is true when the event was found processed.
+	AlreadyProcessed bool `json:"already_processed"`
+	// JobInserted is true when this delivery inserted a follow-up job.
+	JobInserted bool `json:"job_inserted"`
+}
+
+// Result is the worker's report payload.
+type Result struct {
+	Pattern  Pattern           `json:"pattern"`
+	Outcome  Outcome           `json:"outcome"`
+	Settings sqlitedb.Settings `json:"settings"`
+}
+
+// ErrUnknownPattern is returned for a pattern name that is not defined.
+var ErrUnknownPattern = errors.New("unknown pattern")
+
+// ParsePattern checks a pattern name.
+func ParsePattern(s string) (Pattern, error) {
+	for _, p := range Patterns {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q", ErrUnknownPattern, s)
+}
+
+// Options returns the article's database settings for path.
+func Options(path string) sqlitedb.Options {
+	return sqlitedb.Options{Path: path, JournalMode: "DELETE", Synchronous: "FULL", BusyTimeout: 5 * time.Second}
+}
+
+// EnsureSchema creates the tables if they are missing.
+func EnsureSchema(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, Schema); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	return nil
+}
+
+// Deliver handles ev once with pattern p. It calls pts.Hit at every crash
+// point; a chosen point ends the process there. Rollback is deliberately not
+// deferred: a crash must leave the database exactly as a dead process would.
+func Deliver(ctx context.Context, db *sql.DB, p Pattern, ev Event, pts *protocol.Points) (Outcome, error) {
+	switch p {
+	case SeparateCommit:
+		return deliverSeparate(ctx, db, ev, pts)
+	case SingleTransaction:
+		return deliverSingle(ctx, db, ev, pts)
+	}
+	return Outcome{}, fmt.Errorf("deliver: %w %q", ErrUnknownPattern, p)
+}
+
+func deliverSeparate(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Points) (Outcome, error) {
+	var out Outcome
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return out, fmt.Errorf("begin job transaction: %w", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM processed_events WHERE event_id = ?", ev.ID).Scan(&n); err != nil {
+		tx.Rollback()
+		return out, fmt.Errorf("check processed event: %w", err)
+	}
+	if n > 0 {
+		out.AlreadyProcessed = true
+		return out, tx.Rollback()
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", ev.ID, ev.JobKey); err != nil {
+		tx.Rollback()
+		return out, fmt.Errorf("insert job: %w", err)
+	}
+	pts.Hit(PointAfterJobInsert)
+	if err := tx.Commit(); err != nil {
+		return out, fmt.Errorf("commit job: %w", err)
+	}
+	out.JobInserted = true
+	pts.Hit(PointAfterJobCommit)
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		return out, fmt.Errorf("begin processed transaction: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO processed_events (event_id) VALUES (?)", ev.ID); err != nil {
+		tx.Rollback()
+		return out, fmt.Errorf("insert processed event: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return out, fmt.Errorf("commit processed event: %w", err)
+	}
+	pts.Hit(PointAfterProcessedCommit)
+	return out, nil
+}
+
+func deliverSingle(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Points) (Outcome, error) {
+	var out Outcome
+	// BEGIN IMMEDIATE: the DSN sets _txlock=immediate.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return out, fmt.Errorf("begin transaction: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", ev.ID)
+	if err != nil {
+		tx.Rollback()
+		return out, fmt.Errorf("claim event: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		tx.Rollback()
+		return out, fmt.Errorf("claim event: %w", err)
+	}
+	pts.Hit(PointAfterProcessedInsert)
+	if n == 1 {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", ev.ID, ev.JobKey); err != nil {
+			tx.Rollback()
+			return out, fmt.Errorf("insert job: %w", err)
+		}
+		out.JobInserted = true
+	} else {
+		out.AlreadyProcessed = true
+	}
+	pts.Hit(PointBeforeCommit)
+	if err := tx.Commit(); err != nil {
+		return out, fmt.Errorf("commit: %w", err)
+	}
+	pts.Hit(PointAfterCommit)
+	return out, nil
+}
+
+// Main is the registered worker "redelivery.deliver". It opens the file,
+// delivers the event once and exits 0 as the simulated ACK.
+func Main(call *protocol.Call) int {
+	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dbPath := fs.String("db", "", "database file")
+	pattern := fs.String("pattern", "", "separate-commit or single-transaction")
+	var ev Event
+	fs.StringVar(&ev.ID, "event-id", "", "event id")
+	fs.StringVar(&ev.JobKey, "job-key", "", "job key")
+	if err := fs.Parse(call.Args); err != nil {
+		return call.Usage(err)
+	}
+	p, err := ParsePattern(*pattern)
+	if err != nil {
+		return call.Usage(err)
+	}
+	if *dbPath == "" || ev.ID == "" || ev.JobKey == "" {
+		return call.Usage(errors.New("-db, -event-id and -job-key are required"))
+	}
+	ctx := context.Background()
+	db, settings, err := sqlitedb.Open(ctx, Options(*dbPath))
+	if err != nil {
+		return call.Fail(err)
+	}
+	if err := EnsureSchema(ctx, db); err != nil {
+		return call.Fail(err)
+	}
+	out, err := Deliver(ctx, db, p, ev, call.Points)
+	if err != nil {
+		return call.Fail(err)
+	}
+	if err := db.Close(); err != nil {
+		return call.Fail(fmt.Errorf("close database: %w", err))
+	}
+	return call.Finish(Result{Pattern: p, Outcome: out, Settings: settings}, protocol.ExitACK)
+}

@@ -1,0 +1,141 @@
+// Package sqlitedb is the one way idemlab opens a SQLite file, in workers
+// and in the parent alike. Every pragma is set explicitly, read back and
+// checked, so a result never rests on a setting that silently did not apply.
+// A VFS name can be given, which is where a fault-injecting VFS plugs in.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Options selects the file and the durability settings.
+type Options struct {
+	// Path is the database file.
+	Path string
+	// VFS is the SQLite VFS to open the file through; empty means the
+	// default VFS.
+	VFS string
+	// JournalMode is DELETE, WAL, TRUNCATE, PERSIST or MEMORY.
+	JournalMode string
+	// Synchronous is OFF, NORMAL, FULL or EXTRA.
+	Synchronous string
+	// BusyTimeout is how long a statement waits for a lock before it
+	// returns SQLITE_BUSY.
+	BusyTimeout time.Duration
+	// MaxConns bounds the pool; 0 means 1, which keeps one connection and
+	// so one lock holder per process.
+	MaxConns int
+}
+
+// Settings are the values read back from SQLite after opening.
+type Settings struct {
+	JournalMode   string `json:"journal_mode"`
+	Synchronous   string `json:"synchronous"`
+	BusyTimeoutMS int    `json:"busy_timeout_ms"`
+	VFS           string `json:"vfs,omitempty"`
+}
+
+// ErrPragmaMismatch reports a pragma that did not take the requested value.
+var ErrPragmaMismatch = errors.New("pragma not in effect")
+
+var syncNames = map[int]string{0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
+// DSN builds the connection string. Transactions begin with BEGIN
+// IMMEDIATE, so a writer takes the write lock up front instead of failing
+// to upgrade a read lock half-way through.
+func DSN(o Options) string {
+	q := url.Values{}
+	q.Set("_txlock", "immediate")
+	q.Set("_journal_mode", strings.ToUpper(o.JournalMode))
+	q.Set("_synchronous", strings.ToUpper(o.Synchronous))
+	q.Set("_busy_timeout", fmt.Sprint(o.BusyTimeout.Milliseconds()))
+	if o.VFS != "" {
+		q.Set("vfs", o.VFS)
+	}
+	return "file:" + o.Path + "?" + q.Encode()
+}
+
+// Open opens the file with the requested settings and checks that SQLite
+// applied them.
+func Open(ctx context.Context, o Options) (*sql.DB, Settings, error) {
+	if o.Path == "" {
+		return nil, Settings{}, errors.New("open database: empty path")
+	}
+	if o.JournalMode == "" {
+		o.JournalMode = "DELETE"
+	}
+	if o.Synchronous == "" {
+		o.Synchronous = "FULL"
+	}
+	db, err := sql.Open("sqlite3", DSN(o))
+	if err != nil {
+		return nil, Settings{}, fmt.Errorf("open database %s: %w", o.Path, err)
+	}
+	n := o.MaxConns
+	if n <= 0 {
+		n = 1
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	got, err := ReadSettings(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, Settings{}, fmt.Errorf("open database %s: %w", o.Path, err)
+	}
+	got.VFS = o.VFS
+	if got.JournalMode != strings.ToUpper(o.JournalMode) {
+		db.Close()
+		return nil, Settings{}, fmt.Errorf("open database %s: %w: journal_mode is %s, want %s", o.Path, ErrPragmaMismatch, got.JournalMode, strings.ToUpper(o.JournalMode))
+	}
+	if got.Synchronous != strings.ToUpper(o.Synchronous) {
+		db.Close()
+		return nil, Settings{}, fmt.Errorf("open database %s: %w: synchronous is %s, want %s", o.Path, ErrPragmaMismatch, got.Synchronous, strings.ToUpper(o.Synchronous))
+	}
+	if want := int(o.BusyTimeout.Milliseconds()); got.BusyTimeoutMS != want {
+		db.Close()
+		return nil, Settings{}, fmt.Errorf("open database %s: %w: busy_timeout is %d ms, want %d", o.Path, ErrPragmaMismatch, got.BusyTimeoutMS, want)
+	}
+	return db, got, nil
+}
+
+// ReadSettings reads the pragmas in effect on one connection of db.
+func ReadSettings(ctx context.Context, db *sql.DB) (Settings, error) {
+	var s Settings
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return s, fmt.Errorf("read journal_mode: %w", err)
+	}
+	s.JournalMode = strings.ToUpper(mode)
+	var sync int
+	if err := db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		return s, fmt.Errorf("read synchronous: %w", err)
+	}
+	s.Synchronous = syncNames[sync]
+	if err := db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&s.BusyTimeoutMS); err != nil {
+		return s, fmt.Errorf("read busy_timeout: %w", err)
+	}
+	return s, nil
+}
+
+// Version returns the linked SQLite library's version.
+func Version() string {
+	v, _, _ := sqlite3.Version()
+	return v
+}
+
+// IsBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED.
+func IsBusy(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	return false
+}

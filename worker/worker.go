@@ -1,0 +1,70 @@
+// Package worker is the child side of the harness. The parent re-executes
+// its own binary as "<exe> worker NAME ARGS..."; Dispatch looks NAME up in
+// one strict registry and runs it.
+package worker
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"idemlab/worker/protocol"
+	"idemlab/worker/redelivery"
+)
+
+// Arg is the first argument that switches the binary into worker mode.
+const Arg = "worker"
+
+// Func runs one worker call and returns the process exit code.
+type Func func(call *protocol.Call) int
+
+// registry maps every worker name to its function. Names are
+// "scenario.role" so the argv in raw-processes.jsonl reads plainly.
+var registry = map[string]Func{
+	"redelivery.deliver": redelivery.Main,
+}
+
+// Names lists the registered workers, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Dispatch runs a worker if args (without the program name) start with Arg.
+// ok is false when args are not a worker invocation.
+func Dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int, ok bool) {
+	if len(args) == 0 || args[0] != Arg {
+		return 0, false
+	}
+	if len(args) < 2 {
+		fmt.Fprintln(stderr, "worker: missing worker name")
+		return protocol.ExitUsage, true
+	}
+	return Run(args[1], args[2:], stdin, stdout, stderr, os.Getenv(protocol.EnvCrashAt), nil), true
+}
+
+// Run runs the named worker. exit is how a crash ends the process; nil means
+// os.Exit. An unknown name exits ExitUsage.
+func Run(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, crashAt string, exit func(int)) int {
+	call := protocol.NewCall(name, args, stdin, stdout, stderr, crashAt, exit)
+	fn, ok := registry[name]
+	if !ok {
+		return call.Usage(fmt.Errorf("unknown worker %q (known: %v)", name, Names()))
+	}
+	return fn(call)
+}
+
+// TestMain lets a test binary act as the harness binary: when it is
+// re-executed as "<test binary> worker NAME ...", it runs the worker instead
+// of the tests. Call it from a package's TestMain.
+func TestMain(m interface{ Run() int }) {
+	if code, ok := Dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
