@@ -22,8 +22,8 @@ type ExperimentOptions struct {
 	suite suite.Options
 }
 
-func newExperimentCmd(s Streams) *cobra.Command {
-	opts := &ExperimentOptions{Streams: s}
+func newExperimentCmd(s Streams, base suite.Options) *cobra.Command {
+	opts := &ExperimentOptions{Streams: s, suite: base}
 	c := &cobra.Command{
 		Use:   "experiment --out DIR [--scenario NAME ...] [--input FILE]",
 		Short: "Run the scenarios with real worker processes and write a results folder",

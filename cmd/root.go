@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/suite"
 )
 
 // Streams are the injected standard streams.
@@ -29,6 +30,12 @@ const exitCodesHelp = `Exit codes:
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(s Streams) *cobra.Command {
+	return newRootCmd(s, suite.Options{})
+}
+
+// newRootCmd builds the command tree; base carries test hooks into the
+// experiment command.
+func newRootCmd(s Streams, base suite.Options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "idemlab",
 		Short: "Reproduce idempotent-processing experiments with real processes and real SQLite files",
@@ -47,14 +54,18 @@ against an oracle computed from the inputs.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
 	})
-	root.AddCommand(newExperimentCmd(s), newListCmd(s))
+	root.AddCommand(newExperimentCmd(s, base), newListCmd(s))
 	return root
 }
 
 // Execute runs the command line and returns the process exit code. It is
 // the one place where errors become exit codes.
 func Execute(ctx context.Context, args []string, s Streams) int {
-	root := NewRootCmd(s)
+	return execute(ctx, args, s, suite.Options{})
+}
+
+func execute(ctx context.Context, args []string, s Streams, base suite.Options) int {
+	root := newRootCmd(s, base)
 	root.SetArgs(args)
 	started := false
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }

@@ -23,14 +23,14 @@ func PrepareOutput(out string) (*Output, error) {
 	if out == "" {
 		return nil, fmt.Errorf("%w: --out: a folder name is required", ErrUsage)
 	}
-	if _, err := os.Lstat(out); err == nil {
-		return nil, fmt.Errorf("%w: --out %s: already exists; choose a new folder", ErrUsage, out)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: --out %s: %v", ErrUsage, out, err)
-	}
 	parent := filepath.Dir(filepath.Clean(out))
 	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: --out %s: parent folder %s does not exist", ErrUsage, out, parent)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return nil, fmt.Errorf("%w: --out %s: already exists; choose a new folder", ErrUsage, out)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: --out %s: %v", ErrUsage, out, errors.Unwrap(err))
 	}
 	staging, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".partial-")
 	if err != nil {

@@ -213,3 +213,6 @@ func readRows(ctx context.Context, path string) (map[string][]string, error) {
 	}
 	return rows, nil
 }
+
+// Patterns lists the patterns in the article's order.
+func Patterns() []wr.Pattern { return wr.Patterns }

@@ -15,15 +15,17 @@ import (
 	"idemlab/experiments/redelivery"
 )
 
-// Input is input.json. Every section is required and unknown fields are
-// refused, so a typo fails loudly instead of falling back to a default.
+// Input is input.json: one section per scenario. Unknown fields are refused
+// everywhere, so a typo fails loudly instead of falling back to a default; a
+// section is required only when its scenario is chosen.
 type Input struct {
 	Redelivery *redelivery.Input `json:"redelivery"`
 }
 
-// LoadInput reads, strictly decodes and validates the input file. Every
-// error wraps harness.ErrUsage and names the path and the field.
-func LoadInput(path string) (Input, harness.Inputs, error) {
+// LoadInput reads, strictly decodes and validates the input file for the
+// chosen scenarios. Every error wraps harness.ErrUsage and names the path
+// and the field.
+func LoadInput(path string, chosen []scenario) (Input, harness.Inputs, error) {
 	var in Input
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -34,8 +36,10 @@ func LoadInput(path string) (Input, harness.Inputs, error) {
 	if err := decodeStrict(b, &in); err != nil {
 		return in, meta, fmt.Errorf("%w: %s: %v", harness.ErrUsage, path, err)
 	}
-	if err := in.validate(); err != nil {
-		return in, meta, fmt.Errorf("%w: %s: %v", harness.ErrUsage, path, err)
+	for _, sc := range chosen {
+		if err := sc.check(in); err != nil {
+			return in, meta, fmt.Errorf("%w: %s: %v", harness.ErrUsage, path, err)
+		}
 	}
 	return in, meta, nil
 }
@@ -75,12 +79,10 @@ func describeJSONError(b []byte, err error) error {
 	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 }
 
-func (in Input) validate() error {
-	if in.Redelivery == nil {
-		return errors.New("redelivery: section is missing")
+// section validates one scenario's section, which must be present.
+func section[T interface{ Validate() error }](name string, sec *T) error {
+	if sec == nil {
+		return fmt.Errorf("%s: section is missing", name)
 	}
-	if err := in.Redelivery.Validate(); err != nil {
-		return err
-	}
-	return nil
+	return (*sec).Validate()
 }

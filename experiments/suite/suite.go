@@ -50,8 +50,10 @@ type scenario struct {
 	name       string
 	summary    string
 	conditions func() []string
-	run        func(ctx context.Context, e env) (harness.ScenarioResult, error)
-	table      func(harness.ScenarioResult) ([]string, [][]string)
+	// check validates the scenario's section of input.json.
+	check func(Input) error
+	run   func(ctx context.Context, e env) (harness.ScenarioResult, error)
+	table func(harness.ScenarioResult) ([]string, [][]string)
 }
 
 var registry = []scenario{
@@ -65,6 +67,7 @@ var registry = []scenario{
 			}
 			return names
 		},
+		check: func(in Input) error { return section(redelivery.Name, in.Redelivery) },
 		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
 			return redelivery.Run(ctx, redelivery.Config{
 				Runner: e.runner, Recorder: e.recorder, Input: *e.input.Redelivery,
@@ -126,7 +129,7 @@ func Run(ctx context.Context, opts Options) (*harness.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	input, inputMeta, err := LoadInput(opts.InputPath)
+	input, inputMeta, err := LoadInput(opts.InputPath, chosen)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,242 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/redelivery"
+	"idemlab/experiments/suite"
+	"idemlab/worker"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == worker.Arg && os.Getenv("CMDTEST_CHILD_EXIT5") == "1" {
+		os.Exit(5)
+	}
+	worker.TestMain(m)
+}
+
+type run struct {
+	code           int
+	stdout, stderr string
+}
+
+func execIn(t *testing.T, base suite.Options, args ...string) run {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := execute(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, base)
+	return run{code, out.String(), errb.String()}
+}
+
+const goodInput = "../testdata/input/redelivery.json"
+
+func TestExperimentRedelivery(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results")
+	r := execIn(t, suite.Options{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"separate-commit/crash-after-job-commit", "2 / 1 (0)", "0 / 0 (17)", "PASS"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, f := range []string{"results.json", "observations.jsonl", "raw-processes.jsonl"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", f, err)
+		}
+	}
+	golden(t, filepath.Join(out, "results.json"), "../testdata/golden/redelivery-results.json")
+}
+
+// golden compares results.json with the golden file after replacing the
+// fields that change from run to run.
+func golden(t *testing.T, got, want string) {
+	t.Helper()
+	b, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	normalise(m)
+	norm, _ := json.MarshalIndent(m, "", "  ")
+	norm = append(norm, '\n')
+	if *update {
+		if err := os.WriteFile(want, norm, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(w), string(norm)); diff != "" {
+		t.Errorf("results.json differs from %s (-golden +got):\n%s", want, diff)
+	}
+}
+
+func normalise(m map[string]any) {
+	m["started_at"], m["finished_at"] = "TIME", "TIME"
+	m["tool"] = "TOOL"
+	m["environment"] = "ENVIRONMENT"
+	m["code"] = "CODE"
+	if in, ok := m["inputs"].(map[string]any); ok {
+		in["path"] = "PATH"
+	}
+}
+
+func TestExperimentRefusesExistingOut(t *testing.T) {
+	out := t.TempDir()
+	marker := filepath.Join(out, "keep")
+	os.WriteFile(marker, []byte("mine"), 0o644)
+	r := execIn(t, suite.Options{}, "experiment", "--input", goodInput, "--out", out)
+	if r.code != 2 || !strings.Contains(r.stderr, "already exists") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("exit %d stderr %q, want 2 and one line saying it exists", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(marker); string(b) != "mine" {
+		t.Error("existing folder was touched")
+	}
+}
+
+func TestExperimentBadInput(t *testing.T) {
+	tests := []struct {
+		name, input, want string
+	}{
+		{"malformed", `{"redelivery": {"event_id": "e",}}`, "malformed JSON"},
+		{"unknown field", `{"redelivery": {"event_id": "e", "job_key": "k", "evnt": 1}}`, `unknown field "evnt"`},
+		{"unknown section", `{"redelivery": {"event_id": "e", "job_key": "k"}, "nope": {}}`, `unknown field "nope"`},
+		{"empty event id", `{"redelivery": {"event_id": " ", "job_key": "k"}}`, "redelivery.event_id: must not be empty"},
+		{"wrong type", `{"redelivery": {"event_id": 42, "job_key": "k"}}`, "redelivery.event_id: got JSON number, want string"},
+		{"missing section", `{}`, "redelivery: section is missing"},
+		{"empty file", ``, "empty file"},
+		{"trailing data", `{"redelivery": {"event_id": "e", "job_key": "k"}} {}`, "trailing data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := filepath.Join(dir, "input.json")
+			os.WriteFile(in, []byte(tt.input), 0o644)
+			out := filepath.Join(dir, "results")
+			r := execIn(t, suite.Options{}, "experiment", "--scenario", "redelivery", "--input", in, "--out", out)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, in) {
+				t.Errorf("exit %d stderr %q; want 2 naming %q and the file", r.code, r.stderr, tt.want)
+			}
+			assertOnly(t, dir, "input.json")
+		})
+	}
+}
+
+// assertOnly fails if dir holds anything but the named entries, such as a
+// half-written results folder.
+func assertOnly(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if diff := cmp.Diff(names, got); diff != "" {
+		t.Errorf("folder contents (-want +got):\n%s", diff)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad flag", []string{"experiment", "--bogus"}, "unknown flag: --bogus"},
+		{"missing out", []string{"experiment", "--input", goodInput}, "--out is required"},
+		{"unknown scenario", []string{"experiment", "--scenario", "nope", "--out", filepath.Join(dir, "x")}, `--scenario "nope": unknown`},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"missing input", []string{"experiment", "--input", filepath.Join(dir, "none.json"), "--out", filepath.Join(dir, "y")}, "none.json"},
+		{"unwritable out", []string{"experiment", "--input", goodInput, "--out", filepath.Join(file, "out")}, "parent folder"},
+		{"stray argument", []string{"list", "extra"}, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := execIn(t, suite.Options{}, tt.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d stderr %q; want 2 and %q", r.code, r.stderr, tt.want)
+			}
+		})
+	}
+	assertOnly(t, dir, "file")
+}
+
+// TestWrongOracleExitsOne shows that a deliberately wrong expectation fails
+// the run with exit 1, a readable diff on stderr, and results written with
+// pass: false.
+func TestWrongOracleExitsOne(t *testing.T) {
+	wrong := func(c redelivery.Condition) []redelivery.Delivery {
+		d := redelivery.Expect(c)
+		if c.Name == "separate-commit/crash-after-job-commit" {
+			d[1].FollowUpJobs = 1
+		}
+		return d
+	}
+	out := filepath.Join(t.TempDir(), "results")
+	r := execIn(t, suite.Options{RedeliveryOracle: wrong}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"separate-commit/crash-after-job-commit", "-expected +observed", "FollowUpJobs", "-", "1,", "+", "2,"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ Pass bool }
+	json.Unmarshal(b, &res)
+	if res.Pass || !bytes.Contains(b, []byte(`"pass": false`)) {
+		t.Error("results.json does not say pass: false")
+	}
+}
+
+// TestChildDiesUnexpectedly sets CMDTEST_CHILD_EXIT5, which makes every worker exit 5: a harness failure,
+// exit 3, and no results folder left behind.
+func TestChildDiesUnexpectedly(t *testing.T) {
+	t.Setenv("CMDTEST_CHILD_EXIT5", "1")
+	dir := t.TempDir()
+	r := execIn(t, suite.Options{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(dir, "results"))
+	if r.code != 3 || !strings.Contains(r.stderr, "exited 5") {
+		t.Fatalf("exit %d stderr %q; want 3 naming exit 5", r.code, r.stderr)
+	}
+	assertOnly(t, dir)
+}
+
+func TestHelpAndList(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"experiment", "--help"}, {"list", "--help"}} {
+		r := execIn(t, suite.Options{}, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Exit codes:") || !strings.Contains(r.stdout, "harness itself failed") {
+			t.Errorf("%v: exit %d, stdout lacks the exit codes:\n%s", args, r.code, r.stdout)
+		}
+	}
+	r := execIn(t, suite.Options{}, "list")
+	for _, c := range redelivery.Conditions() {
+		if !strings.Contains(r.stdout, c.Name) {
+			t.Errorf("list lacks %s:\n%s", c.Name, r.stdout)
+		}
+	}
+}
