@@ -19,7 +19,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == worker.Arg && os.Getenv("CMDTEST_CHILD_EXIT5") == "1" {
 		os.Exit(5)
