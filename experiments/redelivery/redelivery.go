@@ -90,13 +90,19 @@ type Settings struct {
 
 // Observation is one line of observations.jsonl.
 type Observation struct {
-	Scenario  string              `json:"scenario"`
-	Condition string              `json:"condition"`
-	Pattern   wr.Pattern          `json:"pattern"`
-	CrashAt   string              `json:"crash_at,omitempty"`
-	ProcessID int                 `json:"process_id"`
-	Delivery  Delivery            `json:"observed"`
-	Rows      map[string][]string `json:"rows"`
+	Scenario  string     `json:"scenario"`
+	Condition string     `json:"condition"`
+	Pattern   wr.Pattern `json:"pattern"`
+	CrashAt   string     `json:"crash_at,omitempty"`
+	ProcessID int        `json:"process_id"`
+	Delivery  Delivery   `json:"observed"`
+	Rows      Rows       `json:"rows"`
+}
+
+// Rows are the two tables' contents after a delivery.
+type Rows struct {
+	FollowUpJobs    []wr.Event `json:"follow_up_jobs"`
+	ProcessedEvents []string   `json:"processed_events"`
 }
 
 // Run runs every condition and compares each with the oracle.
@@ -164,7 +170,7 @@ func runCondition(ctx context.Context, cfg Config, c Condition) ([]Delivery, sql
 		}
 		obs := Delivery{
 			Delivery: d, ExitCode: p.Record.ExitCode,
-			FollowUpJobs: len(rows["follow_up_jobs"]), ProcessedEvents: len(rows["processed_events"]),
+			FollowUpJobs: len(rows.FollowUpJobs), ProcessedEvents: len(rows.ProcessedEvents),
 			CrashedAt: p.Report.CrashedAt, Points: p.Report.Points,
 		}
 		out = append(out, obs)
@@ -180,36 +186,42 @@ func runCondition(ctx context.Context, cfg Config, c Condition) ([]Delivery, sql
 
 // readRows opens the file as the next process would, which also rolls back
 // a hot journal left by a crash, and lists both tables.
-func readRows(ctx context.Context, path string) (map[string][]string, error) {
+func readRows(ctx context.Context, path string) (Rows, error) {
+	rows := Rows{FollowUpJobs: []wr.Event{}, ProcessedEvents: []string{}}
 	db, _, err := sqlitedb.Open(ctx, wr.Options(path))
 	if err != nil {
-		return nil, err
+		return rows, err
 	}
 	defer db.Close()
-	rows := map[string][]string{"follow_up_jobs": {}, "processed_events": {}}
-	queries := map[string]string{
-		"follow_up_jobs":   "SELECT event_id || ' -> ' || job_key FROM follow_up_jobs ORDER BY rowid",
-		"processed_events": "SELECT event_id FROM processed_events ORDER BY event_id",
+	rs, err := db.QueryContext(ctx, "SELECT event_id, job_key FROM follow_up_jobs ORDER BY rowid")
+	if err != nil {
+		return rows, fmt.Errorf("read follow_up_jobs: %w", err)
 	}
-	for table, q := range queries {
-		rs, err := db.QueryContext(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", table, err)
+	for rs.Next() {
+		var e wr.Event
+		if err := rs.Scan(&e.ID, &e.JobKey); err != nil {
+			rs.Close()
+			return rows, fmt.Errorf("read follow_up_jobs: %w", err)
 		}
-		for rs.Next() {
-			var s string
-			if err := rs.Scan(&s); err != nil {
-				rs.Close()
-				return nil, fmt.Errorf("read %s: %w", table, err)
-			}
-			rows[table] = append(rows[table], s)
+		rows.FollowUpJobs = append(rows.FollowUpJobs, e)
+	}
+	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
+		return rows, fmt.Errorf("read follow_up_jobs: %w", err)
+	}
+	rs, err = db.QueryContext(ctx, "SELECT event_id FROM processed_events ORDER BY event_id")
+	if err != nil {
+		return rows, fmt.Errorf("read processed_events: %w", err)
+	}
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			rs.Close()
+			return rows, fmt.Errorf("read processed_events: %w", err)
 		}
-		if err := rs.Close(); err != nil {
-			return nil, fmt.Errorf("read %s: %w", table, err)
-		}
-		if err := rs.Err(); err != nil {
-			return nil, fmt.Errorf("read %s: %w", table, err)
-		}
+		rows.ProcessedEvents = append(rows.ProcessedEvents, id)
+	}
+	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
+		return rows, fmt.Errorf("read processed_events: %w", err)
 	}
 	return rows, nil
 }
