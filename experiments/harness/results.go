@@ -1,12 +1,14 @@
 package harness
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -34,6 +36,10 @@ type Tool struct {
 	Version     string `json:"version"`
 	VCSRevision string `json:"vcs_revision,omitempty"`
 	VCSModified *bool  `json:"vcs_modified,omitempty"`
+	// VCSFrom says where the revision came from: "build info" when the go
+	// command stamped the binary, "git" when it was read from the source
+	// tree (as under "go run", which does not stamp).
+	VCSFrom string `json:"vcs_from,omitempty"`
 }
 
 // Environment describes the machine.
@@ -98,23 +104,40 @@ func (r *Results) Failures() []string {
 	return out
 }
 
-// ToolInfo reads the build information embedded by the go command.
-func ToolInfo() Tool {
+// ToolInfo reads the build information embedded by the go command and,
+// when the binary carries no revision, asks git in the source tree found
+// from workdir.
+func ToolInfo(workdir string) Tool {
 	t := Tool{Name: "idemlab", Version: "unknown"}
-	bi, ok := debug.ReadBuildInfo()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		t.Version = bi.Main.Version
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				t.VCSRevision, t.VCSFrom = s.Value, "build info"
+			case "vcs.modified":
+				m := s.Value == "true"
+				t.VCSModified = &m
+			}
+		}
+	}
+	if t.VCSRevision != "" {
+		return t
+	}
+	root, ok := FindModuleRoot(workdir)
 	if !ok {
 		return t
 	}
-	t.Version = bi.Main.Version
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			t.VCSRevision = s.Value
-		case "vcs.modified":
-			m := s.Value == "true"
-			t.VCSModified = &m
-		}
+	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return t
 	}
+	status, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output()
+	if err != nil {
+		return t
+	}
+	m := len(bytes.TrimSpace(status)) > 0
+	t.VCSRevision, t.VCSModified, t.VCSFrom = string(bytes.TrimSpace(rev)), &m, "git"
 	return t
 }
 

@@ -170,7 +170,7 @@ func runInto(ctx context.Context, opts Options, chosen []scenario, input Input, 
 		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
 	}
 	res := &harness.Results{
-		Tool: harness.ToolInfo(), StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Tool: harness.ToolInfo(opts.Workdir), StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Environment: harness.Env(), Inputs: inputMeta, Code: code, Pass: true,
 		Scenarios: []harness.ScenarioResult{},
 	}
