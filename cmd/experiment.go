@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"idemlab/experiments/claim"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/progress"
 	"idemlab/experiments/suite"
 )
 
@@ -18,6 +20,13 @@ type ExperimentOptions struct {
 	Out       string
 	Input     string
 	Scenarios []string
+	// Claim holds the claim scenario's flags; Mutants is --mutants.
+	Claim   claim.Overrides
+	Mutants bool
+	// Quiet is --quiet: never show progress.
+	Quiet bool
+	// Batch holds the batch scenario's flags.
+	Batch BatchFlags
 	// suite carries test hooks; the command line never sets it.
 	suite suite.Options
 }
@@ -41,13 +50,22 @@ sibling folder that is renamed to DIR only when all three are complete.
 	}
 	c.Flags().StringVar(&opts.Out, "out", "", "results folder to create (must not exist)")
 	c.Flags().StringVar(&opts.Input, "input", "input.json", "input file")
+	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "never show progress (it shows only when stderr is a terminal)")
 	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all: %v)", suite.Names()))
+	c.Flags().IntVar(&opts.Claim.Workers, "workers", 0, "claim: racing worker processes (default: claim.workers in the input)")
+	c.Flags().IntVar(&opts.Claim.Repetitions, "repetitions", 0, "claim: repetitions of every round (default: claim.repetitions in the input)")
+	c.Flags().IntVar(&opts.Claim.MutantRepetitions, "mutant-repetitions", 0, "claim: repetitions of every round per mutant (default: claim.mutant_repetitions in the input)")
+	c.Flags().BoolVar(&opts.Mutants, "mutants", true, "claim: run the mutant table (--mutants=false leaves it out)")
+	bindBatchFlags(c, &opts.Batch)
 	return c
 }
 
 func runExperiment(c *cobra.Command, opts *ExperimentOptions) error {
 	if opts.Out == "" {
 		return fmt.Errorf("%w: --out is required", harness.ErrUsage)
+	}
+	if err := opts.Claim.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -61,11 +79,19 @@ func runExperiment(c *cobra.Command, opts *ExperimentOptions) error {
 	defer stop()
 	so := opts.suite
 	so.Out, so.InputPath, so.Scenarios = opts.Out, opts.Input, opts.Scenarios
+	so.Claim = opts.Claim
+	so.Claim.SkipMutants = !opts.Mutants
+	so.Batch = opts.Batch.Overrides(c)
 	if so.Executable == "" {
 		so.Executable = exe
 	}
 	so.Workdir = wd
 	so.Stdout, so.Stderr = opts.Streams.Out, opts.Streams.Err
+	if so.OnProcess == nil {
+		var done func()
+		so.OnProcess, done = progress.New(opts.Streams.Err, opts.Quiet, "experiment")
+		defer done()
+	}
 	_, err = suite.Run(ctx, so)
 	return err
 }

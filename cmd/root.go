@@ -54,7 +54,7 @@ against an oracle computed from the inputs.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
 	})
-	root.AddCommand(newExperimentCmd(s, base), newListCmd(s))
+	root.AddCommand(newExperimentCmd(s, base), newListCmd(s), newVerifyCmd(s, base.Executable), newReportCmd(s), newResolveCmd(s))
 	return root
 }
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 
+	"idemlab/worker/batch"
+	"idemlab/worker/claim"
 	"idemlab/worker/protocol"
 	"idemlab/worker/redelivery"
 )
@@ -23,6 +25,10 @@ type Func func(call *protocol.Call) int
 // "scenario.role" so the argv in raw-processes.jsonl reads plainly.
 var registry = map[string]Func{
 	"redelivery.deliver": redelivery.Main,
+	"claim.race":         claim.RaceMain,
+	"batch.run":          batch.RunMain,
+	"batch.resolve":      batch.ResolveMain,
+	"claim.bench":        claim.BenchMain,
 }
 
 // Names lists the registered workers, sorted.

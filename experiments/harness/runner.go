@@ -40,6 +40,9 @@ type Spec struct {
 	// Stdin is the child's standard input; nil means none. A pipe here is
 	// how racing workers wait behind a barrier.
 	Stdin io.Reader
+	// ExtraFiles are inherited as file descriptors 3, 4, ...; racing
+	// workers signal readiness on one.
+	ExtraFiles []*os.File
 }
 
 // ProcessRecord is one line of raw-processes.jsonl.
@@ -73,6 +76,9 @@ type Runner struct {
 	// Executable is the harness binary; tests point it at the test binary.
 	Executable string
 	Recorder   *Recorder
+	// OnProcess, when set, is called with each child's record once it is
+	// recorded; the command line uses it to show progress.
+	OnProcess func(ProcessRecord)
 }
 
 // Handle is a started child.
@@ -115,6 +121,7 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Handle, error) {
 	cmd.Stdout = &h.out
 	cmd.Stderr = &h.errb
 	cmd.Stdin = s.Stdin
+	cmd.ExtraFiles = s.ExtraFiles
 	h.start = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: start worker %s: %v", ErrHarness, s.Worker, err)
@@ -190,6 +197,9 @@ func (h *Handle) Wait() (*Proc, error) {
 		if err := h.r.Recorder.process(&rec); err != nil {
 			return nil, fmt.Errorf("%w: record process: %v", ErrHarness, err)
 		}
+	}
+	if h.r.OnProcess != nil {
+		h.r.OnProcess(rec)
 	}
 	p := &Proc{Record: rec}
 	var ee *exec.ExitError

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 
+	"idemlab/experiments/batch"
+	"idemlab/experiments/claim"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/redelivery"
 )
@@ -20,6 +22,8 @@ import (
 // section is required only when its scenario is chosen.
 type Input struct {
 	Redelivery *redelivery.Input `json:"redelivery"`
+	Batch      *batch.Input      `json:"batch"`
+	Claim      *claim.Input      `json:"claim"`
 }
 
 // LoadInput reads, strictly decodes and validates the input file for the

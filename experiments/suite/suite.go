@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"idemlab/experiments/batch"
+	"idemlab/experiments/claim"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/redelivery"
 )
@@ -35,6 +38,19 @@ type Options struct {
 	// RedeliveryOracle replaces the redelivery oracle; tests use it to show
 	// that a wrong expectation fails the run.
 	RedeliveryOracle func(redelivery.Condition) []redelivery.Delivery
+	// OnProcess is called after each child is recorded; the command line
+	// uses it to show progress.
+	OnProcess func(harness.ProcessRecord)
+	// Claim holds the claim flags, which override input.json.
+	Claim claim.Overrides
+	// ClaimOracle replaces the claim oracle; tests use it to show that a
+	// wrong expectation fails the run.
+	ClaimOracle claim.Oracle
+	// Batch holds the batch flags, which override input.json.
+	Batch batch.Overrides
+	// BatchOracle replaces the batch oracle; tests use it to show that a
+	// wrong expectation fails the run.
+	BatchOracle func(batch.Params) batch.Outcome
 }
 
 // env is what a scenario gets from the suite.
@@ -75,6 +91,32 @@ var registry = []scenario{
 			})
 		},
 		table: redelivery.Table,
+	},
+	{
+		name:       batch.Name,
+		summary:    "article 002: a batch stopped at item K, rerun all vs resumed with a step journal, against a real HTTP receiver",
+		conditions: batchConditions,
+		check:      func(in Input) error { return section(batch.Name, in.Batch) },
+		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
+			return batch.Run(ctx, batch.Config{
+				Runner: e.runner, Recorder: e.recorder, Input: *e.input.Batch,
+				Oracle: e.opts.BatchOracle, TempDir: e.opts.TempDir,
+			})
+		},
+		table: batch.Table,
+	},
+	{
+		name:       claim.Name,
+		summary:    "article 003: N processes race to claim one fingerprint, DO NOTHING vs the TTL upsert, plus the five mutants",
+		conditions: claim.Conditions,
+		check:      func(in Input) error { return section(claim.Name, in.Claim) },
+		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
+			return claim.Run(ctx, claim.Config{
+				Runner: e.runner, Recorder: e.recorder, Input: e.input.Claim.With(e.opts.Claim),
+				Mutants: !e.opts.Claim.SkipMutants, Oracle: e.opts.ClaimOracle, TempDir: e.opts.TempDir,
+			})
+		},
+		table: claim.Table,
 	},
 }
 
@@ -133,6 +175,9 @@ func Run(ctx context.Context, opts Options) (*harness.Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := applyBatchOverrides(&input, opts.Batch, chosen); err != nil {
+		return nil, err
+	}
 	out, err := harness.PrepareOutput(opts.Out)
 	if err != nil {
 		return nil, err
@@ -174,7 +219,7 @@ func runInto(ctx context.Context, opts Options, chosen []scenario, input Input, 
 		Environment: harness.Env(), Inputs: inputMeta, Code: code, Pass: true,
 		Scenarios: []harness.ScenarioResult{},
 	}
-	e := env{opts: opts, input: input, runner: &harness.Runner{Executable: opts.Executable, Recorder: rec}, recorder: rec}
+	e := env{opts: opts, input: input, runner: &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess}, recorder: rec}
 	for _, s := range chosen {
 		sr, err := s.run(ctx, e)
 		if err != nil {
@@ -214,4 +259,6 @@ func printSummary(w io.Writer, res *harness.Results, chosen []scenario, dir stri
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(w, "%s: results in %s\n", verdict, dir)
+	fmt.Fprintf(w, "Check it:   idemlab verify %s   (add --rerun to run it again and compare)\n", dir)
+	fmt.Fprintf(w, "Read it:    idemlab report %s --html %s\n", dir, filepath.Join(dir, "report.html"))
 }

@@ -33,6 +33,10 @@ type Options struct {
 	// MaxConns bounds the pool; 0 means 1, which keeps one connection and
 	// so one lock holder per process.
 	MaxConns int
+	// LockingMode is NORMAL or EXCLUSIVE; empty leaves SQLite's default
+	// (NORMAL) and skips the check. EXCLUSIVE keeps the file locked until
+	// the connection closes, which suits a file one process owns.
+	LockingMode string
 }
 
 // Settings are the values read back from SQLite after opening.
@@ -41,6 +45,7 @@ type Settings struct {
 	Synchronous   string `json:"synchronous"`
 	BusyTimeoutMS int    `json:"busy_timeout_ms"`
 	VFS           string `json:"vfs,omitempty"`
+	LockingMode   string `json:"locking_mode,omitempty"`
 }
 
 // ErrPragmaMismatch reports a pragma that did not take the requested value.
@@ -59,6 +64,9 @@ func DSN(o Options) string {
 	q.Set("_busy_timeout", fmt.Sprint(o.BusyTimeout.Milliseconds()))
 	if o.VFS != "" {
 		q.Set("vfs", o.VFS)
+	}
+	if o.LockingMode != "" {
+		q.Set("_locking_mode", strings.ToUpper(o.LockingMode))
 	}
 	return "file:" + o.Path + "?" + q.Encode()
 }
@@ -102,6 +110,18 @@ func Open(ctx context.Context, o Options) (*sql.DB, Settings, error) {
 	if want := int(o.BusyTimeout.Milliseconds()); got.BusyTimeoutMS != want {
 		db.Close()
 		return nil, Settings{}, fmt.Errorf("open database %s: %w: busy_timeout is %d ms, want %d", o.Path, ErrPragmaMismatch, got.BusyTimeoutMS, want)
+	}
+	if o.LockingMode != "" {
+		var mode string
+		if err := db.QueryRowContext(ctx, "PRAGMA locking_mode").Scan(&mode); err != nil {
+			db.Close()
+			return nil, Settings{}, fmt.Errorf("open database %s: read locking_mode: %w", o.Path, err)
+		}
+		got.LockingMode = strings.ToUpper(mode)
+		if got.LockingMode != strings.ToUpper(o.LockingMode) {
+			db.Close()
+			return nil, Settings{}, fmt.Errorf("open database %s: %w: locking_mode is %s, want %s", o.Path, ErrPragmaMismatch, got.LockingMode, strings.ToUpper(o.LockingMode))
+		}
 	}
 	return db, got, nil
 }

@@ -1,0 +1,112 @@
+package batch
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Failure modes of the article: where the injected failure of item K's
+// send happens relative to the receiver's accept.
+const (
+	// BeforeAccept: the receiver answers 503 and records nothing.
+	BeforeAccept = "before_accept"
+	// AfterAccept: the receiver records the delivery, then drops the
+	// connection without a reply.
+	AfterAccept = "after_accept"
+)
+
+// Modes lists the failure modes in the article's order.
+var Modes = []string{BeforeAccept, AfterAccept}
+
+// MaxItems bounds batch.items so a typo cannot start a run of days.
+const MaxItems = 1_000_000
+
+// Latency is the simulated cost of each step, in milliseconds.
+type Latency struct {
+	Validate  float64 `json:"validate"`
+	Transform float64 `json:"transform"`
+	Send      float64 `json:"send"`
+}
+
+// Input is the batch section of input.json.
+type Input struct {
+	JobID     string   `json:"job_id"`
+	Items     int      `json:"items"`
+	FailAt    int      `json:"fail_at"`
+	Modes     []string `json:"modes"`
+	Trials    int      `json:"trials"`
+	LatencyMS Latency  `json:"latency_ms"`
+}
+
+// Overrides are the experiment command's flags; a nil field or an empty
+// list keeps the input's value.
+type Overrides struct {
+	Items  *int
+	FailAt *int
+	Trials *int
+	Modes  []string
+}
+
+// Apply returns in with the overrides in place.
+func (o Overrides) Apply(in Input) Input {
+	if o.Items != nil {
+		in.Items = *o.Items
+	}
+	if o.FailAt != nil {
+		in.FailAt = *o.FailAt
+	}
+	if o.Trials != nil {
+		in.Trials = *o.Trials
+	}
+	if len(o.Modes) > 0 {
+		in.Modes = append([]string{}, o.Modes...)
+	}
+	return in
+}
+
+// Validate names the first impossible value by its field path, with the
+// flag that can also set it, so an override's error points at the flag.
+func (in Input) Validate() error {
+	if strings.TrimSpace(in.JobID) == "" {
+		return fmt.Errorf("batch.job_id: must not be empty")
+	}
+	if strings.ContainsAny(in.JobID, ": \t\n") {
+		return fmt.Errorf("batch.job_id %q: must not contain ':' or spaces, since job:item:step keys are built from it", in.JobID)
+	}
+	if in.Items < 1 || in.Items > MaxItems {
+		return fmt.Errorf("batch.items (--items) %d: must be between 1 and %d", in.Items, MaxItems)
+	}
+	if in.FailAt < 1 || in.FailAt > in.Items {
+		return fmt.Errorf("batch.fail_at (--fail-at) %d: must be between 1 and items (%d)", in.FailAt, in.Items)
+	}
+	if in.Trials < 1 {
+		return fmt.Errorf("batch.trials (--trials) %d: must be at least 1", in.Trials)
+	}
+	if len(in.Modes) == 0 {
+		return fmt.Errorf("batch.modes (--mode): at least one of %s is required", strings.Join(Modes, ", "))
+	}
+	seen := map[string]bool{}
+	for i, m := range in.Modes {
+		known := false
+		for _, k := range Modes {
+			known = known || m == k
+		}
+		if !known {
+			return fmt.Errorf("batch.modes[%d] (--mode) %q: unknown; want %s", i, m, strings.Join(Modes, " or "))
+		}
+		if seen[m] {
+			return fmt.Errorf("batch.modes[%d] (--mode) %q: listed twice", i, m)
+		}
+		seen[m] = true
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"validate", in.LatencyMS.Validate}, {"transform", in.LatencyMS.Transform}, {"send", in.LatencyMS.Send}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 || f.v > 10_000 {
+			return fmt.Errorf("batch.latency_ms.%s %v: must be between 0 and 10000", f.name, f.v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package batch
+
+import (
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	wb "idemlab/worker/batch"
+	"idemlab/worker/protocol"
+)
+
+// Run statuses beyond the worker's own: a run that died at a crash point
+// reports nothing else.
+const StatusCrashed = "crashed"
+
+// RunObs is what one run of the worker did.
+type RunObs struct {
+	Run            int            `json:"run"`
+	JobID          string         `json:"job_id"`
+	Mode           string         `json:"mode"`
+	ExitCode       int            `json:"exit_code"`
+	Status         string         `json:"status"`
+	ExecutedSteps  int            `json:"executed_steps"`
+	SkippedSteps   int            `json:"skipped_steps"`
+	Held           []string       `json:"held"`
+	ExecutedByStep map[string]int `json:"executed_by_step"`
+	Failed         string         `json:"failed,omitempty"`
+	ErrorType      string         `json:"error_type,omitempty"`
+	CrashedAt      string         `json:"crashed_at,omitempty"`
+}
+
+// ResolveObs is one resolve the parent made after checking the receiver.
+type ResolveObs struct {
+	Key       string `json:"key"`
+	Delivered bool   `json:"delivered"`
+	Receipt   string `json:"receipt,omitempty"`
+}
+
+// Outcome is everything deterministic a condition produced; timings are
+// kept apart because they are measurements, not expectations.
+type Outcome struct {
+	Runs     []RunObs     `json:"runs"`
+	Resolved []ResolveObs `json:"resolved"`
+	// Steps is the executed steps of the last run: the article's "steps"
+	// of the rerun.
+	Steps         int `json:"steps"`
+	Duplicates    int `json:"duplicates"`
+	SentOnceItems int `json:"sent_once_items"`
+	Accepts       int `json:"accepts"`
+	// JournalRows counts the rows by status at the end; empty without a
+	// journal.
+	JournalRows map[string]int `json:"journal_rows"`
+}
+
+// Expect is the oracle. It does not look anything up: it plays the
+// condition's script on an abstract model of the journal (a map of rows
+// holding a status and the body they were written for) and of the
+// receiver (accept counts, receipts, one armed failure), applying the
+// article's rules, and reads the expected figures off the model.
+func Expect(p Params) Outcome {
+	m := &model{
+		p: p, rows: map[wb.Key]mrow{}, accepts: map[wb.Key]int{}, receipts: map[wb.Key]string{},
+		keys: map[string]bool{}, armed: Injects(p),
+	}
+	var out Outcome
+	out.Runs, out.Resolved = []RunObs{}, []ResolveObs{}
+	usesJournal := false
+	for _, a := range Script(p) {
+		switch a.Kind {
+		case ActRun:
+			r := m.run(a)
+			r.Run = len(out.Runs) + 1
+			out.Runs = append(out.Runs, r)
+			out.Steps = r.ExecutedSteps
+			usesJournal = usesJournal || a.Mode == wb.ModeJournal
+		case ActResolveHeld:
+			out.Resolved = append(out.Resolved, m.resolveHeld(a)...)
+		}
+	}
+	byNote := map[[2]string]int{}
+	for k, n := range m.accepts {
+		byNote[[2]string{k.Item, k.Step}] += n
+		out.Accepts += n
+	}
+	for _, n := range byNote {
+		out.Duplicates += n - 1
+		if n == 1 {
+			out.SentOnceItems++
+		}
+	}
+	out.JournalRows = map[string]int{}
+	if usesJournal {
+		for _, r := range m.rows {
+			out.JournalRows[string(r.status)]++
+		}
+	}
+	return out
+}
+
+type mrow struct {
+	status wb.Status
+	body   string
+}
+
+type model struct {
+	p        Params
+	rows     map[wb.Key]mrow
+	accepts  map[wb.Key]int
+	receipts map[wb.Key]string
+	keys     map[string]bool
+	armed    bool
+	lastHeld []string
+}
+
+// stop ends a modelled run early, as a step error or a crash does.
+type stop struct{}
+
+func (m *model) run(a Action) (r RunObs) {
+	r = RunObs{JobID: a.Job, Mode: a.Mode, Status: wb.StatusCompleted, Held: []string{}, ExecutedByStep: map[string]int{}}
+	journal := a.Mode == wb.ModeJournal
+	defer func() {
+		if v := recover(); v != nil {
+			if _, ok := v.(stop); !ok {
+				panic(v)
+			}
+		}
+		if r.Status == wb.StatusCompleted && len(r.Held) > 0 {
+			r.Status = wb.StatusNeedsReview
+		}
+		m.lastHeld = r.Held
+	}()
+	for i := 1; i <= m.p.Items; i++ {
+		id, body := wb.ItemID(i), wb.ItemBody(i)
+		if a.ChangeItem && i == m.p.FailAt {
+			body = wb.ChangedBody(i)
+		}
+	steps:
+		for _, step := range wb.Steps {
+			k := wb.Key{Job: a.Job, Item: id, Step: step}
+			if row, ok := m.rows[k]; journal && ok {
+				switch {
+				case row.body != body:
+					r.Held = append(r.Held, id+":"+step+":"+wb.HeldInputChanged)
+					break steps
+				case row.status == wb.Succeeded:
+					r.SkippedSteps++
+					continue
+				case wb.IsSideEffect(step):
+					if _, found := m.receipts[k]; found && a.Verify {
+						m.rows[k] = mrow{wb.Succeeded, body}
+						r.SkippedSteps++
+						continue
+					}
+					r.Held = append(r.Held, id+":"+step+":"+wb.HeldUnknown)
+					break steps
+				}
+			}
+			m.execute(a, k, body, &r)
+		}
+	}
+	return r
+}
+
+func (m *model) execute(a Action, k wb.Key, body string, r *RunObs) {
+	journal := a.Mode == wb.ModeJournal
+	mark := func(st wb.Status) {
+		if journal {
+			m.rows[k] = mrow{st, body}
+		}
+	}
+	crash := func(point string) {
+		if a.CrashPoint == wb.ItemPoint(point, k.Item) {
+			*r = RunObs{Run: r.Run, JobID: r.JobID, Mode: r.Mode, ExitCode: protocol.ExitCrash, Status: StatusCrashed, CrashedAt: a.CrashPoint}
+			panic(stop{})
+		}
+	}
+	fail := func(errType string) {
+		mark(wb.Failed)
+		r.ExitCode, r.Status, r.Failed, r.ErrorType = protocol.ExitStepFailed, wb.StatusFailed, k.Item+":"+k.Step, errType
+		panic(stop{})
+	}
+	mark(wb.InFlight)
+	r.ExecutedSteps++
+	r.ExecutedByStep[k.Step]++
+	if !wb.IsSideEffect(k.Step) {
+		mark(wb.Succeeded)
+		return
+	}
+	crash(wb.PointBeforeSend)
+	inject := m.armed && k.Item == wb.ItemID(m.p.FailAt)
+	if inject {
+		m.armed = false
+		if m.p.Mode == BeforeAccept {
+			fail("ReceiverUnavailable")
+		}
+	}
+	idem := ""
+	if a.IdempotencyKey {
+		idem = k.String()
+	}
+	if idem == "" || !m.keys[idem] {
+		m.accepts[k]++
+		m.receipts[k] = Receipt(k.Item, wb.Digest(wb.Item{ID: k.Item, Body: body}))
+		if idem != "" {
+			m.keys[idem] = true
+		}
+	}
+	if inject {
+		fail("NoReply")
+	}
+	crash(wb.PointAfterSendAccepted)
+	mark(wb.Succeeded)
+}
+
+// resolveHeld models the person: for each item held unknown, the receipt
+// found at the receiver decides delivered; resolve then marks the row
+// SUCCEEDED or deletes it.
+func (m *model) resolveHeld(a Action) []ResolveObs {
+	var out []ResolveObs
+	for _, h := range m.lastHeld {
+		k, ok := parseHeld(a.Job, h)
+		if !ok {
+			continue
+		}
+		rc, found := m.receipts[k]
+		if found {
+			m.rows[k] = mrow{wb.Succeeded, m.rows[k].body}
+		} else {
+			delete(m.rows, k)
+		}
+		out = append(out, ResolveObs{Key: k.String(), Delivered: found, Receipt: rc})
+	}
+	return out
+}
+
+// parseHeld reads "item:step:unknown"; other reasons are not for resolve.
+func parseHeld(job, held string) (wb.Key, bool) {
+	parts := strings.Split(held, ":")
+	if len(parts) != 3 || parts[2] != wb.HeldUnknown {
+		return wb.Key{}, false
+	}
+	return wb.Key{Job: job, Item: parts[0], Step: parts[1]}, true
+}
+
+// Check compares expected with observed trial by trial; it is pure so it
+// can be tested on hand-made outcomes. Empty and nil lists and maps are
+// equal, since a crashed run reports neither. diff is go-cmp's
+// (-expected +observed) report.
+func Check(expected, observed []Outcome) (pass bool, diff string) {
+	diff = cmp.Diff(expected, observed, cmpopts.EquateEmpty())
+	return diff == "", diff
+}
+
+// Repeat is the oracle for T trials: the same outcome each time.
+func Repeat(o Outcome, trials int) []Outcome {
+	out := make([]Outcome, trials)
+	for i := range out {
+		out[i] = o
+	}
+	return out
+}

@@ -1,0 +1,228 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	wb "idemlab/worker/batch"
+)
+
+// ReceiverConfig chooses the receiver's latency and injected failure.
+type ReceiverConfig struct {
+	// SendLatency is applied to every send before anything else.
+	SendLatency time.Duration
+	// FailItem's first send fails in FailMode; empty FailItem or FailMode
+	// injects nothing.
+	FailItem string
+	FailMode string
+}
+
+// Receiver is the external system of the article, run by the parent on
+// loopback so that what it accepted survives any worker's death. It
+// records accepts by (job_id, item_id, step) with a receipt and answers
+// lookups by that triple.
+type Receiver struct {
+	URL string
+
+	cfg      ReceiverConfig
+	srv      *http.Server
+	ln       net.Listener
+	mu       sync.Mutex
+	armed    bool
+	accepts  map[wb.Key]int
+	receipts map[wb.Key]string
+	byIdem   map[string]string
+	replays  int
+}
+
+// StartReceiver listens on 127.0.0.1 with an ephemeral port.
+func StartReceiver(cfg ReceiverConfig) (*Receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for receiver: %w", err)
+	}
+	r := &Receiver{
+		URL: "http://" + ln.Addr().String(), cfg: cfg, ln: ln,
+		armed:   cfg.FailItem != "" && cfg.FailMode != "",
+		accepts: map[wb.Key]int{}, receipts: map[wb.Key]string{}, byIdem: map[string]string{},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+wb.PathSend, r.handleSend)
+	mux.HandleFunc("GET "+wb.PathReceipt, r.handleReceipt)
+	mux.HandleFunc("GET "+wb.PathPing, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go r.srv.Serve(ln)
+	return r, nil
+}
+
+// Close stops the server.
+func (r *Receiver) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return r.srv.Shutdown(ctx)
+}
+
+// Receipt is the receiver's receipt for a delivery, in the article's form.
+func Receipt(item, digest string) string {
+	if len(digest) > 8 {
+		digest = digest[:8]
+	}
+	return "rcpt-" + item + "-" + digest
+}
+
+func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
+	var sr wb.SendRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sr); err != nil || sr.JobID == "" || sr.ItemID == "" || sr.Step == "" || sr.Digest == "" {
+		http.Error(w, "bad send request", http.StatusBadRequest)
+		return
+	}
+	wb.PreciseSleep(r.cfg.SendLatency)
+	k := wb.Key{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step}
+	r.mu.Lock()
+	inject := r.armed && sr.ItemID == r.cfg.FailItem
+	if inject {
+		r.armed = false
+	}
+	if inject && r.cfg.FailMode == BeforeAccept {
+		r.mu.Unlock()
+		http.Error(w, "injected failure before accept", http.StatusServiceUnavailable)
+		return
+	}
+	if sr.IdempotencyKey != "" {
+		if rc, ok := r.byIdem[sr.IdempotencyKey]; ok {
+			r.replays++
+			r.mu.Unlock()
+			writeJSON(w, wb.SendReply{Receipt: rc, Replayed: true})
+			return
+		}
+	}
+	rc := Receipt(sr.ItemID, sr.Digest)
+	r.accepts[k]++
+	r.receipts[k] = rc
+	if sr.IdempotencyKey != "" {
+		r.byIdem[sr.IdempotencyKey] = rc
+	}
+	r.mu.Unlock()
+	if inject {
+		// after_accept: the delivery is recorded, and the reply is lost.
+		dropConnection(w)
+		return
+	}
+	writeJSON(w, wb.SendReply{Receipt: rc})
+}
+
+// dropConnection closes the client's connection without writing a byte,
+// which the client sees as a reply that never came.
+func dropConnection(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		// A reset rather than a FIN, so no half-read reply can be taken
+		// for an answer.
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+func (r *Receiver) handleReceipt(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	k := wb.Key{Job: q.Get("job_id"), Item: q.Get("item_id"), Step: q.Get("step")}
+	if k.Job == "" || k.Item == "" || k.Step == "" {
+		http.Error(w, "job_id, item_id and step are required", http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	rc, ok := r.receipts[k]
+	r.mu.Unlock()
+	if !ok {
+		http.Error(w, "no receipt", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, wb.SendReply{Receipt: rc})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode reply", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Write(b)
+}
+
+// ReceiverStats summarises the accepts. Duplicates count one notification
+// delivered more than once: accepts are grouped by (item_id, step), across
+// job ids, because a new job id does not make a second notification any
+// less of a duplicate for whoever receives it.
+type ReceiverStats struct {
+	Accepts       int `json:"accepts"`
+	Duplicates    int `json:"duplicates"`
+	SentOnceItems int `json:"sent_once_items"`
+	// AcceptCounts maps "how many accepts" to how many (item, step) pairs
+	// got that many, e.g. {"1": 9, "2": 41}.
+	AcceptCounts map[string]int `json:"accept_counts"`
+	// Replays are sends answered from the idempotency-key store.
+	Replays int `json:"idempotent_replays"`
+}
+
+// Stats reads the counters.
+func (r *Receiver) Stats() ReceiverStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	byNote := map[[2]string]int{}
+	st := ReceiverStats{AcceptCounts: map[string]int{}, Replays: r.replays}
+	for k, n := range r.accepts {
+		byNote[[2]string{k.Item, k.Step}] += n
+		st.Accepts += n
+	}
+	for _, n := range byNote {
+		st.AcceptCounts[strconv.Itoa(n)]++
+		st.Duplicates += n - 1
+		if n == 1 {
+			st.SentOnceItems++
+		}
+	}
+	return st
+}
+
+// AcceptsOf returns the accepts of one notification over every job.
+func (r *Receiver) AcceptsOf(item, step string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for k, c := range r.accepts {
+		if k.Item == item && k.Step == step {
+			n += c
+		}
+	}
+	return n
+}
+
+// Keys lists the recorded triples, sorted, for tests.
+func (r *Receiver) Keys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.accepts {
+		out = append(out, k.String())
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,112 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/harness/harnesstest"
+	wc "idemlab/worker/claim"
+	"idemlab/worker/sqlitedb"
+)
+
+// ErrNoWinner is returned by the benchmark when a fingerprint ended with no
+// winner or with more than one.
+var ErrNoWinner = errors.New("not exactly one winner")
+
+// benchClaims is how many distinct fingerprints every process claims per
+// race; each of them is claimed by all P processes.
+const benchClaims = 500
+
+// BenchmarkClaimRace releases P real processes behind the barrier, each
+// claiming the same benchClaims fingerprints in a loop with the TTL claim,
+// and checks that every fingerprint has exactly one winner. claims/s is all
+// claims over the slowest process's loop time, which leaves process start
+// and exit out; busy-retries/op are SQLITE_BUSY results seen after the busy
+// timeout.
+func BenchmarkClaimRace(b *testing.B) {
+	for _, procs := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			e := harnesstest.New(b)
+			var claims int
+			var loop time.Duration
+			busy := 0
+			for i := 0; i < b.N; i++ {
+				n, elapsed, retries, err := benchRace(b, e.Runner, procs, i)
+				if err != nil {
+					b.Fatal(err)
+				}
+				claims += n
+				loop += elapsed
+				busy += retries
+			}
+			b.ReportMetric(float64(claims)/loop.Seconds(), "claims/s")
+			b.ReportMetric(float64(busy)/float64(b.N), "busy-retries/op")
+		})
+	}
+}
+
+func benchRace(b *testing.B, r *harness.Runner, procs, iter int) (int, time.Duration, int, error) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), fmt.Sprintf("bench-%d.sqlite3", iter))
+	if err := prepare(ctx, path, 5*time.Second, wc.SchemaNew); err != nil {
+		return 0, 0, 0, err
+	}
+	ps, err := RunRace(ctx, r, RaceSpec{
+		Scenario: Name, Condition: "bench", Worker: BenchWorker, Workers: procs,
+		Label: func(i int) string { return fmt.Sprintf("bench-w%d", i+1) },
+		Args: func(i int) []string {
+			return []string{"-db", path, "-variant", string(wc.TTL), "-fingerprint", "bench",
+				"-source", "bench", "-level", "info", "-message", "m", "-ttl-ms", "300000",
+				"-count", fmt.Sprint(benchClaims)}
+		},
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	wins := make([]int, benchClaims)
+	var slowest float64
+	busy := 0
+	for _, p := range ps {
+		var res wc.BenchResult
+		if err := harness.DecodeResult(p.Report, &res); err != nil {
+			return 0, 0, 0, err
+		}
+		for _, w := range res.Won {
+			wins[w]++
+		}
+		busy += res.BusyRetries
+		slowest = max(slowest, res.ElapsedMS)
+	}
+	for i, w := range wins {
+		if w != 1 {
+			return 0, 0, 0, fmt.Errorf("fingerprint %s: %d winners: %w", wc.BenchFingerprint("bench", i), w, ErrNoWinner)
+		}
+	}
+	if err := checkBenchRows(ctx, path); err != nil {
+		return 0, 0, 0, err
+	}
+	return procs * benchClaims, time.Duration(slowest * float64(time.Millisecond)), busy, nil
+}
+
+// checkBenchRows reads the file back: one row per fingerprint, each claimed
+// once.
+func checkBenchRows(ctx context.Context, path string) error {
+	db, _, err := sqlitedb.Open(ctx, wc.Options(path, 5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var rows, total int
+	if err := db.QueryRowContext(ctx, "SELECT count(*), coalesce(sum(count), 0) FROM event_claims").Scan(&rows, &total); err != nil {
+		return fmt.Errorf("count claim rows: %w", err)
+	}
+	if rows != benchClaims || total != benchClaims {
+		return fmt.Errorf("%d rows with %d claims in total, want %d and %d: %w", rows, total, benchClaims, benchClaims, ErrNoWinner)
+	}
+	return nil
+}

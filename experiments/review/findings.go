@@ -1,0 +1,48 @@
+package review
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Finding is one reason a folder does not verify. File and Field say where
+// to look, so a reviewer can open the file at the right place.
+type Finding struct {
+	File    string `json:"file"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+func (f Finding) String() string {
+	var b strings.Builder
+	b.WriteString(f.File)
+	if f.Field != "" {
+		b.WriteString(": ")
+		b.WriteString(f.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(f.Message)
+	return b.String()
+}
+
+// field builds a field path such as scenarios[redelivery].conditions[x].pass.
+func field(parts ...any) string {
+	var b strings.Builder
+	for i, p := range parts {
+		switch v := p.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", v)
+		case key:
+			fmt.Fprintf(&b, "[%s]", string(v))
+		default:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, v)
+		}
+	}
+	return b.String()
+}
+
+// key is a named index in a field path, like a scenario or condition name.
+type key string

@@ -1,0 +1,344 @@
+// Package review checks and renders a results folder for reviewers. A
+// results folder is untrusted input: anyone could have edited it, so every
+// file is opened without following links, read with a size cap, and parsed
+// strictly, and every problem becomes a finding that names the file and the
+// field instead of a panic or a silent default.
+package review
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"idemlab/experiments/harness"
+)
+
+// Size caps. A results folder from a real run is a few hundred KiB; the caps
+// only keep a hostile or corrupted folder from exhausting memory.
+const (
+	DefaultMaxResultsBytes = 32 << 20
+	DefaultMaxJSONLBytes   = 256 << 20
+	DefaultMaxLineBytes    = 16 << 20
+	// maxEntries bounds the walk over the folder.
+	maxEntries = 10000
+)
+
+// Limits are the size caps applied while loading. Zero fields take the
+// defaults, so tests can lower one cap at a time.
+type Limits struct {
+	ResultsBytes int64
+	JSONLBytes   int64
+	LineBytes    int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.ResultsBytes <= 0 {
+		l.ResultsBytes = DefaultMaxResultsBytes
+	}
+	if l.JSONLBytes <= 0 {
+		l.JSONLBytes = DefaultMaxJSONLBytes
+	}
+	if l.LineBytes <= 0 {
+		l.LineBytes = DefaultMaxLineBytes
+	}
+	return l
+}
+
+// Line is one parsed line of a JSONL file with its 1-based line number, so
+// findings can point at it.
+type Line struct {
+	N    int
+	Raw  json.RawMessage
+	Data map[string]any
+}
+
+// Folder is a loaded results folder. Results is nil when results.json could
+// not be read or parsed; the findings then say why.
+type Folder struct {
+	Dir          string
+	ResultsRaw   []byte
+	Results      *harness.Results
+	Observations []Line
+	Processes    []harness.ProcessRecord
+	// ProcessLines are the line numbers of Processes, index for index.
+	ProcessLines []int
+	Findings     []Finding
+	Notices      []string
+}
+
+// ErrNotFolder is returned when DIR itself cannot be used; problems inside
+// the folder are findings instead.
+var ErrNotFolder = errors.New("not a results folder")
+
+// Load reads the three files of dir. It returns an error only when dir is
+// not a readable folder; everything wrong inside it is a finding.
+func Load(dir string, lim Limits) (*Folder, error) {
+	lim = lim.withDefaults()
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotFolder, dir, errors.Unwrap(err))
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%w: %s: is a symbolic link; pass the folder itself", ErrNotFolder, dir)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s: is not a folder", ErrNotFolder, dir)
+	}
+	f := &Folder{Dir: dir}
+	f.scanEntries()
+	f.loadResults(lim)
+	f.loadObservations(lim)
+	f.loadProcesses(lim)
+	return f, nil
+}
+
+func (f *Folder) add(file, field, format string, args ...any) {
+	f.Findings = append(f.Findings, Finding{File: file, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// scanEntries refuses links and special files anywhere in the folder: a link
+// could make verify read, and report show, a file outside the folder.
+func (f *Folder) scanEntries() {
+	n := 0
+	err := filepath.WalkDir(f.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			f.add(relName(f.Dir, p), "", "cannot read: %v", errors.Unwrap(err))
+			return nil
+		}
+		n++
+		if n > maxEntries {
+			f.add(".", "", "more than %d entries; not a results folder", maxEntries)
+			return filepath.SkipAll
+		}
+		rel := relName(f.Dir, p)
+		switch t := d.Type(); {
+		case t&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			where := "inside"
+			if escapes(f.Dir, p, target) {
+				where = "outside"
+			}
+			f.add(rel, "", "is a symbolic link to %q (pointing %s the folder); a results folder holds only regular files", target, where)
+		case t.IsDir(), t.IsRegular():
+		default:
+			f.add(rel, "", "is not a regular file (%v)", t)
+		}
+		return nil
+	})
+	if err != nil {
+		f.add(".", "", "cannot walk the folder: %v", err)
+	}
+}
+
+func relName(dir, p string) string {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(rel)
+}
+
+// escapes says whether a link at p with the given target leaves dir.
+func escapes(dir, p, target string) bool {
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(p), target)
+	}
+	abs, err1 := filepath.Abs(target)
+	root, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	rel, err := filepath.Rel(root, abs)
+	return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// openRegular opens name inside the folder without following a link and
+// without blocking on a FIFO, and checks it is a regular file under max
+// bytes.
+func (f *Folder) openRegular(name string, max int64) (*os.File, bool) {
+	p := filepath.Join(f.Dir, name)
+	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			f.add(name, "", "missing: a results folder has %s, %s and %s", harness.ResultsFile, harness.ObservationsFile, harness.ProcessesFile)
+		case errors.Is(err, syscall.ELOOP):
+			// Already reported by scanEntries as a link.
+		default:
+			f.add(name, "", "cannot open: %v", errors.Unwrap(err))
+		}
+		return nil, false
+	}
+	st, err := fh.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		fh.Close()
+		f.add(name, "", "is not a regular file")
+		return nil, false
+	}
+	if st.Size() > max {
+		fh.Close()
+		f.add(name, "", "is %d bytes, over the cap of %d bytes; refusing to read it", st.Size(), max)
+		return nil, false
+	}
+	return fh, true
+}
+
+func (f *Folder) loadResults(lim Limits) {
+	fh, ok := f.openRegular(harness.ResultsFile, lim.ResultsBytes)
+	if !ok {
+		return
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, lim.ResultsBytes+1))
+	if err != nil {
+		f.add(harness.ResultsFile, "", "cannot read: %v", err)
+		return
+	}
+	if int64(len(b)) > lim.ResultsBytes {
+		f.add(harness.ResultsFile, "", "grew over the cap of %d bytes while being read", lim.ResultsBytes)
+		return
+	}
+	f.ResultsRaw = b
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		f.add(harness.ResultsFile, "", "not valid JSON: %v", describe(b, err))
+		return
+	}
+	f.Findings = append(f.Findings, validateSchema(doc)...)
+	var r harness.Results
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		f.add(harness.ResultsFile, "", "does not decode as results: %v", describe(b, err))
+		return
+	}
+	f.Results = &r
+}
+
+// describe adds a line number to a JSON syntax error.
+func describe(b []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
+		return fmt.Sprintf("line %d: %v", line, se)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// readLines reads a JSONL file line by line. A last line without its
+// newline is reported as truncated, since the recorder always ends a line.
+func (f *Folder) readLines(name string, lim Limits, each func(n int, raw []byte)) {
+	fh, ok := f.openRegular(name, lim.JSONLBytes)
+	if !ok {
+		return
+	}
+	defer fh.Close()
+	r := bufio.NewReaderSize(io.LimitReader(fh, lim.JSONLBytes+1), 64<<10)
+	var total int64
+	for n := 1; ; n++ {
+		line, err := readLine(r, lim.LineBytes)
+		total += int64(len(line))
+		if total > lim.JSONLBytes {
+			f.add(name, fmt.Sprintf("line %d", n), "file grew over the cap of %d bytes while being read", lim.JSONLBytes)
+			return
+		}
+		if errors.Is(err, errLineTooLong) {
+			f.add(name, fmt.Sprintf("line %d", n), "longer than the cap of %d bytes", lim.LineBytes)
+			return
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			f.add(name, fmt.Sprintf("line %d", n), "cannot read: %v", err)
+			return
+		}
+		if len(line) == 0 && errors.Is(err, io.EOF) {
+			return
+		}
+		if !bytes.HasSuffix(line, []byte("\n")) {
+			f.add(name, fmt.Sprintf("line %d", n), "truncated: the file ends without a newline after %d bytes of this line", len(line))
+			return
+		}
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		if len(bytes.TrimSpace(body)) == 0 {
+			f.add(name, fmt.Sprintf("line %d", n), "empty line")
+			continue
+		}
+		each(n, body)
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		out = append(out, chunk...)
+		if len(out) > max {
+			return out, errLineTooLong
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return out, err
+	}
+}
+
+func (f *Folder) loadObservations(lim Limits) {
+	f.readLines(harness.ObservationsFile, lim, func(n int, raw []byte) {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			f.add(harness.ObservationsFile, fmt.Sprintf("line %d", n), "not a JSON object: %v", describe(raw, err))
+			return
+		}
+		f.Observations = append(f.Observations, Line{N: n, Raw: append(json.RawMessage{}, raw...), Data: m})
+	})
+}
+
+func (f *Folder) loadProcesses(lim Limits) {
+	f.readLines(harness.ProcessesFile, lim, func(n int, raw []byte) {
+		var p harness.ProcessRecord
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			f.add(harness.ProcessesFile, fmt.Sprintf("line %d", n), "not a process record: %v", describe(raw, err))
+			return
+		}
+		f.Processes = append(f.Processes, p)
+		f.ProcessLines = append(f.ProcessLines, n)
+	})
+}
+
+// process finds a process record by id.
+func (f *Folder) process(id int) (harness.ProcessRecord, int, bool) {
+	i := sort.Search(len(f.Processes), func(i int) bool { return f.Processes[i].ID >= id })
+	if i < len(f.Processes) && f.Processes[i].ID == id {
+		return f.Processes[i], f.ProcessLines[i], true
+	}
+	for i, p := range f.Processes {
+		if p.ID == id {
+			return p, f.ProcessLines[i], true
+		}
+	}
+	return harness.ProcessRecord{}, 0, false
+}
+
+// observationsOf returns the observation lines of one scenario and
+// condition, in file order.
+func (f *Folder) observationsOf(scenario, condition string) []Line {
+	var out []Line
+	for _, l := range f.Observations {
+		if l.Data["scenario"] == scenario && l.Data["condition"] == condition {
+			out = append(out, l)
+		}
+	}
+	return out
+}
