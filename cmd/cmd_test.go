@@ -102,7 +102,7 @@ func TestExperimentRefusesExistingOut(t *testing.T) {
 	out := t.TempDir()
 	marker := filepath.Join(out, "keep")
 	os.WriteFile(marker, []byte("mine"), 0o644)
-	r := execIn(t, suite.Options{}, "experiment", "--input", goodInput, "--out", out)
+	r := execIn(t, suite.Options{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
 	if r.code != 2 || !strings.Contains(r.stderr, "already exists") || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("exit %d stderr %q, want 2 and one line saying it exists", r.code, r.stderr)
 	}
@@ -167,7 +167,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown scenario", []string{"experiment", "--scenario", "nope", "--out", filepath.Join(dir, "x")}, `--scenario "nope": unknown`},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"missing input", []string{"experiment", "--input", filepath.Join(dir, "none.json"), "--out", filepath.Join(dir, "y")}, "none.json"},
-		{"unwritable out", []string{"experiment", "--input", goodInput, "--out", filepath.Join(file, "out")}, "parent folder"},
+		{"unwritable out", []string{"experiment", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(file, "out")}, "parent folder"},
 		{"stray argument", []string{"list", "extra"}, "unknown command"},
 	}
 	for _, tt := range tests {

@@ -337,7 +337,7 @@ func TestTamperedFoldersFail(t *testing.T) {
 			tamper: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, harness.ResultsFile), func(m map[string]any) { m["verified_by"] = "me" })
 			},
-			wantFile: harness.ResultsFile, wantField: "/", wantMsg: "schema: additional properties 'verified_by'",
+			wantFile: harness.ResultsFile, wantField: "/", wantMsg: "schema: unexpected additional properties [\"verified_by\"]",
 		},
 		{
 			name: "results.json not JSON",

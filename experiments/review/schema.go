@@ -1,16 +1,13 @@
 package review
 
 import (
-	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"idemlab/experiments/harness"
 )
@@ -21,61 +18,80 @@ import (
 //go:embed schema/results.schema.json
 var SchemaJSON []byte
 
-const schemaURL = "idemlab/results.schema.json"
+// schemaBase resolves the schema's relative $id; nothing is fetched.
+const schemaBase = "file:///"
 
 var (
 	schemaOnce sync.Once
-	schema     *jsonschema.Schema
+	schema     *jsonschema.Resolved
 	schemaErr  error
 )
 
-func compiledSchema() (*jsonschema.Schema, error) {
+// compiledSchema resolves the schema once. The validator is Google's
+// jsonschema-go: its package start-up is cheap, which matters because every
+// worker process is this same binary and pays for every package's init.
+func compiledSchema() (*jsonschema.Resolved, error) {
 	schemaOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
-		if err != nil {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(SchemaJSON, &s); err != nil {
 			schemaErr = fmt.Errorf("parse results schema: %w", err)
 			return
 		}
-		c := jsonschema.NewCompiler()
-		c.AssertFormat()
-		if err := c.AddResource(schemaURL, doc); err != nil {
-			schemaErr = fmt.Errorf("load results schema: %w", err)
-			return
+		schema, schemaErr = s.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaBase})
+		if schemaErr != nil {
+			schemaErr = fmt.Errorf("resolve results schema: %w", schemaErr)
 		}
-		schema, schemaErr = c.Compile(schemaURL)
 	})
 	return schema, schemaErr
 }
 
-// validateSchema checks the decoded results.json against the schema and
-// turns each failing leaf into a finding that names the JSON pointer.
+// validateSchema checks the decoded results.json against the schema. The
+// validator stops at the first failure; the finding names the field it
+// derives from the failing schema path.
 func validateSchema(doc any) []Finding {
 	sch, err := compiledSchema()
 	if err != nil {
 		return []Finding{{File: harness.ResultsFile, Message: err.Error()}}
 	}
-	err = sch.Validate(doc)
-	if err == nil {
-		return nil
+	if err := sch.Validate(doc); err != nil {
+		return []Finding{{File: harness.ResultsFile, Field: schemaField(err.Error()), Message: "schema: " + schemaReason(err.Error())}}
 	}
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return []Finding{{File: harness.ResultsFile, Message: "schema: " + err.Error()}}
-	}
-	p := message.NewPrinter(language.English)
-	var out []Finding
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			out = append(out, Finding{File: harness.ResultsFile, Field: loc, Message: "schema: " + e.ErrorKind.LocalizedString(p)})
-			return
+	return nil
+}
+
+// schemaField turns the deepest "/properties/a/items/properties/b" schema
+// path in a validation error into the instance field "/a/[]/b".
+func schemaField(msg string) string {
+	field := "/"
+	for _, part := range strings.Split(msg, "validating ") {
+		path, _, _ := strings.Cut(part, ":")
+		if !strings.HasPrefix(path, "/properties/") {
+			continue
 		}
-		for _, c := range e.Causes {
-			walk(c)
+		segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+		var out []string
+		for k := 0; k < len(segs); k++ {
+			switch segs[k] {
+			case "properties":
+				if k+1 < len(segs) {
+					out = append(out, segs[k+1])
+					k++
+				}
+			case "items", "prefixItems":
+				out = append(out, "[]")
+			}
 		}
+		field = "/" + strings.Join(out, "/")
 	}
-	walk(ve)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
-	return out
+	return field
+}
+
+// schemaReason is the last clause of a validation error: the rule that
+// failed and the value it failed on.
+func schemaReason(msg string) string {
+	parts := strings.Split(msg, "validating ")
+	if _, reason, ok := strings.Cut(parts[len(parts)-1], ": "); ok {
+		return reason
+	}
+	return msg
 }
