@@ -34,14 +34,16 @@ func Table(r harness.ScenarioResult) ([]string, [][]string) {
 		rows = append(rows, []string{c.Name, want, strings.Join(seen, "; "), last, fmt.Sprint(extra.BusyRetries[c.Name]), harness.Mark(c.Pass)})
 	}
 	if mutants := extra.Mutants; mutants != nil {
-		rows = append(rows, []string{"", "", "", "", "", ""})
-		rows = append(rows, []string{fmt.Sprintf("mutant (%d repetitions)", mutants.Repetitions), "must be killed", "killed by rounds", "", "", ""})
+		// An empty row ends the rounds' column block, so the mutant table
+		// below is aligned on its own.
+		rows = append(rows, nil)
+		rows = append(rows, []string{fmt.Sprintf("mutant (%d repetitions)", mutants.Repetitions), "must be killed", "killed by rounds", "ok"})
 		for _, m := range mutants.Rows {
 			killed := "SURVIVED"
 			if m.Killed {
 				killed = strings.Join(m.KilledBy, ", ")
 			}
-			rows = append(rows, []string{string(m.Mutant), "killed", killed, "", "", harness.Mark(m.Killed)})
+			rows = append(rows, []string{string(m.Mutant), "killed", killed, harness.Mark(m.Killed)})
 		}
 	}
 	return header, rows

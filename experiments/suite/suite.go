@@ -249,6 +249,9 @@ func printSummary(w io.Writer, res *harness.Results, chosen []scenario, dir stri
 		header, rows := chosen[i].table(sr)
 		fmt.Fprintln(tw, strings.Join(header, "\t"))
 		for _, r := range rows {
+			// A row with no cells prints as an empty line, which ends
+			// tabwriter's column blocks: a second table in one scenario
+			// is then aligned on its own.
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 		tw.Flush()
