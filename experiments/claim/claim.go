@@ -155,7 +155,10 @@ type Result = harness.ScenarioResult
 
 // Settings are recorded with the scenario.
 type Settings struct {
-	Fingerprint       string            `json:"fingerprint"`
+	Fingerprint string `json:"fingerprint"`
+	// Classification is what a follow-up writes; the oracle needs it to
+	// name the row's downstream field, so verify can recompute expected.
+	Classification    string            `json:"classification"`
 	TTLMS             int64             `json:"ttl_ms"`
 	Workers           int               `json:"workers"`
 	Repetitions       int               `json:"repetitions"`
@@ -240,7 +243,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	params := Params{Workers: in.Workers, TTLMS: ttl.Milliseconds(), Classification: in.Classification}
 	res := Result{Name: Name, Pass: true}
 	settings := Settings{
-		Fingerprint: in.Fingerprint, TTLMS: ttl.Milliseconds(), Workers: in.Workers, Repetitions: in.Repetitions,
+		Fingerprint: in.Fingerprint, Classification: in.Classification, TTLMS: ttl.Milliseconds(), Workers: in.Workers, Repetitions: in.Repetitions,
 		Mutants: cfg.Mutants, Boundary: wc.Chosen, BoundaryReason: BoundaryReason,
 		Clock:   "each worker's own clock (Unix ms) plus the race's offset; the boundary rounds pin it to the exact instant instead",
 		Barrier: "every racer opens the database, writes one byte to an inherited pipe, then reads stdin until the parent closes it",

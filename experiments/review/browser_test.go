@@ -89,3 +89,35 @@ func TestReportHTMLInBrowser(t *testing.T) {
 		os.WriteFile(dst, b, 0o644)
 	}
 }
+
+func TestReportHTMLInBrowserBatchClaim(t *testing.T) {
+	bin := chromium(t)
+	f, err := Load(goldenBCDir, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := BuildReport(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var html bytes.Buffer
+	if err := RenderHTML(&html, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(page, html.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := string(headless(t, bin, "--dump-dom", "file://"+page))
+	for _, want := range []string{
+		`id="article-002"`, "18 of 18 cells match", `id="article-003"`, "16 of 16 cells match", "not judged",
+		`id="chart-batch-timings-before_accept"`, `id="chart-batch-timings-after_accept"`, `id="chart-claim-winners"`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	if n := strings.Count(dom, "<svg"); n < 3 {
+		t.Errorf("rendered page has %d inline SVGs, want at least 3", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/suite"
 )
 
 // plugin is what one scenario adds to the generic checks and renderings.
@@ -21,6 +22,9 @@ type plugin struct {
 	// deterministic is what a rerun must reproduce exactly; times, pids,
 	// paths and timings are left out.
 	deterministic func(f *Folder, s harness.ScenarioResult) (any, error)
+	// overrides puts the recorded settings back as the experiment's
+	// flags, so a rerun of a folder made with overrides runs the same.
+	overrides func(s harness.ScenarioResult, o *suite.Options) error
 	// articleTable sets the published figures beside the reproduced ones.
 	articleTable func(pub []byte, s harness.ScenarioResult) (*ArticleSection, error)
 	// cell renders one condition's expected or observed value compactly.

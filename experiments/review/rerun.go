@@ -61,11 +61,21 @@ func Rerun(ctx context.Context, f *Folder, opts RerunOptions) (*RerunOutcome, er
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "results")
-	_, err = suite.Run(ctx, suite.Options{
+	so := suite.Options{
 		Out: dir, InputPath: opts.InputPath, Scenarios: names,
 		Executable: opts.Executable, Workdir: opts.Workdir, TempDir: tmp,
 		Stdout: io.Discard, Stderr: io.Discard, OnProcess: opts.OnProcess,
-	})
+	}
+	// The recorded settings, not the input file alone, say how the folder
+	// was made: flags such as --items or --workers override the file.
+	for _, s := range f.Results.Scenarios {
+		if p, ok := plugins[s.Name]; ok && p.overrides != nil {
+			if err := p.overrides(s, &so); err != nil {
+				return nil, fmt.Errorf("%w: rerun: scenario %s: the recorded settings cannot be replayed: %v", harness.ErrExpectation, s.Name, err)
+			}
+		}
+	}
+	_, err = suite.Run(ctx, so)
 	if err != nil && !errors.Is(err, harness.ErrExpectation) {
 		return nil, fmt.Errorf("rerun: %w", err)
 	}

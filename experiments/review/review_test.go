@@ -36,23 +36,26 @@ const (
 // worker binary. Only argv is rewritten afterwards, to keep this machine's
 // temporary paths out of the repository; verify does not check argv.
 func regenerateGolden(t *testing.T) {
+	regenerateFolder(t, suite.Options{Out: goldenDir, InputPath: goldenInput, Scenarios: []string{"redelivery"}})
+}
+
+// regenerateFolder runs the scenarios of so for real into so.Out, replacing
+// it, and keeps temporary paths out of argv.
+func regenerateFolder(t *testing.T, so suite.Options) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	if err := os.RemoveAll(goldenDir); err != nil {
+	if err := os.RemoveAll(so.Out); err != nil {
 		t.Fatal(err)
 	}
-	_, err = suite.Run(context.Background(), suite.Options{
-		Out: goldenDir, InputPath: goldenInput, Scenarios: []string{"redelivery"},
-		Executable: exe, Workdir: wd, TempDir: t.TempDir(), Stdout: io.Discard, Stderr: io.Discard,
-	})
-	if err != nil {
+	so.Executable, so.Workdir, so.TempDir, so.Stdout, so.Stderr = exe, wd, t.TempDir(), io.Discard, io.Discard
+	if _, err = suite.Run(context.Background(), so); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(goldenDir, harness.ProcessesFile)
+	p := filepath.Join(so.Out, harness.ProcessesFile)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +85,12 @@ func regenerateGolden(t *testing.T) {
 // copyGolden copies the golden folder and its input into a temp dir that a
 // test may tamper with.
 func copyGolden(tb testing.TB) (dir, input string) {
+	tb.Helper()
+	return copyFolder(tb, goldenDir, goldenInput)
+}
+
+// copyFolder copies a committed results folder and its input.
+func copyFolder(tb testing.TB, goldenDir, goldenInput string) (dir, input string) {
 	tb.Helper()
 	root := tb.TempDir()
 	dir = filepath.Join(root, "results")
