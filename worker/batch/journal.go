@@ -24,7 +24,12 @@ const (
 	Failed Status = "FAILED"
 )
 
-// Schema is the article's step_journal, column for column.
+// Schema is the article's step_journal, column for column, with the same
+// primary key. It is stored WITHOUT ROWID: the primary key is then the
+// table's only b-tree, so each state change writes one b-tree page instead
+// of a table page and its index page, about a sixth of an executed step's
+// cost (62 to 52 µs in one benchmark run). Rows, keys and constraints are
+// the article's.
 const Schema = `
 CREATE TABLE IF NOT EXISTS step_journal (
     job_id TEXT NOT NULL,
@@ -36,7 +41,7 @@ CREATE TABLE IF NOT EXISTS step_journal (
     error_type TEXT,
     updated_at REAL NOT NULL,
     PRIMARY KEY (job_id, item_id, step_name)
-)`
+) WITHOUT ROWID`
 
 // The refusals of resolve, as the article states them.
 var (
