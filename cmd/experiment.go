@@ -67,13 +67,9 @@ func runExperiment(c *cobra.Command, opts *ExperimentOptions) error {
 	if err := opts.Claim.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
 	}
-	exe, err := os.Executable()
+	exe, wd, err := selfAndWorkdir(opts.suite.Executable)
 	if err != nil {
-		return fmt.Errorf("%w: find own executable: %v", harness.ErrHarness, err)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return fmt.Errorf("%w: find working folder: %v", harness.ErrHarness, err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -82,9 +78,7 @@ func runExperiment(c *cobra.Command, opts *ExperimentOptions) error {
 	so.Claim = opts.Claim
 	so.Claim.SkipMutants = !opts.Mutants
 	so.Batch = opts.Batch.Overrides(c)
-	if so.Executable == "" {
-		so.Executable = exe
-	}
+	so.Executable = exe
 	so.Workdir = wd
 	so.Stdout, so.Stderr = opts.Streams.Out, opts.Streams.Err
 	if so.OnProcess == nil {
@@ -94,4 +88,21 @@ func runExperiment(c *cobra.Command, opts *ExperimentOptions) error {
 	}
 	_, err = suite.Run(ctx, so)
 	return err
+}
+
+// selfAndWorkdir returns the binary that workers re-execute (exe, unless
+// empty, in which case this process's own executable) and the working
+// folder, where the source tree is looked for.
+func selfAndWorkdir(exe string) (string, string, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return "", "", fmt.Errorf("%w: find own executable: %v", harness.ErrHarness, err)
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", "", fmt.Errorf("%w: find working folder: %v", harness.ErrHarness, err)
+	}
+	return exe, wd, nil
 }

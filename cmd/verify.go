@@ -1,14 +1,12 @@
 package cmd
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/review"
 )
 
@@ -57,16 +55,9 @@ points, verdicts) are compared; times, pids and paths are ignored.
 }
 
 func runVerify(c *cobra.Command, opts *VerifyOptions, dir string) error {
-	exe := opts.executable
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return fmt.Errorf("%w: find own executable: %v", harness.ErrHarness, err)
-		}
-	}
-	wd, err := os.Getwd()
+	exe, wd, err := selfAndWorkdir(opts.executable)
 	if err != nil {
-		return fmt.Errorf("%w: find working folder: %v", harness.ErrHarness, err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

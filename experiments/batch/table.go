@@ -80,8 +80,9 @@ func runCell(runs []RunObs, n int) string {
 	return s
 }
 
-// heldCell lists every run's held items, once each.
-func heldCell(runs []RunObs) string {
+// AllHeld lists every run's held items, once each, in the order the runs
+// first held them.
+func AllHeld(runs []RunObs) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range runs {
@@ -92,6 +93,12 @@ func heldCell(runs []RunObs) string {
 			}
 		}
 	}
+	return out
+}
+
+// heldCell renders AllHeld for the summary table.
+func heldCell(runs []RunObs) string {
+	out := AllHeld(runs)
 	if len(out) == 0 {
 		return "-"
 	}

@@ -602,7 +602,7 @@ func cellBatch(v any) string {
 		for _, r := range o.Runs {
 			runs = append(runs, fmt.Sprintf("run %d: %s", r.Run, runText(r)))
 		}
-		return fmt.Sprintf("%s; held %s; dup %d; once %d", strings.Join(runs, "; "), heldText(allHeld(o.Runs)), o.Duplicates, o.SentOnceItems)
+		return fmt.Sprintf("%s; held %s; dup %d; once %d", strings.Join(runs, "; "), heldText(batch.AllHeld(o.Runs)), o.Duplicates, o.SentOnceItems)
 	}), len(outs))
 }
 
@@ -615,20 +615,6 @@ func runText(r batch.RunObs) string {
 		s += fmt.Sprintf(" (%d)", r.ExitCode)
 	}
 	return s
-}
-
-func allHeld(runs []batch.RunObs) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range runs {
-		for _, h := range r.Held {
-			if !seen[h] {
-				seen[h] = true
-				out = append(out, h)
-			}
-		}
-	}
-	return out
 }
 
 // batchTiming is one entry of the batch scenario's extra.timings, read

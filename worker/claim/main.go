@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -147,17 +148,11 @@ func RaceMain(call *protocol.Call) int {
 	}
 	clock := Clock{OffsetMS: *offset, PinnedMS: *pinned}
 	ctx := context.Background()
-	db, settings, err := sqlitedb.Open(ctx, Options(c.db, time.Duration(c.busyMS)*time.Millisecond))
+	db, settings, err := c.openBehindBarrier(ctx, call)
 	if err != nil {
 		return call.Fail(err)
 	}
 	defer db.Close()
-	b, closeReady := c.barrier(call)
-	err = b.Wait()
-	closeReady()
-	if err != nil {
-		return call.Fail(err)
-	}
 	out, err := Claim(ctx, db, v, c.ev, clock.Now(), time.Duration(c.ttlMS)*time.Millisecond)
 	if err != nil {
 		return call.Fail(err)
@@ -209,17 +204,11 @@ func BenchMain(call *protocol.Call) int {
 		return call.Usage(errors.New("-count must be positive"))
 	}
 	ctx := context.Background()
-	db, _, err := sqlitedb.Open(ctx, Options(c.db, time.Duration(c.busyMS)*time.Millisecond))
+	db, _, err := c.openBehindBarrier(ctx, call)
 	if err != nil {
 		return call.Fail(err)
 	}
 	defer db.Close()
-	b, closeReady := c.barrier(call)
-	err = b.Wait()
-	closeReady()
-	if err != nil {
-		return call.Fail(err)
-	}
 	res := BenchResult{Claims: *count, Won: []int{}}
 	ttl := time.Duration(c.ttlMS) * time.Millisecond
 	start := time.Now()
@@ -240,4 +229,22 @@ func BenchMain(call *protocol.Call) int {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
 	return call.Finish(res, protocol.ExitACK)
+}
+
+// openBehindBarrier opens the file, then signals readiness and waits for
+// the parent's release, so that the open's cost is paid before the race
+// and every racer claims as close to the same instant as processes can.
+func (c *commonFlags) openBehindBarrier(ctx context.Context, call *protocol.Call) (*sql.DB, sqlitedb.Settings, error) {
+	db, settings, err := sqlitedb.Open(ctx, Options(c.db, time.Duration(c.busyMS)*time.Millisecond))
+	if err != nil {
+		return nil, settings, err
+	}
+	b, closeReady := c.barrier(call)
+	err = b.Wait()
+	closeReady()
+	if err != nil {
+		db.Close()
+		return nil, settings, err
+	}
+	return db, settings, nil
 }
