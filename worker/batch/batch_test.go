@@ -109,14 +109,15 @@ func TestResumeRules(t *testing.T) {
 		final             rowState
 		finalMissing      bool
 	}
-	cases := []struct {
+	type resumeCase struct {
 		name     string
 		step     string
 		status   Status // "" means no row
 		digest   string
 		verifier fakeVerifier
 		want     want
-	}{}
+	}
+	var cases []resumeCase
 	for _, step := range Steps {
 		before := 0
 		for i, s := range Steps {
@@ -130,25 +131,11 @@ func TestResumeRules(t *testing.T) {
 			sentAfter = 1
 		}
 		// No row: the step runs like every later one.
-		cases = append(cases, struct {
-			name     string
-			step     string
-			status   Status
-			digest   string
-			verifier fakeVerifier
-			want     want
-		}{step + "/no-row", step, "", digest, nil, want{executed: 1 + after, skipped: before, held: nil, sent: 1, final: rowState{Succeeded, receiptIf(step)}}})
+		cases = append(cases, resumeCase{step + "/no-row", step, "", digest, nil, want{executed: 1 + after, skipped: before, held: nil, sent: 1, final: rowState{Succeeded, receiptIf(step)}}})
 		for _, st := range []Status{InFlight, Failed, Succeeded} {
 			name := step + "/" + string(st)
 			// A different digest holds the item, whatever the status.
-			cases = append(cases, struct {
-				name     string
-				step     string
-				status   Status
-				digest   string
-				verifier fakeVerifier
-				want     want
-			}{name + "/digest-changed", step, st, other, nil, want{skipped: before, held: []string{item.ID + ":" + step + ":input_changed"}, final: rowState{Status: st}}})
+			cases = append(cases, resumeCase{name + "/digest-changed", step, st, other, nil, want{skipped: before, held: []string{item.ID + ":" + step + ":input_changed"}, final: rowState{Status: st}}})
 			var w want
 			var v fakeVerifier
 			switch {
@@ -159,33 +146,12 @@ func TestResumeRules(t *testing.T) {
 			default:
 				w = want{skipped: before, held: []string{item.ID + ":" + step + ":unknown"}, final: rowState{Status: st}}
 			}
-			cases = append(cases, struct {
-				name     string
-				step     string
-				status   Status
-				digest   string
-				verifier fakeVerifier
-				want     want
-			}{name, step, st, digest, v, w})
+			cases = append(cases, resumeCase{name, step, st, digest, v, w})
 			if IsSideEffect(step) && st != Succeeded {
 				// Verify finds the receipt under the exact key.
-				cases = append(cases, struct {
-					name     string
-					step     string
-					status   Status
-					digest   string
-					verifier fakeVerifier
-					want     want
-				}{name + "/verified", step, st, digest, fakeVerifier{k(step): "rcpt-found"}, want{skipped: before + 1, final: rowState{Succeeded, "rcpt-found"}}})
+				cases = append(cases, resumeCase{name + "/verified", step, st, digest, fakeVerifier{k(step): "rcpt-found"}, want{skipped: before + 1, final: rowState{Succeeded, "rcpt-found"}}})
 				// Receipts for another job or another step do not match.
-				cases = append(cases, struct {
-					name     string
-					step     string
-					status   Status
-					digest   string
-					verifier fakeVerifier
-					want     want
-				}{name + "/receipt-of-other-key", step, st, digest, fakeVerifier{
+				cases = append(cases, resumeCase{name + "/receipt-of-other-key", step, st, digest, fakeVerifier{
 					{"job-2", item.ID, step}:      "rcpt-other-job",
 					{job, item.ID, StepTransform}: "rcpt-other-step",
 					{job, "item-002", StepNotify}: "rcpt-other-item",
