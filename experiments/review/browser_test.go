@@ -43,14 +43,7 @@ func headless(t *testing.T, bin string, args ...string) []byte {
 
 func TestReportHTMLInBrowser(t *testing.T) {
 	bin := chromium(t)
-	f, err := Load(goldenDir, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := BuildReport(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := goldenReport(t, goldenDir)
 	var html bytes.Buffer
 	if err := RenderHTML(&html, rep); err != nil {
 		t.Fatal(err)
@@ -92,14 +85,7 @@ func TestReportHTMLInBrowser(t *testing.T) {
 
 func TestReportHTMLInBrowserBatchClaim(t *testing.T) {
 	bin := chromium(t)
-	f, err := Load(goldenBCDir, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := BuildReport(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := goldenReport(t, goldenBCDir)
 	var html bytes.Buffer
 	if err := RenderHTML(&html, rep); err != nil {
 		t.Fatal(err)

@@ -174,17 +174,11 @@ func conditionsTable(s harness.ScenarioResult, cell func(any) string) Table {
 	return t
 }
 
+// compactLong renders a JSON value on one line for the report's tables,
+// which have room for more than a finding does.
 func compactLong(v any) string {
 	if v == nil {
 		return ""
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	s := string(b)
-	if len(s) > 400 {
-		s = s[:397] + "..."
-	}
-	return s
+	return compactN(v, 400)
 }

@@ -1,7 +1,6 @@
 package review
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -271,35 +270,11 @@ func TestRerunReproducesGoldenBatchClaim(t *testing.T) {
 }
 
 func TestReportGoldenBatchClaim(t *testing.T) {
-	f, err := Load(goldenBCDir, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := BuildReport(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := goldenReport(t, goldenBCDir)
 	if len(rep.Findings) != 0 {
 		t.Fatalf("report of the golden folder shows findings: %v", rep.Findings)
 	}
-	var md bytes.Buffer
-	if err := RenderMarkdown(&md, rep, func(c Chart) string { return "report-" + c.Slug + ".svg" }); err != nil {
-		t.Fatal(err)
-	}
-	got := normalise(md.String())
-	golden := "testdata/report-bc.golden.md"
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Fatalf("report differs from %s (run with -update to accept):\n%s", golden, lineDiff(string(want), got))
-	}
+	matchGoldenMarkdown(t, rep, "testdata/report-bc.golden.md")
 	cells := map[string][2]int{}
 	for _, a := range rep.Articles {
 		cells[a.ID] = [2]int{a.Matches, a.Cells}

@@ -500,32 +500,8 @@ func normalise(s string) string {
 }
 
 func TestReportGolden(t *testing.T) {
-	f, err := Load(goldenDir, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := BuildReport(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var md bytes.Buffer
-	if err := RenderMarkdown(&md, rep, func(c Chart) string { return "report-" + c.Slug + ".svg" }); err != nil {
-		t.Fatal(err)
-	}
-	got := normalise(md.String())
-	golden := "testdata/report.golden.md"
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Fatalf("report differs from %s (run with -update to accept):\n%s", golden, lineDiff(string(want), got))
-	}
+	rep := goldenReport(t, goldenDir)
+	matchGoldenMarkdown(t, rep, "testdata/report.golden.md")
 	if len(rep.Articles) != 1 || rep.Articles[0].Matches != 8 || rep.Articles[0].Cells != 8 {
 		t.Fatalf("article 000: %+v, want 8 of 8 cells matching", rep.Articles)
 	}
@@ -605,3 +581,40 @@ func TestPublishedDataParses(t *testing.T) {
 }
 
 func errorsIsUsage(err error) bool { return errors.Is(err, harness.ErrUsage) }
+
+// goldenReport loads a committed results folder and builds its report.
+func goldenReport(t testing.TB, dir string) *Report {
+	t.Helper()
+	f, err := Load(dir, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := BuildReport(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// matchGoldenMarkdown renders rep as Markdown, normalised, and compares it
+// with the golden file, rewriting the file under -update.
+func matchGoldenMarkdown(t testing.TB, rep *Report, golden string) {
+	t.Helper()
+	var md bytes.Buffer
+	if err := RenderMarkdown(&md, rep, func(c Chart) string { return "report-" + c.Slug + ".svg" }); err != nil {
+		t.Fatal(err)
+	}
+	got := normalise(md.String())
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Fatalf("report differs from %s (run with -update to accept):\n%s", golden, lineDiff(string(want), got))
+	}
+}

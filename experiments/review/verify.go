@@ -439,18 +439,24 @@ func diffPaths(path string, a, b any) []fieldDiff {
 	return out
 }
 
-// compact renders a JSON value on one short line.
+// compact renders a JSON value on one short line, for findings.
 func compact(v any) string {
 	if v == nil {
 		return "(absent)"
 	}
+	return compactN(v, 120)
+}
+
+// compactN renders v as JSON on one line, cut to max bytes with "..." at
+// the end.
+func compactN(v any, max int) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	s := string(b)
-	if len(s) > 120 {
-		s = s[:117] + "..."
+	if len(s) > max {
+		s = s[:max-3] + "..."
 	}
 	return s
 }
