@@ -68,8 +68,11 @@ type scenario struct {
 	conditions func() []string
 	// check validates the scenario's section of input.json.
 	check func(Input) error
-	run   func(ctx context.Context, e env) (harness.ScenarioResult, error)
-	table func(harness.ScenarioResult) ([]string, [][]string)
+	// override, when set, puts the scenario's flags over its checked
+	// section and validates the result, before any child runs.
+	override func(in *Input, o Options) error
+	run      func(ctx context.Context, e env) (harness.ScenarioResult, error)
+	table    func(harness.ScenarioResult) ([]string, [][]string)
 }
 
 var registry = []scenario{
@@ -97,6 +100,11 @@ var registry = []scenario{
 		summary:    "article 002: a batch stopped at item K, rerun all vs resumed with a step journal, against a real HTTP receiver",
 		conditions: batchConditions,
 		check:      func(in Input) error { return section(batch.Name, in.Batch) },
+		override: func(in *Input, o Options) error {
+			merged := o.Batch.Apply(*in.Batch)
+			in.Batch = &merged
+			return merged.Validate()
+		},
 		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
 			return batch.Run(ctx, batch.Config{
 				Runner: e.runner, Recorder: e.recorder, Input: *e.input.Batch,
@@ -110,9 +118,14 @@ var registry = []scenario{
 		summary:    "article 003: N processes race to claim one fingerprint, DO NOTHING vs the TTL upsert, plus the five mutants",
 		conditions: claim.Conditions,
 		check:      func(in Input) error { return section(claim.Name, in.Claim) },
+		override: func(in *Input, o Options) error {
+			merged := in.Claim.With(o.Claim)
+			in.Claim = &merged
+			return merged.Validate()
+		},
 		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
 			return claim.Run(ctx, claim.Config{
-				Runner: e.runner, Recorder: e.recorder, Input: e.input.Claim.With(e.opts.Claim),
+				Runner: e.runner, Recorder: e.recorder, Input: *e.input.Claim,
 				Mutants: !e.opts.Claim.SkipMutants, Oracle: e.opts.ClaimOracle, TempDir: e.opts.TempDir,
 			})
 		},
@@ -175,8 +188,13 @@ func Run(ctx context.Context, opts Options) (*harness.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := applyBatchOverrides(&input, opts.Batch, chosen); err != nil {
-		return nil, err
+	for _, sc := range chosen {
+		if sc.override == nil {
+			continue
+		}
+		if err := sc.override(&input, opts); err != nil {
+			return nil, fmt.Errorf("%w: after flag overrides: %v", harness.ErrUsage, err)
+		}
 	}
 	out, err := harness.PrepareOutput(opts.Out)
 	if err != nil {
