@@ -1,18 +1,31 @@
 package cmd
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
-	"idemlab/experiments/claim"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/progress"
+	"idemlab/experiments/review"
 	"idemlab/experiments/suite"
 )
+
+const experimentExitHelp = `Exit codes:
+  0    every expectation met
+  1    an expectation failed: one line per failed condition on stderr; results written with "pass": false
+  2    usage or input error (bad flag, bad input file, --out exists); nothing is written
+  3    the harness itself failed (e.g. a worker died in a way the protocol does not allow); nothing is written
+  130  interrupted (Ctrl-C or SIGTERM); the workers are stopped and nothing is written`
 
 // ExperimentOptions are the experiment command's flags.
 type ExperimentOptions struct {
@@ -20,74 +33,180 @@ type ExperimentOptions struct {
 	Out       string
 	Input     string
 	Scenarios []string
-	// Claim holds the claim scenario's flags; Mutants is --mutants.
-	Claim   claim.Overrides
-	Mutants bool
-	// Quiet is --quiet: never show progress.
-	Quiet bool
-	// Batch holds the batch scenario's flags.
-	Batch BatchFlags
-	// suite carries test hooks; the command line never sets it.
-	suite suite.Options
+	// Overrides are the scenario flags that were given.
+	Overrides map[string]string
+	Quiet     bool
+	Verbose   bool
+	// SummaryJSON and JUnit are files for CI, written after the run.
+	SummaryJSON string
+	JUnit       string
+	hooks       Hooks
 }
 
-func newExperimentCmd(s Streams, base suite.Options) *cobra.Command {
-	opts := &ExperimentOptions{Streams: s, suite: base}
+// overrideFlag records the raw text of a scenario flag, so the scenario
+// parses and validates it and the run records it as typed.
+type overrideFlag struct {
+	name string
+	into map[string]string
+	bool bool
+}
+
+func (f *overrideFlag) String() string { return f.into[f.name] }
+func (f *overrideFlag) Set(v string) error {
+	f.into[f.name] = v
+	return nil
+}
+func (f *overrideFlag) Type() string {
+	if f.bool {
+		return "bool"
+	}
+	return "value"
+}
+
+func newExperimentCmd(s Streams, h Hooks) *cobra.Command {
+	opts := &ExperimentOptions{Streams: s, hooks: h, Overrides: map[string]string{}}
 	c := &cobra.Command{
-		Use:   "experiment --out DIR [--scenario NAME ...] [--input FILE]",
+		Use:   "experiment --out DIR [--scenario NAME ...] [--input FILE] [scenario flags]",
 		Short: "Run the scenarios with real worker processes and write a results folder",
 		Long: `Run the scenarios, each worker in a fresh child process of this same binary,
-and write DIR/results.json, DIR/observations.jsonl and DIR/raw-processes.jsonl.
+and write DIR/results.json, DIR/observations.jsonl, DIR/raw-processes.jsonl
+and DIR/input.json (a copy of the input file).
 
 DIR must not exist, not even empty. The files are written into a hidden
-sibling folder that is renamed to DIR only when all three are complete.
+sibling folder that is renamed to DIR only when all of them are complete.
+Scenario flags override the scenario's section of the input file; each must
+belong to a chosen scenario ("idemlab list" shows them).
 
-` + exitCodesHelp,
+` + experimentExitHelp,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return runExperiment(c, opts)
+			return runExperiment(c.Context(), opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Out, "out", "", "results folder to create (must not exist)")
 	c.Flags().StringVar(&opts.Input, "input", "input.json", "input file")
-	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "never show progress (it shows only when stderr is a terminal)")
-	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all: %v)", suite.Names()))
-	c.Flags().IntVar(&opts.Claim.Workers, "workers", 0, "claim: racing worker processes (default: claim.workers in the input)")
-	c.Flags().IntVar(&opts.Claim.Repetitions, "repetitions", 0, "claim: repetitions of every round (default: claim.repetitions in the input)")
-	c.Flags().IntVar(&opts.Claim.MutantRepetitions, "mutant-repetitions", 0, "claim: repetitions of every round per mutant (default: claim.mutant_repetitions in the input)")
-	c.Flags().BoolVar(&opts.Mutants, "mutants", true, "claim: run the mutant table (--mutants=false leaves it out)")
-	bindBatchFlags(c, &opts.Batch)
+	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "print no progress")
+	c.Flags().BoolVar(&opts.Verbose, "verbose", false, "print the full expected-vs-observed diff of each failed condition")
+	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE (see README for a jq line)")
+	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE, one test case per condition")
+	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all: %s)", strings.Join(h.Registry.Names(), ", ")))
+	bound := map[string]bool{}
+	for _, sc := range h.Registry {
+		for _, f := range sc.Flags() {
+			if bound[f.Name] {
+				continue
+			}
+			bound[f.Name] = true
+			fl := c.Flags().VarPF(&overrideFlag{name: f.Name, into: opts.Overrides, bool: f.Bool}, f.Name, "", sc.Name()+": "+f.Usage)
+			if f.Bool {
+				fl.NoOptDefVal = "true"
+			}
+		}
+	}
 	return c
 }
 
-func runExperiment(c *cobra.Command, opts *ExperimentOptions) error {
+func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
 	if opts.Out == "" {
-		return fmt.Errorf("%w: --out is required", harness.ErrUsage)
+		return fmt.Errorf("%w: --out is required, e.g. --out results-local", harness.ErrUsage)
 	}
-	if err := opts.Claim.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
+	for _, p := range []struct{ flag, path string }{{"--summary-json", opts.SummaryJSON}, {"--junit", opts.JUnit}} {
+		if p.path == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+			return fmt.Errorf("%w: %s %s: folder %s does not exist", harness.ErrUsage, p.flag, p.path, filepath.Dir(p.path))
+		}
 	}
-	exe, wd, err := selfAndWorkdir(opts.suite.Executable)
+	exe, wd, err := selfAndWorkdir(opts.hooks.Executable)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	so := opts.suite
-	so.Out, so.InputPath, so.Scenarios = opts.Out, opts.Input, opts.Scenarios
-	so.Claim = opts.Claim
-	so.Claim.SkipMutants = !opts.Mutants
-	so.Batch = opts.Batch.Overrides(c)
-	so.Executable = exe
-	so.Workdir = wd
-	so.Stdout, so.Stderr = opts.Streams.Out, opts.Streams.Err
-	if so.OnProcess == nil {
-		var done func()
-		so.OnProcess, done = progress.New(opts.Streams.Err, opts.Quiet, "experiment")
-		defer done()
+	prog := progress.New(opts.Streams.Err, opts.Quiet, "experiment")
+	so := suite.Options{
+		Registry: opts.hooks.Registry, Out: opts.Out, InputPath: opts.Input, Scenarios: opts.Scenarios,
+		Overrides: opts.Overrides, Executable: exe, Workdir: wd, TempDir: opts.hooks.TempDir,
+		OnStart: prog.Start, OnProcess: prog.Process,
 	}
-	_, err = suite.Run(ctx, so)
+	res, plans, err := suite.Run(ctx, so)
+	prog.Done()
+	if res == nil {
+		return err
+	}
+	printSummary(opts, res, plans)
+	if werr := writeCISummaries(opts, res); werr != nil {
+		return werr
+	}
 	return err
+}
+
+// printSummary prints each scenario's tables, how the run compares with
+// the article, the failures one line each, and what to do next.
+func printSummary(opts *ExperimentOptions, res *harness.Results, plans []suite.Planned) {
+	w := opts.Streams.Out
+	for i, sr := range res.Scenarios {
+		sec, err := plans[i].Scenario.Report(sr)
+		if err != nil {
+			fmt.Fprintf(opts.Streams.Err, "idemlab: %s: tables not arranged: %v\n", sr.Name, err)
+			continue
+		}
+		fmt.Fprintf(w, "== %s  %s\n", sr.Name, verdictWord(sr.Pass))
+		for _, t := range sec.Tables {
+			printTable(w, t)
+		}
+		if a := sec.Article; a != nil {
+			fmt.Fprintf(w, "article %s: %d of %d published cells reproduced", a.ID, a.Matches, a.Cells)
+			if a.Matches == a.Cells {
+				fmt.Fprintln(w, " ✓")
+			} else {
+				fmt.Fprintln(w, " ✗ (see the report)")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fails := suite.Failures(res)
+	for _, f := range fails {
+		fmt.Fprintf(opts.Streams.Err, "FAIL %s\n", f)
+	}
+	if opts.Verbose {
+		for _, s := range res.Scenarios {
+			for _, c := range s.Conditions {
+				if c.Pass {
+					continue
+				}
+				var e, o any
+				json.Unmarshal(c.Expected, &e)
+				json.Unmarshal(c.Observed, &o)
+				fmt.Fprintf(opts.Streams.Err, "%s/%s (-expected +observed):\n%s", s.Name, c.Name, cmp.Diff(e, o))
+			}
+		}
+	}
+	self := selfName()
+	fmt.Fprintf(w, "%s: results in %s\n", verdictWord(res.Pass), opts.Out)
+	fmt.Fprintf(w, "Check it:   %s verify %s   (add --rerun to run it again and compare)\n", self, opts.Out)
+	fmt.Fprintf(w, "Read it:    %s report %s --html %s\n", self, opts.Out, filepath.Join(opts.Out, "report.html"))
+}
+
+func verdictWord(pass bool) string {
+	if pass {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// selfName is how the user can run this binary again: "go run ." when it
+// was built by go run into a temporary folder.
+func selfName() string {
+	exe := os.Args[0]
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") || strings.HasPrefix(filepath.Base(exe), "__debug") {
+		return "go run ."
+	}
+	if strings.HasSuffix(exe, ".test") {
+		return "idemlab"
+	}
+	return exe
 }
 
 // selfAndWorkdir returns the binary that workers re-execute (exe, unless
@@ -105,4 +224,31 @@ func selfAndWorkdir(exe string) (string, string, error) {
 		return "", "", fmt.Errorf("%w: find working folder: %v", harness.ErrHarness, err)
 	}
 	return exe, wd, nil
+}
+
+// rerunFunc runs scenarios through the suite for verify --rerun.
+func rerunFunc(h Hooks) review.RunFunc {
+	return func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string) error {
+		exe, wd, err := selfAndWorkdir(h.Executable)
+		if err != nil {
+			return err
+		}
+		if overrides == nil {
+			overrides = map[string]string{}
+		}
+		_, _, err = suite.Run(ctx, suite.Options{
+			Registry: h.Registry, Out: out, InputPath: input, Scenarios: scenarios, Overrides: overrides,
+			Executable: exe, Workdir: wd, TempDir: h.TempDir,
+		})
+		return err
+	}
+}
+
+func sortedKeysUnused(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,22 +1,23 @@
 package cmd
 
 import (
-	"github.com/spf13/cobra"
+	"fmt"
 
-	"idemlab/experiments/suite"
+	"github.com/spf13/cobra"
 )
 
 // ListOptions are the list command's flags.
 type ListOptions struct {
 	Streams Streams
+	hooks   Hooks
 }
 
-func newListCmd(s Streams) *cobra.Command {
-	opts := &ListOptions{Streams: s}
+func newListCmd(s Streams, h Hooks) *cobra.Command {
+	opts := &ListOptions{Streams: s, hooks: h}
 	return &cobra.Command{
 		Use:   "list",
-		Short: "Print the scenarios and their conditions",
-		Long:  "Print every scenario with the conditions it runs.\n\n" + exitCodesHelp,
+		Short: "Print the scenarios and the flags each accepts",
+		Long:  "Print every scenario with its summary and the experiment flags that override its input section.\n\nExit codes:\n  0  printed",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return runList(opts)
@@ -25,6 +26,12 @@ func newListCmd(s Streams) *cobra.Command {
 }
 
 func runList(opts *ListOptions) error {
-	suite.List(opts.Streams.Out)
+	w := opts.Streams.Out
+	for _, s := range opts.hooks.Registry {
+		fmt.Fprintf(w, "%s\n  %s\n", s.Name(), s.Summary())
+		for _, f := range s.Flags() {
+			fmt.Fprintf(w, "  --%s  %s\n", f.Name, f.Usage)
+		}
+	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -12,12 +13,14 @@ import (
 
 // ResolveOptions are the resolve command's flags.
 type ResolveOptions struct {
-	Streams   Streams
-	DB        string
-	Job       string
-	Item      string
-	Step      string
-	Delivered bool
+	Streams Streams
+	DB      string
+	Job     string
+	Item    string
+	Step    string
+	// Delivered is the flag's text, parsed by runResolve, so that both
+	// "--delivered true" and "--delivered=true" work.
+	Delivered string
 	Receipt   string
 }
 
@@ -37,8 +40,12 @@ unknown", after you checked the receiver's records yourself:
 If you cannot confirm either way, do not run this: leave the step held.
 resolve refuses a missing row, a row already SUCCEEDED, and --delivered=true
 without --receipt. The journal must not be open in a running batch.
+--delivered takes its value as --delivered=true or --delivered true.
 
-` + exitCodesHelp,
+Exit codes:
+  0  resolved
+  2  usage error: a missing flag, a missing row, a row already SUCCEEDED, or --delivered=true without --receipt
+  3  the journal could not be read or written`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !c.Flags().Changed("delivered") {
@@ -51,21 +58,25 @@ without --receipt. The journal must not be open in a running batch.
 	c.Flags().StringVar(&opts.Job, "job", "", "job id")
 	c.Flags().StringVar(&opts.Item, "item", "", "item id, e.g. item-041")
 	c.Flags().StringVar(&opts.Step, "step", "", "step name, e.g. notify_external")
-	c.Flags().BoolVar(&opts.Delivered, "delivered", false, "whether the receiver holds the delivery")
+	c.Flags().StringVar(&opts.Delivered, "delivered", "", "true or false: whether the receiver holds the delivery")
 	c.Flags().StringVar(&opts.Receipt, "receipt", "", "the receiver's receipt (required with --delivered=true)")
 	return c
 }
 
 func runResolve(c *cobra.Command, opts *ResolveOptions) error {
+	delivered, err := strconv.ParseBool(opts.Delivered)
+	if err != nil {
+		return fmt.Errorf("%w: --delivered %q: want true or false, as --delivered=true or --delivered false", harness.ErrUsage, opts.Delivered)
+	}
 	k := wb.Key{Job: opts.Job, Item: opts.Item, Step: opts.Step}
-	err := wb.ResolveFile(c.Context(), wb.ResolveArgs{DB: opts.DB, Key: k, Delivered: opts.Delivered, Receipt: opts.Receipt})
+	err = wb.ResolveFile(c.Context(), wb.ResolveArgs{DB: opts.DB, Key: k, Delivered: delivered, Receipt: opts.Receipt})
 	if errors.Is(err, wb.ErrResolveUsage) {
 		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", harness.ErrHarness, err)
 	}
-	if opts.Delivered {
+	if delivered {
 		fmt.Fprintf(opts.Streams.Out, "resolved %s: SUCCEEDED with receipt %s; it will not be sent again\n", k, opts.Receipt)
 	} else {
 		fmt.Fprintf(opts.Streams.Out, "resolved %s: row deleted; the next run sends it\n", k)

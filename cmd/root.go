@@ -11,8 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"idemlab/experiments/all"
 	"idemlab/experiments/harness"
-	"idemlab/experiments/suite"
+	"idemlab/experiments/scenario"
 )
 
 // Streams are the injected standard streams.
@@ -22,20 +23,23 @@ type Streams struct {
 	Err io.Writer
 }
 
-const exitCodesHelp = `Exit codes:
-  0  all expectations met
-  1  an expectation failed (results are still written, with pass: false)
-  2  usage or input error (bad flag, bad input.json, --out exists); nothing is written
-  3  the harness itself failed (e.g. a worker died in a way the protocol does not allow); nothing is written`
+// Hooks carry what tests replace: the registry (to swap an oracle) and the
+// executable workers re-execute (the test binary).
+type Hooks struct {
+	Registry   scenario.Registry
+	Executable string
+	TempDir    string
+}
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(s Streams) *cobra.Command {
-	return newRootCmd(s, suite.Options{})
+	return newRootCmd(s, Hooks{})
 }
 
-// newRootCmd builds the command tree; base carries test hooks into the
-// experiment command.
-func newRootCmd(s Streams, base suite.Options) *cobra.Command {
+func newRootCmd(s Streams, h Hooks) *cobra.Command {
+	if h.Registry == nil {
+		h.Registry = all.Scenarios()
+	}
 	root := &cobra.Command{
 		Use:   "idemlab",
 		Short: "Reproduce idempotent-processing experiments with real processes and real SQLite files",
@@ -44,28 +48,28 @@ func newRootCmd(s Streams, base suite.Options) *cobra.Command {
 real child processes and real SQLite files, and checks every observation
 against an oracle computed from the inputs.
 
-` + exitCodesHelp,
+Run "idemlab experiment --out results-local", then "idemlab verify results-local".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %v (see %s --help)", harness.ErrUsage, err, c.CommandPath())
 	})
-	root.AddCommand(newExperimentCmd(s, base), newListCmd(s), newVerifyCmd(s, base.Executable), newReportCmd(s), newResolveCmd(s))
+	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newResolveCmd(s))
 	return root
 }
 
 // Execute runs the command line and returns the process exit code. It is
 // the one place where errors become exit codes.
 func Execute(ctx context.Context, args []string, s Streams) int {
-	return execute(ctx, args, s, suite.Options{})
+	return execute(ctx, args, s, Hooks{})
 }
 
-func execute(ctx context.Context, args []string, s Streams, base suite.Options) int {
-	root := newRootCmd(s, base)
+func execute(ctx context.Context, args []string, s Streams, h Hooks) int {
+	root := newRootCmd(s, h)
 	root.SetArgs(args)
 	started := false
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
@@ -84,14 +88,29 @@ func ExitCode(err error, started bool) int {
 	switch {
 	case err == nil:
 		return harness.ExitOK
+	case errors.Is(err, harness.ErrInterrupted):
+		return harness.ExitInterrupted
 	case errors.Is(err, harness.ErrUsage):
 		return harness.ExitUsage
 	case errors.Is(err, harness.ErrExpectation):
 		return harness.ExitExpectation
+	case errors.Is(err, harness.ErrRunFailed):
+		return harness.ExitRunFailed
+	case errors.Is(err, harness.ErrCodeChanged):
+		return harness.ExitCodeChanged
 	case errors.Is(err, harness.ErrHarness):
 		return harness.ExitHarness
 	case !started:
 		return harness.ExitUsage
 	}
 	return harness.ExitHarness
+}
+
+// exactlyOneFolder is cobra's argument check with a message that says what
+// to pass.
+func exactlyOneFolder(c *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("%w: %s needs one results folder, e.g. %s results-local (got %d arguments)", harness.ErrUsage, c.Name(), c.CommandPath(), len(args))
+	}
+	return nil
 }

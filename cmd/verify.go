@@ -14,55 +14,64 @@ import (
 type VerifyOptions struct {
 	Streams Streams
 	Input   string
+	Exe     string
 	Rerun   bool
-	Quiet   bool
-	// executable replaces the re-executed binary; tests set it.
-	executable string
+	hooks   Hooks
 }
 
 const verifyExitHelp = `Exit codes:
-  0  the folder verifies
-  1  verification failed; each finding names the file and the field
-  2  usage error (bad flag, missing --input file, DIR not a folder)
-  3  the harness failed while rerunning`
+  0    the folder verifies and its run passed (and, with --rerun, was reproduced)
+  1    the folder does not verify (each finding names the file and the field), or the rerun gave different results
+  2    usage error (bad flag, unreadable --input or --exe, DIR not a folder)
+  3    the harness failed while rerunning
+  4    the folder is consistent, but its run failed its expectations ("pass": false)
+  5    the folder verifies (and reproduces, with --rerun), but the code differs from the run's: --exe, the working tree, or the rerun's binary
+  130  interrupted during --rerun`
 
-func newVerifyCmd(s Streams, executable string) *cobra.Command {
-	opts := &VerifyOptions{Streams: s, executable: executable}
+func newVerifyCmd(s Streams, h Hooks) *cobra.Command {
+	opts := &VerifyOptions{Streams: s, hooks: h}
 	c := &cobra.Command{
-		Use:   "verify DIR [--input FILE] [--rerun] [--quiet]",
+		Use:   "verify DIR [--input FILE] [--exe FILE] [--rerun]",
 		Short: "Check a results folder without trusting it",
-		Long: `Check a results folder: results.json against the published JSON Schema,
-every JSONL line, the SHA-256 of the input file and of the source tree (when
-present), that each condition's figures match observations.jsonl, that each
-observed process is in raw-processes.jsonl with the same exit code, and that
-every pass flag agrees with its parts. Links, special files, truncated lines
-and oversized files are refused. Nothing is written into DIR.
+		Long: `Check a results folder. Every figure, verdict and extra table in
+results.json is derived again from observations.jsonl and raw-processes.jsonl
+by the same fold and oracle the run used; every process line is tied to the
+observation that uses it, and its command line, environment, exit status and
+report to the settings; the settings are derived again from the folder's copy
+of the input file and the recorded flag overrides. Links, special files,
+truncated lines and oversized files are findings. Nothing is written to DIR.
 
-With --rerun the recorded scenarios run again with the same input into a
-temporary folder and their deterministic parts (row counts, exit codes, crash
-points, verdicts) are compared; times, pids and paths are ignored.
+--input FILE also checks that FILE is the input the folder was made from.
+--exe FILE checks that FILE is the executable that made it.
+--rerun runs the recorded scenarios again with the folder's input and
+overrides, and compares settings, figures, verdicts, exit codes and crash
+points (times, pids, paths and timings are measurements and are ignored).
+
+verify proves that a folder is consistent and re-derivable; it cannot tell a
+wholly consistent forgery from a real run. Only --rerun observes again.
 
 ` + verifyExitHelp,
-		Args: cobra.ExactArgs(1),
+		Args: exactlyOneFolder,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runVerify(c, opts, args[0])
 		},
 	}
-	c.Flags().StringVar(&opts.Input, "input", "input.json", "input file whose hash must match the recorded one")
-	c.Flags().BoolVar(&opts.Rerun, "rerun", false, "run the recorded scenarios again and compare")
-	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "never show progress")
+	c.Flags().StringVar(&opts.Input, "input", "", "an input file that must be the one the folder was made from (default: the folder's own input.json)")
+	c.Flags().StringVar(&opts.Exe, "exe", "", "an executable that must be the one that made the folder")
+	c.Flags().BoolVar(&opts.Rerun, "rerun", false, "run the scenarios again and compare")
 	return c
 }
 
 func runVerify(c *cobra.Command, opts *VerifyOptions, dir string) error {
-	exe, wd, err := selfAndWorkdir(opts.executable)
+	_, wd, err := selfAndWorkdir(opts.hooks.Executable)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return review.RunVerify(ctx, review.VerifyConfig{
-		Dir: dir, InputPath: opts.Input, Rerun: opts.Rerun, Quiet: opts.Quiet,
-		Executable: exe, Workdir: wd, Stdout: opts.Streams.Out, Stderr: opts.Streams.Err,
+		Registry: opts.hooks.Registry, Dir: dir, InputPath: opts.Input, ExePath: opts.Exe,
+		Rerun: opts.Rerun, Run: rerunFunc(opts.hooks), Workdir: wd, TempDir: opts.hooks.TempDir,
+		Stdout: opts.Streams.Out,
 	})
 }

@@ -24,11 +24,11 @@ type Func func(call *protocol.Call) int
 // registry maps every worker name to its function. Names are
 // "scenario.role" so the argv in raw-processes.jsonl reads plainly.
 var registry = map[string]Func{
-	"redelivery.deliver": redelivery.Main,
-	"claim.race":         claim.RaceMain,
-	"batch.run":          batch.RunMain,
-	"batch.resolve":      batch.ResolveMain,
-	"claim.bench":        claim.BenchMain,
+	redelivery.WorkerName: redelivery.Main,
+	"claim.race":          claim.RaceMain,
+	"batch.run":           batch.RunMain,
+	"batch.resolve":       batch.ResolveMain,
+	"claim.bench":         claim.BenchMain,
 }
 
 // Names lists the registered workers, sorted.

@@ -11,11 +11,20 @@ var (
 	// ErrUsage is a bad flag, bad input or an output folder that exists
 	// (exit 2).
 	ErrUsage = errors.New("usage error")
-	// ErrExpectation means an observation differed from the oracle (exit 1).
+	// ErrExpectation means an observation differed from the oracle, or a
+	// folder did not verify (exit 1).
 	ErrExpectation = errors.New("expectation failed")
 	// ErrHarness means the harness itself failed, for instance a worker
 	// that exited in a way the protocol does not allow (exit 3).
 	ErrHarness = errors.New("harness failure")
+	// ErrRunFailed means a folder is consistent, but the run it records
+	// failed its expectations (verify, exit 4).
+	ErrRunFailed = errors.New("the recorded run failed")
+	// ErrCodeChanged means a folder verifies and a rerun reproduced it, but
+	// the code differs from the code that made it (verify, exit 5).
+	ErrCodeChanged = errors.New("the code changed since the run")
+	// ErrInterrupted means Ctrl-C or SIGTERM stopped the run (exit 130).
+	ErrInterrupted = errors.New("interrupted")
 )
 
 // Exit codes of the idemlab command.
@@ -24,4 +33,7 @@ const (
 	ExitExpectation = 1
 	ExitUsage       = 2
 	ExitHarness     = 3
+	ExitRunFailed   = 4
+	ExitCodeChanged = 5
+	ExitInterrupted = 130
 )

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -51,17 +52,57 @@ type Environment struct {
 	NumCPU        int    `json:"num_cpu"`
 }
 
-// Inputs names the input file and its hash.
+// Inputs names the input file, its hash, and the copy the folder carries,
+// so a folder handed over alone can still be verified.
 type Inputs struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
+	Copy   string `json:"copy"`
 }
 
-// Code holds the hashes of what ran.
+// InputCopyFile is the name of the input file's copy in a results folder.
+const InputCopyFile = "input.json"
+
+// Code says what ran. The executable's hash and its build information are
+// what the binary can say about itself; the working tree hash only says
+// what the source folder held when the run started, which need not be the
+// code the binary was built from.
 type Code struct {
-	ExecutableSHA256 string      `json:"executable_sha256"`
-	Source           *SourceHash `json:"source,omitempty"`
-	SourceNote       string      `json:"source_note,omitempty"`
+	ExecutableSHA256 string    `json:"executable_sha256"`
+	Build            BuildInfo `json:"build"`
+	// WorkingTree is the hash of the working tree at start, when the run
+	// started inside the idemlab module.
+	WorkingTree     *SourceHash `json:"working_tree_at_start,omitempty"`
+	WorkingTreeNote string      `json:"working_tree_note,omitempty"`
+}
+
+// BuildInfo is what runtime/debug.ReadBuildInfo reports about the binary.
+// VCS holds the vcs.* settings when the go command stamped them (go build
+// in a repository does; go run does not).
+type BuildInfo struct {
+	GoVersion string            `json:"go_version"`
+	Path      string            `json:"path"`
+	Version   string            `json:"version"`
+	VCS       map[string]string `json:"vcs,omitempty"`
+}
+
+// ReadBuild reads this binary's build information.
+func ReadBuild() BuildInfo {
+	b := BuildInfo{GoVersion: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	b.GoVersion, b.Path, b.Version = bi.GoVersion, bi.Path, bi.Main.Version
+	for _, s := range bi.Settings {
+		if strings.HasPrefix(s.Key, "vcs") {
+			if b.VCS == nil {
+				b.VCS = map[string]string{}
+			}
+			b.VCS[s.Key] = s.Value
+		}
+	}
+	return b
 }
 
 // SourceHash is the hash of the module's source tree.
@@ -71,24 +112,37 @@ type SourceHash struct {
 	Method string `json:"method"`
 }
 
-// ScenarioResult is one scenario in results.json.
+// ScenarioResult is one scenario in results.json. Everything but Name,
+// Overrides and Settings is derived from the records by the scenario's
+// fold and oracle, in the run and again in verify.
 type ScenarioResult struct {
-	Name       string            `json:"name"`
-	Settings   any               `json:"settings"`
+	Name string `json:"name"`
+	// Overrides are the experiment's flags that changed the input
+	// section, by flag name without dashes.
+	Overrides map[string]string `json:"overrides,omitempty"`
+	// Settings are derived from the input section and the overrides.
+	Settings   json.RawMessage   `json:"settings"`
 	Conditions []ConditionResult `json:"conditions"`
-	// Extra holds scenario-specific tables, such as a mutant table.
-	Extra any  `json:"extra,omitempty"`
-	Pass  bool `json:"pass"`
+	// Extra holds scenario-specific derived tables, such as a mutant table.
+	Extra json.RawMessage `json:"extra,omitempty"`
+	Pass  bool            `json:"pass"`
 }
 
 // ConditionResult compares what the oracle expected with what was observed.
 type ConditionResult struct {
-	Name     string `json:"name"`
-	Expected any    `json:"expected"`
-	Observed any    `json:"observed"`
-	Pass     bool   `json:"pass"`
-	// Diff is go-cmp's report, (-expected +observed), when Pass is false.
-	Diff string `json:"diff,omitempty"`
+	Name     string          `json:"name"`
+	Expected json.RawMessage `json:"expected"`
+	Observed json.RawMessage `json:"observed"`
+	Pass     bool            `json:"pass"`
+	// Differences lists each leaf where observed differs from expected.
+	Differences []Difference `json:"differences,omitempty"`
+}
+
+// Difference is one field where the observation missed the oracle.
+type Difference struct {
+	Path     string `json:"path"`
+	Expected string `json:"expected"`
+	Observed string `json:"observed"`
 }
 
 // Failures lists "scenario/condition" for every failing condition.
@@ -229,10 +283,11 @@ func SourceTreeHash(root string) (SourceHash, error) {
 	return SourceHash{SHA256: hex.EncodeToString(h.Sum(nil)), Files: len(paths), Method: SourceMethod}, nil
 }
 
-// CodeHashes hashes the running executable and, when the working folder is
-// inside the idemlab module, its source tree.
+// CodeHashes hashes the running executable, reads its build information
+// and, when the working folder is inside the idemlab module, hashes the
+// working tree.
 func CodeHashes(executable, workdir string) (Code, error) {
-	var c Code
+	c := Code{Build: ReadBuild()}
 	sum, err := HashFile(executable)
 	if err != nil {
 		return c, fmt.Errorf("hash executable: %w", err)
@@ -240,13 +295,13 @@ func CodeHashes(executable, workdir string) (Code, error) {
 	c.ExecutableSHA256 = sum
 	root, ok := FindModuleRoot(workdir)
 	if !ok {
-		c.SourceNote = "source tree not found from the working folder; only the executable is hashed"
+		c.WorkingTreeNote = "no idemlab source tree in the working folder; only the executable is identified"
 		return c, nil
 	}
 	src, err := SourceTreeHash(root)
 	if err != nil {
 		return c, err
 	}
-	c.Source = &src
+	c.WorkingTree = &src
 	return c, nil
 }

@@ -1,54 +1,132 @@
-// Package progress shows a spinner with a process count on stderr while
-// long runs spawn workers. It draws only on a terminal, so CI logs and
-// piped output stay clean.
+// Package progress tells a person waiting for a run how far it is. On a
+// terminal it redraws one line with the processes done out of the known
+// total and an ETA; elsewhere, such as a CI log, it prints one plain line
+// per finished condition, so a log is never silent for minutes.
 package progress
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
+	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"idemlab/experiments/harness"
 )
 
-// Enabled says whether progress should be drawn on w: never when quiet,
-// and only when w is a terminal.
-func Enabled(w io.Writer, quiet bool) bool {
-	if quiet {
-		return false
-	}
+// Progress receives the run's events. The zero value prints nothing.
+type Progress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	tty      bool
+	what     string
+	total    int
+	done     int
+	start    time.Time
+	cond     string
+	condN    int
+	condAt   time.Time
+	lastDraw time.Time
+	drawn    bool
+}
+
+// IsTerminal says whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// New returns the callback to hand to harness.Runner.OnProcess and a
-// function that clears the line when the run ends. Both are no-ops when
-// progress is not Enabled.
-func New(w io.Writer, quiet bool, what string) (func(harness.ProcessRecord), func()) {
-	if !Enabled(w, quiet) {
-		return nil, func() {}
+// New returns a Progress writing to w; quiet makes it print nothing.
+func New(w io.Writer, quiet bool, what string) *Progress {
+	if quiet {
+		return &Progress{}
 	}
-	return Draw(w, what)
+	return &Progress{w: w, tty: IsTerminal(w), what: what}
 }
 
-// Draw always draws on w; New decides whether to call it.
-func Draw(w io.Writer, what string) (func(harness.ProcessRecord), func()) {
-	bar := progressbar.NewOptions(-1,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionSpinnerType(14),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetItsString("processes"),
-		progressbar.OptionShowIts(),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(0),
-	)
-	on := func(rec harness.ProcessRecord) {
-		bar.Describe(fmt.Sprintf("%s %s/%s", what, rec.Scenario, rec.Condition))
-		_ = bar.Add(1)
+// Start tells the total number of processes the run will start.
+func (p *Progress) Start(total int) {
+	if p == nil || p.w == nil {
+		return
 	}
-	return on, func() { _ = bar.Finish() }
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total, p.start = total, time.Now()
+	if !p.tty {
+		fmt.Fprintf(p.w, "%s: %d worker processes to run\n", p.what, total)
+	}
+}
+
+// Process is called after each child process is recorded.
+func (p *Progress) Process(rec harness.ProcessRecord) {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	name := rec.Scenario + "/" + rec.Condition
+	if name != p.cond {
+		p.finishCondition()
+		p.cond, p.condN, p.condAt = name, 0, time.Now()
+	}
+	p.done++
+	p.condN++
+	if p.tty && (time.Since(p.lastDraw) > 100*time.Millisecond || p.done == p.total) {
+		p.draw()
+	}
+}
+
+func (p *Progress) finishCondition() {
+	if p.cond == "" || p.tty {
+		return
+	}
+	fmt.Fprintf(p.w, "%s: done %s (%d processes, %.1fs) · %s\n", p.what, p.cond, p.condN, time.Since(p.condAt).Seconds(), p.counts())
+}
+
+func (p *Progress) counts() string {
+	s := fmt.Sprintf("%d", p.done)
+	if p.total > 0 {
+		s += fmt.Sprintf("/%d", p.total)
+	}
+	s += " processes"
+	elapsed := time.Since(p.start)
+	if p.total > 0 && p.done > 0 && p.done < p.total {
+		eta := time.Duration(float64(elapsed) / float64(p.done) * float64(p.total-p.done))
+		s += fmt.Sprintf(", %s elapsed, about %s left", elapsed.Round(time.Second), eta.Round(time.Second))
+	} else {
+		s += fmt.Sprintf(", %s elapsed", elapsed.Round(time.Second))
+	}
+	return s
+}
+
+func (p *Progress) draw() {
+	line := fmt.Sprintf("%s %s · %s", p.what, p.counts(), p.cond)
+	if len(line) > 99 {
+		line = line[:96] + "..."
+	}
+	fmt.Fprintf(p.w, "\r\x1b[2K%s", line)
+	p.lastDraw, p.drawn = time.Now(), true
+}
+
+// Done ends the progress: the terminal line is cleared, so tables start on
+// a clean line, and a log gets its last condition.
+func (p *Progress) Done() {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		if p.drawn {
+			fmt.Fprint(p.w, "\r\x1b[2K")
+		}
+		return
+	}
+	p.finishCondition()
+	p.cond = ""
 }

@@ -1,8 +1,9 @@
 package redelivery
 
 import (
-	"github.com/google/go-cmp/cmp"
+	"encoding/json"
 
+	"idemlab/experiments/scenario"
 	wr "idemlab/worker/redelivery"
 )
 
@@ -17,14 +18,31 @@ type Delivery struct {
 	Points          []string `json:"points"`
 }
 
+// Expect is the scenario's oracle over the recorded settings.
+func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
+	var st Settings
+	if err := scenario.DecodeStrict(raw, &st); err != nil {
+		return nil, err
+	}
+	oracle := s.Oracle
+	if oracle == nil {
+		oracle = Expect
+	}
+	var out []scenario.Expected
+	for _, c := range st.Conditions {
+		out = append(out, scenario.Expected{Condition: c.Name, Value: oracle(st, c)})
+	}
+	return out, nil
+}
+
 // Expect is the oracle. It does not look anything up: it runs an abstract
 // model of the pattern in which a commit makes pending writes durable and a
 // crash discards whatever was not committed. Each condition is delivered
-// twice; only the first delivery crashes.
-func Expect(c Condition) []Delivery {
+// s.Deliveries times; only the first delivery crashes.
+func Expect(s Settings, c Condition) []Delivery {
 	var m model
-	out := make([]Delivery, 0, c.Deliveries)
-	for d := 1; d <= c.Deliveries; d++ {
+	out := make([]Delivery, 0, s.Deliveries)
+	for d := 1; d <= s.Deliveries; d++ {
 		crashAt := ""
 		if d == 1 {
 			crashAt = c.CrashAt
@@ -87,11 +105,4 @@ func (m *model) deliver(p wr.Pattern, crashAt string) (r Delivery) {
 		point(wr.PointAfterCommit)
 	}
 	return r
-}
-
-// Check compares expected with observed. It is pure, so it can be tested
-// on hand-made rows. diff is go-cmp's (-expected +observed) report.
-func Check(expected, observed []Delivery) (pass bool, diff string) {
-	diff = cmp.Diff(expected, observed)
-	return diff == "", diff
 }

@@ -6,6 +6,7 @@ package redelivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/harness"
-	"idemlab/worker/protocol"
+	"idemlab/experiments/scenario"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 )
@@ -21,8 +22,8 @@ import (
 // Name is the scenario's name on the command line.
 const Name = "redelivery"
 
-// Worker is the registry name of the delivering worker.
-const Worker = "redelivery.deliver"
+// DBName is the database file's name inside each condition's folder.
+const DBName = "events.sqlite3"
 
 // Input is the redelivery section of input.json.
 type Input struct {
@@ -43,60 +44,86 @@ func (in Input) Validate() error {
 
 // Condition is one pattern with an optional crash point on delivery 1.
 type Condition struct {
-	Name       string
-	Pattern    wr.Pattern
-	CrashAt    string
-	Deliveries int
+	Name    string     `json:"name"`
+	Pattern wr.Pattern `json:"pattern"`
+	CrashAt string     `json:"crash_at,omitempty"`
 }
 
 // Conditions are the article's four conditions plus single-transaction
 // normal, in the article's order.
 func Conditions() []Condition {
 	return []Condition{
-		{"separate-commit/normal", wr.SeparateCommit, "", 2},
-		{"separate-commit/crash-after-job-commit", wr.SeparateCommit, wr.PointAfterJobCommit, 2},
-		{"single-transaction/normal", wr.SingleTransaction, "", 2},
-		{"single-transaction/crash-before-commit", wr.SingleTransaction, wr.PointBeforeCommit, 2},
-		{"single-transaction/crash-after-commit", wr.SingleTransaction, wr.PointAfterCommit, 2},
+		{"separate-commit/normal", wr.SeparateCommit, ""},
+		{"separate-commit/crash-after-job-commit", wr.SeparateCommit, wr.PointAfterJobCommit},
+		{"single-transaction/normal", wr.SingleTransaction, ""},
+		{"single-transaction/crash-before-commit", wr.SingleTransaction, wr.PointBeforeCommit},
+		{"single-transaction/crash-after-commit", wr.SingleTransaction, wr.PointAfterCommit},
 	}
 }
 
-// Config is everything one run needs.
-type Config struct {
-	Runner   *harness.Runner
-	Recorder *harness.Recorder
-	Input    Input
-	// Conditions defaults to Conditions().
-	Conditions []Condition
-	// Oracle defaults to Expect. Tests replace it to show that a wrong
-	// expectation fails the run.
-	Oracle func(Condition) []Delivery
-	// TempDir is where the per-condition database folders are made; empty
-	// means the system default.
-	TempDir string
-}
+// Deliveries is how often each condition's event is delivered: once with
+// the crash, once to a fresh process.
+const Deliveries = 2
 
-// Result is the scenario's entry in results.json.
-type Result = harness.ScenarioResult
-
-// Settings are recorded with the scenario: the pragmas the workers read
-// back, not the ones requested.
+// Settings are recorded with the scenario. Everything here is derived from
+// the input section; verify derives it again and compares.
 type Settings struct {
-	EventID    string            `json:"event_id"`
-	JobKey     string            `json:"job_key"`
-	Deliveries int               `json:"deliveries_per_condition"`
-	SQLite     sqlitedb.Settings `json:"sqlite"`
+	EventID    string      `json:"event_id"`
+	JobKey     string      `json:"job_key"`
+	Deliveries int         `json:"deliveries_per_condition"`
+	Conditions []Condition `json:"conditions"`
+	// SQLite is what every worker must read back from its connection.
+	SQLite sqlitedb.Settings `json:"sqlite"`
 }
 
-// Observation is one line of observations.jsonl.
+// Scenario is the redelivery scenario. Oracle, when set, replaces Expect;
+// tests use it to show that a wrong expectation fails the run.
+type Scenario struct {
+	Oracle func(Settings, Condition) []Delivery
+}
+
+func (Scenario) Name() string { return Name }
+
+func (Scenario) Summary() string {
+	return "article 000: separate commits vs one transaction, crash, redelivery to a fresh process"
+}
+
+func (Scenario) Flags() []scenario.Flag { return nil }
+
+// RequestedSQLite is the article's database settings, which every worker
+// must read back.
+func RequestedSQLite() sqlitedb.Settings {
+	o := wr.Options("")
+	return sqlitedb.Settings{JournalMode: o.JournalMode, Synchronous: o.Synchronous, BusyTimeoutMS: int(o.BusyTimeout.Milliseconds())}
+}
+
+// Plan decodes the section. The scenario takes no flags.
+func (Scenario) Plan(section json.RawMessage, _ map[string]string) (scenario.Plan, error) {
+	var in Input
+	if err := scenario.DecodeSection(Name, section, &in); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	return &plan{s: Settings{EventID: in.EventID, JobKey: in.JobKey, Deliveries: Deliveries, Conditions: Conditions(), SQLite: RequestedSQLite()}}, nil
+}
+
+type plan struct{ s Settings }
+
+func (p *plan) Settings() any  { return p.s }
+func (p *plan) Processes() int { return len(p.s.Conditions) * p.s.Deliveries }
+
+// Observation is one line of observations.jsonl: which process delivered,
+// into which file, and the rows the parent read from that file after the
+// process had exited.
 type Observation struct {
-	Scenario  string     `json:"scenario"`
-	Condition string     `json:"condition"`
-	Pattern   wr.Pattern `json:"pattern"`
-	CrashAt   string     `json:"crash_at,omitempty"`
-	ProcessID int        `json:"process_id"`
-	Delivery  Delivery   `json:"observed"`
-	Rows      Rows       `json:"rows"`
+	Scenario  string `json:"scenario"`
+	Condition string `json:"condition"`
+	Delivery  int    `json:"delivery"`
+	ProcessID int    `json:"process_id"`
+	DB        string `json:"db"`
+	Rows      Rows   `json:"rows"`
 }
 
 // Rows are the two tables' contents after a delivery.
@@ -105,88 +132,58 @@ type Rows struct {
 	ProcessedEvents []string   `json:"processed_events"`
 }
 
-// Run runs every condition and compares each with the oracle.
-func Run(ctx context.Context, cfg Config) (Result, error) {
-	conds := cfg.Conditions
-	if conds == nil {
-		conds = Conditions()
-	}
-	oracle := cfg.Oracle
-	if oracle == nil {
-		oracle = Expect
-	}
-	res := Result{Name: Name, Pass: true}
-	settings := Settings{EventID: cfg.Input.EventID, JobKey: cfg.Input.JobKey}
-	for _, c := range conds {
-		observed, sqlSettings, err := runCondition(ctx, cfg, c)
-		if err != nil {
-			return res, err
-		}
-		settings.Deliveries = c.Deliveries
-		settings.SQLite = sqlSettings
-		expected := oracle(c)
-		pass, diff := Check(expected, observed)
-		res.Conditions = append(res.Conditions, harness.ConditionResult{
-			Name: c.Name, Expected: expected, Observed: observed, Pass: pass, Diff: diff,
-		})
-		res.Pass = res.Pass && pass
-	}
-	res.Settings = settings
-	return res, nil
+// Args is a delivery's worker arguments; the fold rebuilds them to check
+// each recorded command line.
+func Args(s Settings, c Condition, db string) []string {
+	return []string{"-db", db, "-pattern", string(c.Pattern), "-event-id", s.EventID, "-job-key", s.JobKey}
 }
 
-func runCondition(ctx context.Context, cfg Config, c Condition) ([]Delivery, sqlitedb.Settings, error) {
-	var settings sqlitedb.Settings
-	dir, err := os.MkdirTemp(cfg.TempDir, "idemlab-redelivery-")
+// Run delivers each condition's event twice and records what each delivery
+// left in the file.
+func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+	for _, c := range p.s.Conditions {
+		if err := p.runCondition(ctx, env, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) error {
+	dir, err := os.MkdirTemp(env.TempDir, "idemlab-redelivery-")
 	if err != nil {
-		return nil, settings, fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
 	}
 	defer os.RemoveAll(dir)
-	dbPath := filepath.Join(dir, "events.sqlite3")
-	var out []Delivery
-	for d := 1; d <= c.Deliveries; d++ {
+	db := filepath.Join(dir, DBName)
+	for d := 1; d <= p.s.Deliveries; d++ {
 		spec := harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("delivery %d", d),
-			Worker: Worker,
-			Args:   []string{"-db", dbPath, "-pattern", string(c.Pattern), "-event-id", cfg.Input.EventID, "-job-key", cfg.Input.JobKey},
+			Worker: wr.WorkerName, Args: Args(p.s, c, db),
 		}
 		if d == 1 {
 			spec.CrashAt = c.CrashAt
 		}
-		p, err := cfg.Runner.Run(ctx, spec)
+		proc, err := env.Runner.Run(ctx, spec)
 		if err != nil {
-			return nil, settings, fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
+			return fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
 		}
-		if p.Record.ExitCode == protocol.ExitACK {
-			var r wr.Result
-			if err := harness.DecodeResult(p.Report, &r); err != nil {
-				return nil, settings, fmt.Errorf("%w: %s delivery %d: %v", harness.ErrHarness, c.Name, d, err)
-			}
-			settings = r.Settings
-		}
-		rows, err := readRows(ctx, dbPath)
+		rows, err := ReadRows(ctx, db)
 		if err != nil {
-			return nil, settings, fmt.Errorf("%w: %s delivery %d: %v", harness.ErrHarness, c.Name, d, err)
+			return fmt.Errorf("%w: %s delivery %d: %v", harness.ErrHarness, c.Name, d, err)
 		}
-		obs := Delivery{
-			Delivery: d, ExitCode: p.Record.ExitCode,
-			FollowUpJobs: len(rows.FollowUpJobs), ProcessedEvents: len(rows.ProcessedEvents),
-			CrashedAt: p.Report.CrashedAt, Points: p.Report.Points,
-		}
-		out = append(out, obs)
-		if err := cfg.Recorder.Observe(Observation{
-			Scenario: Name, Condition: c.Name, Pattern: c.Pattern, CrashAt: c.CrashAt,
-			ProcessID: p.Record.ID, Delivery: obs, Rows: rows,
+		if err := env.Recorder.Observe(Observation{
+			Scenario: Name, Condition: c.Name, Delivery: d, ProcessID: proc.Record.ID, DB: db, Rows: rows,
 		}); err != nil {
-			return nil, settings, fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+			return fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
 		}
 	}
-	return out, settings, nil
+	return nil
 }
 
-// readRows opens the file as the next process would, which also rolls back
+// ReadRows opens the file as the next process would, which also rolls back
 // a hot journal left by a crash, and lists both tables.
-func readRows(ctx context.Context, path string) (Rows, error) {
+func ReadRows(ctx context.Context, path string) (Rows, error) {
 	rows := Rows{FollowUpJobs: []wr.Event{}, ProcessedEvents: []string{}}
 	db, _, err := sqlitedb.Open(ctx, wr.Options(path))
 	if err != nil {
@@ -225,6 +222,3 @@ func readRows(ctx context.Context, path string) (Rows, error) {
 	}
 	return rows, nil
 }
-
-// Patterns lists the patterns in the article's order.
-func Patterns() []wr.Pattern { return wr.Patterns }

@@ -7,108 +7,132 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"idemlab/experiments/harness"
-	"idemlab/experiments/progress"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
 )
 
 // VerifyConfig is the verify command's settings.
 type VerifyConfig struct {
-	Dir        string
-	InputPath  string
-	Rerun      bool
-	Quiet      bool
-	Executable string
+	Registry  scenario.Registry
+	Dir       string
+	InputPath string
+	ExePath   string
+	Rerun     bool
+	// Run runs scenarios for --rerun.
+	Run RunFunc
 	// Workdir is where the source tree is looked for.
 	Workdir string
-	Limits  Limits
+	TempDir string
+	Limits  results.Limits
 	Stdout  io.Writer
-	Stderr  io.Writer
 }
 
-// RunVerify verifies a folder, optionally reruns it, and prints what it
-// found. A folder that does not verify gives an error wrapping
-// harness.ErrExpectation (exit 1); bad arguments wrap harness.ErrUsage.
+// RunVerify verifies a folder, optionally reruns it, prints what it found
+// and returns an error whose class decides the exit code: findings or a
+// rerun that differs (1), a consistent folder of a failed run (4), a folder
+// that verifies but whose code changed (5).
 func RunVerify(ctx context.Context, cfg VerifyConfig) error {
-	if cfg.Dir == "" {
-		return fmt.Errorf("%w: verify: a results folder is required", harness.ErrUsage)
-	}
-	opts := Options{InputPath: cfg.InputPath, Limits: cfg.Limits}
+	opts := Options{Registry: cfg.Registry, InputPath: cfg.InputPath, ExePath: cfg.ExePath, Limits: cfg.Limits}
 	if root, ok := harness.FindModuleRoot(cfg.Workdir); ok {
 		opts.SourceRoot = root
+	}
+	if cfg.InputPath != "" {
+		if _, err := readRegular(cfg.InputPath); err != nil {
+			return fmt.Errorf("%w: --input %s: %v; leave --input out to use the folder's own %s", harness.ErrUsage, cfg.InputPath, unwrapPath(err), harness.InputCopyFile)
+		}
+	}
+	if cfg.ExePath != "" {
+		if _, err := readRegular(cfg.ExePath); err != nil {
+			return fmt.Errorf("%w: --exe %s: %v", harness.ErrUsage, cfg.ExePath, unwrapPath(err))
+		}
 	}
 	out, err := Verify(cfg.Dir, opts)
 	if err != nil {
 		return err
 	}
+	w := cfg.Stdout
 	for _, n := range out.Notices {
-		fmt.Fprintf(cfg.Stdout, "notice: %s\n", n)
+		fmt.Fprintf(w, "notice: %s\n", n)
 	}
 	for _, f := range out.Findings {
-		fmt.Fprintf(cfg.Stdout, "✗ %s\n", f)
+		fmt.Fprintf(w, "✗ %s\n", f)
 	}
-	failures := len(out.Findings)
-	if cfg.Rerun {
-		if out.Folder == nil || out.Folder.Results == nil {
-			fmt.Fprintln(cfg.Stdout, "rerun skipped: results.json is unreadable")
-		} else {
-			on, done := progress.New(cfg.Stderr, cfg.Quiet, "rerun")
-			ro, err := Rerun(ctx, out.Folder, RerunOptions{
-				InputPath: cfg.InputPath, Executable: cfg.Executable, Workdir: cfg.Workdir,
-				OnProcess: on, Limits: cfg.Limits,
-			})
-			done()
-			if err != nil {
-				return err
-			}
-			names := make([]string, 0, len(ro.Diffs))
-			for n := range ro.Diffs {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				fmt.Fprintf(cfg.Stdout, "✗ rerun: scenario %s differs from the folder (-recorded +rerun):\n%s\n", n, ro.Diffs[n])
-			}
-			failures += len(ro.Diffs)
-			if ro.OK() {
-				fmt.Fprintf(cfg.Stdout, "rerun: %s reproduced (row counts, exit codes, crash points and verdicts equal; times, pids and paths ignored)\n", strings.Join(ro.Scenarios, ", "))
+	if out.Derived != nil && out.OK() {
+		verdict := "PASS"
+		if !out.RunPassed() {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "run verdict, derived from the records: %s\n", verdict)
+	}
+	if cfg.Rerun && out.OK() {
+		ro, err := Rerun(ctx, out, cfg.Run, opts, cfg.TempDir)
+		if err != nil {
+			return err
+		}
+		for _, name := range ro.Scenarios {
+			for _, d := range ro.Differences[name] {
+				fmt.Fprintf(w, "✗ rerun: %s\n", d)
 			}
 		}
+		if !ro.OK() {
+			return fmt.Errorf("%w: %s: the rerun gave different results (%d scenario(s))", harness.ErrExpectation, cfg.Dir, len(ro.Differences))
+		}
+		fmt.Fprintf(w, "rerun: %s reproduced (settings, figures, verdicts, exit codes and crash points equal; times, pids and paths ignored)\n", strings.Join(ro.Scenarios, ", "))
+		out.CodeChanged = append(out.CodeChanged, ro.CodeChanged...)
 	}
-	if failures > 0 {
-		return fmt.Errorf("%w: %s: %d finding(s); the folder does not verify", harness.ErrExpectation, cfg.Dir, failures)
+	for _, c := range out.CodeChanged {
+		fmt.Fprintf(w, "code changed: %s\n", c)
 	}
-	fmt.Fprintf(cfg.Stdout, "OK: %s verifies (schema, input hash, code hash where present, observations, processes, exit codes, pass flags)\n", cfg.Dir)
+	if err := Verdict(out, cfg.Dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "OK: %s verifies: every figure, verdict and setting derives from its records and its input\n", cfg.Dir)
 	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // ReportConfig is the report command's settings.
 type ReportConfig struct {
-	Dir    string
-	HTML   string
-	MD     string
-	Limits Limits
-	Stdout io.Writer
+	Registry scenario.Registry
+	Dir      string
+	HTML     string
+	MD       string
+	Limits   results.Limits
+	Stdout   io.Writer
 }
 
 // RunReport renders a folder. Without --html or --md it prints the
 // Markdown, without charts, on stdout.
 func RunReport(cfg ReportConfig) error {
-	if cfg.Dir == "" {
-		return fmt.Errorf("%w: report: a results folder is required", harness.ErrUsage)
+	for _, p := range []struct{ flag, path string }{{"--html", cfg.HTML}, {"--md", cfg.MD}} {
+		if p.path == "" {
+			continue
+		}
+		dir := filepath.Dir(p.path)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("%w: %s %s: folder %s does not exist; create it first or choose another path", harness.ErrUsage, p.flag, p.path, dir)
+		}
 	}
-	f, err := Load(cfg.Dir, cfg.Limits)
+	out, err := Verify(cfg.Dir, Options{Registry: cfg.Registry, Limits: cfg.Limits})
 	if err != nil {
-		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
+		return err
 	}
-	rep, err := BuildReport(f)
+	rep, err := BuildReport(out, cfg.Registry)
 	if err != nil {
-		return fmt.Errorf("%w: %v", harness.ErrExpectation, err)
+		return fmt.Errorf("%w: %s: %v", harness.ErrExpectation, cfg.Dir, err)
 	}
 	if cfg.HTML == "" && cfg.MD == "" {
-		return RenderMarkdown(cfg.Stdout, rep, func(Chart) string { return "" })
+		return RenderMarkdown(cfg.Stdout, rep, func(scenario.Chart) string { return "" })
 	}
 	if cfg.HTML != "" {
 		var b strings.Builder
@@ -123,7 +147,7 @@ func RunReport(cfg ReportConfig) error {
 	if cfg.MD != "" {
 		stem := strings.TrimSuffix(filepath.Base(cfg.MD), filepath.Ext(cfg.MD))
 		var werr error
-		ref := func(c Chart) string {
+		ref := func(c scenario.Chart) string {
 			name := stem + "-" + c.Slug + ".svg"
 			if err := writeFile(filepath.Join(filepath.Dir(cfg.MD), name), c.SVG); err != nil && werr == nil {
 				werr = err
@@ -143,7 +167,7 @@ func RunReport(cfg ReportConfig) error {
 		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.MD)
 	}
 	if len(rep.Findings) > 0 {
-		return fmt.Errorf("%w: %s: %d consistency finding(s), listed in the report; run idemlab verify", harness.ErrExpectation, cfg.Dir, len(rep.Findings))
+		return fmt.Errorf("%w: %s: %d consistency finding(s), listed in the report; run idemlab verify %s", harness.ErrExpectation, cfg.Dir, len(rep.Findings), cfg.Dir)
 	}
 	return nil
 }
@@ -152,12 +176,9 @@ func RunReport(cfg ReportConfig) error {
 // sees half a report.
 func writeFile(path string, b []byte) error {
 	dir := filepath.Dir(path)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("%w: %s: folder %s does not exist", harness.ErrUsage, path, dir)
-	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
-		return fmt.Errorf("%w: write %s: %v", harness.ErrUsage, path, errors.Unwrap(err))
+		return fmt.Errorf("%w: write %s: %v", harness.ErrUsage, path, unwrapPath(err))
 	}
 	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"idemlab/experiments/scenario"
 )
 
 // svgProlog is the XML declaration and doctype that must not appear inside
@@ -29,8 +31,9 @@ var htmlTemplate = sync.OnceValue(parseHTMLTemplate)
 
 func parseHTMLTemplate() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
-		"svg":  inlineSVG,
-		"mark": markClass,
+		"svg":   inlineSVG,
+		"mark":  markClass,
+		"badge": badge,
 	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -41,56 +44,63 @@ func parseHTMLTemplate() *template.Template {
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
 h1 { margin-bottom: .2rem; }
 .verdict { display: inline-block; padding: .15rem .6rem; border-radius: .3rem; font-weight: 600; color: #fff; }
-.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; }
+.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; }
+.legend { font-size: .85rem; color: #57606a; }
 table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .92rem; }
 th, td { border: 1px solid #d0d7de; padding: .3rem .55rem; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; }
 td.ok { color: #1a7f37; font-weight: 600; } td.bad { color: #cf222e; font-weight: 600; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem; word-break: break-all; }
-figure { margin: 1rem 0 2rem; } figure svg { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
+figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eaeef2; }
 figcaption { font-size: .88rem; color: #57606a; }
 .findings li { color: #cf222e; } .notices li { color: #57606a; }
 </style>
 </head>
 <body>
 <h1>idemlab report</h1>
-<p>Folder <code>{{.Folder}}</code> · run {{.StartedAt}} → {{.FinishedAt}} ·
-{{if .Pass}}<span class="verdict pass">PASS</span>{{else}}<span class="verdict fail">FAIL</span>{{end}}</p>
+<p>Folder <code>{{.Folder}}</code> · run {{.StartedAt}} → {{.FinishedAt}} · {{badge .Verdict}}</p>
 
 <h2>Consistency</h2>
-{{if .Findings}}<p>The folder does not hold together; <code>idemlab verify</code> would exit 1:</p>
+{{if .Findings}}<p>The folder does not hold together, so its verdict cannot be trusted; <code>idemlab verify</code> exits 1:</p>
 <ul class="findings">{{range .Findings}}<li class="mono">{{.String}}</li>{{end}}</ul>
-{{else}}<p>Results, observations and processes agree with each other (hashes are checked by <code>idemlab verify</code>).</p>{{end}}
+{{else}}<p>Every figure and verdict derives from the folder's records and its input copy (run <code>idemlab verify</code> to also compare the code, or <code>--rerun</code> to observe again).</p>{{end}}
 {{if .Notices}}<ul class="notices">{{range .Notices}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 <h2>The articles beside this run</h2>
 {{range .Articles}}
 <section class="article" id="article-{{.ID}}">
 <h3>Article {{.ID}}: {{.Title}}</h3>
-<p>Source <code>{{.Source}}</code>; reproduced by scenario <code>{{.Scenario}}</code>{{if .Unit}}; cells are {{.Unit}}{{end}}. {{.Matches}} of {{.Cells}} cells match the published figures.</p>
-{{template "table" .Table}}
+<p>{{if .URL}}<a href="{{.URL}}">Original</a>; r{{else}}R{{end}}eproduced by scenario <code>{{.Scenario}}</code>{{if .Unit}}; cells are {{.Unit}}{{end}}. <strong>{{.Matches}} of {{.Cells}}</strong> compared cells match the published figures.</p>
+{{template "cells" .}}
 {{range .Notes}}<p class="notices">{{.}}</p>{{end}}
 </section>
 {{else}}<p>No article table for the scenarios in this folder.</p>
 {{end}}
 
-<h2>Scenarios: expected (oracle) vs observed</h2>
+<h2>Scenarios</h2>
 {{range .Scenarios}}
 <section class="scenario" id="scenario-{{.Name}}">
 <h3>{{.Name}} {{if .Pass}}<span class="verdict pass">PASS</span>{{else}}<span class="verdict fail">FAIL</span>{{end}}</h3>
-<p>Settings: <code>{{.Settings}}</code></p>
-{{template "table" .Conditions}}
+<p>{{.Summary}}</p>
+<table class="settings">{{range .Settings}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
+{{range .Tables}}{{if .Title}}<h4>{{.Title}}</h4>{{end}}
+<table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td{{mark .}}>{{.}}</td>{{end}}</tr>{{end}}</tbody></table>
+{{if .Legend}}<ul class="legend">{{range .Legend}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{end}}
+<h4>Conditions: oracle vs observation</h4>
+{{template "cells" .Conditions}}
 {{range .Charts}}<figure id="chart-{{.Slug}}">{{svg .SVG}}<figcaption><strong>{{.Title}}.</strong> {{.Caption}}</figcaption></figure>{{end}}
 </section>
 {{end}}
 
 <h2>Environment</h2>
 <table>{{range .Environment}}<tr><th>{{.Name}}</th><td>{{.Value}}</td></tr>{{end}}</table>
-<h2>Hashes</h2>
+<h2>Code and input</h2>
 <table>{{range .Hashes}}<tr><th>{{.Name}}</th><td class="mono">{{.Value}}</td></tr>{{end}}</table>
 </body>
 </html>
-{{define "table"}}<table>
+{{define "cells"}}<table>
 <thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range .Rows}}<tr>{{range .}}<td{{mark .Mark}}>{{.Text}}{{if .Mark}}{{if .Text}} {{end}}{{.Mark}}{{end}}</td>{{end}}</tr>
 {{end}}</tbody>
@@ -98,14 +108,26 @@ figcaption { font-size: .88rem; color: #57606a; }
 `))
 }
 
+// markClass colours a cell that is, or ends with, a ✓ or ✗ mark.
 func markClass(m string) template.HTMLAttr {
-	switch m {
-	case "✓":
+	switch {
+	case m == "✓" || strings.HasSuffix(m, " ✓"):
 		return ` class="ok"`
-	case "✗":
+	case m == "✗" || strings.HasSuffix(m, " ✗"):
 		return ` class="bad"`
 	}
 	return ""
+}
+
+func badge(v string) template.HTML {
+	class := "inconsistent"
+	switch v {
+	case "PASS":
+		class = "pass"
+	case "FAIL":
+		class = "fail"
+	}
+	return template.HTML(`<span class="verdict ` + class + `">` + template.HTMLEscapeString(v) + `</span>`)
 }
 
 // RenderHTML writes one self-contained page: styles inline, charts as
@@ -122,18 +144,14 @@ func RenderHTML(w io.Writer, r *Report) error {
 // RenderMarkdown writes the report as GitHub-flavoured Markdown. Code hosts
 // do not show inline SVG, so chartRef names the file each chart was saved
 // to; an empty name leaves the chart out.
-func RenderMarkdown(w io.Writer, r *Report, chartRef func(Chart) string) error {
+func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string) error {
 	var b strings.Builder
-	verdict := "PASS ✓"
-	if !r.Pass {
-		verdict = "FAIL ✗"
-	}
-	fmt.Fprintf(&b, "# idemlab report\n\nFolder `%s` · run %s → %s · **%s**\n\n", r.Folder, r.StartedAt, r.FinishedAt, verdict)
+	fmt.Fprintf(&b, "# idemlab report\n\nFolder `%s` · run %s → %s · **%s**\n\n", r.Folder, r.StartedAt, r.FinishedAt, r.Verdict)
 	b.WriteString("## Consistency\n\n")
 	if len(r.Findings) == 0 {
-		b.WriteString("Results, observations and processes agree with each other (hashes are checked by `idemlab verify`).\n\n")
+		b.WriteString("Every figure and verdict derives from the folder's records and its input copy.\n\n")
 	} else {
-		b.WriteString("The folder does not hold together; `idemlab verify` would exit 1:\n\n")
+		b.WriteString("The folder does not hold together, so its verdict cannot be trusted; `idemlab verify` exits 1:\n\n")
 		for _, f := range r.Findings {
 			fmt.Fprintf(&b, "- ✗ `%s`\n", mdEscape(f.String()))
 		}
@@ -150,19 +168,41 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(Chart) string) error {
 		b.WriteString("No article table for the scenarios in this folder.\n\n")
 	}
 	for _, a := range r.Articles {
-		fmt.Fprintf(&b, "### Article %s: %s\n\nSource `%s`; reproduced by scenario `%s`", a.ID, mdEscape(a.Title), a.Source, a.Scenario)
+		fmt.Fprintf(&b, "### Article %s: %s\n\nReproduced by scenario `%s`", a.ID, mdEscape(a.Title), a.Scenario)
+		if a.URL != "" {
+			fmt.Fprintf(&b, " ([original](%s))", a.URL)
+		}
 		if a.Unit != "" {
 			fmt.Fprintf(&b, "; cells are %s", mdEscape(a.Unit))
 		}
-		fmt.Fprintf(&b, ". %d of %d cells match the published figures.\n\n", a.Matches, a.Cells)
-		mdTable(&b, a.Table)
+		fmt.Fprintf(&b, ". **%d of %d** compared cells match the published figures.\n\n", a.Matches, a.Cells)
+		mdTable(&b, Table{Header: a.Header, Rows: a.Rows})
 		for _, n := range a.Notes {
 			fmt.Fprintf(&b, "_%s_\n\n", mdEscape(n))
 		}
 	}
-	b.WriteString("## Scenarios: expected (oracle) vs observed\n\n")
+	b.WriteString("## Scenarios\n\n")
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(&b, "### %s %s\n\nSettings: `%s`\n\n", s.Name, mark(s.Pass), s.Settings)
+		fmt.Fprintf(&b, "### %s %s\n\n%s\n\n", s.Name, mark(s.Pass), mdEscape(s.Summary))
+		if len(s.Settings) > 0 {
+			b.WriteString("| setting | value |\n|---|---|\n")
+			for _, kv := range s.Settings {
+				fmt.Fprintf(&b, "| %s | %s |\n", mdEscape(kv[0]), mdEscape(kv[1]))
+			}
+			b.WriteString("\n")
+		}
+		for _, t := range s.Tables {
+			if t.Title != "" {
+				fmt.Fprintf(&b, "**%s**\n\n", mdEscape(t.Title))
+			}
+			mdTable(&b, plainTable(t))
+			for _, l := range t.Legend {
+				fmt.Fprintf(&b, "- %s\n", mdEscape(l))
+			}
+			if len(t.Legend) > 0 {
+				b.WriteString("\n")
+			}
+		}
 		mdTable(&b, s.Conditions)
 		for _, c := range s.Charts {
 			if ref := chartRef(c); ref != "" {
@@ -174,12 +214,24 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(Chart) string) error {
 	for _, p := range r.Environment {
 		fmt.Fprintf(&b, "| %s | %s |\n", mdEscape(p.Name), mdEscape(p.Value))
 	}
-	b.WriteString("\n## Hashes\n\n| | |\n|---|---|\n")
+	b.WriteString("\n## Code and input\n\n| | |\n|---|---|\n")
 	for _, p := range r.Hashes {
 		fmt.Fprintf(&b, "| %s | `%s` |\n", mdEscape(p.Name), mdEscape(p.Value))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func plainTable(t scenario.Table) Table {
+	out := Table{Header: t.Header}
+	for _, r := range t.Rows {
+		var cells []scenario.Cell
+		for _, c := range r {
+			cells = append(cells, scenario.Cell{Text: c})
+		}
+		out.Rows = append(out.Rows, cells)
+	}
+	return out
 }
 
 func mark(pass bool) string {

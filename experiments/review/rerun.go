@@ -2,158 +2,145 @@ package review
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
-
 	"idemlab/experiments/harness"
-	"idemlab/experiments/suite"
+	"idemlab/experiments/results"
 )
 
-// RerunOptions say how to run the recorded scenarios again.
-type RerunOptions struct {
-	InputPath  string
-	Executable string
-	Workdir    string
-	// TempDir is where the fresh results folder is made; empty means the
-	// system default. The folder is removed afterwards.
-	TempDir   string
-	OnProcess func(harness.ProcessRecord)
-	Limits    Limits
-}
+// RunFunc runs the named scenarios with the given input file and overrides
+// into a new folder out, as the experiment command does. The caller wires
+// it to the suite, so this package imports no scenario.
+type RunFunc func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string) error
 
 // RerunOutcome is the comparison of a folder with a fresh run.
 type RerunOutcome struct {
 	Scenarios []string
-	// Diffs maps a scenario to go-cmp's (-recorded +rerun) report.
-	Diffs map[string]string
+	// Differences lists, per scenario, each deterministic field that the
+	// fresh run gave differently, as "path: recorded A, rerun B".
+	Differences map[string][]string
+	// CodeChanged says how the code of the rerun differs from the run's.
+	CodeChanged []string
 }
 
 // OK says whether the rerun reproduced every deterministic part.
-func (o *RerunOutcome) OK() bool { return len(o.Diffs) == 0 }
+func (o *RerunOutcome) OK() bool { return len(o.Differences) == 0 }
 
-// Rerun runs the folder's scenarios again with the same input into a
-// temporary folder, through the same suite the experiment command uses,
-// and compares what must not change: conditions, expected and observed
-// figures, rows, exit codes and crash points. Times, pids, paths and
-// timings are left out by each scenario's projection.
-func Rerun(ctx context.Context, f *Folder, opts RerunOptions) (*RerunOutcome, error) {
-	if f.Results == nil {
-		return nil, errors.New("rerun: the folder's results.json is unreadable")
+// Rerun runs each scenario of a verified folder again, with the folder's
+// own input copy and its recorded overrides, and compares what must not
+// change: settings, expected and observed figures, verdicts, and every
+// process's worker, exit and crash points. Times, pids, paths, timings and
+// busy retries are measurements and are left out.
+func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir string) (*RerunOutcome, error) {
+	f := o.Folder
+	if f == nil || f.Results == nil || f.Input == nil || o.Derived == nil {
+		return nil, fmt.Errorf("%w: rerun needs a readable results.json and the folder's %s", harness.ErrExpectation, harness.InputCopyFile)
 	}
-	var names []string
-	for _, s := range f.Results.Scenarios {
-		names = append(names, s.Name)
-	}
-	out := &RerunOutcome{Scenarios: names, Diffs: map[string]string{}}
-	if len(names) == 0 {
-		return out, nil
-	}
-	tmp, err := os.MkdirTemp(opts.TempDir, "idemlab-rerun-")
+	tmp, err := os.MkdirTemp(tempDir, "idemlab-rerun-")
 	if err != nil {
 		return nil, fmt.Errorf("%w: create rerun folder: %v", harness.ErrHarness, err)
 	}
 	defer os.RemoveAll(tmp)
-	dir := filepath.Join(tmp, "results")
-	so := suite.Options{
-		Out: dir, InputPath: opts.InputPath, Scenarios: names,
-		Executable: opts.Executable, Workdir: opts.Workdir, TempDir: tmp,
-		Stdout: io.Discard, Stderr: io.Discard, OnProcess: opts.OnProcess,
+	input := filepath.Join(tmp, "input.json")
+	if err := os.WriteFile(input, f.Input, 0o644); err != nil {
+		return nil, fmt.Errorf("%w: write the input copy: %v", harness.ErrHarness, err)
 	}
-	// The recorded settings, not the input file alone, say how the folder
-	// was made: flags such as --items or --workers override the file.
-	for _, s := range f.Results.Scenarios {
-		if p, ok := plugins[s.Name]; ok && p.overrides != nil {
-			if err := p.overrides(s, &so); err != nil {
-				return nil, fmt.Errorf("%w: rerun: scenario %s: the recorded settings cannot be replayed: %v", harness.ErrExpectation, s.Name, err)
-			}
+	out := &RerunOutcome{Differences: map[string][]string{}}
+	for i, rs := range f.Results.Scenarios {
+		out.Scenarios = append(out.Scenarios, rs.Name)
+		dir := filepath.Join(tmp, fmt.Sprintf("results-%d", i))
+		if err := run(ctx, dir, input, []string{rs.Name}, rs.Overrides); err != nil && !isExpectation(err) {
+			return nil, fmt.Errorf("rerun of scenario %s: %w", rs.Name, err)
 		}
-	}
-	_, err = suite.Run(ctx, so)
-	if err != nil && !errors.Is(err, harness.ErrExpectation) {
-		return nil, fmt.Errorf("rerun: %w", err)
-	}
-	fresh, err := Load(dir, opts.Limits)
-	if err != nil || fresh.Results == nil {
-		return nil, fmt.Errorf("%w: rerun: cannot read the fresh results: %v", harness.ErrHarness, err)
-	}
-	for _, s := range f.Results.Scenarios {
-		var fs *harness.ScenarioResult
-		for i := range fresh.Results.Scenarios {
-			if fresh.Results.Scenarios[i].Name == s.Name {
-				fs = &fresh.Results.Scenarios[i]
-			}
+		fresh, err := Verify(dir, Options{Registry: opts.Registry, Limits: opts.Limits})
+		if err != nil || fresh.Derived == nil || len(fresh.Derived.Scenarios) != 1 {
+			return nil, fmt.Errorf("%w: rerun of scenario %s: cannot read the fresh folder: %v", harness.ErrHarness, rs.Name, err)
 		}
-		if fs == nil {
-			out.Diffs[s.Name] = "scenario missing from the rerun"
-			continue
+		if !fresh.OK() {
+			return nil, fmt.Errorf("%w: rerun of scenario %s: the fresh folder does not verify: %s", harness.ErrHarness, rs.Name, fresh.Findings[0])
 		}
-		a, err1 := project(f, s)
-		b, err2 := project(fresh, *fs)
-		if err1 != nil {
-			out.Diffs[s.Name] = fmt.Sprintf("recorded folder: %v", err1)
-			continue
+		a := projection(o.Derived.Scenarios[i], f.Records(rs.Name))
+		b := projection(fresh.Derived.Scenarios[0], fresh.Folder.Records(rs.Name))
+		for _, d := range results.DiffPaths(rs.Name, a, b) {
+			out.Differences[rs.Name] = append(out.Differences[rs.Name], fmt.Sprintf("%s: recorded %s, rerun %s", d.Path, d.A, d.B))
 		}
-		if err2 != nil {
-			out.Diffs[s.Name] = fmt.Sprintf("rerun: %v", err2)
-			continue
-		}
-		if d := cmp.Diff(a, b); d != "" {
-			out.Diffs[s.Name] = d
+		if i == 0 {
+			out.CodeChanged = codeDiff(f.Results.Code, fresh.Folder.Results.Code)
 		}
 	}
 	return out, nil
 }
 
-// project picks the deterministic part of a scenario through its plug-in,
-// or through the generic projection when it has none.
-func project(f *Folder, s harness.ScenarioResult) (any, error) {
-	if p, ok := plugins[s.Name]; ok && p.deterministic != nil {
-		return p.deterministic(f, s)
+func isExpectation(err error) bool {
+	return err != nil && strings.Contains(err.Error(), harness.ErrExpectation.Error())
+}
+
+func codeDiff(a, b harness.Code) []string {
+	var out []string
+	if a.ExecutableSHA256 != b.ExecutableSHA256 {
+		out = append(out, fmt.Sprintf("the executable hashes to %s now, %s in the run", b.ExecutableSHA256, a.ExecutableSHA256))
 	}
-	return genericProjection(f, s)
-}
-
-// genericRun is the fallback projection: conditions and processes with every
-// field whose name says it is volatile removed.
-type genericRun struct {
-	Settings   any
-	Conditions []genericCond
-	Processes  []ProcessView
-}
-
-type genericCond struct {
-	Name               string
-	Expected, Observed any
-	Pass               bool
-}
-
-func genericProjection(f *Folder, s harness.ScenarioResult) (any, error) {
-	g := genericRun{Settings: stripVolatile(s.Settings)}
-	for _, c := range s.Conditions {
-		g.Conditions = append(g.Conditions, genericCond{Name: c.Name, Expected: stripVolatile(c.Expected), Observed: stripVolatile(c.Observed), Pass: c.Pass})
+	if a.WorkingTree != nil && b.WorkingTree != nil && a.WorkingTree.SHA256 != b.WorkingTree.SHA256 {
+		out = append(out, fmt.Sprintf("the working tree hashes to %s now, %s in the run", b.WorkingTree.SHA256, a.WorkingTree.SHA256))
 	}
-	g.Processes = processViews(f, s.Name)
-	// Racing workers finish in any order; the set is what must match.
-	sort.SliceStable(g.Processes, func(i, j int) bool {
-		a, b := g.Processes[i], g.Processes[j]
+	return out
+}
+
+// processView is the deterministic part of a process record.
+type processView struct {
+	Condition string   `json:"condition"`
+	Label     string   `json:"label"`
+	Worker    string   `json:"worker"`
+	ExitCode  int      `json:"exit_code"`
+	Signal    string   `json:"signal,omitempty"`
+	CrashedAt string   `json:"crashed_at,omitempty"`
+	Points    []string `json:"points,omitempty"`
+}
+
+type runView struct {
+	Settings   any           `json:"settings"`
+	Conditions any           `json:"conditions"`
+	Extra      any           `json:"extra,omitempty"`
+	Pass       bool          `json:"pass"`
+	Processes  []processView `json:"processes"`
+}
+
+func projection(s harness.ScenarioResult, rec results.Records) runView {
+	v := runView{Settings: stripVolatile(jsonRaw(s.Settings)), Conditions: stripVolatile(s.Conditions), Pass: s.Pass}
+	if len(s.Extra) > 0 {
+		v.Extra = stripVolatile(jsonRaw(s.Extra))
+	}
+	for _, p := range rec.Processes {
+		pv := processView{Condition: p.Condition, Label: p.Label, Worker: p.Worker, ExitCode: p.ExitCode, Signal: p.Signal}
+		if rep, err := harness.ParseReport(p.Stdout); err == nil {
+			pv.CrashedAt, pv.Points = rep.CrashedAt, rep.Points
+		}
+		if p.KilledBy != "" {
+			// A kill after a random delay lands wherever the scheduler
+			// let the worker get to.
+			pv.Points, pv.CrashedAt, pv.ExitCode, pv.Signal = nil, "", 0, "killed by the harness"
+		}
+		v.Processes = append(v.Processes, pv)
+	}
+	// Racing workers finish in any order; the multiset is what must match.
+	sort.SliceStable(v.Processes, func(i, j int) bool {
+		a, b := v.Processes[i], v.Processes[j]
 		if a.Condition != b.Condition {
 			return a.Condition < b.Condition
 		}
 		return a.Label < b.Label
 	})
-	return g, nil
+	return v
 }
 
-// stripVolatile removes fields named like times, durations, pids and paths.
+// stripVolatile removes fields named like measurements: times, durations,
+// timings, pids, paths and busy retries.
 func stripVolatile(v any) any {
-	c, err := canon(v)
+	c, err := results.Canon(v)
 	if err != nil {
 		return v
 	}
@@ -183,13 +170,18 @@ func stripVolatile(v any) any {
 
 func volatileKey(k string) bool {
 	k = strings.ToLower(k)
-	for _, s := range []string{"_ms", "_us", "_ns", "_seconds", "_sec", "_time", "_path", "_dir"} {
+	for _, s := range []string{"_ms", "_us", "_ns", "_seconds", "_time", "_path", "_dir", "_at_ms"} {
 		if strings.HasSuffix(k, s) {
 			return true
 		}
 	}
+	for _, s := range []string{"timing", "busy", "ratio", "elapsed", "duration"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
 	switch k {
-	case "pid", "pids", "path", "dir", "started_at", "ended_at", "finished_at", "timings", "timing", "elapsed", "duration", "argv":
+	case "pid", "pids", "path", "dir", "db", "started_at", "ended_at", "finished_at", "argv", "within_target", "receiver_url", "url":
 		return true
 	}
 	return false

@@ -1,474 +1,296 @@
+// Package review checks and renders a results folder for reviewers. It
+// knows no scenario: the caller hands it the registry, and every verdict
+// is derived again through scenario.Evaluate, the same function the run
+// used, from the folder's own records.
 package review
 
 import (
-	"encoding/json"
-	"errors"
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
-	"reflect"
 	"sort"
 	"strings"
 
 	"idemlab/experiments/harness"
-	"idemlab/worker/protocol"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/suite"
 )
 
 // Options say what Verify compares the folder with.
 type Options struct {
-	// InputPath is the input file whose SHA-256 must equal the recorded one.
+	Registry scenario.Registry
+	// InputPath, when set, is an input file that must hash to the recorded
+	// input; the folder's own copy is always checked.
 	InputPath string
-	// SourceRoot is the module's source tree; empty skips the code hash
-	// check with a notice, as when the binary runs away from its source.
+	// ExePath, when set, is an executable that must hash to the recorded
+	// one.
+	ExePath string
+	// SourceRoot is a source tree to compare with the recorded working
+	// tree hash; empty skips that comparison with a notice.
 	SourceRoot string
-	Limits     Limits
+	Limits     results.Limits
 }
 
-// Outcome is what Verify found. The folder verifies when Findings is empty;
-// Notices are checks that could not be made and say why.
+// Outcome is what Verify found. The folder is consistent when Findings is
+// empty; Notices are checks that could not be made, or facts a reviewer
+// should know, such as overrides.
 type Outcome struct {
-	Findings []Finding
+	Findings []results.Finding
 	Notices  []string
-	// Folder is the loaded folder, for callers that go on to rerun it.
-	Folder *Folder
+	Folder   *results.Folder
+	// Derived is results.json as the records give it.
+	Derived *harness.Results
+	// CodeChanged says that the given executable or source tree differs
+	// from the recorded one.
+	CodeChanged []string
 }
 
-// OK says whether the folder verified.
+// OK says whether the folder is consistent.
 func (o *Outcome) OK() bool { return len(o.Findings) == 0 }
 
-// Verify loads dir and checks it: schema, hashes, internal consistency and
-// the per-scenario plug-ins. It returns an error only for bad arguments
-// (wrapping harness.ErrUsage); a bad folder gives findings.
+// RunPassed says whether the recorded run met its expectations, as the
+// records give it.
+func (o *Outcome) RunPassed() bool { return o.Derived != nil && o.Derived.Pass }
+
+// Verify checks a folder without trusting it: the input copy against the
+// recorded hash, the settings against the input and the recorded
+// overrides, and every derived figure, pass flag and extra table against
+// what scenario.Evaluate derives from the records.
 func Verify(dir string, opts Options) (*Outcome, error) {
-	inputSum, err := hashInput(opts.InputPath)
+	f, err := results.Load(dir, opts.Limits)
 	if err != nil {
-		return nil, err
-	}
-	f, err := Load(dir, opts.Limits)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", harness.ErrUsage, err)
+		return nil, fmt.Errorf("%w: %v; pass the results folder an experiment wrote", harness.ErrUsage, err)
 	}
 	out := &Outcome{Folder: f}
 	out.Findings = append(out.Findings, f.Findings...)
-	out.Notices = append(out.Notices, f.Notices...)
 	if f.Results == nil {
 		return out, nil
 	}
-	c := &checker{f: f}
-	c.hashes(inputSum, opts)
-	cf, cn := consistency(f)
-	c.findings = append(c.findings, cf...)
-	c.notices = append(c.notices, cn...)
-	out.Findings = append(out.Findings, c.findings...)
-	out.Notices = append(out.Notices, c.notices...)
+	c := &check{out: out, f: f, opts: opts}
+	in, ok := c.input()
+	c.code()
+	c.scenarios(in, ok)
 	return out, nil
 }
 
-// consistency runs every check that needs only the folder: processes,
-// observations, pass agreement and each scenario's plug-in.
-func consistency(f *Folder) ([]Finding, []string) {
-	c := &checker{f: f}
-	c.scen = c.scenarioNames()
-	c.processes()
-	c.observations()
-	c.passes()
-	for _, s := range f.Results.Scenarios {
-		if p, ok := plugins[s.Name]; ok && p.check != nil {
-			c.findings = append(c.findings, p.check(f, s)...)
-			continue
-		}
-		c.notice("scenario %s: no verify plug-in; only the generic checks ran (schema, hashes, processes, exit codes, pass agreement)", s.Name)
-		c.genericPass(s)
-	}
-	return c.findings, c.notices
+type check struct {
+	out  *Outcome
+	f    *results.Folder
+	opts Options
 }
 
-func hashInput(path string) (string, error) {
-	if path == "" {
-		return "", fmt.Errorf("%w: --input: a file name is required", harness.ErrUsage)
+func (c *check) add(file, field, format string, args ...any) {
+	c.out.Findings = append(c.out.Findings, results.Finding{File: file, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *check) notice(format string, args ...any) {
+	c.out.Notices = append(c.out.Notices, fmt.Sprintf(format, args...))
+}
+
+// input checks the folder's input copy and, when given, --input, and
+// returns the input the settings are derived from.
+func (c *check) input() (suite.Input, bool) {
+	r := c.f.Results
+	var in suite.Input
+	ok := false
+	if c.f.Input != nil {
+		parsed, err := suite.ParseInput(harness.InputCopyFile, c.f.Input, c.opts.Registry)
+		switch {
+		case parsed.SHA256 != r.Inputs.SHA256:
+			c.add(harness.InputCopyFile, "", "hashes to %s, but results.json inputs.sha256 records %s", parsed.SHA256, r.Inputs.SHA256)
+		case err != nil:
+			c.add(harness.InputCopyFile, "", "%v", err)
+		default:
+			in, ok = parsed, true
+		}
 	}
+	if c.opts.InputPath != "" {
+		b, err := readRegular(c.opts.InputPath)
+		if err != nil {
+			return in, false
+		}
+		parsed, err := suite.ParseInput(c.opts.InputPath, b, c.opts.Registry)
+		if parsed.SHA256 != r.Inputs.SHA256 {
+			c.add(harness.ResultsFile, "inputs.sha256", "records %s, but --input %s hashes to %s: the folder was not made from that file", r.Inputs.SHA256, c.opts.InputPath, parsed.SHA256)
+			return in, ok
+		}
+		if err == nil && !ok {
+			in, ok = parsed, true
+		}
+	}
+	if !ok && c.f.Input == nil && c.opts.InputPath == "" {
+		c.notice("the folder carries no %s and no --input was given, so the settings could not be derived again", harness.InputCopyFile)
+	}
+	return in, ok
+}
+
+func readRegular(path string) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: --input %s: does not exist", harness.ErrUsage, path)
-		}
-		return "", fmt.Errorf("%w: --input %s: %v", harness.ErrUsage, path, errors.Unwrap(err))
+		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: --input %s: not a regular file", harness.ErrUsage, path)
+		return nil, fs.ErrInvalid
 	}
-	sum, err := harness.HashFile(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: --input %s: %v", harness.ErrUsage, path, err)
-	}
-	return sum, nil
+	return os.ReadFile(path)
 }
 
-type checker struct {
-	f        *Folder
-	scen     map[string]harness.ScenarioResult
-	findings []Finding
-	notices  []string
-}
-
-func (c *checker) add(file, fld, format string, args ...any) {
-	c.findings = append(c.findings, Finding{File: file, Field: fld, Message: fmt.Sprintf(format, args...)})
-}
-
-func (c *checker) notice(format string, args ...any) {
-	c.notices = append(c.notices, fmt.Sprintf(format, args...))
-}
-
-func (c *checker) hashes(inputSum string, opts Options) {
+// code compares the recorded code identity with what the reviewer has.
+func (c *check) code() {
 	r := c.f.Results
-	if r.Inputs.SHA256 != inputSum {
-		c.add(harness.ResultsFile, "inputs.sha256", "recorded %s, but --input %s hashes to %s", r.Inputs.SHA256, opts.InputPath, inputSum)
+	if c.opts.ExePath != "" {
+		sum, err := harness.HashFile(c.opts.ExePath)
+		switch {
+		case err != nil:
+			c.add("--exe", c.opts.ExePath, "cannot hash it: %v", err)
+		case sum != r.Code.ExecutableSHA256:
+			c.out.CodeChanged = append(c.out.CodeChanged, fmt.Sprintf("--exe %s hashes to %s, the run's executable to %s", c.opts.ExePath, sum, r.Code.ExecutableSHA256))
+		default:
+			c.notice("--exe %s is the executable that made this folder (sha256 %s)", c.opts.ExePath, sum)
+		}
 	}
 	switch {
-	case r.Code.Source == nil:
-		c.notice("code hash check skipped: the run recorded no source tree hash (%s)", r.Code.SourceNote)
-	case opts.SourceRoot == "":
-		c.notice("code hash check skipped: no idemlab source tree found from the working folder")
+	case r.Code.WorkingTree == nil:
+		c.notice("the run recorded no working tree hash (%s)", r.Code.WorkingTreeNote)
+	case c.opts.SourceRoot == "":
+		c.notice("working tree hash not compared: no idemlab source tree in the working folder")
 	default:
-		got, err := harness.SourceTreeHash(opts.SourceRoot)
+		got, err := harness.SourceTreeHash(c.opts.SourceRoot)
 		if err != nil {
-			c.add(harness.ResultsFile, "code.source.sha256", "cannot hash the source tree %s: %v", opts.SourceRoot, err)
+			c.notice("working tree hash not compared: %v", err)
 			return
 		}
-		if got.Method != r.Code.Source.Method {
-			c.notice("code hash check skipped: recorded with another method (%q)", r.Code.Source.Method)
+		if got.Method != r.Code.WorkingTree.Method {
+			c.notice("working tree hash not compared: recorded with another method")
 			return
 		}
-		if got.SHA256 != r.Code.Source.SHA256 || got.Files != r.Code.Source.Files {
-			c.add(harness.ResultsFile, "code.source.sha256", "recorded %s over %d files, but the source tree here hashes to %s over %d files (the code changed since the run)",
-				r.Code.Source.SHA256, r.Code.Source.Files, got.SHA256, got.Files)
-		}
-	}
-	c.notice("executable hash not checked: a rebuilt binary differs byte for byte; the source tree hash stands for the code")
-}
-
-func (c *checker) scenarioNames() map[string]harness.ScenarioResult {
-	m := map[string]harness.ScenarioResult{}
-	for i, s := range c.f.Results.Scenarios {
-		if _, dup := m[s.Name]; dup {
-			c.add(harness.ResultsFile, field("scenarios", i, "name"), "scenario %q appears twice", s.Name)
-		}
-		m[s.Name] = s
-		seen := map[string]bool{}
-		for j, cond := range s.Conditions {
-			if seen[cond.Name] {
-				c.add(harness.ResultsFile, field("scenarios", key(s.Name), "conditions", j, "name"), "condition %q appears twice", cond.Name)
-			}
-			seen[cond.Name] = true
-		}
-	}
-	return m
-}
-
-// processes checks the process records on their own: ids in order, known
-// scenarios, and a stdout that keeps the worker protocol for the exit code.
-func (c *checker) processes() {
-	scen := c.scen
-	for i, p := range c.f.Processes {
-		line := fmt.Sprintf("line %d", c.f.ProcessLines[i])
-		if p.ID != i+1 {
-			c.add(harness.ProcessesFile, line+": id", "is %d, want %d: ids are given in order from 1, so a line is missing, added or moved", p.ID, i+1)
-		}
-		if _, ok := scen[p.Scenario]; !ok {
-			c.add(harness.ProcessesFile, line+": scenario", "%q is not a scenario of %s", p.Scenario, harness.ResultsFile)
-		}
-		switch {
-		case p.KilledBy != "" || p.Signal != "":
-			continue
-		case p.ExitCode == protocol.ExitACK, p.ExitCode == protocol.ExitCrash, p.ExitCode == protocol.ExitStepFailed:
-		default:
-			c.add(harness.ProcessesFile, line+": exit_code", "%d is not an outcome the harness accepts (0, %d or %d); a run with it would have failed", p.ExitCode, protocol.ExitCrash, protocol.ExitStepFailed)
-			continue
-		}
-		rep, err := harness.ParseReport(p.Stdout)
-		if err != nil {
-			c.add(harness.ProcessesFile, line+": stdout", "%v", err)
-			continue
-		}
-		if rep.Worker != p.Worker {
-			c.add(harness.ProcessesFile, line+": stdout", "report names worker %q, record says %q", rep.Worker, p.Worker)
-		}
-		crashAt := p.Env[protocol.EnvCrashAt]
-		if p.ExitCode == protocol.ExitCrash && rep.CrashedAt != crashAt {
-			c.add(harness.ProcessesFile, line+": exit_code", "17 (crash) but the report crashed at %q while %s=%q was set", rep.CrashedAt, protocol.EnvCrashAt, crashAt)
-		}
-		if p.ExitCode != protocol.ExitCrash && rep.CrashedAt != "" {
-			c.add(harness.ProcessesFile, line+": exit_code", "%d, but the report says it crashed at %q (a crash exits 17)", p.ExitCode, rep.CrashedAt)
+		if got.SHA256 != r.Code.WorkingTree.SHA256 || got.Files != r.Code.WorkingTree.Files {
+			c.out.CodeChanged = append(c.out.CodeChanged, fmt.Sprintf("the working tree here hashes to %s over %d files; the run's working tree at start hashed to %s over %d files", got.SHA256, got.Files, r.Code.WorkingTree.SHA256, r.Code.WorkingTree.Files))
 		}
 	}
 }
 
-// observations checks every observation line against the results and the
-// processes it names.
-func (c *checker) observations() {
-	scen := c.scen
-	for _, l := range c.f.Observations {
-		line := fmt.Sprintf("line %d", l.N)
-		sname, _ := l.Data["scenario"].(string)
-		s, ok := scen[sname]
-		if !ok {
-			c.add(harness.ObservationsFile, line+": scenario", "%q is not a scenario of %s", sname, harness.ResultsFile)
-			continue
-		}
-		// Some scenarios observe more than their listed conditions (a
-		// mutant table in extra, for instance), so whether every
-		// observation's condition is listed is left to the plug-ins.
-		_ = s
-		cname, hasCond := l.Data["condition"].(string)
-		for _, id := range processIDs(l.Data) {
-			p, pline, ok := c.f.process(id)
-			if !ok {
-				c.add(harness.ObservationsFile, line+": process_id", "process %d is not in %s", id, harness.ProcessesFile)
-				continue
-			}
-			if p.Scenario != sname || (hasCond && p.Condition != "" && p.Condition != cname) {
-				c.add(harness.ObservationsFile, line+": process_id", "process %d belongs to %s/%s (%s line %d), not %s/%s", id, p.Scenario, p.Condition, harness.ProcessesFile, pline, sname, cname)
-			}
-		}
-		if id, ok := singleProcessID(l.Data); ok {
-			if code, ok := observedExitCode(l.Data); ok {
-				if p, pline, found := c.f.process(id); found && p.ExitCode != code {
-					c.add(harness.ObservationsFile, line+": exit_code", "%d, but process %d exited %d (%s line %d)", code, id, p.ExitCode, harness.ProcessesFile, pline)
-				}
-			}
-		}
-	}
-}
-
-func hasCondition(s harness.ScenarioResult, name string) bool {
-	for _, c := range s.Conditions {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// processIDs collects the process ids an observation refers to, under the
-// field names the scenarios use: process_id, process_ids, and the same
-// inside nested objects.
-func processIDs(v any) []int {
-	var out []int
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			keys := make([]string, 0, len(t))
-			for k := range t {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				switch {
-				case k == "process_id":
-					if n, ok := asInt(t[k]); ok {
-						out = append(out, n)
-					}
-				case k == "process_ids":
-					if xs, ok := t[k].([]any); ok {
-						for _, x := range xs {
-							if n, ok := asInt(x); ok {
-								out = append(out, n)
-							}
-						}
-					}
-				default:
-					walk(t[k])
-				}
-			}
-		case []any:
-			for _, x := range t {
-				walk(x)
-			}
-		}
-	}
-	walk(v)
-	return out
-}
-
-func singleProcessID(m map[string]any) (int, bool) {
-	ids := processIDs(m)
-	if len(ids) != 1 {
-		return 0, false
-	}
-	_, top := m["process_id"]
-	return ids[0], top
-}
-
-// observedExitCode finds the exit code an observation states for its one
-// process, at the top level or in its "observed" object.
-func observedExitCode(m map[string]any) (int, bool) {
-	if n, ok := asInt(m["exit_code"]); ok {
-		return n, true
-	}
-	if o, ok := m["observed"].(map[string]any); ok {
-		return asInt(o["exit_code"])
-	}
-	return 0, false
-}
-
-func asInt(v any) (int, bool) {
-	f, ok := v.(float64)
-	if !ok || f != float64(int(f)) {
-		return 0, false
-	}
-	return int(f), true
-}
-
-// passes checks that each scenario's pass is the conjunction of its
-// conditions and the overall pass the conjunction of the scenarios.
-func (c *checker) passes() {
+// scenarios derives every scenario again and compares.
+func (c *check) scenarios(in suite.Input, haveInput bool) {
 	r := c.f.Results
-	all := true
-	for _, s := range r.Scenarios {
-		want := true
-		for _, cond := range s.Conditions {
-			want = want && cond.Pass
-			if cond.Pass && cond.Diff != "" {
-				c.add(harness.ResultsFile, field("scenarios", key(s.Name), "conditions", key(cond.Name), "diff"), "is set although pass is true")
-			}
-			if !cond.Pass && cond.Diff == "" {
-				c.add(harness.ResultsFile, field("scenarios", key(s.Name), "conditions", key(cond.Name), "diff"), "is empty although pass is false")
-			}
+	derived := &harness.Results{Pass: true}
+	seen := map[string]bool{}
+	claimed := map[string]bool{}
+	for i, rs := range r.Scenarios {
+		base := results.Field("scenarios", results.Key(rs.Name))
+		if seen[rs.Name] {
+			c.add(harness.ResultsFile, results.Field("scenarios", i, "name"), "scenario %q appears twice", rs.Name)
+			continue
 		}
-		if s.Pass != want {
-			c.add(harness.ResultsFile, field("scenarios", key(s.Name), "pass"), "is %v, but its conditions give %v", s.Pass, want)
+		seen[rs.Name] = true
+		s, ok := c.opts.Registry.Lookup(rs.Name)
+		if !ok {
+			c.add(harness.ResultsFile, base+".name", "%q is not a scenario of this idemlab (known: %s)", rs.Name, strings.Join(c.opts.Registry.Names(), ", "))
+			continue
 		}
-		all = all && s.Pass
+		for name := range rs.Overrides {
+			claimed[name] = true
+		}
+		if haveInput {
+			c.settings(s, rs, in)
+		}
+		d, findings := scenario.Evaluate(s, rs.Overrides, rs.Settings, c.f.Records(rs.Name))
+		c.out.Findings = append(c.out.Findings, findings...)
+		c.compare(base, rs, d)
+		derived.Scenarios = append(derived.Scenarios, d)
+		derived.Pass = derived.Pass && d.Pass
 	}
-	if r.Pass != all {
-		c.add(harness.ResultsFile, "pass", "is %v, but the scenarios give %v", r.Pass, all)
+	if r.Pass != derived.Pass {
+		c.add(harness.ResultsFile, "pass", "is %v, but the records give %v", r.Pass, derived.Pass)
 	}
+	for _, l := range c.f.Observations {
+		if !seen[l.Scenario] {
+			c.add(harness.ObservationsFile, fmt.Sprintf("line %d: scenario", l.N), "%q is not a scenario of %s", l.Scenario, harness.ResultsFile)
+		}
+	}
+	for i, p := range c.f.Processes {
+		if p.ID != i+1 {
+			c.add(harness.ProcessesFile, fmt.Sprintf("line %d: id", p.N), "is %d, want %d: ids are given in order from 1, so a line is missing, added or moved", p.ID, i+1)
+		}
+		if !seen[p.Scenario] {
+			c.add(harness.ProcessesFile, fmt.Sprintf("line %d: scenario", p.N), "%q is not a scenario of %s", p.Scenario, harness.ResultsFile)
+		}
+	}
+	c.out.Derived = derived
 }
 
-// genericPass is the fallback for a scenario without a plug-in: a condition
-// passes exactly when its observed value equals its expected value.
-func (c *checker) genericPass(s harness.ScenarioResult) {
-	for _, cond := range s.Conditions {
-		equal := jsonEqual(cond.Expected, cond.Observed)
-		if equal != cond.Pass {
-			c.add(harness.ResultsFile, field("scenarios", key(s.Name), "conditions", key(cond.Name), "pass"),
-				"is %v, but expected and observed are %s", cond.Pass, map[bool]string{true: "equal", false: "different"}[equal])
-		}
-	}
-}
-
-// canon turns any JSON-encodable value into the generic form that
-// encoding/json decodes to, so typed and decoded values compare equal.
-func canon(v any) (any, error) {
-	b, err := json.Marshal(v)
+// settings derives the scenario's settings from the input section and the
+// recorded overrides, and compares them with the recorded settings.
+func (c *check) settings(s scenario.Scenario, rs harness.ScenarioResult, in suite.Input) {
+	base := results.Field("scenarios", results.Key(rs.Name))
+	plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides)
 	if err != nil {
-		return nil, err
+		c.add(harness.ResultsFile, base+".overrides", "the input and the recorded overrides give no valid plan: %v", err)
+		return
 	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
+	want := scenario.Marshal(plans[0].Plan.Settings())
+	for _, d := range results.DiffPaths(base+".settings", want, rs.Settings) {
+		c.add(harness.ResultsFile, d.Path, "is %s, but the input and the recorded overrides give %s", d.B, d.A)
 	}
-	return out, nil
+	names := make([]string, 0, len(rs.Overrides))
+	for n := range rs.Overrides {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c.notice("scenario %s ran with --%s %s, which overrides the input file's %s section", rs.Name, n, rs.Overrides[n], rs.Name)
+	}
 }
 
-func jsonEqual(a, b any) bool {
-	ca, err1 := canon(a)
-	cb, err2 := canon(b)
-	return err1 == nil && err2 == nil && reflect.DeepEqual(ca, cb)
-}
-
-// fieldDiff is one leaf at which two JSON values differ.
-type fieldDiff struct {
-	Path string
-	A, B string
-}
-
-// diffPaths lists the leaf paths at which two JSON values differ, each with
-// both values, so a finding can name the exact field.
-func diffPaths(path string, a, b any) []fieldDiff {
-	ca, err1 := canon(a)
-	cb, err2 := canon(b)
-	if err1 != nil || err2 != nil {
-		return []fieldDiff{{Path: path, A: "(not JSON)", B: "(not JSON)"}}
+// compare reports every field where the recorded result differs from the
+// derived one.
+func (c *check) compare(base string, rec, der harness.ScenarioResult) {
+	type view struct {
+		Conditions []harness.ConditionResult `json:"conditions"`
+		Extra      any                       `json:"extra,omitempty"`
+		Pass       bool                      `json:"pass"`
 	}
-	var out []fieldDiff
-	var walk func(p string, x, y any)
-	walk = func(p string, x, y any) {
-		switch xv := x.(type) {
-		case map[string]any:
-			yv, ok := y.(map[string]any)
-			if !ok {
-				break
-			}
-			keys := map[string]bool{}
-			for k := range xv {
-				keys[k] = true
-			}
-			for k := range yv {
-				keys[k] = true
-			}
-			ks := make([]string, 0, len(keys))
-			for k := range keys {
-				ks = append(ks, k)
-			}
-			sort.Strings(ks)
-			for _, k := range ks {
-				walk(p+"."+k, xv[k], yv[k])
-			}
-			return
-		case []any:
-			yv, ok := y.([]any)
-			if !ok {
-				break
-			}
-			if len(xv) != len(yv) {
-				out = append(out, fieldDiff{Path: p, A: fmt.Sprintf("%d items", len(xv)), B: fmt.Sprintf("%d items", len(yv))})
-				return
-			}
-			for i := range xv {
-				walk(fmt.Sprintf("%s[%d]", p, i), xv[i], yv[i])
-			}
-			return
-		}
-		if !reflect.DeepEqual(x, y) {
-			out = append(out, fieldDiff{Path: p, A: compact(x), B: compact(y)})
+	a := view{Conditions: rec.Conditions, Extra: rawOrNil(rec.Extra), Pass: rec.Pass}
+	b := view{Conditions: der.Conditions, Extra: rawOrNil(der.Extra), Pass: der.Pass}
+	for _, d := range results.DiffPaths(base, a, b) {
+		c.add(harness.ResultsFile, conditionPath(d.Path, rec), "is %s, but the records give %s", d.A, d.B)
+	}
+}
+
+// conditionPath names conditions by name rather than index in a path.
+func conditionPath(p string, rec harness.ScenarioResult) string {
+	for i, cr := range rec.Conditions {
+		idx := fmt.Sprintf(".conditions[%d]", i)
+		if strings.Contains(p, idx) {
+			return strings.Replace(p, idx, ".conditions["+cr.Name+"]", 1)
 		}
 	}
-	walk(path, ca, cb)
-	return out
+	return p
 }
 
-// compact renders a JSON value on one short line, for findings.
-func compact(v any) string {
-	if v == nil {
-		return "(absent)"
+func rawOrNil(b []byte) any {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
 	}
-	return compactN(v, 120)
+	return jsonRaw(b)
 }
 
-// compactN renders v as JSON on one line, cut to max bytes with "..." at
-// the end.
-func compactN(v any, max int) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	s := string(b)
-	if len(s) > max {
-		s = s[:max-3] + "..."
-	}
-	return s
-}
+type jsonRaw []byte
 
-// decodeStrict re-decodes a generic value into a typed one, refusing
-// unknown fields, so a plug-in reads exactly the shape its scenario writes.
-func decodeStrict(v any, out any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
+func (j jsonRaw) MarshalJSON() ([]byte, error) { return j, nil }
+
+// Verdict classifies an outcome as an error for the exit code: findings
+// first, then a failed run, then changed code.
+func Verdict(o *Outcome, dir string) error {
+	switch {
+	case !o.OK():
+		return fmt.Errorf("%w: %s: %d finding(s); the folder does not verify", harness.ErrExpectation, dir, len(o.Findings))
+	case !o.RunPassed():
+		return fmt.Errorf("%w: %s is consistent, but its run failed its expectations (pass: false)", harness.ErrRunFailed, dir)
+	case len(o.CodeChanged) > 0:
+		return fmt.Errorf("%w: %s verifies, but %s", harness.ErrCodeChanged, dir, strings.Join(o.CodeChanged, "; "))
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(out)
+	return nil
 }

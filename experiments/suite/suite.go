@@ -1,31 +1,39 @@
 // Package suite runs the chosen scenarios into one results folder. It owns
 // the order of work that makes a run trustworthy: validate everything
-// before any child runs, write into a staging folder, and rename it into
-// place only when all three files are complete.
+// before any child runs, write into a staging folder, reach the verdict by
+// folding what was recorded there, and rename the folder into place only
+// when every file is complete. It knows no scenario by name.
 package suite
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"idemlab/experiments/batch"
-	"idemlab/experiments/claim"
 	"idemlab/experiments/harness"
-	"idemlab/experiments/redelivery"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
 )
 
 // Options are the experiment command's settings.
 type Options struct {
+	Registry  scenario.Registry
 	Out       string
 	InputPath string
 	// Scenarios to run; empty means all, in the registry's order.
 	Scenarios []string
+	// Overrides are the scenario flags given on the command line, by flag
+	// name without dashes; each must apply to a chosen scenario.
+	Overrides map[string]string
 	// Executable is the harness binary re-executed for workers.
 	Executable string
 	// Workdir is where the source tree is looked for, for the code hash.
@@ -33,145 +41,116 @@ type Options struct {
 	// TempDir holds the scenarios' scratch databases; empty means the
 	// system default.
 	TempDir string
-	Stdout  io.Writer
-	Stderr  io.Writer
-	// RedeliveryOracle replaces the redelivery oracle; tests use it to show
-	// that a wrong expectation fails the run.
-	RedeliveryOracle func(redelivery.Condition) []redelivery.Delivery
-	// OnProcess is called after each child is recorded; the command line
-	// uses it to show progress.
+	// OnStart is called once with the number of processes the run will
+	// start, before the first; OnProcess after each is recorded.
+	OnStart   func(total int)
 	OnProcess func(harness.ProcessRecord)
-	// Claim holds the claim flags, which override input.json.
-	Claim claim.Overrides
-	// ClaimOracle replaces the claim oracle; tests use it to show that a
-	// wrong expectation fails the run.
-	ClaimOracle claim.Oracle
-	// Batch holds the batch flags, which override input.json.
-	Batch batch.Overrides
-	// BatchOracle replaces the batch oracle; tests use it to show that a
-	// wrong expectation fails the run.
-	BatchOracle func(batch.Params) batch.Outcome
 }
 
-// env is what a scenario gets from the suite.
-type env struct {
-	opts     Options
-	input    Input
-	runner   *harness.Runner
-	recorder *harness.Recorder
+// Input is a decoded input file: its bytes, hash and sections.
+type Input struct {
+	Path     string
+	Bytes    []byte
+	SHA256   string
+	Sections map[string]json.RawMessage
 }
 
-// scenario is one entry of the registry.
-type scenario struct {
-	name       string
-	summary    string
-	conditions func() []string
-	// check validates the scenario's section of input.json.
-	check func(Input) error
-	// override, when set, puts the scenario's flags over its checked
-	// section and validates the result, before any child runs.
-	override func(in *Input, o Options) error
-	run      func(ctx context.Context, e env) (harness.ScenarioResult, error)
-	table    func(harness.ScenarioResult) ([]string, [][]string)
-}
-
-var registry = []scenario{
-	{
-		name:    redelivery.Name,
-		summary: "article 000: separate commits vs one transaction, crash, redelivery to a fresh process",
-		conditions: func() []string {
-			var names []string
-			for _, c := range redelivery.Conditions() {
-				names = append(names, c.Name)
-			}
-			return names
-		},
-		check: func(in Input) error { return section(redelivery.Name, in.Redelivery) },
-		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
-			return redelivery.Run(ctx, redelivery.Config{
-				Runner: e.runner, Recorder: e.recorder, Input: *e.input.Redelivery,
-				Oracle: e.opts.RedeliveryOracle, TempDir: e.opts.TempDir,
-			})
-		},
-		table: redelivery.Table,
-	},
-	{
-		name:       batch.Name,
-		summary:    "article 002: a batch stopped at item K, rerun all vs resumed with a step journal, against a real HTTP receiver",
-		conditions: batchConditions,
-		check:      func(in Input) error { return section(batch.Name, in.Batch) },
-		override: func(in *Input, o Options) error {
-			merged := o.Batch.Apply(*in.Batch)
-			in.Batch = &merged
-			return merged.Validate()
-		},
-		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
-			return batch.Run(ctx, batch.Config{
-				Runner: e.runner, Recorder: e.recorder, Input: *e.input.Batch,
-				Oracle: e.opts.BatchOracle, TempDir: e.opts.TempDir,
-			})
-		},
-		table: batch.Table,
-	},
-	{
-		name:       claim.Name,
-		summary:    "article 003: N processes race to claim one fingerprint, DO NOTHING vs the TTL upsert, plus the five mutants",
-		conditions: claim.Conditions,
-		check:      func(in Input) error { return section(claim.Name, in.Claim) },
-		override: func(in *Input, o Options) error {
-			merged := in.Claim.With(o.Claim)
-			in.Claim = &merged
-			return merged.Validate()
-		},
-		run: func(ctx context.Context, e env) (harness.ScenarioResult, error) {
-			return claim.Run(ctx, claim.Config{
-				Runner: e.runner, Recorder: e.recorder, Input: *e.input.Claim,
-				Mutants: !e.opts.Claim.SkipMutants, Oracle: e.opts.ClaimOracle, TempDir: e.opts.TempDir,
-			})
-		},
-		table: claim.Table,
-	},
-}
-
-// Names lists the scenario names in run order.
-func Names() []string {
-	var out []string
-	for _, s := range registry {
-		out = append(out, s.name)
+// ReadInput reads an input file and splits it into sections, refusing a
+// section no scenario of the registry owns.
+func ReadInput(path string, reg scenario.Registry) (Input, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return Input{}, fmt.Errorf("%w: --input %s: %v; pass the input file with --input FILE", harness.ErrUsage, path, err)
 	}
-	return out
+	return ParseInput(path, b, reg)
 }
 
-// List prints every scenario and its conditions.
-func List(w io.Writer) {
-	for _, s := range registry {
-		fmt.Fprintf(w, "%s\t%s\n", s.name, s.summary)
-		for _, c := range s.conditions() {
-			fmt.Fprintf(w, "  %s\n", c)
+// ParseInput splits input bytes into sections.
+func ParseInput(path string, b []byte, reg scenario.Registry) (Input, error) {
+	sum := sha256.Sum256(b)
+	in := Input{Path: path, Bytes: b, SHA256: hex.EncodeToString(sum[:])}
+	if err := scenario.DecodeStrict(b, &in.Sections); err != nil {
+		return in, fmt.Errorf("%w: %s: %v", harness.ErrUsage, path, err)
+	}
+	for name := range in.Sections {
+		if _, ok := reg.Lookup(name); !ok {
+			return in, fmt.Errorf("%w: %s: %s: not a scenario (known: %s)", harness.ErrUsage, path, name, strings.Join(reg.Names(), ", "))
 		}
 	}
+	return in, nil
 }
 
-func choose(names []string) ([]scenario, error) {
+// Choose resolves scenario names in registry order.
+func Choose(reg scenario.Registry, names []string) ([]scenario.Scenario, error) {
 	if len(names) == 0 {
-		return registry, nil
+		return reg, nil
 	}
-	var out []scenario
-	seen := map[string]bool{}
+	want := map[string]bool{}
 	for _, n := range names {
-		found := false
-		for _, s := range registry {
-			if s.name == n {
-				found = true
-				if !seen[n] {
-					out = append(out, s)
-					seen[n] = true
-				}
+		if _, ok := reg.Lookup(n); !ok {
+			hint := ""
+			if strings.Contains(n, ",") {
+				hint = "; repeat the flag for several, as --scenario redelivery --scenario batch"
+			}
+			return nil, fmt.Errorf("%w: --scenario %q: unknown (known: %s)%s", harness.ErrUsage, n, strings.Join(reg.Names(), ", "), hint)
+		}
+		want[n] = true
+	}
+	var out []scenario.Scenario
+	for _, s := range reg {
+		if want[s.Name()] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Planned is a chosen scenario with its plan and its overrides.
+type Planned struct {
+	Scenario  scenario.Scenario
+	Plan      scenario.Plan
+	Overrides map[string]string
+}
+
+// PlanAll decodes each chosen scenario's section with the overrides that
+// apply to it. A flag that applies to none of them is an error.
+func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) ([]Planned, error) {
+	used := map[string]bool{}
+	var out []Planned
+	for _, s := range chosen {
+		ov := map[string]string{}
+		for _, f := range s.Flags() {
+			if v, ok := overrides[f.Name]; ok {
+				ov[f.Name] = v
+				used[f.Name] = true
 			}
 		}
-		if !found {
-			return nil, fmt.Errorf("%w: --scenario %q: unknown (known: %s)", harness.ErrUsage, n, strings.Join(Names(), ", "))
+		p, err := s.Plan(in.Sections[s.Name()], ov)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", harness.ErrUsage, in.Path, err)
 		}
+		if len(ov) == 0 {
+			ov = nil
+		}
+		out = append(out, Planned{Scenario: s, Plan: p, Overrides: ov})
+	}
+	var stray []string
+	for name := range overrides {
+		if !used[name] {
+			stray = append(stray, name)
+		}
+	}
+	sort.Strings(stray)
+	if len(stray) > 0 {
+		var names []string
+		for _, s := range chosen {
+			names = append(names, s.Name())
+		}
+		return nil, fmt.Errorf("%w: --%s does not apply to the chosen scenarios (%s); choose the scenario it belongs to with --scenario", harness.ErrUsage, stray[0], strings.Join(names, ", "))
 	}
 	return out, nil
 }
@@ -179,79 +158,98 @@ func choose(names []string) ([]scenario, error) {
 // Run runs the scenarios and writes the results folder. It returns the
 // results even when an expectation failed; the error then wraps
 // harness.ErrExpectation.
-func Run(ctx context.Context, opts Options) (*harness.Results, error) {
-	chosen, err := choose(opts.Scenarios)
+func Run(ctx context.Context, opts Options) (*harness.Results, []Planned, error) {
+	chosen, err := Choose(opts.Registry, opts.Scenarios)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	input, inputMeta, err := LoadInput(opts.InputPath, chosen)
+	in, err := ReadInput(opts.InputPath, opts.Registry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, sc := range chosen {
-		if sc.override == nil {
-			continue
-		}
-		if err := sc.override(&input, opts); err != nil {
-			return nil, fmt.Errorf("%w: after flag overrides: %v", harness.ErrUsage, err)
-		}
+	plans, err := PlanAll(chosen, in, opts.Overrides)
+	if err != nil {
+		return nil, nil, err
 	}
 	out, err := harness.PrepareOutput(opts.Out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	res, err := runInto(ctx, opts, chosen, input, inputMeta, out)
+	res, err := runInto(ctx, opts, plans, in, out)
+	if err == nil {
+		err = out.Commit()
+	}
 	if err != nil {
 		out.Abort()
-		return nil, err
-	}
-	if err := out.Commit(); err != nil {
-		out.Abort()
-		return nil, err
-	}
-	printSummary(opts.Stdout, res, chosen, opts.Out)
-	if !res.Pass {
-		for _, s := range res.Scenarios {
-			for _, c := range s.Conditions {
-				if !c.Pass {
-					fmt.Fprintf(opts.Stderr, "%s/%s: observed differs from expected (-expected +observed):\n%s", s.Name, c.Name, c.Diff)
-				}
-			}
+		if ctx.Err() != nil && !errors.Is(err, harness.ErrUsage) {
+			return nil, nil, fmt.Errorf("%w: stopped by a signal; the workers were stopped and nothing was written to %s", harness.ErrInterrupted, opts.Out)
 		}
-		return res, fmt.Errorf("%w: %s; results written to %s with pass: false", harness.ErrExpectation, strings.Join(res.Failures(), ", "), opts.Out)
+		return nil, nil, err
 	}
-	return res, nil
+	if !res.Pass {
+		return res, plans, fmt.Errorf("%w: results written to %s with pass: false", harness.ErrExpectation, opts.Out)
+	}
+	return res, plans, nil
 }
 
-func runInto(ctx context.Context, opts Options, chosen []scenario, input Input, inputMeta harness.Inputs, out *harness.Output) (*harness.Results, error) {
+func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *harness.Output) (*harness.Results, error) {
 	code, err := harness.CodeHashes(opts.Executable, opts.Workdir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+	}
+	if err := writeFile(filepath.Join(out.Staging, harness.InputCopyFile), in.Bytes); err != nil {
+		return nil, fmt.Errorf("%w: copy the input file: %v", harness.ErrHarness, err)
 	}
 	rec, err := harness.NewRecorder(out.Staging)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
 	}
-	res := &harness.Results{
-		Tool: harness.ToolInfo(opts.Workdir), StartedAt: time.Now().UTC().Format(time.RFC3339),
-		Environment: harness.Env(), Inputs: inputMeta, Code: code, Pass: true,
-		Scenarios: []harness.ScenarioResult{},
+	started := time.Now().UTC()
+	if opts.OnStart != nil {
+		total := 0
+		for _, p := range plans {
+			total += p.Plan.Processes()
+		}
+		opts.OnStart(total)
 	}
-	e := env{opts: opts, input: input, runner: &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess}, recorder: rec}
-	for _, s := range chosen {
-		sr, err := s.run(ctx, e)
-		if err != nil {
+	env := scenario.Env{
+		Runner:   &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess},
+		Recorder: rec, TempDir: opts.TempDir,
+	}
+	for _, p := range plans {
+		if err := p.Plan.Run(ctx, env); err != nil {
 			rec.Close()
 			if !errors.Is(err, harness.ErrHarness) && !errors.Is(err, harness.ErrUsage) {
-				err = fmt.Errorf("%w: scenario %s: %v", harness.ErrHarness, s.name, err)
+				err = fmt.Errorf("%w: scenario %s: %w", harness.ErrHarness, p.Scenario.Name(), err)
 			}
 			return nil, err
 		}
-		res.Scenarios = append(res.Scenarios, sr)
-		res.Pass = res.Pass && sr.Pass
 	}
 	if err := rec.Close(); err != nil {
 		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+	}
+	// The verdict is reached over what was recorded, read back through the
+	// same loader verify uses, never over values held in memory.
+	folder, err := results.LoadRecords(out.Staging, results.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: read back the records: %v", harness.ErrHarness, err)
+	}
+	if len(folder.Findings) > 0 {
+		return nil, fmt.Errorf("%w: the records just written do not read back: %s", harness.ErrHarness, folder.Findings[0])
+	}
+	res := &harness.Results{
+		Tool: harness.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
+		Environment: harness.Env(),
+		Inputs:      harness.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: harness.InputCopyFile},
+		Code:        code, Pass: true, Scenarios: []harness.ScenarioResult{},
+	}
+	for _, p := range plans {
+		sr, findings := scenario.Evaluate(p.Scenario, p.Overrides, scenario.Marshal(p.Plan.Settings()), folder.Records(p.Scenario.Name()))
+		if len(findings) > 0 {
+			return nil, fmt.Errorf("%w: scenario %s: the records are inconsistent (%d finding(s)), first: %s", harness.ErrHarness, p.Scenario.Name(), len(findings), findings[0])
+		}
+		res.Scenarios = append(res.Scenarios, sr)
+		res.Pass = res.Pass && sr.Pass
 	}
 	res.FinishedAt = time.Now().UTC().Format(time.RFC3339)
 	if err := out.WriteResults(res); err != nil {
@@ -260,26 +258,44 @@ func runInto(ctx context.Context, opts Options, chosen []scenario, input Input, 
 	return res, nil
 }
 
-func printSummary(w io.Writer, res *harness.Results, chosen []scenario, dir string) {
-	for i, sr := range res.Scenarios {
-		fmt.Fprintf(w, "== %s\n", sr.Name)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		header, rows := chosen[i].table(sr)
-		fmt.Fprintln(tw, strings.Join(header, "\t"))
-		for _, r := range rows {
-			// A row with no cells prints as an empty line, which ends
-			// tabwriter's column blocks: a second table in one scenario
-			// is then aligned on its own.
-			fmt.Fprintln(tw, strings.Join(r, "\t"))
-		}
-		tw.Flush()
-		fmt.Fprintln(w)
+func writeFile(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
 	}
-	verdict := "PASS"
-	if !res.Pass {
-		verdict = "FAIL"
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
 	}
-	fmt.Fprintf(w, "%s: results in %s\n", verdict, dir)
-	fmt.Fprintf(w, "Check it:   idemlab verify %s   (add --rerun to run it again and compare)\n", dir)
-	fmt.Fprintf(w, "Read it:    idemlab report %s --html %s\n", dir, filepath.Join(dir, "report.html"))
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
+
+// Failures lists one line per failed condition: its name and, for each
+// differing field, what was expected and what was observed.
+func Failures(res *harness.Results) []string {
+	var out []string
+	for _, s := range res.Scenarios {
+		for _, c := range s.Conditions {
+			if c.Pass {
+				continue
+			}
+			line := s.Name + "/" + c.Name + ":"
+			for i, d := range c.Differences {
+				if i == 3 {
+					line += fmt.Sprintf(" (+%d more)", len(c.Differences)-3)
+					break
+				}
+				line += fmt.Sprintf(" %s want %s got %s;", d.Path, d.Expected, d.Observed)
+			}
+			out = append(out, strings.TrimSuffix(line, ";"))
+		}
+	}
+	return out
+}
+
+// Discard is an io.Writer for callers with nothing to show.
+var Discard io.Writer = io.Discard

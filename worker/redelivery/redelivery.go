@@ -16,6 +16,10 @@ import (
 	"idemlab/worker/sqlitedb"
 )
 
+// WorkerName is the registry name of the delivering worker; the parent
+// spawns it and the fold checks recorded command lines against it.
+const WorkerName = "redelivery.deliver"
+
 // Pattern is how the follow-up job and the processed-event record are written.
 type Pattern string
 

@@ -1,4 +1,4 @@
-package review
+package results
 
 import (
 	"fmt"
@@ -25,14 +25,15 @@ func (f Finding) String() string {
 	return b.String()
 }
 
-// field builds a field path such as scenarios[redelivery].conditions[x].pass.
-func field(parts ...any) string {
+// Field builds a field path such as scenarios[redelivery].conditions[x].pass.
+// An int becomes [i], a Key becomes [name], anything else .name.
+func Field(parts ...any) string {
 	var b strings.Builder
 	for i, p := range parts {
 		switch v := p.(type) {
 		case int:
 			fmt.Fprintf(&b, "[%d]", v)
-		case key:
+		case Key:
 			fmt.Fprintf(&b, "[%s]", string(v))
 		default:
 			if i > 0 {
@@ -44,5 +45,5 @@ func field(parts ...any) string {
 	return b.String()
 }
 
-// key is a named index in a field path, like a scenario or condition name.
-type key string
+// Key is a named index in a field path, like a scenario or condition name.
+type Key string

@@ -1,9 +1,11 @@
-// Package review checks and renders a results folder for reviewers. A
-// results folder is untrusted input: anyone could have edited it, so every
-// file is opened without following links, read with a size cap, and parsed
-// strictly, and every problem becomes a finding that names the file and the
-// field instead of a panic or a silent default.
-package review
+// Package results reads a results folder as evidence. A folder is untrusted
+// input: anyone could have edited it, so every file is opened without
+// following links, read with a size cap, and parsed strictly, and every
+// problem becomes a finding that names the file and the field instead of a
+// panic or a silent default. The experiment reads its own staging folder
+// through the same loader before it reaches a verdict, so a run and a later
+// verify see exactly the same records.
+package results
 
 import (
 	"bufio"
@@ -15,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -53,35 +54,53 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Line is one parsed line of a JSONL file with its 1-based line number, so
-// findings can point at it.
+// Line is one line of observations.jsonl with its 1-based line number, so
+// findings can point at it. Scenario and Condition are read from the line;
+// the rest is the scenario's to decode.
 type Line struct {
-	N    int
-	Raw  json.RawMessage
-	Data map[string]any
+	N         int
+	Scenario  string
+	Condition string
+	Raw       json.RawMessage
+}
+
+// Process is one line of raw-processes.jsonl with its line number.
+type Process struct {
+	N int
+	harness.ProcessRecord
 }
 
 // Folder is a loaded results folder. Results is nil when results.json could
-// not be read or parsed; the findings then say why.
+// not be read or parsed, and Input is nil when the folder carries no copy
+// of its input file; the findings then say why.
 type Folder struct {
 	Dir          string
 	ResultsRaw   []byte
 	Results      *harness.Results
+	Input        []byte
 	Observations []Line
-	Processes    []harness.ProcessRecord
-	// ProcessLines are the line numbers of Processes, index for index.
-	ProcessLines []int
+	Processes    []Process
 	Findings     []Finding
-	Notices      []string
 }
 
 // ErrNotFolder is returned when DIR itself cannot be used; problems inside
 // the folder are findings instead.
 var ErrNotFolder = errors.New("not a results folder")
 
-// Load reads the three files of dir. It returns an error only when dir is
-// not a readable folder; everything wrong inside it is a finding.
+// Load reads the files of dir. It returns an error only when dir is not a
+// readable folder; everything wrong inside it is a finding. results.json
+// may be absent when a run reads its own staging folder before writing it.
 func Load(dir string, lim Limits) (*Folder, error) {
+	return load(dir, lim, true)
+}
+
+// LoadRecords reads only the two JSONL files and the input copy: what a run
+// has recorded before it writes results.json.
+func LoadRecords(dir string, lim Limits) (*Folder, error) {
+	return load(dir, lim, false)
+}
+
+func load(dir string, lim Limits, withResults bool) (*Folder, error) {
 	lim = lim.withDefaults()
 	st, err := os.Lstat(dir)
 	if err != nil {
@@ -95,7 +114,10 @@ func Load(dir string, lim Limits) (*Folder, error) {
 	}
 	f := &Folder{Dir: dir}
 	f.scanEntries()
-	f.loadResults(lim)
+	if withResults {
+		f.loadResults(lim)
+	}
+	f.loadInput(lim)
 	f.loadObservations(lim)
 	f.loadProcesses(lim)
 	return f, nil
@@ -170,7 +192,7 @@ func (f *Folder) openRegular(name string, max int64) (*os.File, bool) {
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			f.add(name, "", "missing: a results folder has %s, %s and %s", harness.ResultsFile, harness.ObservationsFile, harness.ProcessesFile)
+			f.add(name, "", "missing: a results folder has %s, %s, %s and %s", harness.ResultsFile, harness.ObservationsFile, harness.ProcessesFile, harness.InputCopyFile)
 		case errors.Is(err, syscall.ELOOP):
 			// Already reported by scanEntries as a link.
 		default:
@@ -208,12 +230,6 @@ func (f *Folder) loadResults(lim Limits) {
 		return
 	}
 	f.ResultsRaw = b
-	var doc any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		f.add(harness.ResultsFile, "", "not valid JSON: %v", describe(b, err))
-		return
-	}
-	f.Findings = append(f.Findings, validateSchema(doc)...)
 	var r harness.Results
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -294,12 +310,19 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 
 func (f *Folder) loadObservations(lim Limits) {
 	f.readLines(harness.ObservationsFile, lim, func(n int, raw []byte) {
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
+		var head struct {
+			Scenario  *string `json:"scenario"`
+			Condition *string `json:"condition"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
 			f.add(harness.ObservationsFile, fmt.Sprintf("line %d", n), "not a JSON object: %v", describe(raw, err))
 			return
 		}
-		f.Observations = append(f.Observations, Line{N: n, Raw: append(json.RawMessage{}, raw...), Data: m})
+		if head.Scenario == nil || head.Condition == nil {
+			f.add(harness.ObservationsFile, fmt.Sprintf("line %d", n), "has no scenario or no condition")
+			return
+		}
+		f.Observations = append(f.Observations, Line{N: n, Scenario: *head.Scenario, Condition: *head.Condition, Raw: append(json.RawMessage{}, raw...)})
 	})
 }
 
@@ -312,33 +335,39 @@ func (f *Folder) loadProcesses(lim Limits) {
 			f.add(harness.ProcessesFile, fmt.Sprintf("line %d", n), "not a process record: %v", describe(raw, err))
 			return
 		}
-		f.Processes = append(f.Processes, p)
-		f.ProcessLines = append(f.ProcessLines, n)
+		f.Processes = append(f.Processes, Process{N: n, ProcessRecord: p})
 	})
 }
 
-// process finds a process record by id.
-func (f *Folder) process(id int) (harness.ProcessRecord, int, bool) {
-	i := sort.Search(len(f.Processes), func(i int) bool { return f.Processes[i].ID >= id })
-	if i < len(f.Processes) && f.Processes[i].ID == id {
-		return f.Processes[i], f.ProcessLines[i], true
+// loadInput reads the folder's copy of the input file; verify checks its
+// hash against the recorded one.
+func (f *Folder) loadInput(lim Limits) {
+	fh, ok := f.openRegular(harness.InputCopyFile, lim.ResultsBytes)
+	if !ok {
+		return
 	}
-	for i, p := range f.Processes {
-		if p.ID == id {
-			return p, f.ProcessLines[i], true
-		}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, lim.ResultsBytes+1))
+	if err != nil || int64(len(b)) > lim.ResultsBytes {
+		f.add(harness.InputCopyFile, "", "cannot read within the cap of %d bytes", lim.ResultsBytes)
+		return
 	}
-	return harness.ProcessRecord{}, 0, false
+	f.Input = b
 }
 
-// observationsOf returns the observation lines of one scenario and
-// condition, in file order.
-func (f *Folder) observationsOf(scenario, condition string) []Line {
-	var out []Line
+// Records returns the lines of one scenario, in file order.
+func (f *Folder) Records(scenario string) Records {
+	var r Records
 	for _, l := range f.Observations {
-		if l.Data["scenario"] == scenario && l.Data["condition"] == condition {
-			out = append(out, l)
+		if l.Scenario == scenario {
+			r.Observations = append(r.Observations, l)
 		}
 	}
-	return out
+	for _, p := range f.Processes {
+		if p.Scenario == scenario {
+			r.Processes = append(r.Processes, p)
+		}
+	}
+	r.index()
+	return r
 }

@@ -1,0 +1,16 @@
+// Package all is the one registry of scenarios, in run order. Adding a
+// scenario is one line here.
+package all
+
+import (
+	"idemlab/experiments/redelivery"
+	"idemlab/experiments/scenario"
+)
+
+// Scenarios returns the registry. A function, not a variable, so tests can
+// build their own registry with a replaced oracle.
+func Scenarios() scenario.Registry {
+	return scenario.Registry{
+		redelivery.Scenario{},
+	}
+}

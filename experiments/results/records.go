@@ -1,0 +1,272 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"idemlab/experiments/harness"
+	"idemlab/worker/protocol"
+)
+
+// Records are one scenario's lines of observations.jsonl and
+// raw-processes.jsonl: the evidence its fold reads.
+type Records struct {
+	Observations []Line
+	Processes    []Process
+	byID         map[int]int
+}
+
+func (r *Records) index() {
+	r.byID = make(map[int]int, len(r.Processes))
+	for i, p := range r.Processes {
+		if _, dup := r.byID[p.ID]; !dup {
+			r.byID[p.ID] = i
+		}
+	}
+}
+
+// NewRecords builds records from lines, as a test's hand-made history.
+func NewRecords(obs []Line, procs []Process) Records {
+	r := Records{Observations: obs, Processes: procs}
+	r.index()
+	return r
+}
+
+// Process finds a process of this scenario by id.
+func (r Records) Process(id int) (Process, bool) {
+	i, ok := r.byID[id]
+	if !ok {
+		return Process{}, false
+	}
+	return r.Processes[i], true
+}
+
+// Checker collects findings while a fold walks the records. It also counts
+// how often each process is referenced, so a process that no observation
+// uses is reported.
+type Checker struct {
+	Findings []Finding
+	used     map[int]int
+}
+
+// Add records one finding.
+func (c *Checker) Add(file, field, format string, args ...any) {
+	c.Findings = append(c.Findings, Finding{File: file, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Obs records a finding about an observation line.
+func (c *Checker) Obs(l Line, field, format string, args ...any) {
+	f := fmt.Sprintf("line %d", l.N)
+	if field != "" {
+		f += ": " + field
+	}
+	c.Add(harness.ObservationsFile, f, format, args...)
+}
+
+// Proc records a finding about a process line.
+func (c *Checker) Proc(p Process, field, format string, args ...any) {
+	f := fmt.Sprintf("line %d (process %d)", p.N, p.ID)
+	if field != "" {
+		f += ": " + field
+	}
+	c.Add(harness.ProcessesFile, f, format, args...)
+}
+
+// Use looks up the process an observation line names and marks it used.
+func (c *Checker) Use(r Records, l Line, id int) (Process, bool) {
+	p, ok := r.Process(id)
+	if !ok {
+		c.Obs(l, "process_id", "process %d is not a process of scenario %s in %s", id, l.Scenario, harness.ProcessesFile)
+		return Process{}, false
+	}
+	if c.used == nil {
+		c.used = map[int]int{}
+	}
+	c.used[id]++
+	if p.Condition != l.Condition {
+		c.Obs(l, "process_id", "process %d ran for condition %q (%s line %d), not %q", id, p.Condition, harness.ProcessesFile, p.N, l.Condition)
+	}
+	return p, true
+}
+
+// Unused reports every process that no observation used, and every process
+// used more often than max allows (0 means once).
+func (c *Checker) Unused(r Records, max int) {
+	if max <= 0 {
+		max = 1
+	}
+	for _, p := range r.Processes {
+		switch n := c.used[p.ID]; {
+		case n == 0:
+			c.Proc(p, "", "no observation refers to this process; every process a run starts is observed")
+		case n > max:
+			c.Proc(p, "", "referred to by %d observations, at most %d allowed", n, max)
+		}
+	}
+}
+
+// Report parses a process's report line and checks it against the
+// process record: the worker named, the exit code and the crash point the
+// harness chose. ok is false when there is no usable report.
+func (c *Checker) Report(p Process) (protocol.Report, bool) {
+	rep, err := harness.ParseReport(p.Stdout)
+	if err != nil {
+		c.Proc(p, "stdout", "%v", err)
+		return rep, false
+	}
+	if rep.Worker != p.Worker {
+		c.Proc(p, "stdout", "the report names worker %q, the record says %q", rep.Worker, p.Worker)
+	}
+	crashAt := p.Env[protocol.EnvCrashAt]
+	switch {
+	case p.ExitCode == protocol.ExitCrash && rep.CrashedAt != crashAt:
+		c.Proc(p, "exit_code", "17 (crash) at %q, but the harness set %s=%q", rep.CrashedAt, protocol.EnvCrashAt, crashAt)
+	case p.ExitCode != protocol.ExitCrash && rep.CrashedAt != "":
+		c.Proc(p, "exit_code", "%d, but the report says it crashed at %q (a crash exits 17)", p.ExitCode, rep.CrashedAt)
+	case p.ExitCode != protocol.ExitCrash && crashAt != "" && p.Signal == "":
+		c.Proc(p, "env", "%s=%q was set, but the worker exited %d without crashing", protocol.EnvCrashAt, crashAt, p.ExitCode)
+	}
+	return rep, true
+}
+
+// Argv checks a process's command line against the one its observation
+// implies. Paths the run chose (a temporary database) are compared through
+// same, which the fold supplies.
+func (c *Checker) Argv(p Process, worker string, want []string) {
+	got := p.Argv
+	if len(got) < 2 || got[1] != "worker" {
+		c.Proc(p, "argv", "%q is not a worker command line", got)
+		return
+	}
+	if p.Worker != worker {
+		c.Proc(p, "worker", "is %q, want %q", p.Worker, worker)
+	}
+	tail := got[2:]
+	full := append([]string{worker}, want...)
+	if !reflect.DeepEqual(tail, full) {
+		c.Proc(p, "argv", "is %q, the settings give %q", tail, full)
+	}
+}
+
+// Env checks the variables the harness set for a process.
+func (c *Checker) Env(p Process, want map[string]string) {
+	got := p.Env
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		c.Proc(p, "env", "is %s, the condition gives %s", Compact(got), Compact(want))
+	}
+}
+
+// DecodeStrict decodes raw JSON into v, refusing unknown fields, so a fold
+// reads exactly the shape its scenario writes.
+func DecodeStrict(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// Canon turns any JSON-encodable value into the generic form encoding/json
+// decodes to, so typed and decoded values compare equal.
+func Canon(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FieldDiff is one leaf at which two JSON values differ.
+type FieldDiff struct {
+	Path string
+	A, B string
+}
+
+// DiffPaths lists the leaf paths at which two JSON values differ, each with
+// both values, so a finding can name the exact field.
+func DiffPaths(path string, a, b any) []FieldDiff {
+	ca, err1 := Canon(a)
+	cb, err2 := Canon(b)
+	if err1 != nil || err2 != nil {
+		return []FieldDiff{{Path: path, A: "(not JSON)", B: "(not JSON)"}}
+	}
+	var out []FieldDiff
+	var walk func(p string, x, y any)
+	walk = func(p string, x, y any) {
+		switch xv := x.(type) {
+		case map[string]any:
+			yv, ok := y.(map[string]any)
+			if !ok {
+				break
+			}
+			keys := map[string]bool{}
+			for k := range xv {
+				keys[k] = true
+			}
+			for k := range yv {
+				keys[k] = true
+			}
+			ks := make([]string, 0, len(keys))
+			for k := range keys {
+				ks = append(ks, k)
+			}
+			sort.Strings(ks)
+			for _, k := range ks {
+				walk(p+"."+k, xv[k], yv[k])
+			}
+			return
+		case []any:
+			yv, ok := y.([]any)
+			if !ok {
+				break
+			}
+			if len(xv) != len(yv) {
+				out = append(out, FieldDiff{Path: p, A: fmt.Sprintf("%d items", len(xv)), B: fmt.Sprintf("%d items", len(yv))})
+				return
+			}
+			for i := range xv {
+				walk(fmt.Sprintf("%s[%d]", p, i), xv[i], yv[i])
+			}
+			return
+		}
+		if !reflect.DeepEqual(x, y) {
+			out = append(out, FieldDiff{Path: p, A: compactOrAbsent(x), B: compactOrAbsent(y)})
+		}
+	}
+	walk(path, ca, cb)
+	return out
+}
+
+func compactOrAbsent(v any) string {
+	if v == nil {
+		return "(absent)"
+	}
+	return CompactN(v, 120)
+}
+
+// Compact renders a value as one line of JSON, cut at 120 bytes.
+func Compact(v any) string { return CompactN(v, 120) }
+
+// CompactN renders v as JSON on one line, cut to max bytes with "..." at
+// the end. HTML characters are not escaped, so "<" reads as "<".
+func CompactN(v any, max int) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(bytes.TrimRight(b.Bytes(), "\n"))
+	if len(s) > max {
+		s = s[:max-3] + "..."
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+// Package scenario is the one shape every experiment has. A scenario owns
+// its input section, its run, its fold from records to observed figures,
+// its oracle from settings to expected figures, and its tables and charts.
+// The experiment command and verify both reach a verdict through Evaluate,
+// so there is exactly one derivation of each verdict.
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
+)
+
+// Scenario is one experiment. Implementations are values with no state, so
+// a test can swap the oracle through a field.
+type Scenario interface {
+	// Name is the scenario's name on the command line and in the files.
+	Name() string
+	// Summary is one line for "idemlab list".
+	Summary() string
+	// Flags are the experiment flags that override the input section.
+	Flags() []Flag
+	// Plan strictly decodes the input section, applies the overrides
+	// (flag name without dashes to the value as typed) and validates the
+	// result. Errors name the field or the flag.
+	Plan(section json.RawMessage, overrides map[string]string) (Plan, error)
+	// Expect is the oracle: the conditions, in order, with the figures
+	// the settings imply. It reads nothing but the settings.
+	Expect(settings json.RawMessage) ([]Expected, error)
+	// Fold derives the observed figures from the records alone. It checks
+	// every record it reads against the settings and the other records,
+	// and reports each inconsistency as a finding.
+	Fold(settings json.RawMessage, rec results.Records) (Folded, []results.Finding)
+	// Report arranges a derived result for people: terminal tables, the
+	// article's published figures beside the reproduced ones, and charts.
+	Report(res harness.ScenarioResult) (Section, error)
+}
+
+// Checker is implemented by scenarios whose conditions pass by a rule other
+// than equality of expected and observed, such as outcome sets.
+type Checker interface {
+	Check(condition string, expected, observed json.RawMessage) (bool, []harness.Difference, error)
+}
+
+// Plan is a scenario ready to run.
+type Plan interface {
+	// Settings are recorded in results.json; verify derives them again
+	// from the input file and the recorded overrides.
+	Settings() any
+	// Processes is how many worker processes Run will start, for
+	// progress with a known total.
+	Processes() int
+	// Run starts the workers and records what happened. It reaches no
+	// verdict: that is Evaluate's job, over what was recorded.
+	Run(ctx context.Context, env Env) error
+}
+
+// Env is what a run gets from the suite.
+type Env struct {
+	Runner   *harness.Runner
+	Recorder *harness.Recorder
+	// TempDir holds scratch databases; empty means the system default.
+	TempDir string
+}
+
+// Flag is one experiment flag a scenario accepts.
+type Flag struct {
+	Name  string
+	Usage string
+	// Bool flags may be given without a value.
+	Bool bool
+}
+
+// Expected is one condition's expected figures.
+type Expected struct {
+	Condition string
+	Value     any
+}
+
+// Folded is what a fold derived from the records.
+type Folded struct {
+	// Observed maps a condition to its observed figures.
+	Observed map[string]any
+	// Extra is any further derived table, recorded under "extra".
+	Extra any
+}
+
+// Section is a scenario arranged for people.
+type Section struct {
+	// Tables print in the terminal and in the report.
+	Tables []Table
+	// Article compares with the article's published figures; nil when the
+	// scenario reproduces no article.
+	Article *Article
+	// Charts are drawn in the report.
+	Charts []Chart
+	// Settings are shown as a two-column table.
+	Settings [][2]string
+}
+
+// Table is a plain table. Legend explains the columns in one line each.
+type Table struct {
+	Title  string
+	Header []string
+	Rows   [][]string
+	Legend []string
+}
+
+// Article is an article's published table beside the reproduced figures.
+type Article struct {
+	ID     string
+	Title  string
+	URL    string
+	Unit   string
+	Header []string
+	Rows   [][]Cell
+	Notes  []string
+	// Matches and Cells count the compared cells; timings are shown, not
+	// compared, and do not count.
+	Matches, Cells int
+}
+
+// Cell is a table cell with an optional ✓/✗ mark.
+type Cell struct {
+	Text string
+	Mark string
+}
+
+// Chart is one drawn figure.
+type Chart struct {
+	Title   string
+	Slug    string
+	Caption string
+	SVG     []byte
+}
