@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/redelivery"
-	"idemlab/experiments/suite"
+	"idemlab/experiments/scenario"
 	"idemlab/worker"
 )
 
@@ -31,7 +31,7 @@ type run struct {
 	stdout, stderr string
 }
 
-func execIn(t *testing.T, base suite.Options, args ...string) run {
+func execIn(t *testing.T, base Hooks, args ...string) run {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, base)
@@ -42,7 +42,7 @@ const goodInput = "../testdata/input/redelivery.json"
 
 func TestExperimentRedelivery(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results")
-	r := execIn(t, suite.Options{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
+	r := execIn(t, Hooks{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
 	if r.code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
@@ -51,7 +51,7 @@ func TestExperimentRedelivery(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	for _, f := range []string{"results.json", "observations.jsonl", "raw-processes.jsonl"} {
+	for _, f := range []string{"results.json", "observations.jsonl", "raw-processes.jsonl", "input.json"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s missing or empty: %v", f, err)
 		}
@@ -102,7 +102,7 @@ func TestExperimentRefusesExistingOut(t *testing.T) {
 	out := t.TempDir()
 	marker := filepath.Join(out, "keep")
 	os.WriteFile(marker, []byte("mine"), 0o644)
-	r := execIn(t, suite.Options{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
+	r := execIn(t, Hooks{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
 	if r.code != 2 || !strings.Contains(r.stderr, "already exists") || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("exit %d stderr %q, want 2 and one line saying it exists", r.code, r.stderr)
 	}
@@ -116,12 +116,12 @@ func TestExperimentBadInput(t *testing.T) {
 		name, input, want string
 	}{
 		{"malformed", `{"redelivery": {"event_id": "e",}}`, "malformed JSON"},
-		{"unknown field", `{"redelivery": {"event_id": "e", "job_key": "k", "evnt": 1}}`, `unknown field "evnt"`},
-		{"unknown section", `{"redelivery": {"event_id": "e", "job_key": "k"}, "nope": {}}`, `unknown field "nope"`},
+		{"unknown field", `{"redelivery": {"event_id": "e", "job_key": "k", "evnt": 1}}`, `redelivery.evnt: unknown field`},
+		{"unknown section", `{"redelivery": {"event_id": "e", "job_key": "k"}, "nope": {}}`, `nope: not a scenario`},
 		{"empty event id", `{"redelivery": {"event_id": " ", "job_key": "k"}}`, "redelivery.event_id: must not be empty"},
 		{"wrong type", `{"redelivery": {"event_id": 42, "job_key": "k"}}`, "redelivery.event_id: got JSON number, want string"},
 		{"missing section", `{}`, "redelivery: section is missing"},
-		{"empty file", ``, "empty file"},
+		{"empty file", ``, "empty, want a JSON object"},
 		{"trailing data", `{"redelivery": {"event_id": "e", "job_key": "k"}} {}`, "trailing data"},
 	}
 	for _, tt := range tests {
@@ -130,7 +130,7 @@ func TestExperimentBadInput(t *testing.T) {
 			in := filepath.Join(dir, "input.json")
 			os.WriteFile(in, []byte(tt.input), 0o644)
 			out := filepath.Join(dir, "results")
-			r := execIn(t, suite.Options{}, "experiment", "--scenario", "redelivery", "--input", in, "--out", out)
+			r := execIn(t, Hooks{}, "experiment", "--scenario", "redelivery", "--input", in, "--out", out)
 			if r.code != 2 || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, in) {
 				t.Errorf("exit %d stderr %q; want 2 naming %q and the file", r.code, r.stderr, tt.want)
 			}
@@ -169,10 +169,13 @@ func TestUsageErrors(t *testing.T) {
 		{"missing input", []string{"experiment", "--input", filepath.Join(dir, "none.json"), "--out", filepath.Join(dir, "y")}, "none.json"},
 		{"unwritable out", []string{"experiment", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(file, "out")}, "parent folder"},
 		{"stray argument", []string{"list", "extra"}, "unknown command"},
+		{"comma-separated scenarios", []string{"experiment", "--scenario", "redelivery,batch", "--out", filepath.Join(dir, "z")}, "repeat the flag"},
+		{"verify without a folder", []string{"verify"}, "needs one results folder"},
+		{"report without a folder", []string{"report"}, "needs one results folder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := execIn(t, suite.Options{}, tt.args...)
+			r := execIn(t, Hooks{}, tt.args...)
 			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("exit %d stderr %q; want 2 and %q", r.code, r.stderr, tt.want)
 			}
@@ -181,35 +184,47 @@ func TestUsageErrors(t *testing.T) {
 	assertOnly(t, dir, "file")
 }
 
-// TestWrongOracleExitsOne shows that a deliberately wrong expectation fails
-// the run with exit 1, a readable diff on stderr, and results written with
-// pass: false.
-func TestWrongOracleExitsOne(t *testing.T) {
-	wrong := func(c redelivery.Condition) []redelivery.Delivery {
-		d := redelivery.Expect(c)
+// wrongRegistry has a redelivery oracle that expects one job where the
+// separate commits leave two.
+func wrongRegistry() scenario.Registry {
+	return scenario.Registry{redelivery.Scenario{Oracle: func(st redelivery.Settings, c redelivery.Condition) []redelivery.Delivery {
+		d := redelivery.Expect(st, c)
 		if c.Name == "separate-commit/crash-after-job-commit" {
 			d[1].FollowUpJobs = 1
 		}
 		return d
-	}
-	out := filepath.Join(t.TempDir(), "results")
-	r := execIn(t, suite.Options{RedeliveryOracle: wrong}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
+	}}}
+}
+
+// TestWrongOracleExitsOne shows that a deliberately wrong expectation fails
+// the run with exit 1, one line per failed condition naming the field, and
+// results written with pass: false; the CI summaries say the same.
+func TestWrongOracleExitsOne(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "results")
+	r := execIn(t, Hooks{Registry: wrongRegistry()}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out,
+		"--summary-json", filepath.Join(dir, "summary.json"), "--junit", filepath.Join(dir, "junit.xml"))
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", r.code, r.stderr)
 	}
-	for _, want := range []string{"separate-commit/crash-after-job-commit", "-expected +observed", "FollowUpJobs", "-", "1,", "+", "2,"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-		}
+	want := "FAIL redelivery/separate-commit/crash-after-job-commit: [1].follow_up_jobs want 1 got 2\n"
+	if !strings.Contains(r.stderr, want) || strings.Count(r.stderr, "FAIL ") != 1 {
+		t.Errorf("stderr lacks the one failure line %q:\n%s", want, r.stderr)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res struct{ Pass bool }
-	json.Unmarshal(b, &res)
-	if res.Pass || !bytes.Contains(b, []byte(`"pass": false`)) {
+	if !bytes.Contains(b, []byte(`"pass": false`)) {
 		t.Error("results.json does not say pass: false")
+	}
+	var sum Summary
+	sb, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err := json.Unmarshal(sb, &sum); err != nil || sum.Pass || len(sum.Failures) != 1 {
+		t.Errorf("summary.json: %v %+v", err, sum)
+	}
+	if jb, _ := os.ReadFile(filepath.Join(dir, "junit.xml")); !bytes.Contains(jb, []byte(`<failure message="observed differs from the oracle">[1].follow_up_jobs: want 1, got 2</failure>`)) {
+		t.Errorf("junit.xml lacks the failure:\n%s", jb)
 	}
 }
 
@@ -218,7 +233,7 @@ func TestWrongOracleExitsOne(t *testing.T) {
 func TestChildDiesUnexpectedly(t *testing.T) {
 	t.Setenv("CMDTEST_CHILD_EXIT5", "1")
 	dir := t.TempDir()
-	r := execIn(t, suite.Options{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(dir, "results"))
+	r := execIn(t, Hooks{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(dir, "results"))
 	if r.code != 3 || !strings.Contains(r.stderr, "exited 5") {
 		t.Fatalf("exit %d stderr %q; want 3 naming exit 5", r.code, r.stderr)
 	}
@@ -226,16 +241,23 @@ func TestChildDiesUnexpectedly(t *testing.T) {
 }
 
 func TestHelpAndList(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"experiment", "--help"}, {"list", "--help"}} {
-		r := execIn(t, suite.Options{}, args...)
-		if r.code != 0 || !strings.Contains(r.stdout, "Exit codes:") || !strings.Contains(r.stdout, "harness itself failed") {
-			t.Errorf("%v: exit %d, stdout lacks the exit codes:\n%s", args, r.code, r.stdout)
+	tests := []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"experiment", "--help"}, "130  interrupted", "the folder verifies"},
+		{[]string{"verify", "--help"}, "4    the folder is consistent, but its run failed", "130  interrupted (Ctrl-C"},
+		{[]string{"report", "--help"}, "rendered, but the folder does not verify", "harness itself failed"},
+		{[]string{"resolve", "--help"}, "--delivered=true without --receipt", "results written"},
+	}
+	for _, tt := range tests {
+		r := execIn(t, Hooks{}, tt.args...)
+		if r.code != 0 || !strings.Contains(r.stdout, tt.want) || strings.Contains(r.stdout, tt.not) {
+			t.Errorf("%v: exit %d; want %q and not %q in:\n%s", tt.args, r.code, tt.want, tt.not, r.stdout)
 		}
 	}
-	r := execIn(t, suite.Options{}, "list")
-	for _, c := range redelivery.Conditions() {
-		if !strings.Contains(r.stdout, c.Name) {
-			t.Errorf("list lacks %s:\n%s", c.Name, r.stdout)
-		}
+	r := execIn(t, Hooks{}, "list")
+	if !strings.Contains(r.stdout, "redelivery\n  article 000") {
+		t.Errorf("list lacks redelivery:\n%s", r.stdout)
 	}
 }

@@ -1,82 +1,269 @@
 package cmd
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"idemlab/experiments/suite"
 )
 
-func TestVerifyAndReportAFreshRun(t *testing.T) {
-	// Run away from the source tree: others may edit it between the run and
-	// the verify, and the code hash check has its own test in review.
-	goodInput, err := filepath.Abs(goodInput)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(t.TempDir())
+// freshFolder runs the redelivery scenario into a new folder.
+func freshFolder(t *testing.T, h Hooks) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "results")
-	r := execIn(t, suite.Options{}, "experiment", "--quiet", "--scenario", "redelivery", "--input", goodInput, "--out", out)
-	if r.code != 0 {
-		t.Fatalf("experiment exit %d: %s", r.code, r.stderr)
+	r := execIn(t, h, "experiment", "--quiet", "--scenario", "redelivery", "--input", goodInput, "--out", out)
+	if r.code != 0 && r.code != 1 {
+		t.Fatalf("experiment: exit %d\n%s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "idemlab verify "+out) || !strings.Contains(r.stdout, "idemlab report "+out) {
-		t.Errorf("experiment output does not point to verify and report:\n%s", r.stdout)
-	}
-	r = execIn(t, suite.Options{}, "verify", "--quiet", "--rerun", "--input", goodInput, out)
-	if r.code != 0 {
-		t.Fatalf("verify --rerun exit %d:\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r.stderr != "" {
-		t.Errorf("verify wrote to stderr though it is not a terminal: %q", r.stderr)
-	}
-	if !strings.Contains(r.stdout, "code hash check skipped") {
-		t.Errorf("verify away from the source tree does not say the code hash was skipped:\n%s", r.stdout)
-	}
-	page := filepath.Join(t.TempDir(), "report.html")
-	md := filepath.Join(t.TempDir(), "report.md")
-	r = execIn(t, suite.Options{}, "report", out, "--html", page, "--md", md)
-	if r.code != 0 {
-		t.Fatalf("report exit %d: %s", r.code, r.stderr)
-	}
-	for _, p := range []string{page, md, filepath.Join(filepath.Dir(md), "report-redelivery-jobs.svg")} {
-		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
-			t.Errorf("report did not write %s: %v", p, err)
-		}
-	}
-
-	// Tampering with a count makes verify exit 1, naming file and field.
-	p := filepath.Join(out, "observations.jsonl")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"follow_up_jobs":2`, `"follow_up_jobs":3`, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r = execIn(t, suite.Options{}, "verify", "--input", goodInput, out)
-	if r.code != 1 || !strings.Contains(r.stdout, "observations.jsonl: line 4: observed.follow_up_jobs") {
-		t.Fatalf("verify of a tampered folder: exit %d, want 1 naming observations.jsonl line 4:\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	return out
 }
 
-func TestVerifyUsage(t *testing.T) {
-	tests := []struct {
+// copyFolder copies a results folder so each tamper starts from the same
+// untouched run.
+func copyFolder(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "copy")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(src)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644)
+	}
+	return dst
+}
+
+// editJSON rewrites results.json through its decoded form.
+func editJSON(t *testing.T, path string, edit func(m map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, _ = json.MarshalIndent(m, "", "  ")
+	os.WriteFile(path, b, 0o644)
+}
+
+// editLine rewrites line n (1-based) of a JSONL file through its decoded
+// form; a nil result deletes the line.
+func editLine(t *testing.T, path string, n int, edit func(m map[string]any) map[string]any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[n-1]), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m = edit(m); m == nil {
+		lines = append(lines[:n-1], lines[n:]...)
+	} else {
+		nb, _ := json.Marshal(m)
+		lines[n-1] = string(nb) + "\n"
+	}
+	os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644)
+}
+
+func scen(m map[string]any) map[string]any {
+	return m["scenarios"].([]any)[0].(map[string]any)
+}
+
+func cond(m map[string]any, i int) map[string]any {
+	return scen(m)["conditions"].([]any)[i].(map[string]any)
+}
+
+// TestVerifyCatchesEveryEdit makes one edit per case to a copy of a fresh
+// folder; verify must exit 1 with a finding that names the file.
+func TestVerifyCatchesEveryEdit(t *testing.T) {
+	fresh := freshFolder(t, Hooks{})
+	if r := execIn(t, Hooks{}, "verify", fresh); r.code != 0 {
+		t.Fatalf("the untouched folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	type edit struct {
 		name string
-		args []string
-	}{
-		{"no folder", []string{"verify"}},
-		{"missing folder", []string{"verify", "--input", goodInput, filepath.Join(t.TempDir(), "nope")}},
-		{"missing input", []string{"verify", "--input", filepath.Join(t.TempDir(), "nope.json"), t.TempDir()}},
-		{"report missing folder", []string{"report", filepath.Join(t.TempDir(), "nope")}},
+		file string
+		do   func(t *testing.T, dir string)
+		want string
+	}
+	res := func(f func(m map[string]any)) func(*testing.T, string) {
+		return func(t *testing.T, dir string) { editJSON(t, filepath.Join(dir, "results.json"), f) }
+	}
+	obs := func(n int, f func(m map[string]any) map[string]any) func(*testing.T, string) {
+		return func(t *testing.T, dir string) { editLine(t, filepath.Join(dir, "observations.jsonl"), n, f) }
+	}
+	proc := func(n int, f func(m map[string]any) map[string]any) func(*testing.T, string) {
+		return func(t *testing.T, dir string) { editLine(t, filepath.Join(dir, "raw-processes.jsonl"), n, f) }
+	}
+	tests := []edit{
+		{"settings event id", "results.json", res(func(m map[string]any) { scen(m)["settings"].(map[string]any)["event_id"] = "x" }), "settings.event_id"},
+		{"settings sqlite", "results.json", res(func(m map[string]any) {
+			scen(m)["settings"].(map[string]any)["sqlite"].(map[string]any)["synchronous"] = "NORMAL"
+		}), "settings.sqlite.synchronous"},
+		{"settings crash point", "results.json", res(func(m map[string]any) {
+			scen(m)["settings"].(map[string]any)["conditions"].([]any)[1].(map[string]any)["crash_at"] = "after-job-insert"
+		}), "settings.conditions[1].crash_at"},
+		{"an override added", "results.json", res(func(m map[string]any) { scen(m)["overrides"] = map[string]any{"trials": "1"} }), "overrides"},
+		{"observed count", "results.json", res(func(m map[string]any) {
+			cond(m, 1)["observed"].([]any)[1].(map[string]any)["follow_up_jobs"] = 1.0
+		}), "conditions[separate-commit/crash-after-job-commit].observed[1].follow_up_jobs"},
+		{"expected count", "results.json", res(func(m map[string]any) {
+			cond(m, 0)["expected"].([]any)[0].(map[string]any)["processed_events"] = 0.0
+		}), "expected[0].processed_events"},
+		{"condition pass", "results.json", res(func(m map[string]any) { cond(m, 2)["pass"] = false }), "pass"},
+		{"scenario pass", "results.json", res(func(m map[string]any) { scen(m)["pass"] = false }), "pass"},
+		{"overall pass", "results.json", res(func(m map[string]any) { m["pass"] = false }), "results.json: pass"},
+		{"extra read back", "results.json", res(func(m map[string]any) {
+			scen(m)["extra"].(map[string]any)["sqlite_read_back"].(map[string]any)["journal_mode"] = "WAL"
+		}), "extra.sqlite_read_back.journal_mode"},
+		{"input hash", "input.json", res(func(m map[string]any) { m["inputs"].(map[string]any)["sha256"] = strings.Repeat("0", 64) }), "hashes to"},
+		{"a condition removed", "results.json", res(func(m map[string]any) {
+			s := scen(m)
+			s["conditions"] = s["conditions"].([]any)[1:]
+		}), "items"},
+		{"scenario renamed", "results.json", res(func(m map[string]any) { scen(m)["name"] = "batch" }), "not a scenario"},
+		{"input copy edited", "input.json", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "input.json"), []byte(`{"redelivery":{"event_id":"x","job_key":"y"}}`), 0o644)
+		}, "hashes to"},
+		{"input copy removed", "input.json", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "input.json")) }, "missing"},
+		{"row content", "observations.jsonl", obs(1, func(m map[string]any) map[string]any {
+			m["rows"].(map[string]any)["follow_up_jobs"].([]any)[0].(map[string]any)["job_key"] = "other"
+			return m
+		}), "rows.follow_up_jobs[0]"},
+		{"row count", "results.json", obs(4, func(m map[string]any) map[string]any {
+			r := m["rows"].(map[string]any)
+			r["follow_up_jobs"] = r["follow_up_jobs"].([]any)[:1]
+			return m
+		}), "observed[1].follow_up_jobs"},
+		{"observation deleted", "raw-processes.jsonl", obs(2, func(map[string]any) map[string]any { return nil }), "no observation refers"},
+		{"observation's scenario", "observations.jsonl", obs(2, func(m map[string]any) map[string]any { m["scenario"] = "claim"; return m }), "not a scenario"},
+		{"observation's process", "raw-processes.jsonl", obs(2, func(m map[string]any) map[string]any { m["process_id"] = 1.0; return m }), "referred to by 2"},
+		{"argv pattern", "raw-processes.jsonl", proc(3, func(m map[string]any) map[string]any {
+			m["argv"].([]any)[6] = "single-transaction"
+			return m
+		}), "argv"},
+		{"argv job key", "raw-processes.jsonl", proc(1, func(m map[string]any) map[string]any {
+			m["argv"].([]any)[10] = "x"
+			return m
+		}), "argv"},
+		{"crash env", "raw-processes.jsonl", proc(7, func(m map[string]any) map[string]any {
+			m["env"] = map[string]any{"IDEMLAB_CRASH_AT": "after-processed-insert"}
+			return m
+		}), "env"},
+		{"exit code", "raw-processes.jsonl", proc(3, func(m map[string]any) map[string]any { m["exit_code"] = 0.0; return m }), "exit_code"},
+		{"points reported", "results.json", proc(5, func(m map[string]any) map[string]any {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"after-processed-insert",`, "", 1)
+			return m
+		}), "observed[0].points"},
+		{"pragma the worker read back", "raw-processes.jsonl", proc(2, func(m map[string]any) map[string]any {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"journal_mode":"DELETE"`, `"journal_mode":"WAL"`, 1)
+			return m
+		}), "read back"},
+		{"worker's outcome claim", "raw-processes.jsonl", proc(2, func(m map[string]any) map[string]any {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"already_processed":true`, `"already_processed":false`, 1)
+			return m
+		}), "already_processed"},
+		{"extra process line", "raw-processes.jsonl", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "raw-processes.jsonl")
+			b, _ := os.ReadFile(p)
+			first := strings.SplitAfter(string(b), "\n")[0]
+			var m map[string]any
+			json.Unmarshal([]byte(first), &m)
+			m["id"] = 11.0
+			nb, _ := json.Marshal(m)
+			os.WriteFile(p, append(b, append(nb, '\n')...), 0o644)
+		}, "no observation refers"},
+		{"process line deleted", "observations.jsonl", proc(10, func(map[string]any) map[string]any { return nil }), "not a process"},
+		{"truncated line", "raw-processes.jsonl", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "raw-processes.jsonl")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-20], 0o644)
+		}, "truncated"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if r := execIn(t, suite.Options{}, tt.args...); r.code != 2 {
-				t.Fatalf("exit %d, want 2: %s", r.code, r.stderr)
+			dir := copyFolder(t, fresh)
+			tt.do(t, dir)
+			r := execIn(t, Hooks{}, "verify", dir)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			found := false
+			for _, line := range strings.Split(r.stdout, "\n") {
+				if strings.HasPrefix(line, "✗ "+tt.file) && strings.Contains(line, tt.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no finding in %s mentioning %q:\n%s", tt.file, tt.want, r.stdout)
 			}
 		})
+	}
+}
+
+// TestVerifyExitCodes covers the verdicts beyond a finding: a consistent
+// folder of a failed run (4), a folder whose executable is not the one
+// given (5), a rerun (0), and a folder handed over without the input.
+func TestVerifyExitCodes(t *testing.T) {
+	wrong := Hooks{Registry: wrongRegistry()}
+	failed := freshFolder(t, wrong)
+	if r := execIn(t, wrong, "verify", failed); r.code != 4 || !strings.Contains(r.stdout, "run verdict, derived from the records: FAIL") {
+		t.Errorf("a consistent failed run: exit %d, want 4\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := execIn(t, Hooks{}, "verify", failed); r.code != 1 || !strings.Contains(r.stdout, "expected[1].follow_up_jobs") {
+		t.Errorf("a failed run checked with the real oracle: exit %d, want 1\n%s", r.code, r.stdout)
+	}
+	good := freshFolder(t, Hooks{})
+	other := filepath.Join(t.TempDir(), "other-exe")
+	os.WriteFile(other, []byte("not the binary"), 0o755)
+	if r := execIn(t, Hooks{}, "verify", "--exe", other, good); r.code != 5 || !strings.Contains(r.stdout, "code changed: --exe") {
+		t.Errorf("another executable: exit %d, want 5\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := execIn(t, Hooks{}, "verify", "--input", goodInput, good); r.code != 0 {
+		t.Errorf("--input of the same file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := execIn(t, Hooks{}, "verify", "--input", "../input.json", good); r.code != 1 || !strings.Contains(r.stdout, "the folder was not made from that file") {
+		t.Errorf("--input of another file: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := execIn(t, Hooks{}, "verify", "--rerun", good); r.code != 0 || !strings.Contains(r.stdout, "rerun: redelivery reproduced") {
+		t.Errorf("rerun: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := execIn(t, wrong, "verify", "--rerun", good); r.code != 1 {
+		t.Errorf("rerun with another oracle: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestReport(t *testing.T) {
+	good := freshFolder(t, Hooks{})
+	html := filepath.Join(t.TempDir(), "report.html")
+	if r := execIn(t, Hooks{}, "report", good, "--html", html); r.code != 0 {
+		t.Fatalf("report: exit %d\n%s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(html)
+	for _, want := range []string{`<span class="verdict pass">PASS</span>`, "8 of 8</strong>", "イベント再配信"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	bad := copyFolder(t, good)
+	editJSON(t, filepath.Join(bad, "results.json"), func(m map[string]any) { cond(m, 1)["pass"] = false })
+	r := execIn(t, Hooks{}, "report", bad, "--html", html)
+	b, _ = os.ReadFile(html)
+	if r.code != 1 || !strings.Contains(string(b), "DOES NOT VERIFY") || strings.Contains(string(b), `verdict pass">PASS`+"</span> ·") {
+		t.Errorf("a tampered folder: exit %d; the badge must say DOES NOT VERIFY", r.code)
+	}
+	if r := execIn(t, Hooks{}, "report", good, "--md", filepath.Join(t.TempDir(), "nope", "r.md")); r.code != 2 || !strings.Contains(r.stderr, "--md") || strings.Contains(r.stderr, ".svg") {
+		t.Errorf("--md into a missing folder: exit %d %q", r.code, r.stderr)
 	}
 }

@@ -47,7 +47,7 @@ func BenchmarkChildDelivery(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
 		_, err := r.Run(context.Background(), harness.Spec{
-			Worker: Worker,
+			Worker: wr.WorkerName,
 			Args:   []string{"-db", path, "-pattern", string(wr.SingleTransaction), "-event-id", fmt.Sprint("e", i), "-job-key", "k"},
 		})
 		if err != nil {

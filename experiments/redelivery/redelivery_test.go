@@ -2,6 +2,7 @@ package redelivery
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,16 +11,22 @@ import (
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenario/scenariotest"
 	"idemlab/worker"
+	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 )
 
 func TestMain(m *testing.M) { worker.TestMain(m) }
 
-var input = Input{EventID: "agent-run-042:completed", JobKey: "review-agent-run-042"}
+const section = `{"event_id": "agent-run-042:completed", "job_key": "review-agent-run-042"}`
+
+var settings = Settings{EventID: "agent-run-042:completed", JobKey: "review-agent-run-042", Deliveries: 2, Conditions: Conditions(), SQLite: RequestedSQLite()}
 
 // counts is a hand-made observation: rows and exit code only.
-type counts struct{ exit, jobs, processed int }
+type counts struct{ Exit, Jobs, Processed int }
 
 func pick(ds []Delivery) []counts {
 	var out []counts
@@ -48,8 +55,8 @@ func TestExpect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.pattern)+"/"+tt.crashAt, func(t *testing.T) {
-			got := Expect(Condition{Pattern: tt.pattern, CrashAt: tt.crashAt, Deliveries: 2})
-			if diff := cmp.Diff(tt.want, pick(got), cmp.AllowUnexported(counts{})); diff != "" {
+			got := Expect(settings, Condition{Pattern: tt.pattern, CrashAt: tt.crashAt})
+			if diff := cmp.Diff(tt.want, pick(got)); diff != "" {
 				t.Errorf("Expect (-want +got):\n%s", diff)
 			}
 			if tt.crashAt != "" && got[0].CrashedAt != tt.crashAt {
@@ -59,110 +66,202 @@ func TestExpect(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
-	want := []Delivery{{Delivery: 1, ExitCode: 17, FollowUpJobs: 1, Points: []string{"a"}}}
-	tests := []struct {
-		name     string
-		observed []Delivery
-		pass     bool
-	}{
-		{"equal", []Delivery{{Delivery: 1, ExitCode: 17, FollowUpJobs: 1, Points: []string{"a"}}}, true},
-		{"row count differs", []Delivery{{Delivery: 1, ExitCode: 17, FollowUpJobs: 2, Points: []string{"a"}}}, false},
-		{"exit differs", []Delivery{{Delivery: 1, ExitCode: 0, FollowUpJobs: 1, Points: []string{"a"}}}, false},
-		{"points differ", []Delivery{{Delivery: 1, ExitCode: 17, FollowUpJobs: 1, Points: []string{"a", "b"}}}, false},
-		{"delivery missing", nil, false},
+func TestPlanRefusesBadInput(t *testing.T) {
+	tests := []struct{ section, want string }{
+		{`{"event_id": "", "job_key": "k"}`, "redelivery.event_id: must not be empty"},
+		{`{"event_id": "e", "job_key": " "}`, "redelivery.job_key: must not be empty"},
+		{`{"event_id": "e", "job_key": "k", "jobkey": "x"}`, "redelivery.jobkey: unknown field"},
+		{`{"event_id": 3, "job_key": "k"}`, "redelivery.event_id: got JSON number"},
+		{``, "redelivery: section is missing"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pass, diff := Check(want, tt.observed)
-			if pass != tt.pass || (diff == "") != tt.pass {
-				t.Errorf("Check = %v, diff %q; want pass %v", pass, diff, tt.pass)
-			}
-		})
+		_, err := Scenario{}.Plan(json.RawMessage(tt.section), nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Plan(%s) = %v, want an error containing %q", tt.section, err, tt.want)
+		}
 	}
+}
+
+// run runs the scenario once with real processes; the records are reused
+// by the tamper table.
+func run(t *testing.T) scenariotest.Outcome {
+	t.Helper()
+	out := scenariotest.Run(t, Scenario{}, section, nil)
+	if len(out.Findings) > 0 {
+		t.Fatalf("a fresh run has findings: %v", out.Findings)
+	}
+	return out
 }
 
 // TestRunRealProcesses runs the article's conditions through real child
-// processes and real files.
+// processes and real files, and reaches the verdict through Evaluate.
 func TestRunRealProcesses(t *testing.T) {
-	env := harnesstest.New(t)
-	res, err := Run(context.Background(), Config{Runner: env.Runner, Recorder: env.Recorder, Input: input, TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	out := run(t)
+	if !out.Result.Pass {
+		t.Fatalf("run failed: %+v", out.Result.Conditions)
 	}
-	if !res.Pass {
-		for _, c := range res.Conditions {
-			t.Errorf("%s: %s", c.Name, c.Diff)
+	if n := len(out.Records.Processes); n != 2*len(Conditions()) {
+		t.Fatalf("%d processes, want %d", n, 2*len(Conditions()))
+	}
+	var obs []Delivery
+	for _, c := range out.Result.Conditions {
+		if c.Name == "separate-commit/crash-after-job-commit" {
+			json.Unmarshal(c.Observed, &obs)
 		}
 	}
-	obs := env.Lines(t, "observations.jsonl")
-	procs := env.Lines(t, "raw-processes.jsonl")
-	if len(obs) != 2*len(Conditions()) || len(procs) != len(obs) {
-		t.Fatalf("%d observations and %d processes, want %d each", len(obs), len(procs), 2*len(Conditions()))
+	if len(obs) != 2 || obs[1].FollowUpJobs != 2 {
+		t.Errorf("separate commits crashed after the job's commit gave %+v, want 2 jobs after the redelivery", obs)
 	}
-	// The headline: separate commits crashed after the job's commit leave 2 jobs.
-	second := obs[3]["observed"].(map[string]any)
-	if obs[3]["condition"] != "separate-commit/crash-after-job-commit" || second["follow_up_jobs"] != 2.0 {
-		t.Errorf("observation 4 = %v, want separate-commit crash with 2 jobs", obs[3])
-	}
-	if s := res.Settings.(Settings); s.SQLite.JournalMode != "DELETE" || s.SQLite.Synchronous != "FULL" {
-		t.Errorf("pragmas in effect %+v, want DELETE/FULL", s.SQLite)
+	var extra Extra
+	if err := json.Unmarshal(out.Result.Extra, &extra); err != nil || extra.SQLiteReadBack != RequestedSQLite() {
+		t.Errorf("read back %+v (%v), want %+v", extra.SQLiteReadBack, err, RequestedSQLite())
 	}
 }
 
-// TestRunEveryPointRealProcesses crashes real workers at every point the
+// TestEveryPointRealProcesses crashes real workers at every point the
 // workers report, so no point is listed by hand.
-func TestRunEveryPointRealProcesses(t *testing.T) {
+func TestEveryPointRealProcesses(t *testing.T) {
 	env := harnesstest.New(t)
 	var conds []Condition
-	for _, p := range Patterns() {
+	for _, p := range wr.Patterns {
 		probe, err := env.Runner.Run(context.Background(), harness.Spec{
-			Scenario: Name, Condition: "probe", Worker: Worker,
-			Args: []string{"-db", filepath.Join(t.TempDir(), "probe.sqlite3"), "-pattern", string(p), "-event-id", "e", "-job-key", "k"},
+			Scenario: Name, Condition: "probe", Worker: wr.WorkerName,
+			Args: Args(settings, Condition{Pattern: p}, filepath.Join(t.TempDir(), DBName)),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, point := range probe.Report.Points {
-			conds = append(conds, Condition{Name: string(p) + "/" + point, Pattern: p, CrashAt: point, Deliveries: 2})
+			conds = append(conds, Condition{Name: string(p) + "/" + point, Pattern: p, CrashAt: point})
 		}
 	}
-	res, err := Run(context.Background(), Config{Runner: env.Runner, Recorder: env.Recorder, Input: input, Conditions: conds, TempDir: t.TempDir()})
+	if len(conds) < 6 {
+		t.Fatalf("discovered %d points, want at least 6", len(conds))
+	}
+	st := settings
+	st.Conditions = conds
+	p := &plan{s: st}
+	env2 := harnesstest.New(t)
+	if err := p.Run(context.Background(), scenario.Env{Runner: env2.Runner, Recorder: env2.Recorder, TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	env2.Recorder.Close()
+	f, err := results.LoadRecords(env2.Dir, results.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	res, findings := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), f.Records(Name))
+	if len(findings) > 0 {
+		t.Fatalf("findings: %v", findings)
+	}
 	for _, c := range res.Conditions {
 		if !c.Pass {
-			t.Errorf("%s:\n%s", c.Name, c.Diff)
+			t.Errorf("%s: %+v", c.Name, c.Differences)
 		}
 	}
 }
 
 // TestWrongOracleFails shows that an expectation that does not hold turns
-// into pass: false with a readable diff.
+// into pass: false naming the field.
 func TestWrongOracleFails(t *testing.T) {
-	env := harnesstest.New(t)
-	wrong := func(c Condition) []Delivery {
-		d := Expect(c)
+	out := run(t)
+	wrong := Scenario{Oracle: func(s Settings, c Condition) []Delivery {
+		d := Expect(s, c)
 		if c.CrashAt == wr.PointAfterJobCommit {
 			d[1].FollowUpJobs = 1 // what one might naively hope for
 		}
 		return d
-	}
-	res, err := Run(context.Background(), Config{Runner: env.Runner, Recorder: env.Recorder, Input: input, Oracle: wrong, TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	}}
+	res, findings := scenario.Evaluate(wrong, nil, out.Settings, out.Records)
+	if len(findings) > 0 {
+		t.Fatalf("findings: %v", findings)
 	}
 	if res.Pass {
-		t.Fatal("run passed with a wrong oracle")
+		t.Fatal("a wrong oracle passed")
 	}
 	for _, c := range res.Conditions {
 		failing := c.Name == "separate-commit/crash-after-job-commit"
 		if c.Pass == failing {
 			t.Errorf("%s: pass %v", c.Name, c.Pass)
 		}
-		if failing && !strings.Contains(c.Diff, "FollowUpJobs") {
-			t.Errorf("diff does not name the field:\n%s", c.Diff)
+		if failing && (len(c.Differences) != 1 || c.Differences[0].Path != "[1].follow_up_jobs") {
+			t.Errorf("differences %+v, want one at [1].follow_up_jobs", c.Differences)
 		}
+	}
+}
+
+// TestFoldCatchesTampering edits one field of one line at a time; each
+// edit must give a finding that names the file and the field.
+func TestFoldCatchesTampering(t *testing.T) {
+	out := run(t)
+	// Line 3 and process 3 are separate-commit/crash-after-job-commit,
+	// delivery 1, which crashed; line 4 is its redelivery.
+	tests := []struct {
+		name   string
+		obs    bool
+		index  int
+		edit   func(m map[string]any)
+		file   string
+		inText string
+	}{
+		{"job row's event id", true, 3, func(m map[string]any) {
+			m["rows"].(map[string]any)["follow_up_jobs"].([]any)[0].(map[string]any)["event_id"] = "other-event"
+		}, "observations.jsonl", "rows.follow_up_jobs[0]"},
+		{"processed row's id", true, 1, func(m map[string]any) { m["rows"].(map[string]any)["processed_events"] = []any{"x"} }, "observations.jsonl", "rows.processed_events[0]"},
+		{"a job row added", true, 0, func(m map[string]any) {
+			r := m["rows"].(map[string]any)
+			r["follow_up_jobs"] = append(r["follow_up_jobs"].([]any), r["follow_up_jobs"].([]any)[0])
+		}, "raw-processes.jsonl", "job_inserted"},
+		{"delivery number", true, 3, func(m map[string]any) { m["delivery"] = 3.0 }, "observations.jsonl", "delivery"},
+		{"database path", true, 3, func(m map[string]any) { m["db"] = "/elsewhere/events.sqlite3" }, "observations.jsonl", "db"},
+		{"process id", true, 3, func(m map[string]any) { m["process_id"] = 3.0 }, "raw-processes.jsonl", "no observation refers"},
+		{"condition name", true, 0, func(m map[string]any) { m["condition"] = "separate-commit/nope" }, "observations.jsonl", "condition"},
+		{"argv pattern", false, 2, func(m map[string]any) { m["argv"].([]any)[6] = "single-transaction" }, "raw-processes.jsonl", "argv"},
+		{"argv event id", false, 0, func(m map[string]any) { m["argv"].([]any)[8] = "other" }, "raw-processes.jsonl", "argv"},
+		{"worker name", false, 0, func(m map[string]any) { m["worker"] = "claim.race" }, "raw-processes.jsonl", "worker"},
+		{"crash point env", false, 2, func(m map[string]any) { m["env"] = map[string]any{protocol.EnvCrashAt: wr.PointAfterJobInsert} }, "raw-processes.jsonl", "env"},
+		{"crash env removed", false, 2, func(m map[string]any) { m["env"] = map[string]any{} }, "raw-processes.jsonl", "exit_code"},
+		{"exit code", false, 3, func(m map[string]any) { m["exit_code"] = 3.0 }, "raw-processes.jsonl", "exit_code"},
+		{"points passed", false, 0, func(m map[string]any) {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"points":["after-job-insert",`, `"points":[`, 1)
+		}, "", ""},
+		{"crashed_at", false, 2, func(m map[string]any) {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"crashed_at":"after-job-commit"`, `"crashed_at":"after-job-insert"`, 1)
+		}, "raw-processes.jsonl", "exit_code"},
+		{"pragma read back", false, 0, func(m map[string]any) {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"synchronous":"FULL"`, `"synchronous":"NORMAL"`, 1)
+		}, "raw-processes.jsonl", "read back"},
+		{"job_inserted claim", false, 1, func(m map[string]any) {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"job_inserted":false`, `"job_inserted":true`, 1)
+		}, "raw-processes.jsonl", "job_inserted"},
+		{"report dropped", false, 1, func(m map[string]any) { m["stdout"] = "" }, "raw-processes.jsonl", "stdout"},
+		{"process killed by a signal", false, 1, func(m map[string]any) { m["signal"] = "killed"; m["exit_code"] = -1.0 }, "raw-processes.jsonl", "exit_code"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
+			res, findings := scenario.Evaluate(Scenario{}, nil, out.Settings, rec)
+			if tt.file == "" {
+				// The points are the worker's word, checked by the oracle:
+				// the edit must fail the condition instead.
+				if res.Pass {
+					t.Fatalf("edit passed unnoticed")
+				}
+				return
+			}
+			for _, f := range findings {
+				if f.File == tt.file && strings.Contains(f.String(), tt.inText) {
+					return
+				}
+			}
+			t.Errorf("no finding in %s mentioning %q; got %v", tt.file, tt.inText, findings)
+		})
+	}
+	// An extra process line no observation uses.
+	extra := out.Records.Processes[0]
+	extra.ID, extra.N = 99, 99
+	rec := results.NewRecords(out.Records.Observations, append(append([]results.Process{}, out.Records.Processes...), extra))
+	if _, findings := scenario.Evaluate(Scenario{}, nil, out.Settings, rec); len(findings) == 0 || !strings.Contains(findings[len(findings)-1].String(), "no observation refers") {
+		t.Errorf("an unreferenced process line gave %v", findings)
 	}
 }
