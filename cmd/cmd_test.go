@@ -261,3 +261,44 @@ func TestHelpAndList(t *testing.T) {
 		t.Errorf("list lacks redelivery:\n%s", r.stdout)
 	}
 }
+
+// TestInterruptExits130 cancels a run half-way, as Ctrl-C does: the run
+// says it was interrupted, exits 130 and leaves nothing behind.
+func TestInterruptExits130(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb bytes.Buffer
+	h := Hooks{Registry: scenario.Registry{slowScenario{}}}
+	go func() {
+		<-slowStarted
+		cancel()
+	}()
+	code := execute(ctx, []string{"experiment", "--quiet", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(dir, "results")},
+		Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, h)
+	if code != 130 || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("exit %d, stderr %q; want 130 saying interrupted", code, errb.String())
+	}
+	assertOnly(t, dir)
+}
+
+var slowStarted = make(chan struct{})
+
+// slowScenario is redelivery with a run that signals once it has started
+// its first worker and then keeps delivering until it is stopped.
+type slowScenario struct{ redelivery.Scenario }
+
+func (s slowScenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	p, err := s.Scenario.Plan(section, ov)
+	return slowPlan{p}, err
+}
+
+type slowPlan struct{ scenario.Plan }
+
+func (p slowPlan) Run(ctx context.Context, env scenario.Env) error {
+	close(slowStarted)
+	for {
+		if err := p.Plan.Run(ctx, env); err != nil {
+			return err
+		}
+	}
+}

@@ -267,3 +267,31 @@ func TestReport(t *testing.T) {
 		t.Errorf("--md into a missing folder: exit %d %q", r.code, r.stderr)
 	}
 }
+
+// goldenRuns are the golden folders under testdata/golden: real runs, kept
+// so that verify, report and the schema are tested on folders a reviewer
+// would be handed. "go test ./cmd -run TestGoldenFolders -update" makes
+// them again.
+var goldenRuns = []struct {
+	name string
+	args []string
+}{
+	{"redelivery", []string{"--scenario", "redelivery", "--input", goodInput}},
+}
+
+func TestGoldenFolders(t *testing.T) {
+	for _, g := range goldenRuns {
+		dir := filepath.Join("..", "testdata", "golden", g.name)
+		if *update {
+			os.RemoveAll(dir)
+			args := append([]string{"experiment", "--quiet", "--out", dir}, g.args...)
+			if r := execIn(t, Hooks{}, args...); r.code != 0 {
+				t.Fatalf("%s: exit %d\n%s", g.name, r.code, r.stderr)
+			}
+		}
+		r := execIn(t, Hooks{}, "verify", dir)
+		if (r.code != 0 && r.code != 5) || strings.Contains(r.stdout, "✗") {
+			t.Errorf("%s: exit %d, want 0 or 5 (code changed) with no finding\n%s%s", g.name, r.code, r.stdout, r.stderr)
+		}
+	}
+}
