@@ -32,8 +32,37 @@ func printTable(w io.Writer, t scenario.Table) {
 	}
 	tw.Flush()
 	for _, l := range t.Legend {
-		fmt.Fprintf(w, "  %s\n", l)
+		for i, line := range wrap(l, maxWidth-4) {
+			indent := "  "
+			if i > 0 {
+				indent = "    "
+			}
+			fmt.Fprintf(w, "%s%s\n", indent, line)
+		}
 	}
+}
+
+// wrap breaks text at spaces into lines of at most width runes.
+func wrap(text string, width int) []string {
+	var lines []string
+	var cur []string
+	n := 0
+	for _, word := range strings.Fields(text) {
+		wl := utf8.RuneCountInString(word)
+		if n > 0 && n+1+wl > width {
+			lines = append(lines, strings.Join(cur, " "))
+			cur, n = nil, 0
+		}
+		if n > 0 {
+			n++
+		}
+		cur = append(cur, word)
+		n += wl
+	}
+	if len(cur) > 0 {
+		lines = append(lines, strings.Join(cur, " "))
+	}
+	return lines
 }
 
 // fit shortens cells of the widest column, with an ellipsis, until every
