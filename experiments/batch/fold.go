@@ -3,6 +3,7 @@ package batch
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -242,7 +243,8 @@ func (f *folder) window(p results.Process) window {
 	if err1 != nil || err2 != nil || e.Before(s) {
 		f.c.Proc(p, "started_at", "%q to %q is not a process window", p.StartedAt, p.EndedAt)
 	}
-	if d := float64(e.Sub(s).Microseconds()) / 1000; d != p.DurationMS {
+	// duration_ms is monotonic, the window wall-clock; they agree closely.
+	if d := float64(e.Sub(s).Microseconds()) / 1000; math.Abs(d-p.DurationMS) > 2 {
 		f.c.Proc(p, "duration_ms", "is %v, but started_at to ended_at is %v ms", p.DurationMS, d)
 	}
 	return window{s, e}
