@@ -153,14 +153,14 @@ func TestPlanFlags(t *testing.T) {
 		t.Errorf("settings (-want +got):\n%s", d)
 	}
 	bad := map[string]map[string]string{
-		"--trials":          {"trials": "0"},
-		"--items":           {"items": "many"},
-		"--fail-at":         {"fail-at": "-1"},
-		"batch.fail_at":     {"items": "20"},
-		"batch.modes[0]":    {"mode": "sometimes"},
-		"batch.modes[1]":    {"mode": "after_accept,after_accept"},
-		"--mode":            {"mode": ""},
-		"--items (zero)":    {"items": "0"},
+		"--trials":       {"trials": "0"},
+		"--items":        {"items": "many"},
+		"--fail-at":      {"fail-at": "-1"},
+		"batch.fail_at":  {"items": "20"},
+		"batch.modes[0]": {"mode": "sometimes"},
+		"batch.modes[1]": {"mode": "after_accept,after_accept"},
+		"--mode":         {"mode": ""},
+		"--items (zero)": {"items": "0"},
 	}
 	for want, ov := range bad {
 		_, err := Scenario{}.Plan(section, ov)
