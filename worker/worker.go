@@ -26,8 +26,8 @@ type Func func(call *protocol.Call) int
 var registry = map[string]Func{
 	redelivery.WorkerName: redelivery.Main,
 	"claim.race":          claim.RaceMain,
-	"batch.run":           batch.RunMain,
-	"batch.resolve":       batch.ResolveMain,
+	batch.WorkerRun:       batch.RunMain,
+	batch.WorkerResolve:   batch.ResolveMain,
 	"claim.bench":         claim.BenchMain,
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"idemlab/experiments/scenario"
 )
 
 // Failure modes of the article: where the injected failure of item K's
@@ -39,30 +41,48 @@ type Input struct {
 	LatencyMS Latency  `json:"latency_ms"`
 }
 
-// Overrides are the experiment command's flags; a nil field or an empty
-// list keeps the input's value.
-type Overrides struct {
-	Items  *int
-	FailAt *int
-	Trials *int
-	Modes  []string
-}
+// Flag names of the experiment command.
+const (
+	FlagItems  = "items"
+	FlagFailAt = "fail-at"
+	FlagTrials = "trials"
+	FlagMode   = "mode"
+)
 
-// Apply returns in with the overrides in place.
-func (o Overrides) Apply(in Input) Input {
-	if o.Items != nil {
-		in.Items = *o.Items
+// MaxTrials bounds batch.trials for the same reason as MaxItems.
+const MaxTrials = 1000
+
+// ApplyFlags returns in with the overrides in place. --mode takes one mode
+// or a comma-separated list, which replaces batch.modes as a whole; a flag
+// repeated on the command line keeps its last value, so several modes go
+// in one comma list. An unparseable value is an error naming the flag;
+// values that parse but do not fit are left to Validate, which names the
+// flag beside the field.
+func ApplyFlags(in Input, ov map[string]string) (Input, error) {
+	for _, f := range []struct {
+		name string
+		into *int
+		hi   int
+	}{{FlagItems, &in.Items, MaxItems}, {FlagFailAt, &in.FailAt, MaxItems}, {FlagTrials, &in.Trials, MaxTrials}} {
+		v, ok, err := scenario.IntFlag(ov, f.name, 1, f.hi)
+		if err != nil {
+			return in, err
+		}
+		if ok {
+			*f.into = v
+		}
 	}
-	if o.FailAt != nil {
-		in.FailAt = *o.FailAt
+	if s, ok := ov[FlagMode]; ok {
+		var modes []string
+		for _, m := range strings.Split(s, ",") {
+			modes = append(modes, strings.TrimSpace(m))
+		}
+		if strings.TrimSpace(s) == "" {
+			return in, fmt.Errorf("--%s %q: want %s, or both separated by a comma", FlagMode, s, strings.Join(Modes, " or "))
+		}
+		in.Modes = modes
 	}
-	if o.Trials != nil {
-		in.Trials = *o.Trials
-	}
-	if len(o.Modes) > 0 {
-		in.Modes = append([]string{}, o.Modes...)
-	}
-	return in
+	return in, nil
 }
 
 // Validate names the first impossible value by its field path, with the
@@ -80,8 +100,8 @@ func (in Input) Validate() error {
 	if in.FailAt < 1 || in.FailAt > in.Items {
 		return fmt.Errorf("batch.fail_at (--fail-at) %d: must be between 1 and items (%d)", in.FailAt, in.Items)
 	}
-	if in.Trials < 1 {
-		return fmt.Errorf("batch.trials (--trials) %d: must be at least 1", in.Trials)
+	if in.Trials < 1 || in.Trials > MaxTrials {
+		return fmt.Errorf("batch.trials (--trials) %d: must be between 1 and %d", in.Trials, MaxTrials)
 	}
 	if len(in.Modes) == 0 {
 		return fmt.Errorf("batch.modes (--mode): at least one of %s is required", strings.Join(Modes, ", "))

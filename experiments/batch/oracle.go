@@ -3,9 +3,6 @@ package batch
 import (
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
 )
@@ -241,15 +238,6 @@ func parseHeld(job, held string) (wb.Key, bool) {
 		return wb.Key{}, false
 	}
 	return wb.Key{Job: job, Item: parts[0], Step: parts[1]}, true
-}
-
-// Check compares expected with observed trial by trial; it is pure so it
-// can be tested on hand-made outcomes. Empty and nil lists and maps are
-// equal, since a crashed run reports neither. diff is go-cmp's
-// (-expected +observed) report.
-func Check(expected, observed []Outcome) (pass bool, diff string) {
-	diff = cmp.Diff(expected, observed, cmpopts.EquateEmpty())
-	return diff == "", diff
 }
 
 // Repeat is the oracle for T trials: the same outcome each time.

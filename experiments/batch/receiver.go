@@ -40,6 +40,41 @@ type Receiver struct {
 	receipts map[wb.Key]string
 	byIdem   map[string]string
 	replays  int
+	log      []SendEntry
+}
+
+// Outcomes of a send in the receiver's log.
+const (
+	// SendAccepted: recorded and answered with a receipt.
+	SendAccepted = "accepted"
+	// SendAcceptedNoReply: recorded, then the connection was dropped
+	// (the after_accept failure).
+	SendAcceptedNoReply = "accepted_no_reply"
+	// SendRejected: answered 503 and not recorded (before_accept).
+	SendRejected = "rejected"
+	// SendReplayed: answered from the idempotency-key store, not recorded
+	// again.
+	SendReplayed = "replayed"
+)
+
+// SendEntry is one send as the receiver saw it. The receiver runs in the
+// parent, so its log is the parent's own witness of every delivery, kept
+// whatever becomes of the worker that sent it.
+type SendEntry struct {
+	Seq            int    `json:"seq"`
+	At             string `json:"at"`
+	Job            string `json:"job_id"`
+	Item           string `json:"item_id"`
+	Step           string `json:"step"`
+	Digest         string `json:"digest"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Outcome        string `json:"outcome"`
+	Receipt        string `json:"receipt,omitempty"`
+}
+
+// Accepted reports whether the entry is a delivery the receiver recorded.
+func (e SendEntry) Accepted() bool {
+	return e.Outcome == SendAccepted || e.Outcome == SendAcceptedNoReply
 }
 
 // StartReceiver listens on 127.0.0.1 with an ephemeral port.
@@ -87,12 +122,15 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 	}
 	wb.PreciseSleep(r.cfg.SendLatency)
 	k := wb.Key{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step}
+	e := SendEntry{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step, Digest: sr.Digest, IdempotencyKey: sr.IdempotencyKey}
 	r.mu.Lock()
 	inject := r.armed && sr.ItemID == r.cfg.FailItem
 	if inject {
 		r.armed = false
 	}
 	if inject && r.cfg.FailMode == BeforeAccept {
+		e.Outcome = SendRejected
+		r.record(e)
 		r.mu.Unlock()
 		http.Error(w, "injected failure before accept", http.StatusServiceUnavailable)
 		return
@@ -100,6 +138,8 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 	if sr.IdempotencyKey != "" {
 		if rc, ok := r.byIdem[sr.IdempotencyKey]; ok {
 			r.replays++
+			e.Outcome, e.Receipt = SendReplayed, rc
+			r.record(e)
 			r.mu.Unlock()
 			writeJSON(w, wb.SendReply{Receipt: rc, Replayed: true})
 			return
@@ -111,6 +151,11 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 	if sr.IdempotencyKey != "" {
 		r.byIdem[sr.IdempotencyKey] = rc
 	}
+	e.Outcome, e.Receipt = SendAccepted, rc
+	if inject {
+		e.Outcome = SendAcceptedNoReply
+	}
+	r.record(e)
 	r.mu.Unlock()
 	if inject {
 		// after_accept: the delivery is recorded, and the reply is lost.
@@ -137,6 +182,23 @@ func dropConnection(w http.ResponseWriter) {
 		tc.SetLinger(0)
 	}
 	conn.Close()
+}
+
+// record appends to the log; the caller holds mu.
+func (r *Receiver) record(e SendEntry) {
+	e.Seq = len(r.log) + 1
+	e.At = time.Now().UTC().Format(time.RFC3339Nano)
+	r.log = append(r.log, e)
+}
+
+// LogSince returns the log entries after the first n, and the new length.
+func (r *Receiver) LogSince(n int) ([]SendEntry, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n > len(r.log) {
+		n = len(r.log)
+	}
+	return append([]SendEntry{}, r.log[n:]...), len(r.log)
 }
 
 func (r *Receiver) handleReceipt(w http.ResponseWriter, req *http.Request) {

@@ -14,6 +14,13 @@ import (
 	"idemlab/worker/sqlitedb"
 )
 
+// Registry names of the two workers; the parent builds command lines with
+// them and the fold checks recorded command lines against them.
+const (
+	WorkerRun     = "batch.run"
+	WorkerResolve = "batch.resolve"
+)
+
 // Modes of the batch.run worker.
 const (
 	// ModeJournal keeps the step journal and follows the resume rules.

@@ -1,0 +1,165 @@
+package batch
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	wb "idemlab/worker/batch"
+)
+
+// RunTiming is one run's times. WorkerMS is the batch loop timed inside
+// the worker (its own word, absent for a crashed run); ProcessMS is the
+// whole process as the parent timed it; FloorMS is the simulated latency
+// of the steps it executed, from the journal and the receiver's log.
+type RunTiming struct {
+	Run       int      `json:"run"`
+	WorkerMS  *float64 `json:"worker_ms,omitempty"`
+	ProcessMS float64  `json:"process_ms"`
+	FloorMS   float64  `json:"floor_ms"`
+}
+
+// TrialTiming is one trial's times over the runs after run 1, which is
+// what the article times (rerun all's run 2, the journal's runs 2 and 3).
+type TrialTiming struct {
+	Condition string      `json:"condition"`
+	Trial     int         `json:"trial"`
+	Runs      []RunTiming `json:"runs"`
+	MS        float64     `json:"ms"`
+	ProcessMS float64     `json:"process_ms"`
+	FloorMS   float64     `json:"floor_ms"`
+	Ratio     float64     `json:"ratio"`
+	// AllRunsFloorMS includes run 1, for the scenario's wall time.
+	AllRunsFloorMS float64 `json:"all_runs_floor_ms"`
+}
+
+// TimingSummary averages a condition's trials.
+type TimingSummary struct {
+	Condition    string    `json:"condition"`
+	MS           []float64 `json:"ms"`
+	AvgMS        float64   `json:"avg_ms"`
+	AvgProcessMS float64   `json:"avg_process_ms"`
+	FloorMS      float64   `json:"floor_ms"`
+	Ratio        float64   `json:"ratio"`
+	// Target and WithinTarget are set for the journal conditions.
+	Target       float64 `json:"target,omitempty"`
+	WithinTarget *bool   `json:"within_target,omitempty"`
+}
+
+// Wall is the scenario's wall time, first process start to last process
+// end, against the floor of every run of every trial.
+type Wall struct {
+	MS           float64 `json:"ms"`
+	FloorMS      float64 `json:"floor_ms"`
+	Ratio        float64 `json:"ratio"`
+	Target       float64 `json:"target"`
+	WithinTarget bool    `json:"within_target"`
+}
+
+// Extra is the scenario's timing table.
+type Extra struct {
+	Timings []TimingSummary `json:"timings"`
+	Trials  []TrialTiming   `json:"trials"`
+	Wall    Wall            `json:"wall"`
+}
+
+func floorOf(lat Latency, exec map[string]int) float64 {
+	return float64(exec[wb.StepValidate])*lat.Validate + float64(exec[wb.StepTransform])*lat.Transform + float64(exec[wb.StepNotify])*lat.Send
+}
+
+func (tf *trialFold) timing(st Settings, c Condition) TrialTiming {
+	t := TrialTiming{Condition: c.Name, Trial: tf.n, Runs: tf.timings}
+	if t.Runs == nil {
+		t.Runs = []RunTiming{}
+	}
+	for _, r := range tf.timings {
+		t.AllRunsFloorMS += r.FloorMS
+		if r.Run == 1 {
+			continue
+		}
+		if r.WorkerMS != nil {
+			t.MS += *r.WorkerMS
+		}
+		t.ProcessMS += r.ProcessMS
+		t.FloorMS += r.FloorMS
+	}
+	if t.FloorMS > 0 {
+		t.Ratio = round3(t.MS / t.FloorMS)
+	}
+	t.MS, t.ProcessMS, t.FloorMS, t.AllRunsFloorMS = round2(t.MS), round2(t.ProcessMS), round2(t.FloorMS), round2(t.AllRunsFloorMS)
+	return t
+}
+
+// Summarise averages a condition's trials and checks the journal's target.
+func Summarise(st Settings, c Condition, ts []TrialTiming) TimingSummary {
+	s := TimingSummary{Condition: c.Name, MS: []float64{}}
+	var ms, proc, floor float64
+	for _, t := range ts {
+		s.MS = append(s.MS, t.MS)
+		ms += t.MS
+		proc += t.ProcessMS
+		floor += t.FloorMS
+	}
+	n := float64(max(len(ts), 1))
+	s.AvgMS, s.AvgProcessMS, s.FloorMS = round2(ms/n), round2(proc/n), round2(floor/n)
+	if floor > 0 {
+		s.Ratio = round3(ms / floor)
+	}
+	// Without simulated latency there is no floor to compare with.
+	if (c.Condition == CondJournal || c.Condition == CondHardCrash) && floor > 0 {
+		ok := s.Ratio <= st.Targets.JournalRuns23
+		s.Target, s.WithinTarget = st.Targets.JournalRuns23, &ok
+	}
+	return s
+}
+
+func wall(st Settings, rec results.Records, floor float64) Wall {
+	w := Wall{FloorMS: round2(floor), Target: st.Targets.Wall}
+	var first, last time.Time
+	for i, p := range rec.Processes {
+		s, err1 := time.Parse(time.RFC3339Nano, p.StartedAt)
+		e, err2 := time.Parse(time.RFC3339Nano, p.EndedAt)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if i == 0 || s.Before(first) {
+			first = s
+		}
+		if i == 0 || e.After(last) {
+			last = e
+		}
+	}
+	w.MS = round2(float64(last.Sub(first).Microseconds()) / 1000)
+	if floor > 0 {
+		w.Ratio = round3(w.MS / floor)
+		w.WithinTarget = w.Ratio <= w.Target
+	}
+	return w
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// Expect is the oracle over the recorded settings: the model's outcome
+// for each condition, once per trial.
+func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
+	var st Settings
+	if err := scenario.DecodeStrict(raw, &st); err != nil {
+		return nil, err
+	}
+	in := Input{JobID: st.JobID, Items: st.Items, FailAt: st.FailAt, Modes: st.Modes, Trials: st.Trials, LatencyMS: st.LatencyMS}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	oracle := s.Oracle
+	if oracle == nil {
+		oracle = Expect
+	}
+	var out []scenario.Expected
+	for _, c := range st.Conditions {
+		out = append(out, scenario.Expected{Condition: c.Name, Value: Repeat(oracle(st.Params(c)), st.Trials)})
+	}
+	return out, nil
+}
