@@ -52,6 +52,7 @@ type overrideFlag struct {
 }
 
 func (f *overrideFlag) String() string { return f.into[f.name] }
+
 // Set records the value; a repeated flag joins its values with commas, so
 // "--mode a --mode b" means "--mode a,b" and nothing is silently dropped.
 func (f *overrideFlag) Set(v string) error {

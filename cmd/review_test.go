@@ -132,7 +132,7 @@ func TestVerifyCatchesEveryEdit(t *testing.T) {
 			s := scen(m)
 			s["conditions"] = s["conditions"].([]any)[1:]
 		}), "items"},
-		{"scenario renamed", "results.json", res(func(m map[string]any) { scen(m)["name"] = "batch" }), "not a scenario"},
+		{"scenario renamed", "results.json", res(func(m map[string]any) { scen(m)["name"] = "nope" }), "not a scenario"},
 		{"input copy edited", "input.json", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "input.json"), []byte(`{"redelivery":{"event_id":"x","job_key":"y"}}`), 0o644)
 		}, "hashes to"},
