@@ -45,7 +45,7 @@ func unlink(name string, dirSync bool) step {
 	}
 }
 
-func create(name string) step  { return func(_ testing.TB, s *Sim) { s.Create(name) } }
+func create(name string) step   { return func(_ testing.TB, s *Sim) { s.Create(name) } }
 func adopt(name, b string) step { return func(_ testing.TB, s *Sim) { s.Adopt(name, []byte(b)) } }
 func dirsync() step             { return func(_ testing.TB, s *Sim) { s.DirSync() } }
 
