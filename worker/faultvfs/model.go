@@ -29,9 +29,12 @@ const (
 
 // Op is one recorded event, one line of the on-disk log.
 type Op struct {
-	Kind    string `json:"op"`
-	Name    string `json:"name,omitempty"`
-	Ino     string `json:"ino,omitempty"`
+	Kind string `json:"op"`
+	Name string `json:"name,omitempty"`
+	Ino  string `json:"ino,omitempty"`
+	// Img names the stored image that holds the inode's content as of
+	// this op, for OpAdopt and OpSync.
+	Img     string `json:"img,omitempty"`
 	DirSync bool   `json:"dirsync,omitempty"`
 }
 
@@ -45,14 +48,16 @@ type Model struct {
 	// Durable is the directory as the disk holds it: name to inode, as of
 	// the last directory sync.
 	Durable map[string]string `json:"durable"`
-	// Synced holds the inodes that have a durable image. An inode whose
-	// name is durable but which was never synced comes back empty.
-	Synced map[string]bool `json:"synced"`
+	// Images maps an inode to the stored image of its content as of its
+	// last sync. An inode whose name is durable but which was never synced
+	// has none and comes back empty. Inodes no name refers to any more are
+	// dropped, so their images can be reused.
+	Images map[string]string `json:"images"`
 }
 
 // NewModel returns the model of an empty directory.
 func NewModel() Model {
-	return Model{Live: map[string]string{}, Durable: map[string]string{}, Synced: map[string]bool{}}
+	return Model{Live: map[string]string{}, Durable: map[string]string{}, Images: map[string]string{}}
 }
 
 // Apply changes the model by one op.
@@ -61,11 +66,11 @@ func (m *Model) Apply(op Op) error {
 	case OpAdopt:
 		m.Live[op.Name] = op.Ino
 		m.Durable[op.Name] = op.Ino
-		m.Synced[op.Ino] = true
+		m.Images[op.Ino] = op.Img
 	case OpCreate:
 		m.Live[op.Name] = op.Ino
 	case OpSync:
-		m.Synced[op.Ino] = true
+		m.Images[op.Ino] = op.Img
 		if op.DirSync {
 			m.dirSync()
 		}
@@ -79,7 +84,34 @@ func (m *Model) Apply(op Op) error {
 	default:
 		return fmt.Errorf("unknown op %q", op.Kind)
 	}
+	m.prune()
 	return nil
+}
+
+// prune forgets the images of inodes that neither directory names, since
+// no cut can bring them back; their storage can then be reused.
+func (m *Model) prune() {
+	named := make(map[string]bool, len(m.Live)+len(m.Durable))
+	for _, ino := range m.Live {
+		named[ino] = true
+	}
+	for _, ino := range m.Durable {
+		named[ino] = true
+	}
+	for ino := range m.Images {
+		if !named[ino] {
+			delete(m.Images, ino)
+		}
+	}
+}
+
+// UsedImages returns the images some inode still needs.
+func (m *Model) UsedImages() map[string]bool {
+	used := make(map[string]bool, len(m.Images))
+	for _, img := range m.Images {
+		used[img] = true
+	}
+	return used
 }
 
 // dirSync makes the whole directory listing durable: an fsync of a
@@ -103,12 +135,12 @@ const (
 type Action struct {
 	Name string
 	Kind string
-	// Ino is the inode whose durable image the name gets; empty for
+	// Ino is the inode whose durable content the name gets; empty for
 	// ActRemove.
 	Ino string
-	// Image is false when that inode was never synced, so the name comes
-	// back as an empty file.
-	Image bool
+	// Image holds that content; empty when the inode was never synced, so
+	// the name comes back as an empty file.
+	Image string
 }
 
 // Plan lists, by name, what a power cut does to each file the model knows.
@@ -128,9 +160,9 @@ func (m *Model) Plan() []Action {
 		case !durable:
 			plan = append(plan, Action{Name: n, Kind: ActRemove})
 		case live:
-			plan = append(plan, Action{Name: n, Kind: ActRestore, Ino: ino, Image: m.Synced[ino]})
+			plan = append(plan, Action{Name: n, Kind: ActRestore, Ino: ino, Image: m.Images[ino]})
 		default:
-			plan = append(plan, Action{Name: n, Kind: ActResurrect, Ino: ino, Image: m.Synced[ino]})
+			plan = append(plan, Action{Name: n, Kind: ActResurrect, Ino: ino, Image: m.Images[ino]})
 		}
 	}
 	return plan

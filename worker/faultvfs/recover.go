@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 )
 
 // Report is what Recover did, file by file, kept as evidence of the cut.
@@ -55,11 +56,15 @@ func Baseline(dir string) error {
 		if !e.Type().IsRegular() || isShm(e.Name()) {
 			continue
 		}
-		ino := newIno()
-		if err := snapshot(fresh, filepath.Join(dir, e.Name()), ino); err != nil {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
 			return fmt.Errorf("faultvfs: baseline %s: %w", dir, err)
 		}
-		ops = append(ops, Op{Kind: OpAdopt, Name: e.Name(), Ino: ino})
+		img := strconv.Itoa(len(ops))
+		if err := os.WriteFile(filepath.Join(fresh, imgDir, img), b, 0o644); err != nil {
+			return fmt.Errorf("faultvfs: baseline %s: %w", dir, err)
+		}
+		ops = append(ops, Op{Kind: OpAdopt, Name: e.Name(), Ino: newIno(), Img: img})
 	}
 	if err := writeLog(filepath.Join(fresh, logName), ops); err != nil {
 		return fmt.Errorf("faultvfs: baseline %s: %w", dir, err)
@@ -150,9 +155,9 @@ func apply(dir, state string, a Action) (FileResult, error) {
 		return r, nil
 	}
 	var want []byte
-	if a.Image {
+	if a.Image != "" {
 		var err error
-		if want, err = os.ReadFile(filepath.Join(state, imgDir, a.Ino)); err != nil {
+		if want, err = os.ReadFile(filepath.Join(state, imgDir, a.Image)); err != nil {
 			return r, err
 		}
 		r.Reason = "content as of its last sync"

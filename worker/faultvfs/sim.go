@@ -13,7 +13,7 @@ import (
 type Sim struct {
 	m      Model
 	data   map[string][]byte // inode to current content
-	images map[string][]byte // inode to content as of its last sync
+	images map[string][]byte // image name to content
 	next   int
 }
 
@@ -36,7 +36,7 @@ func (s *Sim) Adopt(name string, content []byte) {
 	ino := fmt.Sprint(s.next)
 	s.data[ino] = slices.Clone(content)
 	s.images[ino] = slices.Clone(content)
-	s.mustApply(Op{Kind: OpAdopt, Name: name, Ino: ino})
+	s.mustApply(Op{Kind: OpAdopt, Name: name, Ino: ino, Img: ino})
 }
 
 // Create makes a new empty file, replacing any live file of that name.
@@ -83,8 +83,10 @@ func (s *Sim) Sync(name string, dirSync bool) error {
 	if err != nil {
 		return err
 	}
+	// Each inode keeps its image under its own name; the VFS reuses
+	// storage instead, which the model does not care about.
 	s.images[ino] = slices.Clone(s.data[ino])
-	s.mustApply(Op{Kind: OpSync, Ino: ino, DirSync: dirSync})
+	s.mustApply(Op{Kind: OpSync, Ino: ino, Img: ino, DirSync: dirSync})
 	return nil
 }
 
@@ -118,8 +120,8 @@ func (s *Sim) Cut() map[string][]byte {
 			continue
 		}
 		var b []byte
-		if a.Image {
-			b = slices.Clone(s.images[a.Ino])
+		if a.Image != "" {
+			b = slices.Clone(s.images[a.Image])
 		}
 		if b == nil {
 			b = []byte{}

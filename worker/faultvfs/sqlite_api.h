@@ -86,7 +86,7 @@ int sqlite3_vfs_register(sqlite3_vfs *pVfs, int makeDflt);
 #define SQLITE_OPEN_SUPER_JOURNAL 0x00004000
 #define SQLITE_OPEN_WAL           0x00080000
 
-/* The wrapper's own entry point, defined in faultvfs.c. */
+/* The wrapper's own functions, defined in faultvfs.c. */
 int idemlab_flt_register(const char *zName);
 
 #endif

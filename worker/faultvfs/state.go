@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -38,9 +39,10 @@ type dirState struct {
 	state string
 	lock  *os.File
 	log   *os.File
-	info  os.FileInfo // identity of the log file the cache was read from
 	off   int64
 	m     Model
+	imgs  map[string]*os.File
+	dbs   map[string]*os.File
 }
 
 var (
@@ -55,7 +57,7 @@ func stateFor(dir string) (*dirState, error) {
 	if d, ok := dirs[dir]; ok {
 		return d, nil
 	}
-	d := &dirState{dir: dir, state: filepath.Join(dir, StateDirName), m: NewModel()}
+	d := &dirState{dir: dir, state: filepath.Join(dir, StateDirName), m: NewModel(), imgs: map[string]*os.File{}, dbs: map[string]*os.File{}}
 	if err := os.MkdirAll(filepath.Join(d.state, imgDir), 0o755); err != nil {
 		return nil, fmt.Errorf("faultvfs: create state folder: %w", err)
 	}
@@ -68,7 +70,8 @@ func stateFor(dir string) (*dirState, error) {
 }
 
 // forget drops the cached state of dir, after Baseline or Recover replaced
-// the sidecar under it.
+// the sidecar under it. It closes descriptors of databases, so no
+// connection of this process may have them open.
 func forget(dir string) {
 	dirsMu.Lock()
 	defer dirsMu.Unlock()
@@ -77,6 +80,12 @@ func forget(dir string) {
 		d.lock.Close()
 		if d.log != nil {
 			d.log.Close()
+		}
+		for _, f := range d.imgs {
+			f.Close()
+		}
+		for _, f := range d.dbs {
+			f.Close()
 		}
 		d.mu.Unlock()
 		delete(dirs, dir)
@@ -119,26 +128,30 @@ func (d *dirState) do(fn func(m *Model) ([]Op, error)) error {
 	return nil
 }
 
-// refresh reads the ops other processes appended since the last look. If
-// the log file was replaced, the cache starts over from the new one.
+// known reports whether name was live in the model as last read. A name,
+// once tracked, stays tracked until Baseline or Recover, so a stale answer
+// of true is still right.
+func (d *dirState) known(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.m.Live[name]
+	return ok
+}
+
+// refresh reads the ops other processes appended since the last look.
+// The log is opened once per process and folder: only Baseline and Recover
+// replace it, and they run while no process uses the folder.
 func (d *dirState) refresh() error {
-	path := filepath.Join(d.state, logName)
-	st, err := os.Stat(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("faultvfs: %w", err)
-	}
-	if d.log == nil || st == nil || !os.SameFile(st, d.info) {
-		if d.log != nil {
-			d.log.Close()
-		}
-		if d.log, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+	if d.log == nil {
+		var err error
+		if d.log, err = os.OpenFile(filepath.Join(d.state, logName), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
 			return fmt.Errorf("faultvfs: open log: %w", err)
 		}
-		if d.info, err = d.log.Stat(); err != nil {
-			return fmt.Errorf("faultvfs: %w", err)
-		}
 		d.off, d.m = 0, NewModel()
-		st = d.info
+	}
+	st, err := d.log.Stat()
+	if err != nil {
+		return fmt.Errorf("faultvfs: %w", err)
 	}
 	if st.Size() <= d.off {
 		return nil
@@ -198,35 +211,56 @@ func newIno() string {
 	return hex.EncodeToString(b[:])
 }
 
-// snapshot copies the file's whole current content to the inode's image.
-// Copying the whole file, not the caller's own writes, is what makes a sync
-// by one process cover the writes of every other, as fsync does. The copy
-// goes to a temporary name first, so a process killed half-way leaves the
-// previous image in place.
-func snapshot(state, path, ino string) error {
-	src, err := os.Open(path)
+// storeImage writes content, the whole of a file as of a sync, into an
+// image no inode needs any more, and returns its name. Whole content, not
+// the caller's own writes, is what makes a sync by one process cover the
+// writes of every other, as fsync does. Until the caller logs the op that
+// points at the new image, the model still points at the old one, so a
+// process killed half-way leaves a consistent state. Images are reused and
+// stay open, because creating files costs more than the writes themselves.
+func (d *dirState) storeImage(m *Model, src *os.File) (string, error) {
+	used := m.UsedImages()
+	k := 0
+	for used[strconv.Itoa(k)] {
+		k++
+	}
+	name := strconv.Itoa(k)
+	f := d.imgs[name]
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(filepath.Join(d.state, imgDir, name), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+			return "", fmt.Errorf("faultvfs: open image: %w", err)
+		}
+		d.imgs[name] = f
+	}
+	if err := copyWhole(f, src); err != nil {
+		return "", fmt.Errorf("faultvfs: copy to image: %w", err)
+	}
+	return name, nil
+}
+
+// copyPortable copies size bytes from the start of src over dst with
+// positional reads and writes.
+func copyPortable(dst, src *os.File, size int64) error {
+	n, err := io.Copy(io.NewOffsetWriter(dst, 0), io.NewSectionReader(src, 0, size))
 	if err != nil {
-		return fmt.Errorf("faultvfs: snapshot: %w", err)
+		return err
 	}
-	defer src.Close()
-	dst := filepath.Join(state, imgDir, ino)
-	tmp, err := os.CreateTemp(filepath.Join(state, imgDir), ".tmp-"+ino+"-")
+	return dst.Truncate(n)
+}
+
+// dbFile returns this process's descriptor for a database inode, opened on
+// first use and kept until forget; see handle.snapshot for why.
+func (d *dirState) dbFile(path, ino string) (*os.File, error) {
+	if f := d.dbs[ino]; f != nil {
+		return f, nil
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("faultvfs: snapshot: %w", err)
+		return nil, err
 	}
-	if _, err := io.Copy(tmp, src); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("faultvfs: snapshot %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("faultvfs: snapshot %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return fmt.Errorf("faultvfs: snapshot %s: %w", path, err)
-	}
-	return nil
+	d.dbs[ino] = f
+	return f, nil
 }
 
 // isShm reports whether name is a WAL index, which the model never keeps.

@@ -10,7 +10,9 @@ package faultvfs
 import "C"
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -44,6 +46,11 @@ type handle struct {
 	path string
 	name string
 	ino  string
+	// db is set for a main database file, whose descriptors must never be
+	// closed while SQLite may hold POSIX locks on it.
+	db bool
+	// src reads a journal or WAL for snapshots; closed with the handle.
+	src *os.File
 	// dirSync mirrors the unix VFS's UNIXFILE_DIRSYNC: the first sync
 	// through a journal or WAL opened with SQLITE_OPEN_CREATE also syncs
 	// the directory.
@@ -70,6 +77,7 @@ func fail(err error) { lastErr.Store(&err) }
 
 const (
 	openCreate      = 0x00000004
+	openMainDB      = 0x00000100
 	openMainJournal = 0x00000800
 	openSuper       = 0x00004000
 	openWAL         = 0x00080000
@@ -83,7 +91,7 @@ func idemlabFltOpen(zName *C.char, flags C.int, exists C.int) C.longlong {
 		fail(err)
 		return -1
 	}
-	h := &handle{d: d, path: path, name: filepath.Base(path)}
+	h := &handle{d: d, path: path, name: filepath.Base(path), db: flags&openMainDB != 0}
 	h.dirSync = flags&openCreate != 0 && flags&(openMainJournal|openSuper|openWAL) != 0
 	err = d.do(func(m *Model) ([]Op, error) {
 		if ino, ok := m.Live[h.name]; ok {
@@ -97,10 +105,11 @@ func idemlabFltOpen(zName *C.char, flags C.int, exists C.int) C.longlong {
 			return []Op{{Kind: OpCreate, Name: h.name, Ino: h.ino}}, nil
 		}
 		// A file the VFS meets for the first time is taken as durable.
-		if err := snapshot(d.state, path, h.ino); err != nil {
+		img, err := h.snapshot(m)
+		if err != nil {
 			return nil, err
 		}
-		return []Op{{Kind: OpAdopt, Name: h.name, Ino: h.ino}}, nil
+		return []Op{{Kind: OpAdopt, Name: h.name, Ino: h.ino, Img: img}}, nil
 	})
 	if err != nil {
 		fail(err)
@@ -122,11 +131,14 @@ func idemlabFltSync(id C.longlong) C.int {
 		fail(fmt.Errorf("faultvfs: sync of unknown handle %d", id))
 		return 1
 	}
-	err := h.d.do(func(*Model) ([]Op, error) {
-		if err := snapshot(h.d.state, h.path, h.ino); err != nil {
+	err := h.d.do(func(m *Model) ([]Op, error) {
+		// Copied under the lock, so images land in the order of the
+		// syncs even when processes race.
+		img, err := h.snapshot(m)
+		if err != nil {
 			return nil, err
 		}
-		op := Op{Kind: OpSync, Name: h.name, Ino: h.ino, DirSync: h.dirSync}
+		op := Op{Kind: OpSync, Name: h.name, Ino: h.ino, Img: img, DirSync: h.dirSync}
 		h.dirSync = false
 		return []Op{op}, nil
 	})
@@ -140,8 +152,38 @@ func idemlabFltSync(id C.longlong) C.int {
 //export idemlabFltClose
 func idemlabFltClose(id C.longlong) {
 	handlesMu.Lock()
+	h := handles[int64(id)]
 	delete(handles, int64(id))
 	handlesMu.Unlock()
+	if h != nil && h.src != nil {
+		h.d.mu.Lock()
+		h.src.Close()
+		h.d.mu.Unlock()
+	}
+}
+
+// snapshot stores the file's whole current content as a new image. The
+// copy reads through a descriptor of this package's own, so it stays in the
+// kernel. For a database that descriptor is kept for the life of the
+// process: closing any descriptor of a file drops every POSIX lock the
+// process holds on it, SQLite's included. Journals and WAL files carry no
+// such locks, so theirs close with the handle. Runs under d.mu.
+func (h *handle) snapshot(m *Model) (string, error) {
+	var src *os.File
+	var err error
+	switch {
+	case h.db:
+		src, err = h.d.dbFile(h.path, h.ino)
+	case h.src != nil:
+		src = h.src
+	default:
+		src, err = os.Open(h.path)
+		h.src = src
+	}
+	if err != nil {
+		return "", fmt.Errorf("faultvfs: snapshot: %w", err)
+	}
+	return h.d.storeImage(m, src)
 }
 
 // idemlabFltDelete runs before (phase 0) and after (phase 1) the base VFS
@@ -158,18 +200,32 @@ func idemlabFltDelete(zName *C.char, dirSync C.int, phase C.int) C.int {
 		return 1
 	}
 	name := filepath.Base(path)
+	if phase == 0 && d.known(name) {
+		// Deleting a name the VFS already tracks needs no adoption.
+		return 0
+	}
 	err = d.do(func(m *Model) ([]Op, error) {
 		if phase == 1 {
 			return []Op{{Kind: OpDelete, Name: name, DirSync: dirSync&1 != 0}}, nil
 		}
-		if _, ok := m.Live[name]; ok || size(path) < 0 {
+		if _, ok := m.Live[name]; ok {
 			return nil, nil
 		}
-		ino := newIno()
-		if err := snapshot(d.state, path, ino); err != nil {
+		// SQLite deletes journals and WAL files, never a database, and
+		// holds no POSIX locks on those, so opening and closing is safe.
+		src, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("faultvfs: %w", err)
+		}
+		defer src.Close()
+		img, err := d.storeImage(m, src)
+		if err != nil {
 			return nil, err
 		}
-		return []Op{{Kind: OpAdopt, Name: name, Ino: ino}}, nil
+		return []Op{{Kind: OpAdopt, Name: name, Ino: newIno(), Img: img}}, nil
 	})
 	if err != nil {
 		fail(err)
