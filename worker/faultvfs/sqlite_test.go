@@ -146,7 +146,9 @@ func rows(tb testing.TB, path, journal string) int {
 
 // cutCopy stands for a power cut inside the test process: it copies the
 // folder, sidecar included, while the connections stay open and untouched,
-// and recovers the copy.
+// and recovers the copy. Reading the files by path would drop this
+// process's POSIX locks on them; the tests call it only between
+// transactions, when an idle connection holds none on the database.
 func cutCopy(tb testing.TB, path string) (string, faultvfs.Report) {
 	tb.Helper()
 	src := filepath.Dir(path)
