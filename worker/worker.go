@@ -51,13 +51,20 @@ func Dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) (code in
 		fmt.Fprintln(stderr, "worker: missing worker name")
 		return protocol.ExitUsage, true
 	}
-	return Run(args[1], args[2:], stdin, stdout, stderr, os.Getenv(protocol.EnvCrashAt), nil), true
+	return run(args[1], args[2:], stdin, stdout, stderr, os.Getenv(protocol.EnvCrashAt), os.Getenv(protocol.EnvCrashKind), nil), true
 }
 
 // Run runs the named worker. exit is how a crash ends the process; nil means
 // os.Exit. An unknown name exits ExitUsage.
 func Run(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, crashAt string, exit func(int)) int {
+	return run(name, args, stdin, stdout, stderr, crashAt, "", exit)
+}
+
+func run(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, crashAt, crashKind string, exit func(int)) int {
 	call := protocol.NewCall(name, args, stdin, stdout, stderr, crashAt, exit)
+	if err := call.Points.SetKind(crashKind); err != nil {
+		return call.Usage(err)
+	}
 	fn, ok := registry[name]
 	if !ok {
 		return call.Usage(fmt.Errorf("unknown worker %q (known: %v)", name, Names()))

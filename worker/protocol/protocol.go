@@ -38,7 +38,27 @@ const (
 	// EnvCrashAt names the crash point at which the child must exit with
 	// ExitCrash.
 	EnvCrashAt = "IDEMLAB_CRASH_AT"
+	// EnvCrashKind says what the crash at EnvCrashAt stands for: empty or
+	// CrashKindKill for the process dying, CrashKindPower for the machine
+	// losing power. The child exits the same way for both; the kind tells
+	// the parent to run faultvfs.Recover before anything reads the files,
+	// and it is echoed in the report so the record shows which was meant.
+	EnvCrashKind = "IDEMLAB_CRASH_KIND"
+	// EnvVFS names the VFS a worker opens its files through; VFSFault
+	// selects the power-loss model. For a power cut to mean anything,
+	// every process that touched the files since the folder was baselined
+	// must have run with it.
+	EnvVFS = "IDEMLAB_VFS"
 )
+
+// Crash kinds for EnvCrashKind.
+const (
+	CrashKindKill  = "kill"
+	CrashKindPower = "power"
+)
+
+// VFSFault is the EnvVFS value that selects the fault-injecting VFS.
+const VFSFault = "faultvfs"
 
 // Report is the single JSON line a child writes on stdout.
 type Report struct {
@@ -49,6 +69,8 @@ type Report struct {
 	Points []string `json:"points"`
 	// CrashedAt is the point at which the worker crashed on purpose.
 	CrashedAt string `json:"crashed_at,omitempty"`
+	// CrashKind echoes EnvCrashKind on a crash when the parent set it.
+	CrashKind string `json:"crash_kind,omitempty"`
 	// Error is set when the worker exits with ExitWorkerError or ExitUsage.
 	Error string `json:"error,omitempty"`
 	// Result is the worker's own payload.
@@ -126,6 +148,7 @@ func (c *Call) write(r Report) {
 // call records the point and, if the parent chose it, crashes immediately.
 type Points struct {
 	crashAt string
+	kind    string
 	passed  []string
 	exit    func(int)
 	call    *Call
@@ -140,8 +163,20 @@ func (p *Points) Hit(name string) {
 	if name != p.crashAt {
 		return
 	}
-	p.call.write(Report{Worker: p.call.Name, Points: p.Passed(), CrashedAt: name})
+	p.call.write(Report{Worker: p.call.Name, Points: p.Passed(), CrashedAt: name, CrashKind: p.kind})
 	p.exit(ExitCrash)
+}
+
+// SetKind sets the crash kind the report echoes. Empty keeps reports as
+// they were before kinds existed; an unknown kind is an error, so a typo in
+// the parent cannot silently run a plain kill.
+func (p *Points) SetKind(kind string) error {
+	switch kind {
+	case "", CrashKindKill, CrashKindPower:
+		p.kind = kind
+		return nil
+	}
+	return fmt.Errorf("unknown crash kind %q (known: %q, %q)", kind, CrashKindKill, CrashKindPower)
 }
 
 // Passed returns a copy of the points passed so far, in order.

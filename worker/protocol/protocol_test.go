@@ -73,3 +73,44 @@ func TestPoints(t *testing.T) {
 		})
 	}
 }
+
+func TestCrashKind(t *testing.T) {
+	tests := []struct {
+		kind     string
+		wantKind string
+		wantErr  bool
+	}{
+		{"", "", false},
+		{CrashKindKill, CrashKindKill, false},
+		{CrashKindPower, CrashKindPower, false},
+		{"powr", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			var out bytes.Buffer
+			call := NewCall("test.worker", nil, nil, &out, &bytes.Buffer{}, "a", func(code int) { panic(exitCalled{code}) })
+			err := call.Points.SetKind(tt.kind)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("SetKind(%q) error %v, want error %v", tt.kind, err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			func() {
+				defer func() { _ = recover() }()
+				call.Points.Hit("a")
+			}()
+			var rep Report
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("report %q: %v", out.String(), err)
+			}
+			want := Report{Worker: "test.worker", Points: []string{"a"}, CrashedAt: "a", CrashKind: tt.wantKind}
+			if diff := cmp.Diff(want, rep); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+			if tt.kind == "" && bytes.Contains(out.Bytes(), []byte("crash_kind")) {
+				t.Errorf("a crash without a kind reports crash_kind, which changes existing records: %s", out.String())
+			}
+		})
+	}
+}

@@ -10,10 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"idemlab/worker/faultvfs"
+	"idemlab/worker/protocol"
 )
 
 // Options selects the file and the durability settings.
@@ -83,6 +87,11 @@ func Open(ctx context.Context, o Options) (*sql.DB, Settings, error) {
 	if o.Synchronous == "" {
 		o.Synchronous = "FULL"
 	}
+	if o.VFS == faultvfs.Name {
+		if err := faultvfs.Register(); err != nil {
+			return nil, Settings{}, fmt.Errorf("open database %s: %w", o.Path, err)
+		}
+	}
 	db, err := sql.Open("sqlite3", DSN(o))
 	if err != nil {
 		return nil, Settings{}, fmt.Errorf("open database %s: %w", o.Path, err)
@@ -124,6 +133,21 @@ func Open(ctx context.Context, o Options) (*sql.DB, Settings, error) {
 		}
 	}
 	return db, got, nil
+}
+
+// VFSFromEnv returns the VFS name a worker should put in Options.VFS, as
+// the parent chose it with protocol.EnvVFS: empty for the default VFS, or
+// faultvfs.Name. Open registers that VFS on first use. Any other value is an
+// error, so a misspelt setting cannot quietly run without the model.
+func VFSFromEnv() (string, error) {
+	switch v := os.Getenv(protocol.EnvVFS); v {
+	case "":
+		return "", nil
+	case protocol.VFSFault, faultvfs.Name:
+		return faultvfs.Name, nil
+	default:
+		return "", fmt.Errorf("%s=%q: unknown VFS (known: %q)", protocol.EnvVFS, v, protocol.VFSFault)
+	}
 }
 
 // ReadSettings reads the pragmas in effect on one connection of db.

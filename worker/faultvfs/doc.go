@@ -1,0 +1,81 @@
+// Package faultvfs is a SQLite VFS that models power loss, so idemlab can
+// ask what a committed transaction is worth when the machine, not just the
+// process, goes down. A killed process loses nothing the kernel already
+// has; a power cut loses everything no fsync covered.
+//
+// # Why a thin cgo wrapper
+//
+// The VFS wraps the default VFS (sqlite3_vfs_find(0)) in a few lines of C and
+// forwards every method, including all xShm* methods and xFetch/xUnfetch.
+// Only xOpen, xSync, xClose and xDelete also call into Go, so reads and
+// writes never leave C. A Go VFS library such as psanford/sqlite3vfs has no
+// shared-memory methods; WAL through it needs locking_mode=EXCLUSIVE and a
+// single connection, which would hide exactly the multi-connection,
+// multi-process behaviour idemlab measures. The SQLite declarations the C
+// code needs are in sqlite_api.h, written from SQLite's documented API; the
+// symbols are the ones github.com/mattn/go-sqlite3 compiles into the binary,
+// which is why this package imports it. The cgo link step that precedes the
+// final link cannot see those symbols, hence the linker flag that lets them
+// stay unresolved until then.
+//
+// # Durability model
+//
+// The model follows the unix VFS (os_unix.c) and POSIX fsync:
+//
+//   - A file's durable content is its whole content as of its last xSync.
+//     Writes and truncations after it are volatile. The snapshot is of the
+//     real file, so a sync by one process also makes other processes'
+//     earlier writes durable, as fsync does. Under SQLite's locking no one
+//     writes the database while it is synced; a WAL can grow during a
+//     checkpoint's sync, and frames caught then count as durable, which a
+//     real disk may also do.
+//   - Names are durable only through a directory sync. As in the unix VFS,
+//     the first sync through a main journal, super-journal or WAL handle
+//     opened with SQLITE_OPEN_CREATE also syncs the directory; the main
+//     database never does. A directory sync makes the whole listing
+//     durable, so the first journal sync also makes a freshly created
+//     database's name durable, with whatever content it last synced (empty
+//     if none).
+//   - A deletion is durable only if xDelete has dirSync set, which SQLite
+//     does for journals only with synchronous=EXTRA. Otherwise the file
+//     comes back after a cut with its durable content, so a DELETE-mode
+//     journal returns hot and the next open rolls back a committed
+//     transaction.
+//   - A file the VFS first meets already existing is taken as durable with
+//     its content at that moment. Baseline makes this explicit for a whole
+//     folder, and is what the harness should call after preparing it. A
+//     database a worker creates through the VFS is not durable until a
+//     directory sync covers it.
+//   - The -shm file is never durable: Recover removes it, as SQLite
+//     rebuilds it from the WAL.
+//
+// Names map to inodes in the model (see Model), because a journal deleted
+// and created again is a new file under an old name, and the directory
+// entry that survives decides which one comes back.
+//
+// # State on disk
+//
+// A worker may die at any instant, so the model's state lives next to the
+// files, in the folder StateDirName inside the database's folder: an
+// append-only log of ops (one JSON line, one write each) and image files
+// holding durable contents. The VFS finds it from the path of each file it
+// opens, so nothing needs configuring. Several processes share it under an
+// flock. A new image is written into storage no inode needs any more
+// before the op that points at it is logged, so a process killed half-way
+// leaves a consistent state. The state must only change through the VFS
+// between Baseline and Recover.
+//
+// # Using it
+//
+// The parent prepares the folder, calls Baseline, and starts workers with
+// protocol.EnvVFS=protocol.VFSFault; workers put sqlitedb.VFSFromEnv()
+// into sqlitedb.Options.VFS, and sqlitedb.Open registers the VFS on first
+// use. For a power cut the parent also sets protocol.EnvCrashKind to
+// protocol.CrashKindPower; once the worker has exited it calls Recover and
+// records the Report. Baseline and Recover use plain file I/O, which drops
+// any POSIX locks the calling process holds on those files, so the caller
+// must have no connection open to them.
+package faultvfs
+
+// Name is the name the VFS registers under; pass it as sqlitedb.Options.VFS.
+const Name = "idemlab-faultvfs"
