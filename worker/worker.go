@@ -25,10 +25,11 @@ type Func func(call *protocol.Call) int
 // "scenario.role" so the argv in raw-processes.jsonl reads plainly.
 var registry = map[string]Func{
 	redelivery.WorkerName: redelivery.Main,
-	"claim.race":          claim.RaceMain,
+	claim.RaceWorker:      claim.RaceMain,
+	claim.PoolWorker:      claim.PoolMain,
 	"batch.run":           batch.RunMain,
 	"batch.resolve":       batch.ResolveMain,
-	"claim.bench":         claim.BenchMain,
+	claim.BenchWorker:     claim.BenchMain,
 }
 
 // Names lists the registered workers, sorted.

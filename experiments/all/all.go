@@ -3,6 +3,7 @@
 package all
 
 import (
+	"idemlab/experiments/claim"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -12,5 +13,6 @@ import (
 func Scenarios() scenario.Registry {
 	return scenario.Registry{
 		redelivery.Scenario{},
+		claim.Scenario{},
 	}
 }
