@@ -2,7 +2,9 @@ package claim
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,43 +101,37 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, lines *[]pending) error {
 	st := p.s
 	busy := time.Duration(st.SQLite.BusyTimeoutMS) * time.Millisecond
-	var dir, db string
-	var base, last int64
-	defer func() {
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
-	}()
+	tpl, err := templates(ctx, env.TempDir, busy)
+	if err != nil {
+		return fmt.Errorf("%w: %v", harness.ErrHarness, err)
+	}
+	var f *roundFile
+	defer func() { f.close() }()
+	var last int64
 	for _, s := range Schedule(st) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if s.Index == 0 {
-			var err error
-			if dir, err = os.MkdirTemp(env.TempDir, "idemlab-claim-"); err != nil {
-				return fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
-			}
-			db = filepath.Join(dir, DBName)
-			if err := prepare(ctx, db, busy, s.Round.Schema); err != nil {
+			if f, err = newRoundFile(ctx, env.TempDir, busy, tpl[s.Round.Schema]); err != nil {
 				return fmt.Errorf("%w: %s repetition %d: %v", harness.ErrHarness, s.Condition, s.Repetition, err)
 			}
-			base = time.Now().UnixMilli()
 		}
 		// Honest callers stamp the event with the race's own start, kept
 		// strictly increasing so that each race's timestamp is its own.
 		start := max(time.Now().UnixMilli(), last+1)
 		last = start
 		if s.Race.Pinned {
-			start = base
+			start = f.base
 		}
 		who := Members(s.Seq, s.Racers, pool.Size())
 		o := Observation{
 			Scenario: Name, Condition: s.Condition, Race: s.Seq, Round: s.Round.ID, Variant: s.By,
-			Repetition: s.Repetition, RaceName: s.Race.Name, DB: db, BaseMS: base, StartMS: start,
+			Repetition: s.Repetition, RaceName: s.Race.Name, DB: f.path, BaseMS: f.base, StartMS: start,
 		}
 		reqs := make([]string, len(who))
 		for k := range who {
-			req := RequestFor(s, k, db, start, base)
+			req := RequestFor(s, k, f.path, start, f.base)
 			o.Racers = append(o.Racers, Racer{Slot: k, Request: req})
 			b, err := json.Marshal(req)
 			if err != nil {
@@ -152,18 +148,99 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 		}
 		o.ReleasedAtUS = rd.ReleasedAt.UnixMicro()
 		o.ReadAtUS = time.Now().UnixMicro()
-		row, hasCol, err := readRow(ctx, db, busy, st.Fingerprint)
+		row, ok, err := wc.ReadRow(ctx, f.db, st.Fingerprint)
 		if err != nil {
 			return fmt.Errorf("%w: %s repetition %d race %s: %v", harness.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
 		}
-		o.Row, o.ClaimedAtColumn = row, hasCol
+		o.ClaimedAtColumn = row.HasClaimedAt
+		if ok {
+			o.Row = &row
+		}
 		*lines = append(*lines, pending{obs: o, members: who})
 		if s.Last() {
-			os.RemoveAll(dir)
-			dir = ""
+			if err := f.close(); err != nil {
+				return fmt.Errorf("%w: %s repetition %d: %v", harness.ErrHarness, s.Condition, s.Repetition, err)
+			}
+			f = nil
 		}
 	}
 	return nil
+}
+
+// roundFile is a round's fresh file and the parent's own connection to
+// it, which reads the row after each race, and stays
+// open for the whole round. Holding it means no racer's close is the last
+// one, so no racer's close checkpoints the WAL (an fsync per race); the
+// connection is idle during a race and holds no lock.
+type roundFile struct {
+	dir, path string
+	db        *sql.DB
+	base      int64
+}
+
+func newRoundFile(ctx context.Context, tmp string, busy time.Duration, template []byte) (*roundFile, error) {
+	dir, err := os.MkdirTemp(tmp, "idemlab-claim-")
+	if err != nil {
+		return nil, fmt.Errorf("create database folder: %w", err)
+	}
+	f := &roundFile{dir: dir, path: filepath.Join(dir, DBName)}
+	if err := os.WriteFile(f.path, template, 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("write fresh database: %w", err)
+	}
+	db, _, err := sqlitedb.Open(ctx, wc.Options(f.path, busy))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	f.db = db
+	f.base = time.Now().UnixMilli()
+	return f, nil
+}
+
+// templates creates one empty file per table layout, in WAL mode, and
+// returns their bytes. A round's fresh file is a copy: byte for byte what
+// creating it would give, without the five fsyncs that switching a new
+// file to WAL costs.
+func templates(ctx context.Context, tmp string, busy time.Duration) (map[wc.SchemaVersion][]byte, error) {
+	dir, err := os.MkdirTemp(tmp, "idemlab-claim-template-")
+	if err != nil {
+		return nil, fmt.Errorf("create template folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	out := map[wc.SchemaVersion][]byte{}
+	for _, v := range []wc.SchemaVersion{wc.SchemaNew, wc.SchemaOld} {
+		path := filepath.Join(dir, string(v)+".sqlite3")
+		db, _, err := sqlitedb.Open(ctx, wc.Options(path, busy))
+		if err != nil {
+			return nil, err
+		}
+		err = wc.CreateSchema(ctx, db, v)
+		// Closing the only connection checkpoints the WAL into the file
+		// and removes it, so the file alone holds the table.
+		if err = errors.Join(err, db.Close()); err != nil {
+			return nil, err
+		}
+		if out[v], err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("read template: %w", err)
+		}
+		if _, err := os.Stat(path + "-wal"); !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("template %s kept its WAL after close", v)
+		}
+	}
+	return out, nil
+}
+
+// close drops the round's file. The file is deleted next, so its last
+// checkpoint need not reach the disk: the connection turns synchronous
+// off first, after the last row has been read.
+func (f *roundFile) close() error {
+	if f == nil {
+		return nil
+	}
+	_, err := f.db.Exec("PRAGMA synchronous=OFF")
+	err = errors.Join(err, f.db.Close())
+	return errors.Join(err, os.RemoveAll(f.dir))
 }
 
 // checkAnswers makes sure the members answered this race, and without an
@@ -187,34 +264,4 @@ func checkAnswers(seq int, rd harness.Round) error {
 		}
 	}
 	return nil
-}
-
-// prepare creates the round's file in WAL mode with the round's layout,
-// before any racer opens it.
-func prepare(ctx context.Context, path string, busy time.Duration, v wc.SchemaVersion) error {
-	db, _, err := sqlitedb.Open(ctx, wc.Options(path, busy))
-	if err != nil {
-		return err
-	}
-	if err := wc.CreateSchema(ctx, db, v); err != nil {
-		db.Close()
-		return err
-	}
-	return db.Close()
-}
-
-func readRow(ctx context.Context, path string, busy time.Duration, fingerprint string) (*wc.Row, bool, error) {
-	db, _, err := sqlitedb.Open(ctx, wc.Options(path, busy))
-	if err != nil {
-		return nil, false, err
-	}
-	defer db.Close()
-	row, ok, err := wc.ReadRow(ctx, db, fingerprint)
-	if err != nil {
-		return nil, false, err
-	}
-	if !ok {
-		return nil, row.HasClaimedAt, nil
-	}
-	return &row, row.HasClaimedAt, nil
 }
