@@ -116,19 +116,7 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 	}
 	sec.Tables = append(sec.Tables, t)
 	if ex.Mutants != nil {
-		mt := scenario.Table{
-			Title:  fmt.Sprintf("mutants, %d repetitions of every TTL round each", ex.Mutants.Repetitions),
-			Header: []string{"mutant", "killed by rounds", "ok"},
-			Legend: []string{"killed by: rounds whose outcome differed from the TTL claim's oracle; each mutant must be killed"},
-		}
-		for _, m := range ex.Mutants.Rows {
-			killed := "SURVIVED"
-			if m.Killed {
-				killed = strings.Join(m.KilledBy, ", ")
-			}
-			mt.Rows = append(mt.Rows, []string{string(m.Mutant), killed, harness.Mark(m.Killed)})
-		}
-		sec.Tables = append(sec.Tables, mt)
+		sec.Tables = append(sec.Tables, mutantTable(st, ex.Mutants))
 	}
 	art, err := article(groups, ex.Mutants)
 	if err != nil {
@@ -136,6 +124,70 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 	}
 	sec.Article = art
 	return sec, nil
+}
+
+// mutantTable has one column per round of the TTL claim, so that all
+// rounds fit beside each other: x where the round killed the mutant.
+func mutantTable(st Settings, mt *MutantTable) scenario.Table {
+	var ids []string
+	for _, r := range st.Rounds {
+		if r.hasKind(wc.TTL) {
+			ids = append(ids, r.ID)
+		}
+	}
+	short := ShortIDs(ids)
+	t := scenario.Table{
+		Title:  fmt.Sprintf("mutants, %d repetitions of every TTL round each", mt.Repetitions),
+		Header: append(append([]string{"mutant"}, short...), "killed"),
+		Legend: []string{"x: the round's outcome differed from the TTL claim's oracle, which kills the mutant; each must be killed"},
+	}
+	var legend []string
+	for i, id := range ids {
+		legend = append(legend, short[i]+" = "+id)
+	}
+	for len(legend) > 0 {
+		n := min(4, len(legend))
+		t.Legend = append(t.Legend, "rounds: "+strings.Join(legend[:n], ", "))
+		legend = legend[n:]
+	}
+	for _, m := range mt.Rows {
+		row := []string{string(m.Mutant)}
+		for _, id := range ids {
+			cell := "."
+			for _, k := range m.KilledBy {
+				if k == id {
+					cell = "x"
+				}
+			}
+			row = append(row, cell)
+		}
+		t.Rows = append(t.Rows, append(row, harness.Mark(m.Killed)))
+	}
+	return t
+}
+
+// ShortIDs shortens round ids to their number, adding the first letter
+// where ids of one number differ ("5-at-boundary", "5-past-boundary" give
+// "5a", "5p").
+func ShortIDs(ids []string) []string {
+	num := func(id string) string { n, _, _ := strings.Cut(id, "-"); return n }
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = num(id)
+		for j, other := range ids {
+			if j == i || num(other) != num(id) {
+				continue
+			}
+			k := 0
+			for k < len(id) && k < len(other) && id[k] == other[k] {
+				k++
+			}
+			if k < len(id) {
+				out[i] = num(id) + id[k:k+1]
+			}
+		}
+	}
+	return out
 }
 
 func rowCell(r RowSummary) string {
