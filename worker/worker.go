@@ -25,10 +25,11 @@ type Func func(call *protocol.Call) int
 // "scenario.role" so the argv in raw-processes.jsonl reads plainly.
 var registry = map[string]Func{
 	redelivery.WorkerName: redelivery.Main,
-	"claim.race":          claim.RaceMain,
+	claim.RaceWorker:      claim.RaceMain,
+	claim.PoolWorker:      claim.PoolMain,
+	claim.BenchWorker:     claim.BenchMain,
 	batch.WorkerRun:       batch.RunMain,
 	batch.WorkerResolve:   batch.ResolveMain,
-	"claim.bench":         claim.BenchMain,
 }
 
 // Names lists the registered workers, sorted.

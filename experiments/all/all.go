@@ -4,6 +4,7 @@ package all
 
 import (
 	"idemlab/experiments/batch"
+	"idemlab/experiments/claim"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -14,5 +15,6 @@ func Scenarios() scenario.Registry {
 	return scenario.Registry{
 		redelivery.Scenario{},
 		batch.Scenario{},
+		claim.Scenario{},
 	}
 }

@@ -53,11 +53,16 @@ func BenchmarkClaimRace(b *testing.B) {
 func benchRace(b *testing.B, r *harness.Runner, procs, iter int) (int, time.Duration, int, error) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), fmt.Sprintf("bench-%d.sqlite3", iter))
-	if err := prepare(ctx, path, 5*time.Second, wc.SchemaNew); err != nil {
+	db, _, err := sqlitedb.Open(ctx, wc.Options(path, 5*time.Second))
+	if err != nil {
 		return 0, 0, 0, err
 	}
-	ps, err := RunRace(ctx, r, RaceSpec{
-		Scenario: Name, Condition: "bench", Worker: BenchWorker, Workers: procs,
+	err = errors.Join(wc.CreateSchema(ctx, db, wc.SchemaNew), db.Close())
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ps, err := r.RunBarrier(ctx, harness.BarrierSpec{
+		Scenario: Name, Condition: "bench", Worker: wc.BenchWorker, Workers: procs,
 		Label: func(i int) string { return fmt.Sprintf("bench-w%d", i+1) },
 		Args: func(i int) []string {
 			return []string{"-db", path, "-variant", string(wc.TTL), "-fingerprint", "bench",

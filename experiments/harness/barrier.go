@@ -1,4 +1,4 @@
-package claim
+package harness
 
 import (
 	"context"
@@ -7,43 +7,42 @@ import (
 	"os"
 	"time"
 
-	"idemlab/experiments/harness"
 	"idemlab/worker/protocol"
 )
 
-// ReadyFD is the descriptor on which a racing worker finds the readiness
-// pipe: the first of Spec.ExtraFiles.
+// ReadyFD is the descriptor on which a worker started behind a one-shot
+// barrier finds the readiness pipe: the first of Spec.ExtraFiles.
 const ReadyFD = 3
 
 // ReadyTimeout bounds the wait for every racer to be ready.
 const ReadyTimeout = 2 * time.Minute
 
-// RaceSpec describes N workers started together behind one barrier.
-type RaceSpec struct {
+// BarrierSpec describes N workers started together behind one barrier.
+type BarrierSpec struct {
 	Scenario  string
 	Condition string
 	Worker    string
 	Workers   int
 	// Label names racer i; Args gives its arguments, without -ready-fd,
-	// which RunRace adds.
+	// which RunBarrier adds.
 	Label func(i int) string
 	Args  func(i int) []string
 }
 
-// RunRace starts every racer, waits until each has opened the database and
+// RunBarrier starts every racer, waits until each has opened the database and
 // written its readiness byte, then releases all of them at once by closing
 // the write end of the pipe that is their standard input. A racer that
 // exits before the release, or any racer that fails, is a harness failure.
-func RunRace(ctx context.Context, r *harness.Runner, rs RaceSpec) ([]*harness.Proc, error) {
+func (r *Runner) RunBarrier(ctx context.Context, rs BarrierSpec) ([]*Proc, error) {
 	relR, relW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("%w: create release pipe: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: create release pipe: %v", ErrHarness, err)
 	}
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		relR.Close()
 		relW.Close()
-		return nil, fmt.Errorf("%w: create readiness pipe: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: create readiness pipe: %v", ErrHarness, err)
 	}
 	defer readyR.Close()
 	released := false
@@ -57,14 +56,14 @@ func RunRace(ctx context.Context, r *harness.Runner, rs RaceSpec) ([]*harness.Pr
 
 	type done struct {
 		i   int
-		p   *harness.Proc
+		p   *Proc
 		err error
 	}
 	doneCh := make(chan done, rs.Workers)
 	started := 0
 	var startErr error
 	for i := 0; i < rs.Workers; i++ {
-		h, err := r.Start(ctx, harness.Spec{
+		h, err := r.Start(ctx, Spec{
 			Scenario: rs.Scenario, Condition: rs.Condition, Label: rs.Label(i),
 			Worker: rs.Worker, Args: append(rs.Args(i), "-ready-fd", fmt.Sprint(ReadyFD)),
 			Exits: []int{protocol.ExitACK}, Stdin: relR, ExtraFiles: []*os.File{readyW},
@@ -98,21 +97,21 @@ func RunRace(ctx context.Context, r *harness.Runner, rs RaceSpec) ([]*harness.Pr
 		select {
 		case err := <-readyCh:
 			if err != nil {
-				failure = fmt.Errorf("%w: %s: wait for %d racers to be ready: %v", harness.ErrHarness, rs.Condition, rs.Workers, err)
+				failure = fmt.Errorf("%w: %s: wait for %d racers to be ready: %v", ErrHarness, rs.Condition, rs.Workers, err)
 			}
 		case d := <-doneCh:
 			// Put it back so the collection below sees every child.
 			doneCh <- d
-			failure = fmt.Errorf("%w: %s: racer %s exited before the release", harness.ErrHarness, rs.Condition, rs.Label(d.i))
+			failure = fmt.Errorf("%w: %s: racer %s exited before the release", ErrHarness, rs.Condition, rs.Label(d.i))
 		case <-timer.C:
-			failure = fmt.Errorf("%w: %s: racers not ready after %s", harness.ErrHarness, rs.Condition, ReadyTimeout)
+			failure = fmt.Errorf("%w: %s: racers not ready after %s", ErrHarness, rs.Condition, ReadyTimeout)
 		case <-ctx.Done():
-			failure = fmt.Errorf("%w: %s: %v", harness.ErrHarness, rs.Condition, ctx.Err())
+			failure = fmt.Errorf("%w: %s: %v", ErrHarness, rs.Condition, ctx.Err())
 		}
 		timer.Stop()
 	}
 	release()
-	procs := make([]*harness.Proc, rs.Workers)
+	procs := make([]*Proc, rs.Workers)
 	var errs []error
 	for k := 0; k < started; k++ {
 		d := <-doneCh
