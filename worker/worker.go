@@ -11,6 +11,7 @@ import (
 
 	"idemlab/worker/batch"
 	"idemlab/worker/claim"
+	"idemlab/worker/explore"
 	"idemlab/worker/protocol"
 	"idemlab/worker/redelivery"
 )
@@ -25,6 +26,7 @@ type Func func(call *protocol.Call) int
 // "scenario.role" so the argv in raw-processes.jsonl reads plainly.
 var registry = map[string]Func{
 	redelivery.WorkerName: redelivery.Main,
+	explore.RacerName:     explore.RaceMain,
 	"claim.race":          claim.RaceMain,
 	"batch.run":           batch.RunMain,
 	"batch.resolve":       batch.ResolveMain,
@@ -51,16 +53,26 @@ func Dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) (code in
 		fmt.Fprintln(stderr, "worker: missing worker name")
 		return protocol.ExitUsage, true
 	}
-	return Run(args[1], args[2:], stdin, stdout, stderr, os.Getenv(protocol.EnvCrashAt), nil), true
+	call := protocol.NewCall(args[1], args[2:], stdin, stdout, stderr, os.Getenv(protocol.EnvCrashAt), nil)
+	k, err := protocol.ParseCrashAfterHits(os.Getenv(protocol.EnvCrashAfterHits))
+	if err != nil {
+		return call.Usage(err), true
+	}
+	call.Points.CrashAfterHits(k)
+	return RunCall(call), true
 }
 
 // Run runs the named worker. exit is how a crash ends the process; nil means
 // os.Exit. An unknown name exits ExitUsage.
 func Run(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, crashAt string, exit func(int)) int {
-	call := protocol.NewCall(name, args, stdin, stdout, stderr, crashAt, exit)
-	fn, ok := registry[name]
+	return RunCall(protocol.NewCall(name, args, stdin, stdout, stderr, crashAt, exit))
+}
+
+// RunCall runs a prepared call, whose crash settings the caller chose.
+func RunCall(call *protocol.Call) int {
+	fn, ok := registry[call.Name]
 	if !ok {
-		return call.Usage(fmt.Errorf("unknown worker %q (known: %v)", name, Names()))
+		return call.Usage(fmt.Errorf("unknown worker %q (known: %v)", call.Name, Names()))
 	}
 	return fn(call)
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 )
 
 // Exit codes a child may use. The parent treats every other code, and every
@@ -38,7 +39,23 @@ const (
 	// EnvCrashAt names the crash point at which the child must exit with
 	// ExitCrash.
 	EnvCrashAt = "IDEMLAB_CRASH_AT"
+	// EnvCrashAfterHits, a whole number k >= 1, makes the child exit with
+	// ExitCrash at its k-th Hit, whatever the point's name. A seeded k
+	// replays exactly, where a kill after a delay cannot.
+	EnvCrashAfterHits = "IDEMLAB_CRASH_AFTER_HITS"
 )
+
+// ParseCrashAfterHits reads EnvCrashAfterHits; "" means none (0).
+func ParseCrashAfterHits(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 1 {
+		return 0, fmt.Errorf("%s=%q: want a whole number from 1", EnvCrashAfterHits, s)
+	}
+	return k, nil
+}
 
 // Report is the single JSON line a child writes on stdout.
 type Report struct {
@@ -86,6 +103,9 @@ func (c *Call) Finish(result any, code int) int {
 	if c.Points.crashAt != "" {
 		return c.Fail(fmt.Errorf("crash point %q was never reached (passed %v)", c.Points.crashAt, c.Points.passed))
 	}
+	if k := c.Points.crashAfter; k > 0 {
+		return c.Fail(fmt.Errorf("crash after %d hits was never reached (passed %d: %v)", k, len(c.Points.passed), c.Points.passed))
+	}
 	raw, err := json.Marshal(result)
 	if err != nil {
 		return c.Fail(fmt.Errorf("encode result: %w", err))
@@ -125,7 +145,8 @@ func (c *Call) write(r Report) {
 // Points is the crash-point API. Workers call Hit at every named point; the
 // call records the point and, if the parent chose it, crashes immediately.
 type Points struct {
-	crashAt string
+	crashAt    string
+	crashAfter int
 	passed  []string
 	exit    func(int)
 	call    *Call
@@ -137,12 +158,16 @@ type Points struct {
 // closed, exactly as when a process dies.
 func (p *Points) Hit(name string) {
 	p.passed = append(p.passed, name)
-	if name != p.crashAt {
+	if name != p.crashAt && (p.crashAfter == 0 || len(p.passed) != p.crashAfter) {
 		return
 	}
 	p.call.write(Report{Worker: p.call.Name, Points: p.Passed(), CrashedAt: name})
 	p.exit(ExitCrash)
 }
+
+// CrashAfterHits makes the k-th Hit crash; 0 turns it off. The worker
+// dispatcher sets it from EnvCrashAfterHits.
+func (p *Points) CrashAfterHits(k int) { p.crashAfter = k }
 
 // Passed returns a copy of the points passed so far, in order.
 func (p *Points) Passed() []string {

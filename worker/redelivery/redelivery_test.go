@@ -94,7 +94,7 @@ func TestEveryCrashPoint(t *testing.T) {
 					obs.FollowUpJobs, obs.ProcessedEvents = count(t, path)
 					got = append(got, obs)
 				}
-				want := exp.Expect(exp.Condition{Name: name, Pattern: p, CrashAt: point, Deliveries: 2})
+				want := exp.Expect(exp.Settings{Deliveries: 2}, exp.Condition{Name: name, Pattern: p, CrashAt: point})
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("deliveries differ from the oracle (-want +got):\n%s", diff)
 				}
