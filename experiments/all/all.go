@@ -3,6 +3,7 @@
 package all
 
 import (
+	"idemlab/experiments/explore"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -12,5 +13,7 @@ import (
 func Scenarios() scenario.Registry {
 	return scenario.Registry{
 		redelivery.Scenario{},
+		// explore stays last: it sweeps the patterns the others reproduce.
+		explore.Scenario{},
 	}
 }

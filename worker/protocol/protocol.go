@@ -147,9 +147,9 @@ func (c *Call) write(r Report) {
 type Points struct {
 	crashAt    string
 	crashAfter int
-	passed  []string
-	exit    func(int)
-	call    *Call
+	passed     []string
+	exit       func(int)
+	call       *Call
 }
 
 // Hit marks that the worker reached the named point. If the parent chose
