@@ -5,6 +5,7 @@ package all
 import (
 	"idemlab/experiments/batch"
 	"idemlab/experiments/claim"
+	"idemlab/experiments/explore"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -16,5 +17,7 @@ func Scenarios() scenario.Registry {
 		redelivery.Scenario{},
 		batch.Scenario{},
 		claim.Scenario{},
+		// explore stays last: it sweeps the patterns the others reproduce.
+		explore.Scenario{},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -61,15 +62,16 @@ func benchRace(b *testing.B, r *harness.Runner, procs, iter int) (int, time.Dura
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	ps, err := r.RunBarrier(ctx, harness.BarrierSpec{
-		Scenario: Name, Condition: "bench", Worker: wc.BenchWorker, Workers: procs,
-		Label: func(i int) string { return fmt.Sprintf("bench-w%d", i+1) },
-		Args: func(i int) []string {
-			return []string{"-db", path, "-variant", string(wc.TTL), "-fingerprint", "bench",
+	racers := make([]harness.Racer, procs)
+	for i := range racers {
+		racers[i] = harness.Racer{Spec: harness.Spec{
+			Scenario: Name, Condition: "bench", Label: fmt.Sprintf("bench-w%d", i+1), Worker: wc.BenchWorker,
+			Args: []string{"-db", path, "-variant", string(wc.TTL), "-fingerprint", "bench",
 				"-source", "bench", "-level", "info", "-message", "m", "-ttl-ms", "300000",
-				"-count", fmt.Sprint(benchClaims)}
-		},
-	})
+				"-count", fmt.Sprint(benchClaims), "-ready-fd", strconv.Itoa(harness.BarrierReadyFD)},
+		}}
+	}
+	ps, err := harness.RunBarrier(ctx, r, racers)
 	if err != nil {
 		return 0, 0, 0, err
 	}

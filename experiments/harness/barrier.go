@@ -2,38 +2,36 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
-
-	"idemlab/worker/protocol"
 )
 
-// ReadyFD is the descriptor on which a worker started behind a one-shot
-// barrier finds the readiness pipe: the first of Spec.ExtraFiles.
-const ReadyFD = 3
+// BarrierReadyFD is the descriptor on which a worker behind a barrier
+// finds the readiness pipe: the first inherited extra file. Its arguments
+// must say so (the explore racer takes "-ready-fd 3").
+const BarrierReadyFD = 3
 
-// ReadyTimeout bounds the wait for every racer to be ready.
-const ReadyTimeout = 2 * time.Minute
+// BarrierReadyTimeout bounds the wait for every worker to be ready.
+const BarrierReadyTimeout = 2 * time.Minute
 
-// BarrierSpec describes N workers started together behind one barrier.
-type BarrierSpec struct {
-	Scenario  string
-	Condition string
-	Worker    string
-	Workers   int
-	// Label names racer i; Args gives its arguments, without -ready-fd,
-	// which RunBarrier adds.
-	Label func(i int) string
-	Args  func(i int) []string
+// Racer is one worker started behind a barrier. KillAfterRelease, when
+// positive, sends SIGKILL that long after the release; a kill timed from
+// the start would mostly land while the worker waits at the barrier.
+type Racer struct {
+	Spec             Spec
+	KillAfterRelease time.Duration
 }
 
-// RunBarrier starts every racer, waits until each has opened the database and
-// written its readiness byte, then releases all of them at once by closing
-// the write end of the pipe that is their standard input. A racer that
-// exits before the release, or any racer that fails, is a harness failure.
-func (r *Runner) RunBarrier(ctx context.Context, rs BarrierSpec) ([]*Proc, error) {
+// RunBarrier starts every racer with the release pipe as its standard
+// input and the readiness pipe as descriptor BarrierReadyFD, waits until
+// each has written one byte on it, then releases all of them at once by
+// closing the release pipe. It returns the processes in the racers' order.
+// A racer that exits before the release, or that fails the protocol, is a
+// harness failure.
+func RunBarrier(ctx context.Context, r *Runner, racers []Racer) ([]*Proc, error) {
 	relR, relW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("%w: create release pipe: %v", ErrHarness, err)
@@ -53,82 +51,117 @@ func (r *Runner) RunBarrier(ctx context.Context, rs BarrierSpec) ([]*Proc, error
 		}
 	}
 	defer release()
-
 	type done struct {
 		i   int
 		p   *Proc
 		err error
 	}
-	doneCh := make(chan done, rs.Workers)
-	started := 0
-	var startErr error
-	for i := 0; i < rs.Workers; i++ {
-		h, err := r.Start(ctx, Spec{
-			Scenario: rs.Scenario, Condition: rs.Condition, Label: rs.Label(i),
-			Worker: rs.Worker, Args: append(rs.Args(i), "-ready-fd", fmt.Sprint(ReadyFD)),
-			Exits: []int{protocol.ExitACK}, Stdin: relR, ExtraFiles: []*os.File{readyW},
-		})
+	doneCh := make(chan done, len(racers))
+	handles := make([]*Handle, 0, len(racers))
+	var failure error
+	for i, rc := range racers {
+		s := rc.Spec
+		s.Stdin, s.ExtraFiles = relR, []*os.File{readyW}
+		h, err := r.Start(ctx, s)
 		if err != nil {
-			startErr = err
+			failure = err
 			break
 		}
-		started++
+		handles = append(handles, h)
 		go func(i int) {
 			p, err := h.Wait()
 			doneCh <- done{i, p, err}
 		}(i)
 	}
 	// Only the children hold these ends now: the readiness pipe reaches
-	// EOF if every child dies, and the release pipe closes when the parent
-	// closes its write end.
+	// EOF if every child dies, and the release pipe closes with the
+	// parent's write end.
 	relR.Close()
 	readyW.Close()
-
-	var failure error
-	if startErr != nil {
-		failure = startErr
-	} else {
-		readyCh := make(chan error, 1)
-		go func() {
-			_, err := io.ReadFull(readyR, make([]byte, rs.Workers))
-			readyCh <- err
-		}()
-		timer := time.NewTimer(ReadyTimeout)
-		select {
-		case err := <-readyCh:
-			if err != nil {
-				failure = fmt.Errorf("%w: %s: wait for %d racers to be ready: %v", ErrHarness, rs.Condition, rs.Workers, err)
+	if failure == nil {
+		// A racer seen exiting early is put back for the collection below.
+		exited := func() (int, bool) {
+			select {
+			case d := <-doneCh:
+				doneCh <- d
+				return d.i, true
+			default:
+				return 0, false
 			}
-		case d := <-doneCh:
-			// Put it back so the collection below sees every child.
-			doneCh <- d
-			failure = fmt.Errorf("%w: %s: racer %s exited before the release", ErrHarness, rs.Condition, rs.Label(d.i))
-		case <-timer.C:
-			failure = fmt.Errorf("%w: %s: racers not ready after %s", ErrHarness, rs.Condition, ReadyTimeout)
-		case <-ctx.Done():
-			failure = fmt.Errorf("%w: %s: %v", ErrHarness, rs.Condition, ctx.Err())
 		}
-		timer.Stop()
+		failure = awaitReady(ctx, readyR, len(racers), exited)
 	}
 	release()
-	procs := make([]*Proc, rs.Workers)
+	if failure == nil {
+		for i, h := range handles {
+			if d := racers[i].KillAfterRelease; d > 0 {
+				h.killAfter(d)
+			}
+		}
+	}
+	procs := make([]*Proc, len(racers))
 	var errs []error
-	for k := 0; k < started; k++ {
+	for range handles {
 		d := <-doneCh
 		procs[d.i] = d.p
 		if d.err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", rs.Condition, d.err))
+			errs = append(errs, d.err)
 		}
 	}
 	if len(errs) > 0 {
 		// A worker's own error says more than "exited before the release".
-		if len(errs) > 1 {
-			return nil, fmt.Errorf("%w (and %d more racers failed)", errs[0], len(errs)-1)
-		}
-		return nil, errs[0]
+		return nil, errors.Join(errs...)
 	}
 	if failure != nil {
 		return nil, failure
 	}
 	return procs, nil
+}
+
+// awaitReady reads one byte per racer, and fails when a racer exits first,
+// the time runs out or the context ends.
+func awaitReady(ctx context.Context, readyR io.Reader, n int, exited func() (int, bool)) error {
+	readyCh := make(chan error, 1)
+	go func() {
+		_, err := io.ReadFull(readyR, make([]byte, n))
+		readyCh <- err
+	}()
+	deadline := time.NewTimer(BarrierReadyTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case err := <-readyCh:
+			if err != nil {
+				return fmt.Errorf("%w: wait for %d racers to be ready: %v", ErrHarness, n, err)
+			}
+			return nil
+		case <-poll.C:
+			if i, ok := exited(); ok {
+				return fmt.Errorf("%w: racer %d exited before the release", ErrHarness, i)
+			}
+		case <-deadline.C:
+			return fmt.Errorf("%w: racers not ready after %s", ErrHarness, BarrierReadyTimeout)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", ErrHarness, ctx.Err())
+		}
+	}
+}
+
+// killAfter arms a SIGKILL for a started child, as Spec.KillAfter does at
+// the start. The timer is stopped once the child has been waited for.
+func (h *Handle) killAfter(d time.Duration) {
+	t := time.AfterFunc(d, func() {
+		select {
+		case <-h.done:
+		default:
+			h.killed = true
+			h.cmd.Process.Kill()
+		}
+	})
+	go func() {
+		<-h.done
+		t.Stop()
+	}()
 }

@@ -16,9 +16,9 @@ import (
 // whose fold counts observation lines per condition.
 type fake struct{ want map[string]int }
 
-func (fake) Name() string                  { return "fake" }
-func (fake) Summary() string               { return "" }
-func (fake) Flags() []scenario.Flag        { return []scenario.Flag{{Name: "n"}} }
+func (fake) Name() string                                                     { return "fake" }
+func (fake) Summary() string                                                  { return "" }
+func (fake) Flags() []scenario.Flag                                           { return []scenario.Flag{{Name: "n"}} }
 func (f fake) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) { return nil, nil }
 func (f fake) Expect(json.RawMessage) ([]scenario.Expected, error) {
 	return []scenario.Expected{{Condition: "a", Value: f.want["a"]}, {Condition: "b", Value: f.want["b"]}}, nil
