@@ -32,6 +32,8 @@ var registry = map[string]Func{
 	batch.WorkerRun:       batch.RunMain,
 	batch.WorkerResolve:   batch.ResolveMain,
 	explore.RacerName:     explore.RaceMain,
+	explore.ClaimName:     explore.ClaimMain,
+	explore.LeaseName:     explore.LeaseMain,
 }
 
 // Names lists the registered workers, sorted.

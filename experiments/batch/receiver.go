@@ -22,6 +22,10 @@ type ReceiverConfig struct {
 	// injects nothing.
 	FailItem string
 	FailMode string
+	// Fence refuses a send whose lease generation is below the highest
+	// the receiver has seen for the job (in a send or a lookup), and logs
+	// it as SendStale. The article's batch sends no generation.
+	Fence bool
 }
 
 // Receiver is the external system of the article, run by the parent on
@@ -41,6 +45,7 @@ type Receiver struct {
 	byIdem   map[string]string
 	replays  int
 	log      []SendEntry
+	maxGen   map[string]int64
 }
 
 // Outcomes of a send in the receiver's log.
@@ -55,6 +60,9 @@ const (
 	// SendReplayed: answered from the idempotency-key store, not recorded
 	// again.
 	SendReplayed = "replayed"
+	// SendStale: refused by the fence, not recorded; its generation is
+	// below one the receiver has already seen for the job.
+	SendStale = "stale"
 )
 
 // SendEntry is one send as the receiver saw it. The receiver runs in the
@@ -70,6 +78,8 @@ type SendEntry struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	Outcome        string `json:"outcome"`
 	Receipt        string `json:"receipt,omitempty"`
+	// Generation is the sender's fencing token; 0 when it sent none.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // Accepted reports whether the entry is a delivery the receiver recorded.
@@ -87,6 +97,7 @@ func StartReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		URL: "http://" + ln.Addr().String(), cfg: cfg, ln: ln,
 		armed:   cfg.FailItem != "" && cfg.FailMode != "",
 		accepts: map[wb.Key]int{}, receipts: map[wb.Key]string{}, byIdem: map[string]string{},
+		maxGen: map[string]int64{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+wb.PathSend, r.handleSend)
@@ -122,8 +133,18 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 	}
 	wb.PreciseSleep(r.cfg.SendLatency)
 	k := wb.Key{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step}
-	e := SendEntry{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step, Digest: sr.Digest, IdempotencyKey: sr.IdempotencyKey}
+	e := SendEntry{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step, Digest: sr.Digest, IdempotencyKey: sr.IdempotencyKey, Generation: sr.Generation}
 	r.mu.Lock()
+	if sr.Generation > 0 {
+		if r.cfg.Fence && sr.Generation < r.maxGen[sr.JobID] {
+			e.Outcome = SendStale
+			r.record(e)
+			r.mu.Unlock()
+			http.Error(w, "stale lease generation", http.StatusConflict)
+			return
+		}
+		r.maxGen[sr.JobID] = max(r.maxGen[sr.JobID], sr.Generation)
+	}
 	inject := r.armed && sr.ItemID == r.cfg.FailItem
 	if inject {
 		r.armed = false
@@ -208,7 +229,11 @@ func (r *Receiver) handleReceipt(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "job_id, item_id and step are required", http.StatusBadRequest)
 		return
 	}
+	gen, _ := strconv.ParseInt(q.Get("generation"), 10, 64)
 	r.mu.Lock()
+	if gen > 0 {
+		r.maxGen[k.Job] = max(r.maxGen[k.Job], gen)
+	}
 	rc, ok := r.receipts[k]
 	r.mu.Unlock()
 	if !ok {

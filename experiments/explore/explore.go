@@ -35,6 +35,8 @@ const (
 	MaxTrials = 1_000_000
 	MaxRounds = 100_000
 	MaxRacers = 64
+	// MaxItems keeps a batch sweep (two points per item) short.
+	MaxItems = 50
 )
 
 // Input is the explore section of input.json.
@@ -54,6 +56,8 @@ type Input struct {
 	Parallel int `json:"parallel"`
 	// MaxAttempts is how often a racer tries a busy delivery.
 	MaxAttempts int `json:"max_attempts"`
+	// Items is the batch patterns' item count; each adds two crash points.
+	Items int `json:"items"`
 }
 
 // Settings are recorded with the scenario; verify derives them again.
@@ -68,6 +72,7 @@ type Settings struct {
 	Rounds      int    `json:"rounds"`
 	Parallel    int    `json:"parallel"`
 	MaxAttempts int    `json:"max_attempts"`
+	Items       int    `json:"items"`
 	// OnlyTrial, when 0 or more, runs that one index of every random
 	// condition, to replay a violation alone; -1 runs them all.
 	OnlyTrial  int              `json:"only_trial"`
@@ -79,10 +84,18 @@ type Settings struct {
 
 // PatternSetting is what the records depend on of a pattern.
 type PatternSetting struct {
-	Name   string `json:"name"`
-	Worker string `json:"worker"`
-	Racer  string `json:"racer"`
-	Window Window `json:"window"`
+	Name       string `json:"name"`
+	Worker     string `json:"worker"`
+	Racer      string `json:"racer"`
+	Window     Window `json:"window"`
+	TrialShare int    `json:"trial_share"`
+	Sends      bool   `json:"sends,omitempty"`
+	Fenced     bool   `json:"fenced,omitempty"`
+}
+
+// settingOf is what the settings record of a registered pattern.
+func settingOf(p Pattern) PatternSetting {
+	return PatternSetting{Name: p.Name, Worker: p.Worker, Racer: p.Racer, Window: p.Window, TrialShare: p.TrialShare, Sends: p.Sends, Fenced: p.Fenced}
 }
 
 // Kinds of condition.
@@ -92,6 +105,10 @@ const (
 	KindHits      = "crash-after-hits"
 	KindKill      = "timing-kill"
 	KindRace      = "timing-race"
+	// KindTakeover pauses a lease holder at each discovered point while a
+	// successor takes over, then lets it run on: replayable, since the
+	// parent orders the two, not the scheduler.
+	KindTakeover = "takeover"
 )
 
 // Condition is one kind of trial on one pattern.
@@ -104,6 +121,9 @@ type Condition struct {
 	Trials []int `json:"trials,omitempty"`
 	Racers int   `json:"racers,omitempty"`
 	Kills  bool  `json:"kills,omitempty"`
+	// Unfenced runs a takeover with the fence off: unconditional journal
+	// writes and a receiver that accepts any generation.
+	Unfenced bool `json:"unfenced,omitempty"`
 }
 
 // Timing reports whether a condition's outcomes depend on OS scheduling.
@@ -180,6 +200,8 @@ func (in Input) Validate() error {
 		return fmt.Errorf("explore.parallel: %d, want 1 to 64", in.Parallel)
 	case in.MaxAttempts < 1 || in.MaxAttempts > 100:
 		return fmt.Errorf("explore.max_attempts: %d, want 1 to 100", in.MaxAttempts)
+	case in.Items < 1 || in.Items > MaxItems:
+		return fmt.Errorf("explore.items: %d, want 1 to %d", in.Items, MaxItems)
 	}
 	seen := map[int]bool{}
 	for i, k := range in.Racers {
@@ -194,6 +216,10 @@ func (in Input) Validate() error {
 	return nil
 }
 
+// PatternTrials is a pattern's random trials for trials per 100 at share
+// per 100, rounded up so --trials 1 runs every pattern once.
+func PatternTrials(trials, share int) int { return (trials*share + 99) / 100 }
+
 // NewSettings derives the settings, the conditions included, from the
 // input; only is the replayed trial index or -1.
 func NewSettings(in Input, only int) Settings {
@@ -201,7 +227,7 @@ func NewSettings(in Input, only int) Settings {
 		EventID: in.EventID, JobKey: in.JobKey, Seed: in.Seed, Trials: in.Trials,
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
 		Racers: append([]int{}, in.Racers...), Rounds: in.Rounds, Parallel: in.Parallel,
-		MaxAttempts: in.MaxAttempts, OnlyTrial: only, SQLite: redelivery.RequestedSQLite(),
+		MaxAttempts: in.MaxAttempts, Items: in.Items, OnlyTrial: only, SQLite: redelivery.RequestedSQLite(),
 	}
 	if st.Racers == nil {
 		st.Racers = []int{}
@@ -217,23 +243,30 @@ func NewSettings(in Input, only int) Settings {
 		return out
 	}
 	for _, p := range Patterns() {
-		st.Patterns = append(st.Patterns, PatternSetting{Name: p.Name, Worker: p.Worker, Racer: p.Racer, Window: p.Window})
+		st.Patterns = append(st.Patterns, settingOf(p))
 		add := func(kind, suffix string, trials []int, racers int, kills bool) {
 			st.Conditions = append(st.Conditions, Condition{Name: p.Name + "/" + suffix, Pattern: p.Name, Kind: kind, Trials: trials, Racers: racers, Kills: kills})
 		}
 		add(KindDiscovery, KindDiscovery, nil, 0, false)
 		add(KindSweep, KindSweep, nil, 0, false)
-		if st.HitTrials > 0 {
-			add(KindHits, KindHits, indices(st.HitTrials), 0, false)
+		if n := PatternTrials(st.Trials, p.TrialShare); n > 0 {
+			if h := (n + 1) / 2; h > 0 {
+				add(KindHits, KindHits, indices(h), 0, false)
+			}
+			if k := n / 2; k > 0 {
+				add(KindKill, KindKill, indices(k), 0, false)
+			}
 		}
-		if st.KillTrials > 0 {
-			add(KindKill, KindKill, indices(st.KillTrials), 0, false)
-		}
-		if st.Rounds > 0 {
+		if st.Rounds > 0 && p.Racer != "" {
 			for _, k := range st.Racers {
 				add(KindRace, fmt.Sprintf("%s-%d", KindRace, k), indices(st.Rounds), k, false)
 				add(KindRace, fmt.Sprintf("%s-%d-kill", KindRace, k), indices(st.Rounds), k, true)
 			}
+		}
+		if p.Takeover {
+			st.Conditions = append(st.Conditions,
+				Condition{Name: p.Name + "/" + KindTakeover + "-fenced", Pattern: p.Name, Kind: KindTakeover},
+				Condition{Name: p.Name + "/" + KindTakeover + "-unfenced", Pattern: p.Name, Kind: KindTakeover, Unfenced: true})
 		}
 	}
 	return st
@@ -252,9 +285,11 @@ func (p *plan) Processes() int {
 		case KindDiscovery:
 			n++
 		case KindSweep:
-			n += 2 * 3
+			n += 2 * 6
 		case KindHits, KindKill:
 			n += 2 * len(c.Trials)
+		case KindTakeover:
+			n += 2 * (1 + 2*p.s.Items)
 		case KindRace:
 			n += (c.Racers + 1) * len(c.Trials)
 		}
@@ -272,7 +307,11 @@ type Observation struct {
 	Step       string `json:"step"`
 	ProcessIDs []int  `json:"process_ids"`
 	DB         string `json:"db"`
-	Point      string `json:"point,omitempty"`
+	// Receiver is the URL of the trial's receiver, for a pattern that sends.
+	Receiver string `json:"receiver,omitempty"`
+	// Lookup is what the parent asked the receiver before a resolve.
+	Lookup *Lookup `json:"lookup,omitempty"`
+	Point  string  `json:"point,omitempty"`
 	K          int    `json:"k,omitempty"`
 	// KillDelaysUS has one entry per process: 0 for no kill, else the
 	// delay before SIGKILL (from the start for a kill trial, from the
@@ -286,6 +325,10 @@ const (
 	StepDelivery = "delivery"
 	StepRecovery = "recovery"
 	StepRacers   = "racers"
+	// A takeover's steps: the successor, once it finished, then the
+	// paused holder, once it ran on.
+	StepSuccessor = "successor"
+	StepStale     = "stale-holder"
 )
 
 // conditionsByName indexes the settings' conditions.
@@ -299,5 +342,5 @@ func (st Settings) conditionsByName() map[string]Condition {
 
 // RacerArgs are a racer's arguments.
 func RacerArgs(st Settings, p Pattern, db string) []string {
-	return append(p.Args(st, db), "-ready-fd", strconv.Itoa(harness.BarrierReadyFD), "-max-attempts", strconv.Itoa(st.MaxAttempts))
+	return append(p.Args(st, Files{DB: db}), "-ready-fd", strconv.Itoa(harness.BarrierReadyFD), "-max-attempts", strconv.Itoa(st.MaxAttempts))
 }

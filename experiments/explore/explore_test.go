@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { worker.TestMain(m) }
 
 // section is small: 4 random trials per pattern and one round of 2
 // racers, about 40 processes.
-const section = `{"event_id": "e-1", "job_key": "k-1", "seed": 3, "trials": 4, "racers": [2], "rounds": 1, "parallel": 2, "max_attempts": 3}`
+const section = `{"event_id": "e-1", "job_key": "k-1", "seed": 3, "trials": 4, "racers": [2], "rounds": 1, "parallel": 2, "max_attempts": 3, "items": 2}`
 
 func TestPlanRefusesBadInput(t *testing.T) {
 	tests := []struct {
@@ -27,12 +27,12 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		overrides map[string]string
 		want      string
 	}{
-		{`{"event_id": "", "job_key": "k", "parallel": 1, "max_attempts": 1}`, nil, "explore.event_id: must not be empty"},
+		{`{"event_id": "", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2}`, nil, "explore.event_id: must not be empty"},
 		{`{"event_id": "e", "job_key": "k", "parallel": 0, "max_attempts": 1}`, nil, "explore.parallel: 0"},
-		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "racers": [1]}`, nil, "explore.racers[0]: 1, want 2 to"},
-		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "racers": [2, 2]}`, nil, "explore.racers[1]: 2 is listed twice"},
-		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "trails": 3}`, nil, "explore.trails: unknown field"},
-		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "seed": -1}`, nil, "explore.seed: got JSON number"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2, "racers": [1]}`, nil, "explore.racers[0]: 1, want 2 to"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2, "racers": [2, 2]}`, nil, "explore.racers[1]: 2 is listed twice"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2, "trails": 3}`, nil, "explore.trails: unknown field"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2, "seed": -1}`, nil, "explore.seed: got JSON number"},
 		{section, map[string]string{"trials": "-2"}, "--trials -2"},
 		{section, map[string]string{"seed": "x"}, `--seed "x"`},
 		{section, map[string]string{"only-trial": "a"}, `--only-trial "a"`},

@@ -162,7 +162,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 			f.c.Add(harness.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "pattern %q is not registered", ps.Name)
 			continue
 		}
-		if ps != (PatternSetting{Name: pat.Name, Worker: pat.Worker, Racer: pat.Racer, Window: pat.Window}) {
+		if ps != settingOf(pat) {
 			f.c.Add(harness.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "is %s, the registered pattern has other workers or window", results.Compact(ps))
 		}
 		pats[ps.Name] = pat
@@ -179,7 +179,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 		switch c.Kind {
 		case KindDiscovery:
 			want = []int{0}
-		case KindSweep:
+		case KindSweep, KindTakeover:
 			for i := range points[c.Pattern] {
 				want = append(want, i)
 			}
@@ -217,6 +217,8 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 			folded.Observed[c.Name] = f.kills(pat, c, points[c.Pattern], got)
 		case KindRace:
 			folded.Observed[c.Name] = f.races(pat, c, got)
+		case KindTakeover:
+			folded.Observed[c.Name] = f.takeover(pat, c, points[c.Pattern], got)
 		}
 	}
 	f.c.Unused(rec, 1)
@@ -296,29 +298,20 @@ func (f *folder) proc(l results.Line, id int, w procWant, role string, rows Stat
 	return step, &rep, true
 }
 
-// claim checks an acknowledging worker's account against the rows before
-// and after it and the settings' pragmas.
-func (f *folder) claim(pat Pattern, l results.Line, id int, rep *protocol.Report, step Step, before, after State) {
-	if rep == nil || step.ExitCode != protocol.ExitACK || step.Signal != "" {
+// account checks an acknowledging worker's report against the rows
+// before and after it, through the pattern.
+func (f *folder) account(pat Pattern, id int, role string, rep *protocol.Report, step Step, before, after State) {
+	if rep == nil || step.ExitCode != protocol.ExitACK || step.Signal != "" || pat.Account == nil {
 		return
 	}
 	p, _ := f.rec.Process(id)
-	cl, err := pat.Claim(rep.Result, false)
-	if err != nil {
-		f.c.Proc(p, "stdout", "the report's result: %v", err)
-		return
-	}
-	if cl.Settings != f.st.SQLite {
-		f.c.Proc(p, "stdout", "the worker read back %s, the settings require %s", results.Compact(cl.Settings), results.Compact(f.st.SQLite))
-	}
-	added := len(after[TableJobs]) - len(before[TableJobs])
-	if cl.WorkAdded != (added == 1) || added < 0 || added > 1 {
-		f.c.Proc(p, "stdout", "the worker says it added the job: %v, but the file went from %d to %d jobs", cl.WorkAdded, len(before[TableJobs]), len(after[TableJobs]))
-	}
-	if cl.FoundDone != (len(before[TableProcessed]) > 0) {
-		f.c.Proc(p, "stdout", "the worker says it found the event processed: %v, but the file held %d processed records before it ran", cl.FoundDone, len(before[TableProcessed]))
+	for _, msg := range pat.Account(f.st, role, rep.Result, before, after) {
+		f.c.Proc(p, "stdout", "%s", msg)
 	}
 }
+
+// files are the trial's places as an observation records them.
+func files(o Observation) Files { return Files{DB: o.DB, Receiver: o.Receiver} }
 
 // rows checks an observation's shape shared by every step.
 func (f *folder) rows(pat Pattern, e entry, step string, processes int, db string) {
@@ -333,6 +326,9 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 	}
 	for _, msg := range pat.CheckRows(f.st, e.o.Rows) {
 		f.c.Obs(e.l, "rows", "%s", msg)
+	}
+	if (e.o.Receiver != "") != pat.Sends {
+		f.c.Obs(e.l, "receiver", "%q, but pattern %s sends: %v", e.o.Receiver, pat.Name, pat.Sends)
 	}
 }
 
@@ -361,7 +357,7 @@ func (f *folder) discovery(pat Pattern, c Condition, es []entry) DiscoveryObserv
 	if len(e.o.ProcessIDs) != 1 {
 		return obs
 	}
-	step, rep, ok := f.proc(e.l, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), worker: pat.Worker, args: pat.Args(f.st, e.o.DB)}, RoleDelivery, e.o.Rows)
+	step, rep, ok := f.proc(e.l, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), worker: pat.Worker, args: pat.Args(f.st, files(e.o))}, RoleDelivery, e.o.Rows)
 	if !ok || rep == nil {
 		return obs
 	}
@@ -369,35 +365,74 @@ func (f *folder) discovery(pat Pattern, c Condition, es []entry) DiscoveryObserv
 	if step.ExitCode != protocol.ExitACK {
 		f.c.Proc(p, "exit_code", "%d, but discovery must finish normally", step.ExitCode)
 	}
-	f.claim(pat, e.l, e.o.ProcessIDs[0], rep, step, State{}, e.o.Rows)
+	f.account(pat, e.o.ProcessIDs[0], RoleDelivery, rep, step, State{}, e.o.Rows)
 	obs.Points, obs.DurationMS = rep.Points, p.DurationMS
 	return obs
 }
 
-// pair checks a delivery-then-recovery trial and returns its history.
+// pair checks a trial of a delivery and its recovery, the recovery's
+// processes replayed from the pattern over the recorded states, and
+// returns its history.
 func (f *folder) pair(pat Pattern, c Condition, i int, es []entry, first procWant) (History, *protocol.Report, bool) {
-	var h History
-	if len(es) != 2 {
-		f.c.Obs(es[0].l, "trial", "%s trial %d has %d steps, want a delivery and a recovery", c.Name, i, len(es))
-		return h, nil, false
-	}
-	d, r := es[0], es[1]
+	h := History{Items: f.st.Items}
+	d := es[0]
 	f.rows(pat, d, StepDelivery, 1, "")
-	f.rows(pat, r, StepRecovery, 1, d.o.DB)
 	f.fresh(d)
-	if r.o.Point != "" || r.o.K != 0 || r.o.KillDelaysUS != nil {
-		f.c.Obs(r.l, "", "a recovery is a normal delivery, but a point, k or kill is recorded")
-	}
-	if len(d.o.ProcessIDs) != 1 || len(r.o.ProcessIDs) != 1 {
+	if len(d.o.ProcessIDs) != 1 {
 		return h, nil, false
 	}
-	first.label, first.worker, first.args = label(i, StepDelivery), pat.Worker, pat.Args(f.st, d.o.DB)
-	s1, rep1, ok1 := f.proc(d.l, d.o.ProcessIDs[0], first, RoleDelivery, d.o.Rows)
-	f.claim(pat, d.l, d.o.ProcessIDs[0], rep1, s1, State{}, d.o.Rows)
-	s2, rep2, ok2 := f.proc(r.l, r.o.ProcessIDs[0], procWant{label: label(i, StepRecovery), worker: pat.Worker, args: pat.Args(f.st, r.o.DB)}, RoleRecovery, r.o.Rows)
-	f.claim(pat, r.l, r.o.ProcessIDs[0], rep2, s2, d.o.Rows, r.o.Rows)
-	h.Steps = []Step{s1, s2}
-	return h, rep1, ok1 && ok2
+	fl := files(d.o)
+	first.label, first.worker, first.args = label(i, StepDelivery), pat.Worker, pat.Args(f.st, fl)
+	s1, rep1, ok := f.proc(d.l, d.o.ProcessIDs[0], first, RoleDelivery, d.o.Rows)
+	f.account(pat, d.o.ProcessIDs[0], RoleDelivery, rep1, s1, State{}, d.o.Rows)
+	h.Steps = append(h.Steps, s1)
+	var done []string
+	prev := d.o.Rows
+	n := 1
+	for {
+		a, more := pat.nextAction(f.st, fl, done, prev)
+		if !more {
+			break
+		}
+		if n >= len(es) {
+			f.c.Obs(es[len(es)-1].l, "trial", "%s trial %d ends after %d steps, but the recovery goes on with %q", c.Name, i, len(es), a.Step)
+			return h, rep1, false
+		}
+		r := es[n]
+		f.rows(pat, r, a.Step, 1, d.o.DB)
+		if r.o.Receiver != d.o.Receiver {
+			f.c.Obs(r.l, "receiver", "%q, but the trial's delivery used %q", r.o.Receiver, d.o.Receiver)
+		}
+		if r.o.Point != "" || r.o.K != 0 || r.o.KillDelaysUS != nil {
+			f.c.Obs(r.l, "", "a recovery step is a normal run, but a point, k or kill is recorded")
+		}
+		if a.LookUp != "" {
+			want := pat.Looked(prev, a.LookUp)
+			if r.o.Lookup == nil || *r.o.Lookup != want {
+				f.c.Obs(r.l, "lookup", "%s, but the receiver's log before it gives %s", results.Compact(r.o.Lookup), results.Compact(want))
+				if r.o.Lookup != nil {
+					want = *r.o.Lookup
+				}
+			}
+			a.Args = a.With(want)
+		} else if r.o.Lookup != nil {
+			f.c.Obs(r.l, "lookup", "recorded, but step %q asks the receiver nothing", a.Step)
+		}
+		if len(r.o.ProcessIDs) != 1 {
+			return h, rep1, false
+		}
+		s, rep, okr := f.proc(r.l, r.o.ProcessIDs[0], procWant{label: label(i, a.Step), worker: a.Worker, args: a.Args}, a.Role, r.o.Rows)
+		f.account(pat, r.o.ProcessIDs[0], a.Role, rep, s, prev, r.o.Rows)
+		ok = ok && okr
+		h.Steps = append(h.Steps, s)
+		done = append(done, a.Step)
+		prev = r.o.Rows
+		n++
+	}
+	if n < len(es) {
+		f.c.Obs(es[n].l, "trial", "%s trial %d has %d steps, but its recovery ended after %d", c.Name, i, len(es), n)
+	}
+	return h, rep1, ok && len(h.Steps) > 1
 }
 
 // violations records each broken invariant of a trial with its replay.
@@ -422,7 +457,7 @@ func (f *folder) violations(pat Pattern, c Condition, h History, v ViolationReco
 func replay(st Settings, c Condition, i int) string {
 	base := fmt.Sprintf("idemlab experiment --scenario explore --seed %d", st.Seed)
 	switch c.Kind {
-	case KindSweep:
+	case KindSweep, KindTakeover:
 		return base + " --trials 0 --rounds 0"
 	case KindRace:
 		return base + fmt.Sprintf(" --only-trial %d --trials 0 --rounds 1", i)
@@ -448,7 +483,7 @@ func (f *folder) sweep(pat Pattern, c Condition, points []string, got map[int][]
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:i+1])
 		}
-		po := PointOutcome{Point: pt, Outcome: pat.Classify(h.Steps[1].Rows), Violations: []string{}}
+		po := PointOutcome{Point: pt, Outcome: pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows), Violations: []string{}}
 		for _, v := range f.violations(pat, c, h, ViolationRecord{Trial: i, Point: pt}) {
 			if !slices.Contains(po.Violations, v.Invariant) {
 				po.Violations = append(po.Violations, v.Invariant)
@@ -481,7 +516,7 @@ func (f *folder) hits(pat Pattern, c Condition, points []string, got map[int][]e
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:k])
 		}
-		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: pat.Classify(h.Steps[1].Rows)}
+		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Histogram[t.Outcome]++
 		if len(f.violations(pat, c, h, ViolationRecord{Trial: i, K: k, Point: t.CrashedAt})) > 0 {
@@ -515,7 +550,7 @@ func (f *folder) kills(pat Pattern, c Condition, points []string, got map[int][]
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "finished having passed %v, but discovery passed %v", rep.Points, points)
 		}
-		t := TimingTrial{Trial: i, KillDelaysUS: []int64{d}, Landed: landed, Outcome: pat.Classify(h.Steps[1].Rows)}
+		t := TimingTrial{Trial: i, KillDelaysUS: []int64{d}, Landed: landed, Outcome: pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Timing.Kills++
 		obs.Timing.Landed += landed
@@ -559,7 +594,7 @@ func (f *folder) races(pat Pattern, c Condition, got map[int][]entry) TimingObse
 		if len(rc.o.ProcessIDs) != c.Racers || len(rv.o.ProcessIDs) != 1 {
 			continue
 		}
-		var h History
+		h := History{Items: f.st.Items}
 		t := TimingTrial{Trial: i}
 		if c.Kills {
 			t.KillDelaysUS = kills
@@ -611,13 +646,13 @@ func (f *folder) races(pat Pattern, c Condition, got map[int][]entry) TimingObse
 		if jobs := len(rc.o.Rows[TableJobs]); added > jobs || (!killed && added != jobs) {
 			f.c.Obs(rc.l, "rows", "%d jobs, but the racers report adding %d", jobs, added)
 		}
-		s, rep, ok := f.proc(rv.l, rv.o.ProcessIDs[0], procWant{label: label(i, StepRecovery), worker: pat.Worker, args: pat.Args(f.st, rv.o.DB)}, RoleRecovery, rv.o.Rows)
+		s, rep, ok := f.proc(rv.l, rv.o.ProcessIDs[0], procWant{label: label(i, StepRecovery), worker: pat.Worker, args: pat.Args(f.st, files(rv.o))}, RoleRecovery, rv.o.Rows)
 		if !ok {
 			continue
 		}
-		f.claim(pat, rv.l, rv.o.ProcessIDs[0], rep, s, rc.o.Rows, rv.o.Rows)
+		f.account(pat, rv.o.ProcessIDs[0], RoleRecovery, rep, s, rc.o.Rows, rv.o.Rows)
 		h.Steps = append(h.Steps, s)
-		t.Outcome = pat.Classify(rv.o.Rows)
+		t.Outcome = pat.Classify(f.st, rv.o.Rows)
 		obs.Trials++
 		obs.Timing.Landed += t.Landed
 		obs.Timing.Histogram[t.Outcome]++

@@ -27,6 +27,8 @@ const (
 // History is one trial: its steps in order, the last being the recovery.
 type History struct {
 	Steps []Step `json:"steps"`
+	// Items is the number of items a batch pattern delivers; 0 otherwise.
+	Items int `json:"items,omitempty"`
 }
 
 // Invariant is a pure function from a history to what it violates, one

@@ -30,14 +30,14 @@ func TestInvariants(t *testing.T) {
 		h    History
 		want []string
 	}{
-		{"crash before commit, clean recovery", History{[]Step{crash("after-job-insert", rows(0, 0)), ack(RoleRecovery, rows(1, 1))}}, nil},
-		{"crash between commits duplicates the job", History{[]Step{crash("after-job-commit", rows(1, 0)), ack(RoleRecovery, rows(2, 1))}}, []string{"one-job"}},
-		{"kill before start", History{[]Step{killed(rows(0, 0)), ack(RoleRecovery, rows(1, 1))}}, nil},
-		{"recovery that fails", History{[]Step{crash("x", rows(0, 0)), {Role: RoleRecovery, ExitCode: 3, Rows: rows(0, 0)}}}, []string{"one-job", "one-processed-record", "recovery-acknowledged"}},
-		{"acknowledged with no work done", History{[]Step{ack(RoleDelivery, rows(0, 1)), ack(RoleRecovery, rows(1, 1))}}, []string{"ack-leaves-work-done"}},
-		{"processed record lost", History{[]Step{ack(RoleDelivery, rows(1, 1)), ack(RoleRecovery, rows(1, 0))}}, []string{"one-processed-record", "ack-leaves-work-done"}},
-		{"racers with a duplicate", History{[]Step{ack(RoleRacer, rows(2, 1)), ack(RoleRacer, rows(2, 1)), ack(RoleRecovery, rows(2, 1))}}, []string{"one-job"}},
-		{"last step is not a recovery", History{[]Step{ack(RoleRacer, rows(1, 1))}}, []string{"recovery-acknowledged"}},
+		{"crash before commit, clean recovery", History{Steps: []Step{crash("after-job-insert", rows(0, 0)), ack(RoleRecovery, rows(1, 1))}}, nil},
+		{"crash between commits duplicates the job", History{Steps: []Step{crash("after-job-commit", rows(1, 0)), ack(RoleRecovery, rows(2, 1))}}, []string{"one-job"}},
+		{"kill before start", History{Steps: []Step{killed(rows(0, 0)), ack(RoleRecovery, rows(1, 1))}}, nil},
+		{"recovery that fails", History{Steps: []Step{crash("x", rows(0, 0)), {Role: RoleRecovery, ExitCode: 3, Rows: rows(0, 0)}}}, []string{"one-job", "one-processed-record", "recovery-acknowledged"}},
+		{"acknowledged with no work done", History{Steps: []Step{ack(RoleDelivery, rows(0, 1)), ack(RoleRecovery, rows(1, 1))}}, []string{"ack-leaves-work-done"}},
+		{"processed record lost", History{Steps: []Step{ack(RoleDelivery, rows(1, 1)), ack(RoleRecovery, rows(1, 0))}}, []string{"one-processed-record", "ack-leaves-work-done"}},
+		{"racers with a duplicate", History{Steps: []Step{ack(RoleRacer, rows(2, 1)), ack(RoleRacer, rows(2, 1)), ack(RoleRecovery, rows(2, 1))}}, []string{"one-job"}},
+		{"last step is not a recovery", History{Steps: []Step{ack(RoleRacer, rows(1, 1))}}, []string{"recovery-acknowledged"}},
 		{"empty history", History{}, []string{"one-job", "one-processed-record", "recovery-acknowledged"}},
 	}
 	for _, tt := range tests {

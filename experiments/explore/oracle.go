@@ -9,6 +9,7 @@ import (
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
+	wb "idemlab/worker/batch"
 )
 
 // Expected is a condition's oracle. Outcomes at a crash point the oracle
@@ -24,6 +25,10 @@ type Expected struct {
 	Window  *Window  `json:"window,omitempty"`
 	Inside  []string `json:"inside,omitempty"`
 	Outside []string `json:"outside,omitempty"`
+	// Fenced (takeover): the stale holder must find its lease lost at
+	// every point and every send it retries must be refused as stale;
+	// unfenced, neither happens.
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // Expect is the oracle over the recorded settings.
@@ -72,13 +77,22 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 	case KindSweep:
 		w := ps.Window
 		e.Window = &w
-		e.Outside = []string{OutcomeClean}
+		e.Outside = pat.CleanSet()
 		if w != (Window{}) {
 			for _, o := range pat.Model(st) {
-				if o != OutcomeClean {
+				if !slices.Contains(e.Outside, o) {
 					e.Inside = append(e.Inside, o)
 				}
 			}
+		}
+	case KindTakeover:
+		// Fenced, nothing breaks; unfenced, every point after the grant
+		// lets the paused holder write or send as a non-holder.
+		// The holder acts as a non-holder only from its first step on.
+		w := Window{From: wb.ItemPoint(wb.PointBeforeSend, wb.ItemID(1))}
+		e.Fenced, e.Window, e.Outside = !c.Unfenced, &w, []string{OutcomeClean}
+		if c.Unfenced {
+			e.Inside = takeoverModel()
 		}
 	case KindHits, KindKill:
 		e.Allowed = pat.Model(st)
@@ -91,13 +105,16 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 }
 
 // WindowPoints are the discovered points from w.From (inclusive) to w.To
-// (exclusive). ok is false when either is missing or they are out of
+// (exclusive; empty is past the last point). ok is false when either is missing or they are out of
 // order; a zero window is empty and ok.
 func WindowPoints(points []string, w Window) (in []string, ok bool) {
 	if w == (Window{}) {
 		return []string{}, true
 	}
-	from, to := slices.Index(points, w.From), slices.Index(points, w.To)
+	from, to := slices.Index(points, w.From), len(points)
+	if w.To != "" {
+		to = slices.Index(points, w.To)
+	}
 	if from < 0 || to < 0 || from >= to {
 		return nil, false
 	}
@@ -150,6 +167,48 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		}
 		if !slices.Equal(win, o.ViolatingPoints) {
 			add("violating_points", setString(win), setString(o.ViolatingPoints))
+		}
+	case KindTakeover:
+		var o TakeoverObserved
+		if err := json.Unmarshal(rawObs, &o); err != nil {
+			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
+		}
+		win, ok := WindowPoints(o.Points, *e.Window)
+		if !ok {
+			add("points", fmt.Sprintf("%q before the end", e.Window.From), strings.Join(o.Points, ","))
+			break
+		}
+		// Inside the window the paused holder writes or sends again:
+		// fenced, each attempt is refused; unfenced, each lands.
+		violating, lost, refused := win, 0, 0
+		if e.Fenced {
+			violating, lost = []string{}, len(win)
+			for _, p := range win {
+				if strings.HasPrefix(p, wb.PointBeforeSend+":") {
+					refused++
+				}
+			}
+		}
+		if len(o.Outcomes) != len(o.Points) {
+			add("outcomes", fmt.Sprintf("%d (one per point)", len(o.Points)), fmt.Sprint(len(o.Outcomes)))
+		}
+		for i, t := range o.Outcomes {
+			allowed := e.Outside
+			if slices.Contains(violating, t.Point) {
+				allowed = e.Inside
+			}
+			if !slices.Contains(allowed, t.Outcome) {
+				add(fmt.Sprintf("outcomes[%d].outcome", i), "one of "+setString(allowed), t.Outcome)
+			}
+		}
+		if !slices.Equal(violating, o.ViolatingPoints) {
+			add("violating_points", setString(violating), setString(o.ViolatingPoints))
+		}
+		if o.LeaseLost != lost {
+			add("lease_lost", fmt.Sprint(lost), fmt.Sprint(o.LeaseLost))
+		}
+		if o.StaleRefused != refused {
+			add("stale_refused", fmt.Sprint(refused), fmt.Sprint(o.StaleRefused))
 		}
 	case KindHits:
 		var o HitsObserved

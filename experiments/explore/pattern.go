@@ -11,6 +11,7 @@ import (
 
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/results"
+	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
@@ -31,32 +32,79 @@ type Window struct {
 	To   string `json:"to"`
 }
 
+// Files are a trial's durable places: its database file and, for a
+// pattern that sends, the URL of the receiver the parent runs for it.
+type Files struct {
+	DB       string
+	Receiver string
+}
+
+// Lookup is the parent's question to the receiver before a resolve: was
+// the send of Key accepted, and with which receipt.
+type Lookup struct {
+	Key     string `json:"key"`
+	Found   bool   `json:"found"`
+	Receipt string `json:"receipt,omitempty"`
+}
+
+// Action is one process of a recovery.
+type Action struct {
+	// Step names the observation; Role the history step.
+	Step   string
+	Role   string
+	Worker string
+	Args   []string
+	// LookUp, when set, is a send ("job:item:step") the parent looks up at
+	// the receiver before the step; With builds Args from the answer.
+	LookUp string
+	With   func(l Lookup) []string
+}
+
 // Pattern is one way of handling a delivery that explore crashes, kills
-// and races. Adding a pattern (the batch journal, the claim with a lease)
-// is one more entry in Patterns: its workers, how to read its tables, its
-// invariants and its allowed outcomes. Nothing else names a pattern.
+// and races. Adding a pattern is one more entry in Patterns: its workers,
+// how to read its tables, how it recovers, its invariants and its allowed
+// outcomes. Nothing else names a pattern.
 type Pattern struct {
 	Name string
 	// Worker delivers once; discovery, crashed and killed deliveries and
-	// every recovery run it.
+	// (unless Recovery says otherwise) every recovery run it.
 	Worker string
 	// Racer delivers behind a barrier; it takes Args plus -ready-fd and
-	// -max-attempts.
+	// -max-attempts. Empty: the pattern has no races.
 	Racer string
-	// Window is the commits bounding the violating points.
+	// Window is the commits bounding the violating points; an empty To
+	// runs to the last point.
 	Window Window
-	// Args are the worker's arguments for one delivery into db.
-	Args func(st Settings, db string) []string
+	// TrialShare is the pattern's random trials per 100 of --trials, so a
+	// slow pattern can run fewer than a fast one.
+	TrialShare int
+	// Sends says each trial gets its own receiver, whose log joins the
+	// state as TableSends; Fenced that the receiver refuses stale
+	// generations.
+	Sends  bool
+	Fenced bool
+	// Takeover adds the paused-holder conditions (lease patterns only).
+	Takeover bool
+	// Args are the worker's arguments for one delivery.
+	Args func(st Settings, f Files) []string
+	// Recovery gives the next recovery process after the steps done so
+	// far, from the state the last one left; ok false ends the trial. Nil
+	// means one process of Worker with Args.
+	Recovery func(st Settings, f Files, done []string, s State) (a Action, ok bool)
+	// Looked is what the receiver log in s says of a lookup of key.
+	Looked func(s State, key string) Lookup
 	// Prepare creates an empty file with the tables, so racers start from
 	// the same state and the first statement after the release is theirs.
 	Prepare func(ctx context.Context, db string) error
 	// Read lists the tables, opening the file as the next process would
 	// (which rolls back a hot journal left by a crash).
 	Read func(ctx context.Context, db string) (State, error)
-	// CheckRows says which rows cannot have come from the settings' event.
+	// CheckRows says which rows cannot have come from the settings.
 	CheckRows func(st Settings, s State) []string
 	// Classify names the outcome a final state is.
-	Classify func(s State) string
+	Classify func(st Settings, s State) string
+	// Clean are the outcomes that break no invariant; nil means {clean}.
+	Clean []string
 	// Invariants hold after every recovery of a correct pattern.
 	Invariants []Invariant
 	// Model gives the outcome after a crash at a model point and a
@@ -65,10 +113,31 @@ type Pattern struct {
 	Model func(st Settings) []string
 	// RaceAllowed is the set of outcomes after k racers and a recovery.
 	RaceAllowed func(k int) []string
-	// Claim decodes what an acknowledging worker (or a racer, which also
-	// reports its failures) says it did, for the fold to check against
-	// the rows.
+	// Account checks an acknowledging worker's report payload against
+	// the state before and after it, one message per disagreement.
+	Account func(st Settings, role string, result json.RawMessage, before, after State) []string
+	// Claim decodes what a racer says it did.
 	Claim func(result json.RawMessage, racer bool) (Claim, error)
+}
+
+// CleanSet is the pattern's outcomes that break nothing.
+func (p Pattern) CleanSet() []string {
+	if p.Clean == nil {
+		return []string{OutcomeClean}
+	}
+	return p.Clean
+}
+
+// nextAction is the recovery process after done, from state s; the run
+// and the fold both call it, so both follow one plan.
+func (p Pattern) nextAction(st Settings, f Files, done []string, s State) (Action, bool) {
+	if p.Recovery == nil {
+		if len(done) > 0 {
+			return Action{}, false
+		}
+		return Action{Step: StepRecovery, Role: RoleRecovery, Worker: p.Worker, Args: p.Args(st, f)}, true
+	}
+	return p.Recovery(st, f, done, s)
 }
 
 // Claim is a worker's account of one delivery.
@@ -87,7 +156,10 @@ type Claim struct {
 
 // Patterns is the registry, in report order.
 func Patterns() []Pattern {
-	return []Pattern{redeliveryPattern(wr.SeparateCommit), redeliveryPattern(wr.SingleTransaction)}
+	return []Pattern{
+		redeliveryPattern(wr.SeparateCommit), redeliveryPattern(wr.SingleTransaction),
+		batchPattern(wb.ModeJournal), batchPattern(wb.ModeRerunAll), claimPattern(), leasePattern(),
+	}
 }
 
 // LookupPattern finds a pattern by name.
@@ -116,11 +188,12 @@ func Duplicate(n int) string { return "duplicate-" + strconv.Itoa(n) }
 
 func redeliveryPattern(p wr.Pattern) Pattern {
 	pat := Pattern{
-		Name:   string(p),
-		Worker: wr.WorkerName,
-		Racer:  we.RacerName,
-		Args: func(st Settings, db string) []string {
-			return redelivery.Args(redelivery.Settings{EventID: st.EventID, JobKey: st.JobKey}, redelivery.Condition{Pattern: p}, db)
+		Name:       string(p),
+		Worker:     wr.WorkerName,
+		Racer:      we.RacerName,
+		TrialShare: 100,
+		Args: func(st Settings, f Files) []string {
+			return redelivery.Args(redelivery.Settings{EventID: st.EventID, JobKey: st.JobKey}, redelivery.Condition{Pattern: p}, f.DB)
 		},
 		Prepare: func(ctx context.Context, db string) error {
 			h, _, err := sqlitedb.Open(ctx, wr.Options(db))
@@ -158,7 +231,7 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 			}
 			return bad
 		},
-		Classify: classifyRedelivery,
+		Classify: func(_ Settings, s State) string { return classifyRedelivery(s) },
 		Invariants: []Invariant{
 			{"one-job", oneRow(TableJobs, "job")},
 			{"one-processed-record", oneRow(TableProcessed, "processed record")},
@@ -167,6 +240,27 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 		},
 		Model: func(st Settings) []string {
 			return modelOutcomes(st, p)
+		},
+		Account: func(st Settings, _ string, raw json.RawMessage, before, after State) []string {
+			var r wr.Result
+			if err := results.DecodeStrict(raw, &r); err != nil {
+				return []string{fmt.Sprintf("the report's result: %v", err)}
+			}
+			var out []string
+			if r.Pattern != p {
+				out = append(out, fmt.Sprintf("the worker says it ran %s, the pattern is %s", r.Pattern, p))
+			}
+			if r.Settings != st.SQLite {
+				out = append(out, fmt.Sprintf("the worker read back %s, the settings require %s", results.Compact(r.Settings), results.Compact(st.SQLite)))
+			}
+			added := len(after[TableJobs]) - len(before[TableJobs])
+			if r.Outcome.JobInserted != (added == 1) || added < 0 || added > 1 {
+				out = append(out, fmt.Sprintf("the worker says it added the job: %v, but the file went from %d to %d jobs", r.Outcome.JobInserted, len(before[TableJobs]), len(after[TableJobs])))
+			}
+			if r.Outcome.AlreadyProcessed != (len(before[TableProcessed]) > 0) {
+				out = append(out, fmt.Sprintf("the worker says it found the event processed: %v, but the file held %d processed records before it ran", r.Outcome.AlreadyProcessed, len(before[TableProcessed])))
+			}
+			return out
 		},
 		Claim: func(raw json.RawMessage, racer bool) (Claim, error) {
 			if racer {

@@ -98,28 +98,7 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 	if err != nil {
 		return sec, err
 	}
-	mt := scenario.Table{
-		Title:  "crash-point sweep: outcome after a crash at each point and a redelivery",
-		Header: append([]string{"point"}, m.Patterns...),
-		Legend: []string{
-			"clean: 1 job and 1 processed record; duplicate-N: N jobs for one event",
-			"✗: an invariant broke (one-job, one-processed-record, ...); ·: the pattern does not pass this point",
-		},
-	}
-	for i, p := range m.Points {
-		row := []string{p}
-		for j := range m.Patterns {
-			cell := m.Cells[i][j]
-			switch {
-			case cell == "":
-				cell = "·"
-			case m.Violating[i][j]:
-				cell += " ✗"
-			}
-			row = append(row, cell)
-		}
-		mt.Rows = append(mt.Rows, row)
-	}
+	mt := MatrixTable(m)
 	rt := scenario.Table{
 		Title:  "seeded random trials and races: outcomes after the redelivery",
 		Header: []string{"condition", "trials", "outcomes", "violating", "ok"},
@@ -172,14 +151,42 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		}
 		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), strings.Join(outs, ", "), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
 	}
+	tt := scenario.Table{
+		Title:  "lease takeover: holder paused at each point, successor takes over, holder runs on",
+		Header: []string{"condition", "points", "violating", "lease lost", "stale refused", "polls", "ok"},
+		Legend: []string{
+			"violating: points where the stale holder sent or wrote as a non-holder (an invariant broke)",
+			"lease lost: stale holders that found their generation superseded and stopped",
+			"stale refused: sends the receiver refused and logged as stale; polls: successor waits (timing)",
+		},
+	}
+	for _, c := range res.Conditions {
+		if !strings.Contains(c.Name, "/"+KindTakeover) {
+			continue
+		}
+		var o TakeoverObserved
+		if err := json.Unmarshal(c.Observed, &o); err != nil {
+			return sec, fmt.Errorf("condition %s: %w", c.Name, err)
+		}
+		tt.Rows = append(tt.Rows, []string{c.Name, fmt.Sprint(len(o.Points)), fmt.Sprint(len(o.ViolatingPoints)), fmt.Sprint(o.LeaseLost), fmt.Sprint(o.StaleRefused), fmt.Sprint(o.Timing.SuccessorPolls), harness.Mark(c.Pass)})
+	}
 	sec.Tables = []scenario.Table{mt, rt, bt}
+	if len(tt.Rows) > 0 {
+		sec.Tables = append(sec.Tables, tt)
+	}
 	if n := len(extra.Violations); n > 0 {
 		vt := scenario.Table{
-			Title:  "replayable violations (first 10)",
+			Title:  "replayable violations (first 10 trials and invariants)",
 			Header: []string{"condition", "trial", "point", "k", "invariant"},
 			Legend: []string{"replay a trial alone: " + extra.Violations[0].Replay},
 		}
-		for _, v := range extra.Violations[:min(n, 10)] {
+		seen := map[string]bool{}
+		for _, v := range extra.Violations {
+			key := fmt.Sprint(v.Condition, v.Trial, v.Invariant)
+			if seen[key] || len(vt.Rows) == 10 {
+				continue
+			}
+			seen[key] = true
 			vt.Rows = append(vt.Rows, []string{v.Condition, fmt.Sprint(v.Trial), v.Point, fmt.Sprint(v.K), v.Invariant})
 		}
 		sec.Tables = append(sec.Tables, vt)
@@ -192,4 +199,104 @@ func percent(n, of int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}
+
+// patternAbbrev shortens pattern names for the matrix's header.
+var patternAbbrev = map[string]string{
+	"separate-commit": "sep-commit", "single-transaction": "single-tx", "batch-journal": "journal",
+	"batch-rerun-all": "rerun-all", "claim-ttl": "claim-ttl", "lease-batch": "lease",
+}
+
+// pointGroup folds a per-item point ("before-send:item-004") into its
+// kind ("before-send:*"); other points stand alone.
+func pointGroup(p string) string {
+	if kind, item, ok := strings.Cut(p, ":"); ok && strings.HasPrefix(item, "item-") {
+		return kind + ":*"
+	}
+	return p
+}
+
+// cellAbbrev shortens an outcome for the matrix.
+func cellAbbrev(o string) string {
+	o = strings.Replace(o, "duplicates-", "+", 1)
+	o = strings.Replace(o, "duplicate-", "dup-", 1)
+	return strings.Replace(o, "done-by-", "by-", 1)
+}
+
+// MatrixTable renders the sweep matrix for a terminal: per-item points
+// grouped by kind, each grouped cell saying how many of its points broke
+// an invariant, so fifty items take two rows and the table stays within
+// 100 columns.
+func MatrixTable(m Matrix) scenario.Table {
+	t := scenario.Table{
+		Title: "crash-point sweep: outcome after a crash at each point and the recovery",
+		Legend: []string{
+			"clean: the invariants' outcome (1 job; every item sent once); dup-N: N jobs for one event",
+			"by-X: X wrote the claim's downstream fields; :* rows group the per-item points of a batch",
+			"✗ k/n: k of the n points broke an invariant, outcomes (+N: N extra sends) after it",
+			"·: the pattern does not pass this point; sep-commit, single-tx: the redelivery patterns",
+		},
+	}
+	t.Header = []string{"point"}
+	for _, p := range m.Patterns {
+		if a, ok := patternAbbrev[p]; ok {
+			p = a
+		}
+		t.Header = append(t.Header, p)
+	}
+	var groups []string
+	rows := map[string][]int{}
+	for i, p := range m.Points {
+		g := pointGroup(p)
+		if _, ok := rows[g]; !ok {
+			groups = append(groups, g)
+		}
+		rows[g] = append(rows[g], i)
+	}
+	for _, g := range groups {
+		row := []string{g}
+		for j := range m.Patterns {
+			var outs, badOuts []string
+			n, bad := 0, 0
+			for _, i := range rows[g] {
+				c := m.Cells[i][j]
+				if c == "" {
+					continue
+				}
+				n++
+				a := cellAbbrev(c)
+				if m.Violating[i][j] {
+					bad++
+					if !slices.Contains(badOuts, a) {
+						badOuts = append(badOuts, a)
+					}
+				} else if !slices.Contains(outs, a) {
+					outs = append(outs, a)
+				}
+			}
+			if bad > 0 {
+				outs = badOuts
+			}
+			switch {
+			case n == 0:
+				row = append(row, "·")
+			case bad == 0:
+				row = append(row, strings.Join(outs, ","))
+			case len(rows[g]) == 1:
+				row = append(row, outs[0]+" ✗")
+			default:
+				row = append(row, fmt.Sprintf("✗ %d/%d %s", bad, n, spanOf(outs)))
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// spanOf shows several outcomes as their first and last.
+func spanOf(outs []string) string {
+	if len(outs) <= 1 {
+		return strings.Join(outs, "")
+	}
+	return outs[0] + ".." + outs[len(outs)-1]
 }

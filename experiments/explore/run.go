@@ -6,8 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"idemlab/experiments/batch"
+	wb "idemlab/worker/batch"
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -65,6 +69,12 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 					return err
 				})
 			}
+		case KindTakeover:
+			for i, pt := range pts {
+				jobs = append(jobs, func(ctx context.Context) error {
+					return runTakeover(ctx, env, st, pat, c, i, pt)
+				})
+			}
 		}
 	}
 	if err := runPool(ctx, st.Parallel, jobs); err != nil {
@@ -102,60 +112,135 @@ type stepPlan struct {
 	killUS int64
 }
 
-// runTrialSteps runs one trial: the delivery, then for every kind but
-// discovery a recovery in a fresh process on the same file. It returns the
-// first delivery's process.
-func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int, sp stepPlan) (*harness.Proc, error) {
+// trialEnv is one trial's folder, file and receiver.
+type trialEnv struct {
+	dir   string
+	files Files
+	rcv   *batch.Receiver
+}
+
+// newTrial makes a trial's folder and, for a pattern that sends, starts
+// its receiver, fenced unless the condition turns the fence off.
+func newTrial(env scenario.Env, pat Pattern, c Condition) (*trialEnv, error) {
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-explore-")
 	if err != nil {
 		return nil, fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
 	}
-	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, DBName)
+	t := &trialEnv{dir: dir, files: Files{DB: filepath.Join(dir, DBName)}}
+	if pat.Sends {
+		t.rcv, err = batch.StartReceiver(batch.ReceiverConfig{Fence: pat.Fenced && !c.Unfenced})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		}
+		t.files.Receiver = t.rcv.URL
+	}
+	return t, nil
+}
+
+func (t *trialEnv) close() {
+	if t.rcv != nil {
+		t.rcv.Close()
+	}
+	os.RemoveAll(t.dir)
+}
+
+// runTrialSteps runs one trial: the delivery, then for every kind but
+// discovery the pattern's recovery, each process on the same file and
+// receiver. It returns the first delivery's process.
+func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int, sp stepPlan) (*harness.Proc, error) {
+	t, err := newTrial(env, pat, c)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close()
 	spec := harness.Spec{
 		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d delivery", i),
-		Worker: pat.Worker, Args: pat.Args(st, db), CrashAt: sp.point,
+		Worker: pat.Worker, Args: pat.Args(st, t.files), CrashAt: sp.point,
 		KillAfter: time.Duration(sp.killUS) * time.Microsecond,
 	}
-	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepDelivery, DB: db, Point: sp.point, K: sp.k}
+	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepDelivery, DB: t.files.DB, Receiver: t.files.Receiver, Point: sp.point, K: sp.k}
 	if sp.k > 0 {
 		spec.Env = map[string]string{protocol.EnvCrashAfterHits: strconv.Itoa(sp.k)}
 	}
 	if sp.killUS > 0 {
 		o.KillDelaysUS = []int64{sp.killUS}
 	}
-	first, err := runStep(ctx, env, pat, spec, o)
+	first, rows, err := runStep(ctx, env, pat, t, spec, o)
 	if err != nil || c.Kind == KindDiscovery {
 		return first, err
 	}
-	rec := harness.Spec{
-		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d recovery", i),
-		Worker: pat.Worker, Args: pat.Args(st, db),
+	var done []string
+	for {
+		a, ok := pat.nextAction(st, t.files, done, rows)
+		if !ok {
+			return first, nil
+		}
+		ro := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: a.Step, DB: t.files.DB, Receiver: t.files.Receiver}
+		if a.LookUp != "" {
+			l, err := t.lookUp(ctx, a.LookUp)
+			if err != nil {
+				return first, err
+			}
+			ro.Lookup, a.Args = &l, a.With(l)
+		}
+		rec := harness.Spec{
+			Scenario: Name, Condition: c.Name, Label: label(i, a.Step),
+			Worker: a.Worker, Args: a.Args, Exits: []int{protocol.ExitACK},
+		}
+		if _, rows, err = runStep(ctx, env, pat, t, rec, ro); err != nil {
+			return first, err
+		}
+		done = append(done, a.Step)
 	}
-	_, err = runStep(ctx, env, pat, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: db})
-	return first, err
+}
+
+// lookUp asks the trial's receiver about a send, as the batch scenario's
+// parent does before a resolve.
+func (t *trialEnv) lookUp(ctx context.Context, key string) (Lookup, error) {
+	parts := strings.SplitN(key, ":", 3)
+	if t.rcv == nil || len(parts) != 3 {
+		return Lookup{}, fmt.Errorf("%w: look up %q: no receiver or not job:item:step", harness.ErrHarness, key)
+	}
+	c := wb.NewClient(t.rcv.URL)
+	defer c.CloseIdle()
+	rc, found, err := c.Lookup(ctx, wb.Key{Job: parts[0], Item: parts[1], Step: parts[2]})
+	if err != nil {
+		return Lookup{}, fmt.Errorf("%w: look up %s: %v", harness.ErrHarness, key, err)
+	}
+	return Lookup{Key: key, Found: found, Receipt: rc}, nil
 }
 
 // runStep runs one process, reads the file and records the observation.
-func runStep(ctx context.Context, env scenario.Env, pat Pattern, spec harness.Spec, o Observation) (*harness.Proc, error) {
+func runStep(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, spec harness.Spec, o Observation) (*harness.Proc, State, error) {
 	proc, err := env.Runner.Run(ctx, spec)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", spec.Condition, spec.Label, err)
+		return nil, nil, fmt.Errorf("%s %s: %w", spec.Condition, spec.Label, err)
 	}
 	o.ProcessIDs = []int{proc.Record.ID}
-	return proc, observe(ctx, env, pat, o)
+	rows, err := observe(ctx, env, pat, t, o)
+	return proc, rows, err
 }
 
-func observe(ctx context.Context, env scenario.Env, pat Pattern, o Observation) error {
+// observe reads the tables, adds the receiver's log of the whole trial,
+// and records the observation.
+func observe(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, o Observation) (State, error) {
 	rows, err := pat.Read(ctx, o.DB)
 	if err != nil {
-		return fmt.Errorf("%w: %s trial %d %s: read rows: %v", harness.ErrHarness, o.Condition, o.Trial, o.Step, err)
+		return nil, fmt.Errorf("%w: %s trial %d %s: read rows: %v", harness.ErrHarness, o.Condition, o.Trial, o.Step, err)
+	}
+	if t != nil && t.rcv != nil {
+		log, _ := t.rcv.LogSince(0)
+		rows[TableSends] = []string{}
+		for _, e := range log {
+			rows[TableSends] = append(rows[TableSends], SendRow(e))
+		}
 	}
 	o.Rows = rows
 	if err := env.Recorder.Observe(o); err != nil {
-		return fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
 	}
-	return nil
+	return rows, nil
 }
 
 // runRace runs one round: the racers behind the barrier on a prepared
@@ -192,14 +277,14 @@ func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c 
 	if c.Kills {
 		o.KillDelaysUS = kills
 	}
-	if err := observe(ctx, env, pat, o); err != nil {
+	if _, err := observe(ctx, env, pat, nil, o); err != nil {
 		return err
 	}
 	rec := harness.Spec{
 		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d recovery", i),
-		Worker: pat.Worker, Args: pat.Args(st, db),
+		Worker: pat.Worker, Args: pat.Args(st, Files{DB: db}),
 	}
-	_, err = runStep(ctx, env, pat, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: db})
+	_, _, err = runStep(ctx, env, pat, nil, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: db})
 	return err
 }
 

@@ -32,6 +32,13 @@ type Racer struct {
 // A racer that exits before the release, or that fails the protocol, is a
 // harness failure.
 func RunBarrier(ctx context.Context, r *Runner, racers []Racer) ([]*Proc, error) {
+	return RunBarrierThen(ctx, r, racers, nil)
+}
+
+// RunBarrierThen is RunBarrier that calls between, when set, once every
+// racer is ready and before the release: the parent acts while the racers
+// stand still (explore runs a lease's successor while its holder waits).
+func RunBarrierThen(ctx context.Context, r *Runner, racers []Racer, between func() error) ([]*Proc, error) {
 	relR, relW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("%w: create release pipe: %v", ErrHarness, err)
@@ -90,6 +97,9 @@ func RunBarrier(ctx context.Context, r *Runner, racers []Racer) ([]*Proc, error)
 			}
 		}
 		failure = awaitReady(ctx, readyR, len(racers), exited)
+	}
+	if failure == nil && between != nil {
+		failure = between()
 	}
 	release()
 	if failure == nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -99,7 +100,18 @@ func (c *Client) Send(ctx context.Context, req SendRequest) (string, error) {
 
 // Lookup asks for the receipt of exactly k.
 func (c *Client) Lookup(ctx context.Context, k Key) (string, bool, error) {
+	return c.LookupAt(ctx, k, 0)
+}
+
+// LookupAt asks for the receipt of k on behalf of a lease holder of
+// generation gen (0: none). A fencing receiver learns the generation from
+// the question, so once a new holder has asked, a missing receipt stays
+// missing: the old holder's late send is refused.
+func (c *Client) LookupAt(ctx context.Context, k Key, gen int64) (string, bool, error) {
 	q := url.Values{"job_id": {k.Job}, "item_id": {k.Item}, "step": {k.Step}}
+	if gen > 0 {
+		q.Set("generation", strconv.FormatInt(gen, 10))
+	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+PathReceipt+"?"+q.Encode(), nil)
 	if err != nil {
 		return "", false, fmt.Errorf("build lookup: %w", err)

@@ -48,6 +48,9 @@ type SendRequest struct {
 	Digest string `json:"digest"`
 	// IdempotencyKey is "job:item:step" when the sender attaches one.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Generation is the sender's lease generation, its fencing token; 0
+	// (the article's batch) carries none.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // Sender performs the side-effect step and returns the receiver's receipt.

@@ -1,0 +1,293 @@
+package explore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"idemlab/experiments/batch"
+	"idemlab/experiments/results"
+	wb "idemlab/worker/batch"
+)
+
+// Tables of the batch patterns. TableSends is not in the file: it is the
+// receiver's log of every send of the trial, which the parent keeps.
+const (
+	TableJournal = "step_journal"
+	TableSends   = "receiver_log"
+)
+
+// Steps of a batch recovery.
+const (
+	StepResume = "resume"
+	StepFinal  = "final"
+	// StepResolve is followed by the key, "resolve job:item:step".
+	StepResolve = "resolve"
+	RoleResolve = "resolve"
+	RoleResume  = "resume"
+)
+
+// Duplicates names a batch outcome with n accepts beyond one per item.
+func Duplicates(n int) string { return "duplicates-" + strconv.Itoa(n) }
+
+// batchSettings are the article's settings for explore's small batch: no
+// simulated latency, so a sweep costs process starts only.
+func batchSettings(st Settings) batch.Settings { return batch.Settings{Items: st.Items} }
+
+func batchArgs(st Settings, mode string, f Files) []string {
+	return batch.RunArgs(batchSettings(st), batch.Action{Kind: batch.ActRun, Mode: mode, Job: st.JobKey}, f.DB, f.Receiver)
+}
+
+// batchPattern is article 002's run in one mode. The journal recovers as
+// the batch scenario's hard crash does: a resume that holds what it
+// cannot confirm, a resolve per held send after the parent looked it up
+// at the receiver, and a final run. Rerun-all just runs again.
+func batchPattern(mode string) Pattern {
+	p := Pattern{
+		Name:       "batch-" + mode,
+		Worker:     wb.WorkerRun,
+		TrialShare: 12,
+		Sends:      true,
+		Args:       func(st Settings, f Files) []string { return batchArgs(st, mode, f) },
+		Looked:     lookedUp,
+		Read: func(ctx context.Context, db string) (State, error) {
+			s := State{}
+			if mode != wb.ModeJournal {
+				return s, nil
+			}
+			rows, err := batch.ReadJournal(ctx, db)
+			if err != nil {
+				return nil, err
+			}
+			s[TableJournal] = []string{}
+			for _, r := range rows {
+				s[TableJournal] = append(s[TableJournal], journalRow(r))
+			}
+			return s, nil
+		},
+		CheckRows: func(st Settings, s State) []string { return checkBatchRows(st, s, mode == wb.ModeJournal) },
+		Classify:  classifyBatch,
+		Invariants: []Invariant{
+			{"each-item-sent-once", eachItemOnce},
+			{"recovery-acknowledged", recoveryAcknowledged},
+		},
+		Model: func(st Settings) []string {
+			if mode == wb.ModeJournal {
+				return []string{OutcomeClean}
+			}
+			// Rerun-all resends what the crashed run had sent: 0 to all.
+			out := []string{OutcomeClean}
+			for n := 1; n <= st.Items; n++ {
+				out = append(out, Duplicates(n))
+			}
+			return out
+		},
+		Account: func(st Settings, role string, raw json.RawMessage, before, after State) []string {
+			if role == RoleResolve {
+				var r wb.ResolveResult
+				if err := results.DecodeStrict(raw, &r); err != nil {
+					return []string{fmt.Sprintf("the resolve's result: %v", err)}
+				}
+				return nil
+			}
+			var r wb.RunResult
+			if err := results.DecodeStrict(raw, &r); err != nil {
+				return []string{fmt.Sprintf("the run's result: %v", err)}
+			}
+			var out []string
+			if r.Mode != mode || r.JobID != st.JobKey || r.Items != st.Items {
+				out = append(out, fmt.Sprintf("the run says mode %s, job %s, %d items; the settings give %s, %s, %d", r.Mode, r.JobID, r.Items, mode, st.JobKey, st.Items))
+			}
+			if sent := accepted(after) - accepted(before); r.Executed[wb.StepNotify] != sent {
+				out = append(out, fmt.Sprintf("the run says it sent %d notifications, the receiver accepted %d while it ran", r.Executed[wb.StepNotify], sent))
+			}
+			if role == RoleRecovery && r.Status != wb.StatusCompleted {
+				out = append(out, fmt.Sprintf("the final run ended %s, want %s", r.Status, wb.StatusCompleted))
+			}
+			return out
+		},
+	}
+	if mode == wb.ModeJournal {
+		p.Recovery = func(st Settings, f Files, done []string, s State) (Action, bool) {
+			switch {
+			case len(done) == 0:
+				return Action{Step: StepResume, Role: RoleResume, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
+			case done[len(done)-1] == StepFinal:
+				return Action{}, false
+			}
+			if held := heldSends(st, s); len(held) > 0 {
+				k := held[0]
+				return Action{Step: StepResolve + " " + k.String(), Role: RoleResolve, Worker: wb.WorkerResolve, LookUp: k.String(),
+					With: func(l Lookup) []string { return batch.ResolveArgs(f.DB, k, l.Found, l.Receipt) }}, true
+			}
+			return Action{Step: StepFinal, Role: RoleRecovery, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
+		}
+	} else {
+		p.Window = Window{From: wb.ItemPoint(wb.PointAfterSendAccepted, wb.ItemID(1))}
+	}
+	return p
+}
+
+func journalRow(r batch.JournalRow) string {
+	return strings.Join([]string{r.Item, r.Step, r.Status, r.Receipt}, "|")
+}
+
+// SendRow renders one receiver log entry as a state row.
+func SendRow(e batch.SendEntry) string {
+	return strings.Join([]string{strconv.Itoa(e.Seq), e.Item, e.Step, e.Outcome, strconv.FormatInt(e.Generation, 10), e.Receipt}, "|")
+}
+
+// sendRow is a parsed receiver log row.
+type sendRow struct {
+	Seq                          int
+	Item, Step, Outcome, Receipt string
+	Gen                          int64
+}
+
+func parseSend(r string) (sendRow, bool) {
+	f := strings.Split(r, "|")
+	if len(f) != 6 {
+		return sendRow{}, false
+	}
+	seq, err1 := strconv.Atoi(f[0])
+	gen, err2 := strconv.ParseInt(f[4], 10, 64)
+	return sendRow{Seq: seq, Item: f[1], Step: f[2], Outcome: f[3], Gen: gen, Receipt: f[5]}, err1 == nil && err2 == nil
+}
+
+func (s sendRow) accepted() bool {
+	return s.Outcome == batch.SendAccepted || s.Outcome == batch.SendAcceptedNoReply
+}
+
+func sends(s State) []sendRow {
+	var out []sendRow
+	for _, r := range s[TableSends] {
+		if x, ok := parseSend(r); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func accepted(s State) int {
+	n := 0
+	for _, x := range sends(s) {
+		if x.accepted() {
+			n++
+		}
+	}
+	return n
+}
+
+// acceptsByItem counts each item's accepted notifications.
+func acceptsByItem(s State) map[string]int {
+	out := map[string]int{}
+	for _, x := range sends(s) {
+		if x.accepted() && x.Step == wb.StepNotify {
+			out[x.Item]++
+		}
+	}
+	return out
+}
+
+// lookedUp answers a lookup from the receiver's log: found when a send of
+// the key was accepted, with that send's receipt.
+func lookedUp(s State, key string) Lookup {
+	l := Lookup{Key: key}
+	for _, x := range sends(s) {
+		if x.accepted() && strings.HasSuffix(key, ":"+x.Item+":"+x.Step) {
+			l.Found, l.Receipt = true, x.Receipt
+		}
+	}
+	return l
+}
+
+// heldSends are the side-effect rows not SUCCEEDED, as the batch
+// scenario's parent finds them.
+func heldSends(st Settings, s State) []wb.Key {
+	var out []wb.Key
+	for _, r := range s[TableJournal] {
+		f := strings.Split(r, "|")
+		if len(f) == 4 && wb.IsSideEffect(f[1]) && f[2] != string(wb.Succeeded) {
+			out = append(out, wb.Key{Job: st.JobKey, Item: f[0], Step: f[1]})
+		}
+	}
+	return out
+}
+
+func itemIDs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = wb.ItemID(i + 1)
+	}
+	return out
+}
+
+func checkBatchRows(st Settings, s State, journal bool) []string {
+	var bad []string
+	items := itemIDs(st.Items)
+	for i, r := range s[TableJournal] {
+		f := strings.Split(r, "|")
+		if len(f) != 4 || !slices.Contains(items, f[0]) || !slices.Contains(wb.Steps[:], f[1]) {
+			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not a row of the settings' items and steps", TableJournal, i, r))
+		}
+	}
+	for i, r := range s[TableSends] {
+		x, ok := parseSend(r)
+		if !ok || x.Seq != i+1 || !slices.Contains(items, x.Item) || x.Step != wb.StepNotify {
+			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not the receiver's entry %d for a notification of the settings' items", TableSends, i, r, i+1))
+		}
+	}
+	if _, ok := s[TableSends]; !ok {
+		bad = append(bad, fmt.Sprintf("table %s is missing", TableSends))
+	}
+	if _, ok := s[TableJournal]; ok != journal {
+		bad = append(bad, fmt.Sprintf("table %s listed: %v, but the pattern keeps a journal: %v", TableJournal, ok, journal))
+	}
+	for t := range s {
+		if t != TableJournal && t != TableSends {
+			bad = append(bad, fmt.Sprintf("table %s is not a table of the pattern", t))
+		}
+	}
+	return bad
+}
+
+// classifyBatch counts accepts beyond one per item, and items never sent.
+func classifyBatch(st Settings, s State) string {
+	by := acceptsByItem(s)
+	dups, lost := 0, 0
+	for _, it := range itemIDs(st.Items) {
+		switch n := by[it]; {
+		case n == 0:
+			lost++
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	switch {
+	case dups == 0 && lost == 0:
+		return OutcomeClean
+	case lost == 0:
+		return Duplicates(dups)
+	}
+	return fmt.Sprintf("duplicates-%d-lost-%d", dups, lost)
+}
+
+// eachItemOnce says the receiver accepted every item's notification
+// exactly once by the end of the recovery: its log is the evidence.
+func eachItemOnce(h History) []string {
+	last, ok := final(h)
+	if !ok {
+		return []string{"no steps"}
+	}
+	by := acceptsByItem(last.Rows)
+	var out []string
+	for _, it := range itemIDs(h.Items) {
+		if n := by[it]; n != 1 {
+			out = append(out, fmt.Sprintf("the receiver accepted %s %d times, want exactly 1", it, n))
+		}
+	}
+	return out
+}

@@ -1,0 +1,232 @@
+package explore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"idemlab/experiments/results"
+	wc "idemlab/worker/claim"
+	we "idemlab/worker/explore"
+	"idemlab/worker/sqlitedb"
+)
+
+// TableClaims is article 003's table.
+const TableClaims = "event_claims"
+
+// ClaimTTLMS is the claim pattern's TTL. It is long, so a probe right
+// after a crash is surely inside it; the re-claim after it shifts its
+// clock instead of waiting, as the claim scenario does.
+const ClaimTTLMS = 60_000
+
+// Holders of the claim pattern's processes; each names its external id.
+const (
+	HolderDelivery = "delivery"
+	HolderProbe    = "probe"
+	HolderRecovery = "recovery"
+	RoleProbe      = "probe"
+	StepProbe      = "probe"
+)
+
+// ClaimOutcome names who wrote the downstream fields.
+func ClaimOutcome(holder string) string { return "done-by-" + holder }
+
+// OutcomeNotDone is a claim whose downstream fields were never written.
+const OutcomeNotDone = "not-done"
+
+func claimArgs(st Settings, f Files, holder string, offset int64) []string {
+	return we.ClaimArgs{DB: f.DB, Fingerprint: st.EventID, Holder: holder, Classification: st.JobKey, TTLMS: ClaimTTLMS, OffsetMS: offset}.Flags()
+}
+
+// claimPattern is article 003's TTL claim and its downstream write. A
+// recovery first probes inside the TTL, where a live claim must hold,
+// then re-claims after it and finishes the work if nobody did.
+func claimPattern() Pattern {
+	return Pattern{
+		Name:       "claim-ttl",
+		Worker:     we.ClaimName,
+		TrialShare: 12,
+		Args:       func(st Settings, f Files) []string { return claimArgs(st, f, HolderDelivery, 0) },
+		Recovery: func(st Settings, f Files, done []string, _ State) (Action, bool) {
+			switch len(done) {
+			case 0:
+				return Action{Step: StepProbe, Role: RoleProbe, Worker: we.ClaimName, Args: claimArgs(st, f, HolderProbe, 0)}, true
+			case 1:
+				return Action{Step: StepRecovery, Role: RoleRecovery, Worker: we.ClaimName, Args: claimArgs(st, f, HolderRecovery, ClaimTTLMS+1)}, true
+			}
+			return Action{}, false
+		},
+		Read: readClaims,
+		CheckRows: func(st Settings, s State) []string {
+			var bad []string
+			if _, ok := s[TableClaims]; !ok {
+				bad = append(bad, fmt.Sprintf("table %s is missing", TableClaims))
+			}
+			for i, r := range s[TableClaims] {
+				c, ok := parseClaimRow(r)
+				if !ok || c.Fingerprint != st.EventID || (c.Classification != "" && c.Classification != st.JobKey) {
+					bad = append(bad, fmt.Sprintf("%s[%d] is %q, not a row of fingerprint %s", TableClaims, i, r, st.EventID))
+				}
+			}
+			if len(s[TableClaims]) > 1 {
+				bad = append(bad, fmt.Sprintf("%d rows, but the fingerprint is the primary key", len(s[TableClaims])))
+			}
+			for t := range s {
+				if t != TableClaims {
+					bad = append(bad, fmt.Sprintf("table %s is not a table of the pattern", t))
+				}
+			}
+			return bad
+		},
+		Classify: func(_ Settings, s State) string {
+			c, ok := claimOf(s)
+			if !ok || c.ExternalID == "" {
+				return OutcomeNotDone
+			}
+			return ClaimOutcome(strings.TrimPrefix(c.ExternalID, "ext-"))
+		},
+		Clean: claimModel(),
+		Invariants: []Invariant{
+			{"one-winner-per-ttl", oneWinnerPerTTL},
+			{"downstream-kept", downstreamKept},
+			{"downstream-written", downstreamWritten},
+			{"recovery-acknowledged", recoveryAcknowledged},
+		},
+		Model: func(Settings) []string { return claimModel() },
+		Account: func(st Settings, role string, raw json.RawMessage, before, after State) []string {
+			var r we.ClaimResult
+			if err := results.DecodeStrict(raw, &r); err != nil {
+				return []string{fmt.Sprintf("the claim's result: %v", err)}
+			}
+			var out []string
+			if want := map[string]string{RoleDelivery: HolderDelivery, RoleProbe: HolderProbe, RoleRecovery: HolderRecovery}[role]; r.Holder != want {
+				out = append(out, fmt.Sprintf("the worker says it is %q, the step's holder is %q", r.Holder, want))
+			}
+			b, _ := claimOf(before)
+			a, _ := claimOf(after)
+			if won := a.ClaimedAt != b.ClaimedAt; r.Claim.Won != won || (won && a.ClaimedAt != strconv.FormatInt(r.Claim.NowMS, 10)) {
+				out = append(out, fmt.Sprintf("the worker says won %v at %d, but claimed_at went from %q to %q", r.Claim.Won, r.Claim.NowMS, b.ClaimedAt, a.ClaimedAt))
+			}
+			if r.FollowedUp != (a.ExternalID == wc.ExternalIDFor(r.Holder) && b.ExternalID == "") || r.FoundDone != (r.Claim.Won && b.ExternalID != "") {
+				out = append(out, fmt.Sprintf("the worker says followed up %v, found done %v, but external_id went from %q to %q", r.FollowedUp, r.FoundDone, b.ExternalID, a.ExternalID))
+			}
+			return out
+		},
+	}
+}
+
+// claimModel: a crash before the claim leaves the probe to win; after it,
+// the live claim holds the probe off and the re-claim finishes; after the
+// downstream write, the delivery's work stands. No crash is the last.
+func claimModel() []string {
+	return []string{ClaimOutcome(HolderProbe), ClaimOutcome(HolderRecovery), ClaimOutcome(HolderDelivery)}
+}
+
+// claimRow is a parsed event_claims row; NULL columns are "".
+type claimRow struct {
+	Fingerprint, Count, ClaimedAt, Classification, ExternalID string
+}
+
+func parseClaimRow(r string) (claimRow, bool) {
+	f := strings.Split(r, "|")
+	if len(f) != 5 {
+		return claimRow{}, false
+	}
+	return claimRow{f[0], f[1], f[2], f[3], f[4]}, true
+}
+
+func claimOf(s State) (claimRow, bool) {
+	if len(s[TableClaims]) != 1 {
+		return claimRow{}, false
+	}
+	return parseClaimRow(s[TableClaims][0])
+}
+
+func readClaims(ctx context.Context, path string) (State, error) {
+	s := State{TableClaims: []string{}}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	db, _, err := sqlitedb.Open(ctx, wc.Options(path, 5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'event_claims'").Scan(&n); err != nil || n == 0 {
+		return s, err
+	}
+	rs, err := db.QueryContext(ctx, `SELECT fingerprint || '|' || count || '|' || coalesce(claimed_at, '') || '|' ||
+coalesce(classification, '') || '|' || coalesce(external_id, '') FROM event_claims ORDER BY fingerprint`)
+	if err != nil {
+		return nil, fmt.Errorf("read event_claims: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var v string
+		if err := rs.Scan(&v); err != nil {
+			return nil, fmt.Errorf("read event_claims: %w", err)
+		}
+		s[TableClaims] = append(s[TableClaims], v)
+	}
+	return s, rs.Err()
+}
+
+// oneWinnerPerTTL says two successive claims (claimed_at changing between
+// steps) lie more than the TTL apart: within one TTL window only one
+// caller may win.
+func oneWinnerPerTTL(h History) []string {
+	var out []string
+	prev := int64(-1)
+	for i, s := range h.Steps {
+		c, ok := claimOf(s.Rows)
+		if !ok || c.ClaimedAt == "" {
+			continue
+		}
+		at, err := strconv.ParseInt(c.ClaimedAt, 10, 64)
+		if err != nil {
+			out = append(out, fmt.Sprintf("step %d: claimed_at %q is not a time", i+1, c.ClaimedAt))
+			continue
+		}
+		if prev >= 0 && at != prev && at-prev <= ClaimTTLMS {
+			out = append(out, fmt.Sprintf("step %d (%s) won at %d, %d ms after the win at %d, inside the TTL of %d ms", i+1, s.Role, at, at-prev, prev, ClaimTTLMS))
+		}
+		prev = at
+	}
+	return out
+}
+
+// downstreamKept says downstream fields, once committed, never change or
+// vanish: a re-claim may take the row, not the work already done.
+func downstreamKept(h History) []string {
+	var out []string
+	var first claimRow
+	for i, s := range h.Steps {
+		c, _ := claimOf(s.Rows)
+		if first.ExternalID != "" && (c.ExternalID != first.ExternalID || c.Classification != first.Classification) {
+			out = append(out, fmt.Sprintf("step %d (%s) left downstream fields %q/%q, but %q/%q were committed before", i+1, s.Role, c.Classification, c.ExternalID, first.Classification, first.ExternalID))
+		}
+		if first.ExternalID == "" && c.ExternalID != "" {
+			first = c
+		}
+	}
+	return out
+}
+
+// downstreamWritten says the recovery leaves the work done.
+func downstreamWritten(h History) []string {
+	last, ok := final(h)
+	if !ok {
+		return []string{"no steps"}
+	}
+	if c, _ := claimOf(last.Rows); c.ExternalID == "" || c.Classification == "" {
+		return []string{"after the recovery the downstream fields are still empty"}
+	}
+	return nil
+}

@@ -1,0 +1,341 @@
+package explore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"idemlab/experiments/results"
+	wb "idemlab/worker/batch"
+	we "idemlab/worker/explore"
+	"idemlab/worker/sqlitedb"
+)
+
+// Tables of the lease pattern.
+const (
+	TableLease        = "job_lease"
+	TableLeaseJournal = "lease_journal"
+	TableLeaseLog     = "lease_log"
+)
+
+// LeaseTTLMS is the lease's TTL. A takeover waits for it in real time, so
+// it is short; the sweep's successor shifts its clock instead.
+const LeaseTTLMS = 300
+
+// LeaseWaitMS bounds a successor's wait for a live lease.
+const LeaseWaitMS = 10_000
+
+// LeasePollMS is how often a successor tries the lease.
+const LeasePollMS = 20
+
+// Holders of the lease pattern: the first holder and its successor.
+const (
+	HolderA = "a"
+	HolderB = "b"
+)
+
+// StaleWrites names an outcome part: journal writes by a superseded holder.
+func StaleWrites(n int) string { return "stale-writes-" + strconv.Itoa(n) }
+
+func leaseArgs(st Settings, f Files, holder string, offset int64, fence bool, pauseAt string) []string {
+	a := we.LeaseArgs{DB: f.DB, Job: st.JobKey, Receiver: f.Receiver, Holder: holder, Items: st.Items,
+		TTLMS: LeaseTTLMS, OffsetMS: offset, Fence: fence, WaitMS: LeaseWaitMS, PollMS: LeasePollMS}
+	if pauseAt != "" {
+		a.PauseAt, a.ReadyFD = pauseAt, 3
+	}
+	return a.Flags()
+}
+
+// leasePattern is articles 002 and 003 combined: the batch journal run
+// under a TTL lease that every journal write renews, with generations as
+// fencing tokens on every write and send. A crashed holder's job is taken
+// over after the TTL (the successor's clock shifted past it) and resumed
+// from the journal.
+func leasePattern() Pattern {
+	return Pattern{
+		Name:       "lease-batch",
+		Worker:     we.LeaseName,
+		TrialShare: 12,
+		Sends:      true,
+		Fenced:     true,
+		Takeover:   true,
+		Args:       func(st Settings, f Files) []string { return leaseArgs(st, f, HolderA, 0, true, "") },
+		Recovery: func(st Settings, f Files, done []string, _ State) (Action, bool) {
+			if len(done) > 0 {
+				return Action{}, false
+			}
+			return Action{Step: StepRecovery, Role: RoleRecovery, Worker: we.LeaseName, Args: leaseArgs(st, f, HolderB, LeaseTTLMS+1, true, "")}, true
+		},
+		Read:      readLease,
+		CheckRows: checkLeaseRows,
+		Classify:  classifyLease,
+		Invariants: []Invariant{
+			{"each-item-sent-once", eachItemOnce},
+			{"no-stale-accept", noStaleAccept},
+			{"no-stale-journal-write", noStaleWrite},
+			{"no-overlapping-holders", noOverlap},
+			{"journal-complete", leaseJournalComplete},
+			{"recovery-acknowledged", recoveryAcknowledged},
+		},
+		Model: func(Settings) []string { return []string{OutcomeClean} },
+		Account: func(st Settings, role string, raw json.RawMessage, before, after State) []string {
+			var r we.LeaseResult
+			if err := results.DecodeStrict(raw, &r); err != nil {
+				return []string{fmt.Sprintf("the lease worker's result: %v", err)}
+			}
+			var out []string
+			granted := false
+			for _, e := range leaseLog(after) {
+				granted = granted || (e.Kind == we.LogGrant && e.Holder == r.Holder && e.Gen == r.Generation)
+			}
+			if !granted {
+				out = append(out, fmt.Sprintf("the worker says %s holds generation %d, but the log records no such grant", r.Holder, r.Generation))
+			}
+			sent := 0
+			for _, x := range sends(after) {
+				if x.accepted() && x.Gen == r.Generation && x.Seq > len(before[TableSends]) {
+					sent++
+				}
+			}
+			if sent != r.Sent {
+				out = append(out, fmt.Sprintf("the worker says it sent %d, the receiver accepted %d of generation %d while it ran", r.Sent, sent, r.Generation))
+			}
+			return out
+		},
+	}
+}
+
+func readLease(ctx context.Context, path string) (State, error) {
+	s := State{TableLease: []string{}, TableLeaseJournal: []string{}, TableLeaseLog: []string{}}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	db, _, err := sqlitedb.Open(ctx, we.LeaseOptions(path))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	queries := map[string]string{
+		TableLease:        "SELECT holder || '|' || generation || '|' || claimed_at FROM job_lease ORDER BY job_id",
+		TableLeaseJournal: "SELECT item_id || '|' || step_name || '|' || status || '|' || generation FROM lease_journal ORDER BY item_id, step_name",
+		TableLeaseLog:     "SELECT seq || '|' || kind || '|' || holder || '|' || generation || '|' || item_id || '|' || step_name || '|' || status || '|' || at_ms FROM lease_log ORDER BY seq",
+	}
+	for _, t := range []string{TableLease, TableLeaseJournal, TableLeaseLog} {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", t).Scan(&n); err != nil {
+			return nil, fmt.Errorf("look up table %s: %w", t, err)
+		}
+		if n == 0 {
+			continue
+		}
+		rs, err := db.QueryContext(ctx, queries[t])
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", t, err)
+		}
+		for rs.Next() {
+			var v string
+			if err := rs.Scan(&v); err != nil {
+				rs.Close()
+				return nil, fmt.Errorf("read %s: %w", t, err)
+			}
+			s[t] = append(s[t], v)
+		}
+		if err := errors.Join(rs.Err(), rs.Close()); err != nil {
+			return nil, fmt.Errorf("read %s: %w", t, err)
+		}
+	}
+	return s, nil
+}
+
+// logEntry is one parsed lease_log row.
+type logEntry struct {
+	Seq                             int
+	Kind, Holder, Item, Step, Status string
+	Gen, AtMS                       int64
+}
+
+func leaseLog(s State) []logEntry {
+	var out []logEntry
+	for _, r := range s[TableLeaseLog] {
+		f := strings.Split(r, "|")
+		if len(f) != 8 {
+			continue
+		}
+		seq, _ := strconv.Atoi(f[0])
+		gen, _ := strconv.ParseInt(f[3], 10, 64)
+		at, _ := strconv.ParseInt(f[7], 10, 64)
+		out = append(out, logEntry{Seq: seq, Kind: f[1], Holder: f[2], Gen: gen, Item: f[4], Step: f[5], Status: f[6], AtMS: at})
+	}
+	return out
+}
+
+func checkLeaseRows(st Settings, s State) []string {
+	var bad []string
+	items := itemIDs(st.Items)
+	for _, t := range []string{TableLease, TableLeaseJournal, TableLeaseLog, TableSends} {
+		if _, ok := s[t]; !ok {
+			bad = append(bad, fmt.Sprintf("table %s is missing", t))
+		}
+	}
+	for t := range s {
+		if t != TableLease && t != TableLeaseJournal && t != TableLeaseLog && t != TableSends {
+			bad = append(bad, fmt.Sprintf("table %s is not a table of the pattern", t))
+		}
+	}
+	if len(s[TableLease]) > 1 {
+		bad = append(bad, fmt.Sprintf("%d lease rows for one job", len(s[TableLease])))
+	}
+	for i, r := range s[TableLeaseJournal] {
+		f := strings.Split(r, "|")
+		if len(f) != 4 || !slices.Contains(items, f[0]) || !slices.Contains(wb.Steps[:], f[1]) {
+			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not a row of the settings' items and steps", TableLeaseJournal, i, r))
+		}
+	}
+	log := leaseLog(s)
+	if len(log) != len(s[TableLeaseLog]) {
+		bad = append(bad, fmt.Sprintf("%s has rows that do not parse", TableLeaseLog))
+	}
+	for i, e := range log {
+		if e.Seq != i+1 || (e.Holder != HolderA && e.Holder != HolderB) || (e.Kind != we.LogGrant && e.Kind != we.LogWrite) {
+			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not entry %d by holder a or b", TableLeaseLog, i, s[TableLeaseLog][i], i+1))
+		}
+	}
+	for i, r := range s[TableSends] {
+		x, ok := parseSend(r)
+		if !ok || x.Seq != i+1 || !slices.Contains(items, x.Item) || x.Step != wb.StepNotify || x.Gen < 1 {
+			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not the receiver's entry %d for a fenced notification", TableSends, i, r, i+1))
+		}
+	}
+	return bad
+}
+
+// staleWrites counts journal writes made with a generation below one
+// granted before them.
+func staleWrites(s State) []logEntry {
+	var out []logEntry
+	var top int64
+	for _, e := range leaseLog(s) {
+		switch {
+		case e.Kind == we.LogGrant:
+			top = max(top, e.Gen)
+		case e.Gen < top:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// staleAccepts are sends the receiver accepted after it had seen a newer
+// generation of the job, in its own log's order.
+func staleAccepts(s State) []sendRow {
+	var out []sendRow
+	var top int64
+	for _, x := range sends(s) {
+		if x.accepted() && x.Gen < top {
+			out = append(out, x)
+		}
+		top = max(top, x.Gen)
+	}
+	return out
+}
+
+func classifyLease(st Settings, s State) string {
+	var parts []string
+	if o := classifyBatch(st, s); o != OutcomeClean {
+		parts = append(parts, o)
+	}
+	if n := len(staleWrites(s)); n > 0 {
+		parts = append(parts, StaleWrites(n))
+	}
+	if len(parts) == 0 {
+		return OutcomeClean
+	}
+	return strings.Join(parts, ",")
+}
+
+// noStaleAccept: the receiver accepted no send of a generation older than
+// one it had already seen. The fence refuses such sends; without it they
+// land.
+func noStaleAccept(h History) []string {
+	last, ok := final(h)
+	if !ok {
+		return []string{"no steps"}
+	}
+	var out []string
+	for _, x := range staleAccepts(last.Rows) {
+		out = append(out, fmt.Sprintf("receiver entry %d accepted %s of generation %d after a newer generation", x.Seq, x.Item, x.Gen))
+	}
+	return out
+}
+
+// noStaleWrite: no journal write by a holder whose lease had been granted
+// to a newer generation: a write by a non-holder.
+func noStaleWrite(h History) []string {
+	last, ok := final(h)
+	if !ok {
+		return []string{"no steps"}
+	}
+	var out []string
+	for _, e := range staleWrites(last.Rows) {
+		out = append(out, fmt.Sprintf("log entry %d: %s wrote %s:%s %s with generation %d after a newer grant", e.Seq, e.Holder, e.Item, e.Step, e.Status, e.Gen))
+	}
+	return out
+}
+
+// noOverlap: each grant came more than the TTL after the previous
+// generation's last renewal (its grant or a journal write before the new
+// grant), so no two holders held the job at once.
+func noOverlap(h History) []string {
+	last, ok := final(h)
+	if !ok {
+		return []string{"no steps"}
+	}
+	var out []string
+	lastRenew := map[int64]int64{}
+	for _, e := range leaseLog(last.Rows) {
+		if e.Kind == we.LogGrant {
+			if prev, ok := lastRenew[e.Gen-1]; ok && e.AtMS-prev <= LeaseTTLMS {
+				out = append(out, fmt.Sprintf("generation %d granted to %s %d ms after generation %d last renewed, within the TTL of %d ms", e.Gen, e.Holder, e.AtMS-prev, e.Gen-1, LeaseTTLMS))
+			}
+			if _, taken := lastRenew[e.Gen+1]; !taken {
+				lastRenew[e.Gen] = e.AtMS
+			}
+			continue
+		}
+		if _, superseded := lastRenew[e.Gen+1]; !superseded {
+			lastRenew[e.Gen] = e.AtMS
+		}
+	}
+	return out
+}
+
+// leaseJournalComplete: after the recovery every step of every item is
+// SUCCEEDED.
+func leaseJournalComplete(h History) []string {
+	last, ok := final(h)
+	if !ok {
+		return []string{"no steps"}
+	}
+	done := map[string]bool{}
+	for _, r := range last.Rows[TableLeaseJournal] {
+		f := strings.Split(r, "|")
+		if len(f) == 4 && f[2] == string(wb.Succeeded) {
+			done[f[0]+":"+f[1]] = true
+		}
+	}
+	var out []string
+	for _, it := range itemIDs(h.Items) {
+		for _, s := range wb.Steps {
+			if !done[it+":"+s] {
+				out = append(out, fmt.Sprintf("%s:%s is not SUCCEEDED after the recovery", it, s))
+			}
+		}
+	}
+	return out
+}

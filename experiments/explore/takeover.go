@@ -1,0 +1,170 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"idemlab/experiments/batch"
+	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	we "idemlab/worker/explore"
+	"idemlab/worker/protocol"
+)
+
+// runTakeover runs one takeover trial: holder a pauses at point pt (it
+// signals and waits, standing still like a stopped process, its lease
+// running out); meanwhile successor b, started on the same job, polls the
+// live lease, takes it over after the TTL and finishes the job from the
+// journal. Only then is a released to run on with its old generation.
+// The parent orders the two, so the trial replays.
+func runTakeover(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int, pt string) error {
+	t, err := newTrial(env, pat, c)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	fence := !c.Unfenced
+	holder := harness.Racer{Spec: harness.Spec{
+		Scenario: Name, Condition: c.Name, Label: label(i, StepStale),
+		Worker: pat.Worker, Args: leaseArgs(st, t.files, HolderA, 0, fence, pt), Exits: []int{protocol.ExitACK},
+	}}
+	between := func() error {
+		spec := harness.Spec{
+			Scenario: Name, Condition: c.Name, Label: label(i, StepSuccessor),
+			Worker: pat.Worker, Args: leaseArgs(st, t.files, HolderB, 0, fence, ""), Exits: []int{protocol.ExitACK},
+		}
+		o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepSuccessor, DB: t.files.DB, Receiver: t.files.Receiver, Point: pt}
+		_, _, err := runStep(ctx, env, pat, t, spec, o)
+		return err
+	}
+	procs, err := harness.RunBarrierThen(ctx, env.Runner, []harness.Racer{holder}, between)
+	if err != nil {
+		return fmt.Errorf("%s trial %d: %w", c.Name, i, err)
+	}
+	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepStale, DB: t.files.DB, Receiver: t.files.Receiver, ProcessIDs: []int{procs[0].Record.ID}}
+	_, err = observe(ctx, env, pat, t, o)
+	return err
+}
+
+// TakeoverTrial is one paused-holder trial.
+type TakeoverTrial struct {
+	Point      string   `json:"point"`
+	Outcome    string   `json:"outcome"`
+	Violations []string `json:"violations"`
+	// LeaseLost: the paused holder, run on, found its generation
+	// superseded and stopped.
+	LeaseLost bool `json:"lease_lost"`
+	// StaleRefused counts the sends the receiver refused and logged as
+	// stale.
+	StaleRefused int `json:"stale_refused"`
+}
+
+// TakeoverObserved is a takeover condition: one trial per discovered
+// point, the holder paused there.
+type TakeoverObserved struct {
+	Fenced          bool            `json:"fenced"`
+	Points          []string        `json:"points"`
+	Outcomes        []TakeoverTrial `json:"outcomes"`
+	ViolatingPoints []string        `json:"violating_points"`
+	LeaseLost       int             `json:"lease_lost"`
+	StaleRefused    int             `json:"stale_refused"`
+	Timing          TakeoverTiming  `json:"timing"`
+}
+
+// TakeoverTiming is what the scheduler decided: how often successors
+// found the lease live before the TTL ran out.
+type TakeoverTiming struct {
+	SuccessorPolls int `json:"successor_polls"`
+}
+
+// Roles of a takeover's processes.
+const (
+	RoleSuccessor = "successor"
+	RoleStale     = "stale-holder"
+)
+
+// takeoverModel is the unfenced holder's damage by where it was paused:
+// before a send it sends again and overwrites the row; after an accepted
+// send it overwrites the row; right after its grant it finds every step
+// done and does nothing.
+func takeoverModel() []string {
+	return []string{Duplicates(1) + "," + StaleWrites(1), StaleWrites(1)}
+}
+
+func (f *folder) takeover(pat Pattern, c Condition, points []string, got map[int][]entry) TakeoverObserved {
+	obs := TakeoverObserved{Fenced: !c.Unfenced, Points: append([]string{}, points...), Outcomes: []TakeoverTrial{}, ViolatingPoints: []string{}}
+	var invs []Invariant
+	for _, inv := range pat.Invariants {
+		if inv.Name != "recovery-acknowledged" {
+			invs = append(invs, inv)
+		}
+	}
+	for i, pt := range points {
+		es, ok := got[i]
+		if !ok {
+			continue
+		}
+		if len(es) != 2 {
+			f.c.Obs(es[0].l, "trial", "%s trial %d has %d steps, want the successor and the stale holder", c.Name, i, len(es))
+			continue
+		}
+		sc, sh := es[0], es[1]
+		f.rows(pat, sc, StepSuccessor, 1, "")
+		f.rows(pat, sh, StepStale, 1, sc.o.DB)
+		f.fresh(sc)
+		if sc.o.Point != pt || sc.o.K != 0 || sc.o.KillDelaysUS != nil || sh.o.Point != "" || sh.o.K != 0 || sh.o.KillDelaysUS != nil || sh.o.Receiver != sc.o.Receiver {
+			f.c.Obs(sc.l, "point", "%q (k %d), but takeover trial %d pauses at discovered point %q, kills nothing and keeps one receiver", sc.o.Point, sc.o.K, i, pt)
+		}
+		if len(sc.o.ProcessIDs) != 1 || len(sh.o.ProcessIDs) != 1 {
+			continue
+		}
+		fl, fence := files(sc.o), !c.Unfenced
+		s1, rep1, ok1 := f.proc(sc.l, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), worker: pat.Worker, args: leaseArgs(f.st, fl, HolderB, 0, fence, "")}, RoleSuccessor, sc.o.Rows)
+		f.account(pat, sc.o.ProcessIDs[0], RoleSuccessor, rep1, s1, State{}, sc.o.Rows)
+		s2, rep2, ok2 := f.proc(sh.l, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), worker: pat.Worker, args: leaseArgs(f.st, fl, HolderA, 0, fence, pt)}, RoleStale, sh.o.Rows)
+		f.account(pat, sh.o.ProcessIDs[0], RoleStale, rep2, s2, State{}, sh.o.Rows)
+		if !ok1 || !ok2 || rep1 == nil || rep2 == nil {
+			continue
+		}
+		if n := len(rep2.Points); n <= i || !slices.Equal(rep2.Points[:i+1], points[:i+1]) {
+			p, _ := f.rec.Process(sh.o.ProcessIDs[0])
+			f.c.Proc(p, "stdout", "passed %v, but a holder paused at %q passes %v first", rep2.Points, pt, points[:i+1])
+		}
+		var succ, stale we.LeaseResult
+		if results.DecodeStrict(rep1.Result, &succ) != nil || results.DecodeStrict(rep2.Result, &stale) != nil {
+			continue
+		}
+		p2, _ := f.rec.Process(sh.o.ProcessIDs[0])
+		if !stale.Paused || stale.Fence != fence || succ.Fence != fence || succ.LeaseLost {
+			f.c.Proc(p2, "stdout", "the holder says paused %v, fence %v, and the successor fence %v, lost %v; the trial pauses the holder with fence %v and the successor finishes", stale.Paused, stale.Fence, succ.Fence, succ.LeaseLost, fence)
+		}
+		h := History{Items: f.st.Items, Steps: []Step{s1, s2}}
+		t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st, sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
+		for _, x := range sends(sh.o.Rows) {
+			if x.Outcome == batch.SendStale {
+				t.StaleRefused++
+			}
+		}
+		vs := Check(h, invs)
+		v := ViolationRecord{Condition: c.Name, Pattern: c.Pattern, Kind: c.Kind, Trial: i, Seed: f.st.Seed, Point: pt, Replay: replay(f.st, c, i)}
+		for _, x := range vs {
+			v.Invariant, v.Detail = x.Invariant, x.Detail
+			f.extra.Violations = append(f.extra.Violations, v)
+			if !slices.Contains(t.Violations, x.Invariant) {
+				t.Violations = append(t.Violations, x.Invariant)
+			}
+		}
+		if len(vs) > 0 {
+			obs.ViolatingPoints = append(obs.ViolatingPoints, pt)
+		}
+		if t.LeaseLost {
+			obs.LeaseLost++
+		}
+		obs.StaleRefused += t.StaleRefused
+		obs.Timing.SuccessorPolls += succ.Polls
+		obs.Outcomes = append(obs.Outcomes, t)
+	}
+	return obs
+}

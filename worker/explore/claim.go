@@ -1,0 +1,125 @@
+package explore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	wc "idemlab/worker/claim"
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+)
+
+// ClaimName is the registry name of the claiming worker: article 003's TTL
+// claim followed by its downstream write, with crash points between the
+// commits so explore can sweep them. The article's own workers have none.
+const ClaimName = "explore.claim"
+
+// Crash points of the claim, in the order a first claim passes them.
+const (
+	PointClaimSchema   = "schema-ready"
+	PointClaimed       = "claimed"
+	PointClaimFollowUp = "followed-up"
+)
+
+// ClaimResult is the claiming worker's report payload.
+type ClaimResult struct {
+	Holder string     `json:"holder"`
+	Claim  wc.Outcome `json:"claim"`
+	// FoundDone: the claim won, but the downstream fields were already
+	// written by an earlier winner, so this one left them alone.
+	FoundDone  bool              `json:"found_done"`
+	FollowedUp bool              `json:"followed_up"`
+	ExternalID string            `json:"external_id,omitempty"`
+	Settings   sqlitedb.Settings `json:"settings"`
+}
+
+// ClaimArgs are the claiming worker's arguments.
+type ClaimArgs struct {
+	DB, Fingerprint, Holder, Classification string
+	TTLMS, OffsetMS                         int64
+}
+
+// Flags renders the arguments; the parent and the fold both build them so.
+func (a ClaimArgs) Flags() []string {
+	return []string{"-db", a.DB, "-fingerprint", a.Fingerprint, "-holder", a.Holder, "-classification", a.Classification,
+		"-ttl-ms", fmt.Sprint(a.TTLMS), "-clock-offset-ms", fmt.Sprint(a.OffsetMS)}
+}
+
+// ClaimMain is the registered worker "explore.claim". It creates the table
+// when the file has none, claims with the TTL upsert on its own clock
+// (shifted by -clock-offset-ms, so a re-claim after the TTL costs no
+// waiting) and, if it won and nobody wrote them yet, writes the downstream
+// fields naming itself.
+func ClaimMain(call *protocol.Call) int {
+	var a ClaimArgs
+	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&a.DB, "db", "", "database file")
+	fs.StringVar(&a.Fingerprint, "fingerprint", "", "event fingerprint")
+	fs.StringVar(&a.Holder, "holder", "", "this claimer's name")
+	fs.StringVar(&a.Classification, "classification", "", "downstream classification")
+	fs.Int64Var(&a.TTLMS, "ttl-ms", 0, "claim TTL")
+	fs.Int64Var(&a.OffsetMS, "clock-offset-ms", 0, "added to the worker's clock")
+	if err := fs.Parse(call.Args); err != nil {
+		return call.Usage(err)
+	}
+	if a.DB == "" || a.Fingerprint == "" || a.Holder == "" || a.TTLMS <= 0 {
+		return call.Usage(errors.New("-db, -fingerprint, -holder and a positive -ttl-ms are required"))
+	}
+	ctx := context.Background()
+	db, settings, err := sqlitedb.Open(ctx, wc.Options(a.DB, 5*time.Second))
+	if err != nil {
+		return call.Fail(err)
+	}
+	// No deferred Close: a crash must leave the file as a dead process would.
+	if err := ensureClaimTable(ctx, db); err != nil {
+		return call.Fail(err)
+	}
+	call.Points.Hit(PointClaimSchema)
+	clock := wc.Clock{OffsetMS: a.OffsetMS, PinnedMS: wc.NoPin}
+	ev := wc.Event{Fingerprint: a.Fingerprint, Source: "explore", Level: "error", Message: "explore claim", Time: clock.Now()}
+	out, err := wc.Claim(ctx, db, wc.TTL, ev, clock.Now(), time.Duration(a.TTLMS)*time.Millisecond)
+	if err != nil {
+		return call.Fail(err)
+	}
+	res := ClaimResult{Holder: a.Holder, Claim: out, Settings: settings}
+	if out.Won {
+		call.Points.Hit(PointClaimed)
+		row, ok, err := wc.ReadRow(ctx, db, a.Fingerprint)
+		if err != nil || !ok {
+			return call.Fail(fmt.Errorf("read the claimed row (found %v): %w", ok, err))
+		}
+		if row.Classification != nil || row.ExternalID != nil {
+			res.FoundDone = true
+		} else {
+			res.ExternalID = wc.ExternalIDFor(a.Holder)
+			if _, err := wc.FollowUp(ctx, db, a.Fingerprint, a.Classification, res.ExternalID); err != nil {
+				return call.Fail(err)
+			}
+			res.FollowedUp = true
+			call.Points.Hit(PointClaimFollowUp)
+		}
+	}
+	if err := db.Close(); err != nil {
+		return call.Fail(fmt.Errorf("close database: %w", err))
+	}
+	return call.Finish(res, protocol.ExitACK)
+}
+
+// ensureClaimTable creates event_claims unless the file has it, so every
+// claimer can be the first.
+func ensureClaimTable(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'event_claims'").Scan(&n); err != nil {
+		return fmt.Errorf("look up event_claims: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	return wc.CreateSchema(ctx, db, wc.SchemaNew)
+}
