@@ -3,7 +3,10 @@ package explore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"idemlab/experiments/batch"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
+	"idemlab/worker/sqlitedb"
 )
 
 // Tables of the batch patterns. TableSends is not in the file: it is the
@@ -58,11 +62,16 @@ func batchPattern(mode string) Pattern {
 			if mode != wb.ModeJournal {
 				return s, nil
 			}
+			s[TableJournal] = []string{}
+			// A worker killed before it created the table leaves a file
+			// without one, which reads as an empty journal.
+			if ok, err := hasTable(ctx, wb.Options(db), "step_journal"); err != nil || !ok {
+				return s, err
+			}
 			rows, err := batch.ReadJournal(ctx, db)
 			if err != nil {
 				return nil, err
 			}
-			s[TableJournal] = []string{}
 			for _, r := range rows {
 				s[TableJournal] = append(s[TableJournal], journalRow(r))
 			}
@@ -290,4 +299,21 @@ func eachItemOnce(h History) []string {
 		}
 	}
 	return out
+}
+
+// hasTable says whether the file exists and holds the table.
+func hasTable(ctx context.Context, o sqlitedb.Options, table string) (bool, error) {
+	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	db, _, err := sqlitedb.Open(ctx, o)
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(&n); err != nil {
+		return false, fmt.Errorf("look up table %s: %w", table, err)
+	}
+	return n > 0, nil
 }

@@ -312,7 +312,7 @@ type Observation struct {
 	// Lookup is what the parent asked the receiver before a resolve.
 	Lookup *Lookup `json:"lookup,omitempty"`
 	Point  string  `json:"point,omitempty"`
-	K          int    `json:"k,omitempty"`
+	K      int     `json:"k,omitempty"`
 	// KillDelaysUS has one entry per process: 0 for no kill, else the
 	// delay before SIGKILL (from the start for a kill trial, from the
 	// release for a racer).

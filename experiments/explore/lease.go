@@ -155,9 +155,9 @@ func readLease(ctx context.Context, path string) (State, error) {
 
 // logEntry is one parsed lease_log row.
 type logEntry struct {
-	Seq                             int
+	Seq                              int
 	Kind, Holder, Item, Step, Status string
-	Gen, AtMS                       int64
+	Gen, AtMS                        int64
 }
 
 func leaseLog(s State) []logEntry {
