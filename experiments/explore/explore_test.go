@@ -53,7 +53,7 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		t.Errorf("overrides not applied: %+v", st)
 	}
 	for _, c := range st.Conditions {
-		if c.Kind != KindDiscovery && c.Kind != KindSweep && !cmp.Equal(c.Trials, []int{7}) {
+		if c.Kind != KindDiscovery && c.Kind != KindSweep && c.Kind != KindTakeover && !cmp.Equal(c.Trials, []int{7}) {
 			t.Errorf("%s runs trials %v with --only-trial 7", c.Name, c.Trials)
 		}
 	}
@@ -94,12 +94,31 @@ func TestRunRealProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range extra.Violations {
-		if v.Pattern != string(wr.SeparateCommit) || v.Replay == "" {
-			t.Errorf("violation %+v: only separate commits may violate, and each names its replay", v)
+		if v.Replay == "" || (v.Pattern != string(wr.SeparateCommit) && v.Pattern != "batch-rerun-all" && v.Condition != "lease-batch/takeover-unfenced") {
+			t.Errorf("violation %+v: only separate commits, rerun-all and the unfenced takeover may violate, and each names its replay", v)
 		}
 	}
+	var journal, rerun SweepObserved
+	json.Unmarshal(obs["batch-journal/sweep"], &journal)
+	json.Unmarshal(obs["batch-rerun-all/sweep"], &rerun)
+	wantPoints := []string{"before-send:item-001", "after-send-accepted:item-001", "before-send:item-002", "after-send-accepted:item-002"}
+	if diff := cmp.Diff(wantPoints, journal.Points); diff != "" || len(journal.ViolatingPoints) != 0 {
+		t.Errorf("journal sweep violates at %v; points (-want +got):\n%s", journal.ViolatingPoints, diff)
+	}
+	if diff := cmp.Diff(wantPoints[1:], rerun.ViolatingPoints); diff != "" {
+		t.Errorf("rerun-all violating points (-want +got):\n%s", diff)
+	}
+	var fenced, unfenced TakeoverObserved
+	json.Unmarshal(obs["lease-batch/takeover-fenced"], &fenced)
+	json.Unmarshal(obs["lease-batch/takeover-unfenced"], &unfenced)
+	if len(fenced.ViolatingPoints) != 0 || fenced.LeaseLost != 4 || fenced.StaleRefused != 2 {
+		t.Errorf("fenced takeover: %+v", fenced)
+	}
+	if diff := cmp.Diff(wantPoints, unfenced.ViolatingPoints); diff != "" || unfenced.LeaseLost != 0 || unfenced.StaleRefused != 0 {
+		t.Errorf("unfenced takeover %+v; violating points (-want +got):\n%s", unfenced, diff)
+	}
 	m, err := SweepMatrix(out.Result)
-	if err != nil || len(m.Points) != len(sep.Points)+len(single.Points) || len(m.Patterns) != 2 {
+	if err != nil || len(m.Patterns) != len(Patterns()) || len(m.Points) != len(sep.Points)+len(single.Points)+len(wantPoints)+3+1 {
 		t.Errorf("matrix %+v (%v)", m, err)
 	}
 	sec, err := Scenario{}.Report(out.Result)
@@ -125,7 +144,7 @@ func TestWrongAllowedSetFails(t *testing.T) {
 		t.Fatalf("findings: %v", findings)
 	}
 	for _, c := range res.Conditions {
-		hasAllowed := c.Name != "separate-commit/sweep" && c.Name != "single-transaction/sweep" && !strings.HasSuffix(c.Name, "/discovery")
+		hasAllowed := !strings.HasSuffix(c.Name, "/sweep") && !strings.HasSuffix(c.Name, "/discovery") && !strings.Contains(c.Name, "/takeover")
 		if hasAllowed == c.Pass {
 			t.Errorf("%s: pass %v with a wrong allowed set", c.Name, c.Pass)
 		}
@@ -199,6 +218,27 @@ func TestFoldCatchesTampering(t *testing.T) {
 		{"discovered points", false, findProc(t, rec, "separate-commit/discovery", "trial 000000 delivery"), func(m map[string]any) {
 			m["stdout"] = strings.Replace(m["stdout"].(string), `"`+wr.PointAfterJobInsert+`",`, "", 1)
 		}, "observations.jsonl"},
+		{"lookup answer", true, findObs(t, rec, "batch-journal/sweep", 1, "resolve k-1:item-001:notify_external"), func(m map[string]any) {
+			m["lookup"].(map[string]any)["found"] = false
+		}, "observations.jsonl"},
+		{"send dropped from the receiver log", true, findObs(t, rec, "batch-rerun-all/sweep", 1, StepRecovery), func(m map[string]any) {
+			r := m["rows"].(map[string]any)
+			l := r[TableSends].([]any)
+			r[TableSends] = l[:len(l)-1]
+		}, "raw-processes.jsonl"},
+		{"takeover pause point", true, findObs(t, rec, "lease-batch/takeover-unfenced", 1, StepSuccessor), func(m map[string]any) { m["point"] = "lease-acquired" }, "observations.jsonl"},
+		{"fence turned off in the argv", false, findProc(t, rec, "lease-batch/takeover-fenced", "trial 000001 stale-holder"), func(m map[string]any) {
+			a := m["argv"].([]any)
+			for i, x := range a {
+				if x == "-fence=true" {
+					a[i] = "-fence=false"
+				}
+			}
+		}, "raw-processes.jsonl"},
+		{"claim won by hand", true, findObs(t, rec, "claim-ttl/sweep", 1, StepProbe), func(m map[string]any) {
+			r := m["rows"].(map[string]any)
+			r[TableClaims] = []string{"e-1|2|1|k-1|ext-probe"}
+		}, "raw-processes.jsonl"},
 		{"racer signal", false, findProc(t, rec, "single-transaction/timing-race-2", "trial 000000 racer 00"), func(m map[string]any) { m["signal"] = "terminated" }, "raw-processes.jsonl"},
 	}
 	for _, tt := range tests {
