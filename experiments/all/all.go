@@ -4,6 +4,7 @@ package all
 
 import (
 	"idemlab/experiments/batch"
+	"idemlab/experiments/durability"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -14,5 +15,6 @@ func Scenarios() scenario.Registry {
 	return scenario.Registry{
 		redelivery.Scenario{},
 		batch.Scenario{},
+		durability.Scenario{},
 	}
 }
