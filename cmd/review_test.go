@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,6 +278,7 @@ var goldenRuns = []struct {
 	args []string
 }{
 	{"redelivery", []string{"--scenario", "redelivery", "--input", goodInput}},
+	{"small", []string{"--input", "../input.json", "--trials", "1", "--items", "8", "--fail-at", "3", "--workers", "2", "--repetitions", "1", "--mutant-repetitions", "1"}},
 }
 
 func TestGoldenFolders(t *testing.T) {
@@ -293,5 +295,141 @@ func TestGoldenFolders(t *testing.T) {
 		if (r.code != 0 && r.code != 5) || strings.Contains(r.stdout, "✗") {
 			t.Errorf("%s: exit %d, want 0 or 5 (code changed) with no finding\n%s%s", g.name, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// findLine returns the 1-based number of the first JSONL line for which
+// match holds.
+func findLine(t *testing.T, path string, match func(m map[string]any) bool) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && match(m) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s: no line matches", path)
+	return 0
+}
+
+// TestVerifyCatchesEditsAcrossScenarios edits the batch and claim records
+// of the small golden folder, which holds all three scenarios.
+func TestVerifyCatchesEditsAcrossScenarios(t *testing.T) {
+	golden := filepath.Join("..", "testdata", "golden", "small")
+	obsFile := filepath.Join(golden, "observations.jsonl")
+	procFile := filepath.Join(golden, "raw-processes.jsonl")
+	isObs := func(scenario, cond, step string) func(m map[string]any) bool {
+		return func(m map[string]any) bool {
+			return m["scenario"] == scenario && m["condition"] == cond && (step == "" || m["step"] == step)
+		}
+	}
+	journalRun2 := findLine(t, obsFile, isObs("batch", "before_accept/journal", "run 2"))
+	journalRun1 := findLine(t, obsFile, isObs("batch", "before_accept/journal", "run 1"))
+	resolve := findLine(t, obsFile, func(m map[string]any) bool {
+		return m["scenario"] == "batch" && strings.HasPrefix(fmt.Sprint(m["step"]), "resolve")
+	})
+	race := findLine(t, obsFile, func(m map[string]any) bool {
+		return m["condition"] == "8-reclaim-keeps-downstream/ttl" && m["race_name"] == "B"
+	})
+	var run2ID, resolveID float64
+	{
+		b, _ := os.ReadFile(obsFile)
+		lines := strings.Split(string(b), "\n")
+		var m map[string]any
+		json.Unmarshal([]byte(lines[journalRun2-1]), &m)
+		run2ID = m["process_id"].(float64)
+		json.Unmarshal([]byte(lines[resolve-1]), &m)
+		resolveID = m["process_id"].(float64)
+	}
+	run2Proc := findLine(t, procFile, func(m map[string]any) bool { return m["id"] == run2ID })
+	resolveProc := findLine(t, procFile, func(m map[string]any) bool { return m["id"] == resolveID })
+	pool := findLine(t, procFile, func(m map[string]any) bool { return m["worker"] == "claim.pool" })
+	replace := func(file string, n int, old, new string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			editLine(t, filepath.Join(dir, file), n, func(m map[string]any) map[string]any {
+				b, _ := json.Marshal(m)
+				if !strings.Contains(string(b), old) {
+					t.Fatalf("line %d of %s lacks %s", n, file, old)
+				}
+				json.Unmarshal([]byte(strings.Replace(string(b), old, new, 1)), &m)
+				return m
+			})
+		}
+	}
+	tests := []struct {
+		name, file string
+		do         func(t *testing.T, dir string)
+	}{
+		{"batch: a journal row's status", "observations.jsonl", replace("observations.jsonl", journalRun2, `"status":"SUCCEEDED"`, `"status":"FAILED"`)},
+		{"batch: a send removed from the receiver log", "observations.jsonl", func(t *testing.T, dir string) {
+			editLine(t, filepath.Join(dir, "observations.jsonl"), journalRun1, func(m map[string]any) map[string]any {
+				m["sends"] = m["sends"].([]any)[1:]
+				return m
+			})
+		}},
+		{"batch: a send's outcome", "observations.jsonl", replace("observations.jsonl", journalRun1, `"outcome":"rejected"`, `"outcome":"accepted"`)},
+		{"batch: the receiver's address", "observations.jsonl", replace("observations.jsonl", journalRun2, `"receiver":"http://127.0.0.1:`, `"receiver":"http://127.0.0.2:`)},
+		{"batch: the resolve's lookup", "observations.jsonl", func(t *testing.T, dir string) {
+			editLine(t, filepath.Join(dir, "observations.jsonl"), resolve, func(m map[string]any) map[string]any {
+				l := m["lookup"].(map[string]any)
+				l["found"] = !(l["found"].(bool))
+				return m
+			})
+		}},
+		{"batch: the mode in a run's argv", "raw-processes.jsonl", replace("raw-processes.jsonl", run2Proc, `"journal"`, `"rerun-all"`)},
+		{"batch: a resolve's -delivered", "raw-processes.jsonl", replace("raw-processes.jsonl", resolveProc, `-delivered=`, `-delivered=x`)},
+		{"batch: the worker's own step count", "raw-processes.jsonl", replace("raw-processes.jsonl", run2Proc, `\"executed_steps\":`, `\"executed_steps\":1`)},
+		{"batch: the pragmas the worker read back", "raw-processes.jsonl", replace("raw-processes.jsonl", run2Proc, `\"synchronous\":\"NORMAL\"`, `\"synchronous\":\"FULL\"`)},
+		{"batch: the crash point set", "raw-processes.jsonl", func(t *testing.T, dir string) {
+			editLine(t, filepath.Join(dir, "raw-processes.jsonl"), run2Proc, func(m map[string]any) map[string]any {
+				m["env"] = map[string]any{"IDEMLAB_CRASH_AT": "before-send:item-003"}
+				return m
+			})
+		}},
+		{"claim: the row the parent read", "observations.jsonl", replace("observations.jsonl", race, `"classification":"needs-triage"`, `"classification":"other"`)},
+		{"claim: a racer's slot request", "observations.jsonl", replace("observations.jsonl", race, `"variant":"ttl"`, `"variant":"legacy"`)},
+		{"claim: a racer's process", "observations.jsonl", func(t *testing.T, dir string) {
+			editLine(t, filepath.Join(dir, "observations.jsonl"), race, func(m map[string]any) map[string]any {
+				r := m["racers"].([]any)
+				r[1].(map[string]any)["process_id"] = r[0].(map[string]any)["process_id"]
+				return m
+			})
+		}},
+		{"claim: a pool member's claim variant", "raw-processes.jsonl", replace("raw-processes.jsonl", pool, `\"variant\":\"ttl\"`, `\"variant\":\"mutant-no-where\"`)},
+		{"claim: a pool member's won flag", "raw-processes.jsonl", replace("raw-processes.jsonl", pool, `\"won\":false`, `\"won\":true`)},
+		{"claim: the busy timeout read back", "raw-processes.jsonl", replace("raw-processes.jsonl", pool, `\"busy_timeout_ms\":5000`, `\"busy_timeout_ms\":100`)},
+		{"claim: the pool's argv", "raw-processes.jsonl", replace("raw-processes.jsonl", pool, `"-ttl-ms","300000"`, `"-ttl-ms","1000"`)},
+		{"settings: the batch trials", "results.json", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "results.json"), func(m map[string]any) {
+				for _, s := range m["scenarios"].([]any) {
+					if s.(map[string]any)["name"] == "batch" {
+						s.(map[string]any)["overrides"].(map[string]any)["trials"] = "2"
+					}
+				}
+			})
+		}},
+		{"settings: the claim workers", "results.json", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "results.json"), func(m map[string]any) {
+				for _, s := range m["scenarios"].([]any) {
+					if s.(map[string]any)["name"] == "claim" {
+						s.(map[string]any)["settings"].(map[string]any)["workers"] = 8.0
+					}
+				}
+			})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyFolder(t, golden)
+			tt.do(t, dir)
+			r := execIn(t, Hooks{}, "verify", dir)
+			if r.code != 1 || !strings.Contains(r.stdout, "✗ "+tt.file) {
+				t.Errorf("exit %d, want 1 with a finding in %s:\n%s%s", r.code, tt.file, r.stdout, r.stderr)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"idemlab/worker/batch"
 	"idemlab/worker/claim"
+	"idemlab/worker/explore"
 	"idemlab/worker/protocol"
 	"idemlab/worker/redelivery"
 )
@@ -25,10 +26,12 @@ type Func func(call *protocol.Call) int
 // "scenario.role" so the argv in raw-processes.jsonl reads plainly.
 var registry = map[string]Func{
 	redelivery.WorkerName: redelivery.Main,
-	"claim.race":          claim.RaceMain,
+	claim.RaceWorker:      claim.RaceMain,
+	claim.PoolWorker:      claim.PoolMain,
+	claim.BenchWorker:     claim.BenchMain,
 	batch.WorkerRun:       batch.RunMain,
 	batch.WorkerResolve:   batch.ResolveMain,
-	"claim.bench":         claim.BenchMain,
+	explore.RacerName:     explore.RaceMain,
 }
 
 // Names lists the registered workers, sorted.
@@ -51,23 +54,29 @@ func Dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) (code in
 		fmt.Fprintln(stderr, "worker: missing worker name")
 		return protocol.ExitUsage, true
 	}
-	return run(args[1], args[2:], stdin, stdout, stderr, os.Getenv(protocol.EnvCrashAt), os.Getenv(protocol.EnvCrashKind), nil), true
+	call := protocol.NewCall(args[1], args[2:], stdin, stdout, stderr, os.Getenv(protocol.EnvCrashAt), nil)
+	if err := call.Points.SetKind(os.Getenv(protocol.EnvCrashKind)); err != nil {
+		return call.Usage(err), true
+	}
+	k, err := protocol.ParseCrashAfterHits(os.Getenv(protocol.EnvCrashAfterHits))
+	if err != nil {
+		return call.Usage(err), true
+	}
+	call.Points.CrashAfterHits(k)
+	return RunCall(call), true
 }
 
 // Run runs the named worker. exit is how a crash ends the process; nil means
 // os.Exit. An unknown name exits ExitUsage.
 func Run(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, crashAt string, exit func(int)) int {
-	return run(name, args, stdin, stdout, stderr, crashAt, "", exit)
+	return RunCall(protocol.NewCall(name, args, stdin, stdout, stderr, crashAt, exit))
 }
 
-func run(name string, args []string, stdin io.Reader, stdout, stderr io.Writer, crashAt, crashKind string, exit func(int)) int {
-	call := protocol.NewCall(name, args, stdin, stdout, stderr, crashAt, exit)
-	if err := call.Points.SetKind(crashKind); err != nil {
-		return call.Usage(err)
-	}
-	fn, ok := registry[name]
+// RunCall runs a prepared call, whose crash settings the caller chose.
+func RunCall(call *protocol.Call) int {
+	fn, ok := registry[call.Name]
 	if !ok {
-		return call.Usage(fmt.Errorf("unknown worker %q (known: %v)", name, Names()))
+		return call.Usage(fmt.Errorf("unknown worker %q (known: %v)", call.Name, Names()))
 	}
 	return fn(call)
 }

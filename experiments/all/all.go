@@ -4,7 +4,9 @@ package all
 
 import (
 	"idemlab/experiments/batch"
+	"idemlab/experiments/claim"
 	"idemlab/experiments/durability"
+	"idemlab/experiments/explore"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -15,6 +17,11 @@ func Scenarios() scenario.Registry {
 	return scenario.Registry{
 		redelivery.Scenario{},
 		batch.Scenario{},
+		claim.Scenario{},
+		// explore stays last of the default run: it sweeps the patterns the
+		// others reproduce.
+		explore.Scenario{},
+		// durability is opt-in: it runs only with --scenario durability.
 		durability.Scenario{},
 	}
 }

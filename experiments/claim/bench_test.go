@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,18 +54,24 @@ func BenchmarkClaimRace(b *testing.B) {
 func benchRace(b *testing.B, r *harness.Runner, procs, iter int) (int, time.Duration, int, error) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), fmt.Sprintf("bench-%d.sqlite3", iter))
-	if err := prepare(ctx, path, 5*time.Second, wc.SchemaNew); err != nil {
+	db, _, err := sqlitedb.Open(ctx, wc.Options(path, 5*time.Second))
+	if err != nil {
 		return 0, 0, 0, err
 	}
-	ps, err := RunRace(ctx, r, RaceSpec{
-		Scenario: Name, Condition: "bench", Worker: BenchWorker, Workers: procs,
-		Label: func(i int) string { return fmt.Sprintf("bench-w%d", i+1) },
-		Args: func(i int) []string {
-			return []string{"-db", path, "-variant", string(wc.TTL), "-fingerprint", "bench",
+	err = errors.Join(wc.CreateSchema(ctx, db, wc.SchemaNew), db.Close())
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	racers := make([]harness.Racer, procs)
+	for i := range racers {
+		racers[i] = harness.Racer{Spec: harness.Spec{
+			Scenario: Name, Condition: "bench", Label: fmt.Sprintf("bench-w%d", i+1), Worker: wc.BenchWorker,
+			Args: []string{"-db", path, "-variant", string(wc.TTL), "-fingerprint", "bench",
 				"-source", "bench", "-level", "info", "-message", "m", "-ttl-ms", "300000",
-				"-count", fmt.Sprint(benchClaims)}
-		},
-	})
+				"-count", fmt.Sprint(benchClaims), "-ready-fd", strconv.Itoa(harness.BarrierReadyFD)},
+		}}
+	}
+	ps, err := harness.RunBarrier(ctx, r, racers)
 	if err != nil {
 		return 0, 0, 0, err
 	}

@@ -3,17 +3,20 @@
 // legacy one-time claim (ON CONFLICT DO NOTHING) and with the TTL
 // conditional upsert, round after round, and then the same rounds against
 // the article's five deliberate bugs, each of which must be caught.
+//
+// The racers are a pool of long-lived worker processes that serve every
+// race; each race is among distinct members, each on its own connection to
+// the race's file, released together behind a barrier. Run only records;
+// Fold derives every figure from the records.
 package claim
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
 	"idemlab/worker/sqlitedb"
 )
@@ -21,11 +24,12 @@ import (
 // Name is the scenario's name on the command line.
 const Name = "claim"
 
-// Workers are the registry names of the claim workers.
-const (
-	RaceWorker  = "claim.race"
-	BenchWorker = "claim.bench"
-)
+// DBName is the database file's name inside each round's folder.
+const DBName = "claims.sqlite3"
+
+// PoolCondition is the condition every pool member is recorded under: a
+// member serves races of every condition.
+const PoolCondition = "racer-pool"
 
 // Limits of the input, shared by input.json and the flags.
 const (
@@ -35,6 +39,14 @@ const (
 	// MinTTLSeconds keeps half a TTL of margin far above the time a race
 	// takes, which the rounds rely on.
 	MinTTLSeconds = 10
+)
+
+// Flag names.
+const (
+	FlagWorkers           = "workers"
+	FlagRepetitions       = "repetitions"
+	FlagMutantRepetitions = "mutant-repetitions"
+	FlagMutants           = "mutants"
 )
 
 // Input is the claim section of input.json.
@@ -51,8 +63,7 @@ type Input struct {
 	// Repetitions is how often every round of the two claims is raced.
 	Repetitions int `json:"repetitions"`
 	// MutantRepetitions is how often every round is raced per mutant. A
-	// mutant needs one failing round to be caught, and the mutant table
-	// multiplies the process count by five, so it may be lower.
+	// mutant needs one failing round to be caught, so it may be lower.
 	MutantRepetitions int `json:"mutant_repetitions"`
 	BusyTimeoutMS     int `json:"busy_timeout_ms"`
 }
@@ -89,387 +100,152 @@ func checkRange(name string, v, lo, hi int) error {
 	return nil
 }
 
-// Overrides are the experiment command's claim flags. Zero values keep
-// input.json's setting.
-type Overrides struct {
-	Workers           int
-	Repetitions       int
-	MutantRepetitions int
-	// SkipMutants leaves the mutant table out (--mutants=false).
-	SkipMutants bool
-}
-
-// Validate names the first bad flag.
-func (o Overrides) Validate() error {
-	checks := []struct {
-		flag      string
-		v, lo, hi int
-	}{
-		{"--workers", o.Workers, MinWorkers, MaxWorkers},
-		{"--repetitions", o.Repetitions, 1, MaxReps},
-		{"--mutant-repetitions", o.MutantRepetitions, 1, MaxReps},
-	}
-	for _, c := range checks {
-		if c.v != 0 {
-			if err := checkRange(c.flag, c.v, c.lo, c.hi); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// With applies the overrides.
-func (in Input) With(o Overrides) Input {
-	if o.Workers != 0 {
-		in.Workers = o.Workers
-	}
-	if o.Repetitions != 0 {
-		in.Repetitions = o.Repetitions
-	}
-	if o.MutantRepetitions != 0 {
-		in.MutantRepetitions = o.MutantRepetitions
-	}
-	return in
-}
-
-// Config is everything one run needs.
-type Config struct {
-	Runner   *harness.Runner
-	Recorder *harness.Recorder
-	Input    Input
-	// Mutants runs the mutant table after the two claims.
-	Mutants bool
-	// Rounds defaults to Rounds(ttl); tests run a subset.
-	Rounds []Round
-	// Oracle defaults to Expect. Tests replace it to show that a wrong
-	// expectation fails the run.
-	Oracle Oracle
-	// TempDir is where the per-round database folders are made; empty means
-	// the system default.
-	TempDir string
-}
-
-// Result is the scenario's entry in results.json.
-type Result = harness.ScenarioResult
-
-// Settings are recorded with the scenario.
+// Settings are recorded with the scenario. Everything here is derived
+// from the input section and the overrides; verify derives it again.
 type Settings struct {
-	Fingerprint string `json:"fingerprint"`
-	// Classification is what a follow-up writes; the oracle needs it to
-	// name the row's downstream field, so verify can recompute expected.
-	Classification    string            `json:"classification"`
-	TTLMS             int64             `json:"ttl_ms"`
-	Workers           int               `json:"workers"`
-	Repetitions       int               `json:"repetitions"`
-	MutantRepetitions int               `json:"mutant_repetitions,omitempty"`
-	Mutants           bool              `json:"mutants"`
-	Boundary          wc.Boundary       `json:"boundary"`
-	BoundaryReason    string            `json:"boundary_reason"`
-	Clock             string            `json:"clock"`
-	Barrier           string            `json:"barrier"`
-	Rounds            []Round           `json:"rounds"`
-	SQLite            sqlitedb.Settings `json:"sqlite"`
+	Fingerprint    string `json:"fingerprint"`
+	Source         string `json:"source"`
+	Level          string `json:"level"`
+	Message        string `json:"message"`
+	Classification string `json:"classification"`
+	TTLMS          int64  `json:"ttl_ms"`
+	Workers        int    `json:"workers"`
+	Repetitions    int    `json:"repetitions"`
+	Mutants        bool   `json:"mutants"`
+	// MutantRepetitions is 0 when the mutant table is not run.
+	MutantRepetitions int `json:"mutant_repetitions"`
+	// Claims are the two claims under test; MutantVariants the mutants run.
+	Claims         []wc.Variant `json:"claims"`
+	MutantVariants []wc.Variant `json:"mutant_variants"`
+	Boundary       wc.Boundary  `json:"boundary"`
+	BoundaryReason string       `json:"boundary_reason"`
+	Clock          string       `json:"clock"`
+	Barrier        string       `json:"barrier"`
+	Rounds         []Round      `json:"rounds"`
+	// SQLite is what every racer's connection must read back.
+	SQLite sqlitedb.Settings `json:"sqlite"`
+	// PoolWorker and PoolSize say which processes serve the races.
+	PoolWorker string `json:"pool_worker"`
+	PoolSize   int    `json:"pool_size"`
 }
 
-// BoundaryReason is recorded in results.json next to the choice.
+// BoundaryReason is recorded next to the choice.
 const BoundaryReason = "a claim taken at T holds through T+ttl inclusive: at the exact boundary the first holder may still be working, and a tie falls on the side of fewer winners, since a second winner is the duplicate downstream work the claim prevents; the cost is 1 ms of extra wait; it is also the article's SQL"
 
-// Extra is the scenario's extra table in results.json.
-type Extra struct {
-	// BusyRetries is the total SQLITE_BUSY retries per condition.
-	BusyRetries map[string]int `json:"busy_retries"`
-	// Mutants is the mutant table; nil when it was not run.
-	Mutants *MutantTable `json:"mutants,omitempty"`
+// Scenario is the claim scenario. Oracle, when set, replaces Expect; tests
+// use it to show that a wrong expectation fails the run.
+type Scenario struct {
+	Oracle Oracle
 }
 
-// MutantTable records, per mutant, which rounds caught it.
-type MutantTable struct {
-	Repetitions int `json:"repetitions"`
-	// Oracle says what each mutant is checked against.
-	Oracle string      `json:"oracle"`
-	Rows   []MutantRow `json:"rows"`
+func (Scenario) Name() string { return Name }
+
+func (Scenario) Summary() string {
+	return "article 003: one-time claim vs TTL upsert, real racing processes, five mutants caught"
 }
 
-// MutantRow is one mutant.
-type MutantRow struct {
-	Mutant   wc.Variant `json:"mutant"`
-	Killed   bool       `json:"killed"`
-	KilledBy []string   `json:"killed_by"`
-	Survived []string   `json:"survived"`
-	// Diffs are go-cmp's reports (-expected +observed) of the killing
-	// rounds.
-	Diffs map[string]string `json:"diffs"`
+func (Scenario) Flags() []scenario.Flag {
+	return []scenario.Flag{
+		{Name: FlagWorkers, Usage: fmt.Sprintf("claim: racing processes per race (%d to %d)", MinWorkers, MaxWorkers)},
+		{Name: FlagRepetitions, Usage: fmt.Sprintf("claim: repetitions of every round (1 to %d)", MaxReps)},
+		{Name: FlagMutantRepetitions, Usage: fmt.Sprintf("claim: repetitions of every round per mutant (1 to %d)", MaxReps)},
+		{Name: FlagMutants, Usage: "claim: run the mutant table (--mutants=false leaves it out)", Bool: true},
+	}
 }
 
-// MutantVerdict is a mutant's condition: it must be killed.
-type MutantVerdict struct {
-	Killed bool `json:"killed"`
+// Plan decodes the section, applies the flags and derives the settings.
+func (Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	var in Input
+	if err := scenario.DecodeSection(Name, section, &in); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	if v, ok, err := scenario.IntFlag(ov, FlagWorkers, MinWorkers, MaxWorkers); err != nil {
+		return nil, err
+	} else if ok {
+		in.Workers = v
+	}
+	if v, ok, err := scenario.IntFlag(ov, FlagRepetitions, 1, MaxReps); err != nil {
+		return nil, err
+	} else if ok {
+		in.Repetitions = v
+	}
+	if v, ok, err := scenario.IntFlag(ov, FlagMutantRepetitions, 1, MaxReps); err != nil {
+		return nil, err
+	} else if ok {
+		in.MutantRepetitions = v
+	}
+	mutants := true
+	if v, ok, err := scenario.BoolFlag(ov, FlagMutants); err != nil {
+		return nil, err
+	} else if ok {
+		mutants = v
+	}
+	if _, given := ov[FlagMutantRepetitions]; given && !mutants {
+		return nil, fmt.Errorf("--%s: given with --%s=false, which runs no mutant", FlagMutantRepetitions, FlagMutants)
+	}
+	return &plan{s: Derive(in, mutants)}, nil
 }
 
-// RoundCondition is the name of a claim's condition.
-func RoundCondition(roundID string, kind wc.Variant) string { return roundID + "/" + string(kind) }
+// Derive is the settings an input and the mutant choice imply.
+func Derive(in Input, mutants bool) Settings {
+	ttl := time.Duration(in.TTLSeconds) * time.Second
+	s := Settings{
+		Fingerprint: in.Fingerprint, Source: in.Source, Level: in.Level, Message: in.Message,
+		Classification: in.Classification, TTLMS: ttl.Milliseconds(),
+		Workers: in.Workers, Repetitions: in.Repetitions, Mutants: mutants,
+		Claims: append([]wc.Variant{}, wc.Claims...), MutantVariants: []wc.Variant{},
+		Boundary: wc.Chosen, BoundaryReason: BoundaryReason,
+		Clock:      "each racer's own clock (Unix ms) plus the race's offset; the boundary rounds pin it to the exact instant instead",
+		Barrier:    fmt.Sprintf("a pool of %d long-lived racer processes; per race each member opens its own connection to the round's file and answers ready, then all block reading one byte from one shared pipe, which the parent fills with one write of one byte per racer", in.Workers),
+		Rounds:     Rounds(ttl),
+		SQLite:     RequestedSQLite(in.BusyTimeoutMS),
+		PoolWorker: wc.PoolWorker, PoolSize: in.Workers,
+	}
+	if mutants {
+		s.MutantRepetitions = in.MutantRepetitions
+		s.MutantVariants = append(s.MutantVariants, wc.Mutants...)
+	}
+	return s
+}
+
+// RequestedSQLite is what every racer's connection must read back.
+func RequestedSQLite(busyMS int) sqlitedb.Settings {
+	o := wc.Options("", time.Duration(busyMS)*time.Millisecond)
+	return sqlitedb.Settings{JournalMode: o.JournalMode, Synchronous: o.Synchronous, BusyTimeoutMS: busyMS}
+}
+
+// PoolConfig is member i's fixed configuration, which its argv carries.
+func PoolConfig(s Settings, label string) wc.PoolConfig {
+	return wc.PoolConfig{
+		Label: label, Fingerprint: s.Fingerprint, Source: s.Source, Level: s.Level, Message: s.Message,
+		Classification: s.Classification, TTL: time.Duration(s.TTLMS) * time.Millisecond,
+		BusyTimeout: time.Duration(s.SQLite.BusyTimeoutMS) * time.Millisecond,
+	}
+}
+
+// MemberLabel names pool member i.
+func MemberLabel(i int) string { return fmt.Sprintf("pool-%d", i+1) }
+
+// RacerLabel names the racer in a slot of a race; a winner's follow-up
+// writes it into external_id, so the row names who did the work.
+func RacerLabel(race, slot int) string { return fmt.Sprintf("race%d-slot%d", race, slot) }
+
+// RoundCondition is the name of a round's condition for one variant.
+func RoundCondition(roundID string, v wc.Variant) string { return roundID + "/" + string(v) }
 
 // MutantCondition is the name of a mutant's condition.
 func MutantCondition(m wc.Variant) string { return "mutants/" + string(m) }
 
-// Conditions lists every condition a default run produces.
-func Conditions() []string {
-	var out []string
-	for _, r := range Rounds(MinTTLSeconds * time.Second) {
-		for _, k := range r.Kinds {
-			out = append(out, RoundCondition(r.ID, k))
-		}
-	}
-	for _, m := range wc.Mutants {
-		out = append(out, MutantCondition(m))
-	}
-	return out
+// Params are the inputs of the oracle besides the claim and the round.
+type Params struct {
+	Workers        int
+	TTLMS          int64
+	Classification string
 }
 
-// Run races every round of both claims, then, if asked, of every mutant,
-// and compares each with the oracle.
-func Run(ctx context.Context, cfg Config) (Result, error) {
-	in := cfg.Input
-	ttl := time.Duration(in.TTLSeconds) * time.Second
-	rounds := cfg.Rounds
-	if rounds == nil {
-		rounds = Rounds(ttl)
-	}
-	oracle := cfg.Oracle
-	if oracle == nil {
-		oracle = Expect
-	}
-	params := Params{Workers: in.Workers, TTLMS: ttl.Milliseconds(), Classification: in.Classification}
-	res := Result{Name: Name, Pass: true}
-	settings := Settings{
-		Fingerprint: in.Fingerprint, Classification: in.Classification, TTLMS: ttl.Milliseconds(), Workers: in.Workers, Repetitions: in.Repetitions,
-		Mutants: cfg.Mutants, Boundary: wc.Chosen, BoundaryReason: BoundaryReason,
-		Clock:   "each worker's own clock (Unix ms) plus the race's offset; the boundary rounds pin it to the exact instant instead",
-		Barrier: "every racer opens the database, writes one byte to an inherited pipe, then reads stdin until the parent closes it",
-		Rounds:  rounds,
-	}
-	extra := Extra{BusyRetries: map[string]int{}}
-	for _, r := range rounds {
-		for _, kind := range []wc.Variant{wc.Legacy, wc.TTL} {
-			if !r.hasKind(kind) {
-				continue
-			}
-			name := RoundCondition(r.ID, kind)
-			observed, stats, err := runRound(ctx, cfg, name, kind, r, in.Repetitions)
-			if err != nil {
-				return res, err
-			}
-			settings.SQLite = stats.settings
-			extra.BusyRetries[name] = stats.busy
-			expected := ExpectedGroups(oracle(kind, r, wc.Chosen, params), in.Repetitions)
-			pass, diff := Check(expected, observed)
-			res.Conditions = append(res.Conditions, harness.ConditionResult{
-				Name: name, Expected: expected, Observed: observed, Pass: pass, Diff: diff,
-			})
-			res.Pass = res.Pass && pass
-		}
-	}
-	if cfg.Mutants {
-		settings.MutantRepetitions = in.MutantRepetitions
-		table := &MutantTable{Repetitions: in.MutantRepetitions, Oracle: fmt.Sprintf("the oracle of the %s claim with boundary %q", wc.TTL, wc.Chosen)}
-		for _, m := range wc.Mutants {
-			row := MutantRow{Mutant: m, KilledBy: []string{}, Survived: []string{}, Diffs: map[string]string{}}
-			for _, r := range rounds {
-				if !r.hasKind(wc.TTL) {
-					continue
-				}
-				name := RoundCondition(r.ID, m)
-				observed, stats, err := runRound(ctx, cfg, name, m, r, in.MutantRepetitions)
-				if err != nil {
-					return res, err
-				}
-				extra.BusyRetries[name] = stats.busy
-				expected := ExpectedGroups(oracle(wc.TTL, r, wc.Chosen, params), in.MutantRepetitions)
-				if pass, diff := Check(expected, observed); pass {
-					row.Survived = append(row.Survived, r.ID)
-				} else {
-					row.KilledBy = append(row.KilledBy, r.ID)
-					row.Diffs[r.ID] = diff
-				}
-			}
-			row.Killed = len(row.KilledBy) > 0
-			table.Rows = append(table.Rows, row)
-			c := harness.ConditionResult{
-				Name: MutantCondition(m), Expected: MutantVerdict{Killed: true}, Observed: MutantVerdict{Killed: row.Killed},
-				Pass: row.Killed,
-			}
-			if !c.Pass {
-				c.Diff = fmt.Sprintf("mutant %s survived every round: %s\n", m, strings.Join(row.Survived, ", "))
-			}
-			res.Conditions = append(res.Conditions, c)
-			res.Pass = res.Pass && c.Pass
-		}
-		extra.Mutants = table
-	}
-	res.Settings = settings
-	res.Extra = extra
-	return res, nil
-}
-
-type roundStats struct {
-	busy     int
-	settings sqlitedb.Settings
-}
-
-// Observation is one line of observations.jsonl: the claim row after a
-// race and every racer's result.
-type Observation struct {
-	Scenario   string       `json:"scenario"`
-	Condition  string       `json:"condition"`
-	Variant    wc.Variant   `json:"variant"`
-	Round      string       `json:"round"`
-	Repetition int          `json:"repetition"`
-	Race       Race         `json:"race"`
-	BaseMS     int64        `json:"base_ms"`
-	EventMS    int64        `json:"event_ms"`
-	Racers     []RacerEntry `json:"racers"`
-	Row        *wc.Row      `json:"row"`
-	Outcome    RaceOutcome  `json:"outcome"`
-}
-
-// RacerEntry is one racer's result and its process id in
-// raw-processes.jsonl.
-type RacerEntry struct {
-	ProcessID int           `json:"process_id"`
-	Result    wc.RaceResult `json:"result"`
-}
-
-func runRound(ctx context.Context, cfg Config, name string, kind wc.Variant, r Round, reps int) ([]Group, roundStats, error) {
-	var stats roundStats
-	perRep := make([][]RaceOutcome, 0, reps)
-	for rep := 1; rep <= reps; rep++ {
-		out, err := runRepetition(ctx, cfg, name, kind, r, rep, &stats)
-		if err != nil {
-			return nil, stats, err
-		}
-		perRep = append(perRep, out)
-	}
-	return GroupOutcomes(perRep), stats, nil
-}
-
-func runRepetition(ctx context.Context, cfg Config, name string, kind wc.Variant, r Round, rep int, stats *roundStats) ([]RaceOutcome, error) {
-	in := cfg.Input
-	busy := time.Duration(in.BusyTimeoutMS) * time.Millisecond
-	ttlMS := int64(in.TTLSeconds) * 1000
-	dir, err := os.MkdirTemp(cfg.TempDir, "idemlab-claim-")
-	if err != nil {
-		return nil, fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
-	}
-	defer os.RemoveAll(dir)
-	dbPath := filepath.Join(dir, "claims.sqlite3")
-	if err := prepare(ctx, dbPath, busy, r.Schema); err != nil {
-		return nil, fmt.Errorf("%w: %s repetition %d: %v", harness.ErrHarness, name, rep, err)
-	}
-	base := time.Now().UnixMilli()
-	lastStart := int64(0)
-	var marks []RaceMarks
-	var outcomes []RaceOutcome
-	for _, race := range r.Races {
-		by := kind
-		if race.By != "" {
-			by = race.By
-		}
-		// Honest callers stamp the event with the race's own start, kept
-		// strictly increasing so that each race's timestamp is its own.
-		start := max(time.Now().UnixMilli(), lastStart+1)
-		lastStart = start
-		if race.Pinned {
-			start = base
-		}
-		event := start + race.CallerMS
-		clockArgs := []string{"-clock-offset-ms", fmt.Sprint(race.ClockMS)}
-		if race.Pinned {
-			clockArgs = []string{"-now-ms", fmt.Sprint(base + race.ClockMS)}
-		}
-		label := func(i int) string { return fmt.Sprintf("r%d-%s-w%d", rep, race.Name, i+1) }
-		n := race.Racers(in.Workers)
-		procs, err := RunRace(ctx, cfg.Runner, RaceSpec{
-			Scenario: Name, Condition: name, Worker: RaceWorker, Workers: n, Label: label,
-			Args: func(i int) []string {
-				args := []string{
-					"-db", dbPath, "-variant", string(by), "-label", label(i),
-					"-fingerprint", in.Fingerprint, "-source", in.Source, "-level", in.Level, "-message", in.Message,
-					"-event-time-ms", fmt.Sprint(event), "-ttl-ms", fmt.Sprint(ttlMS),
-					"-busy-timeout-ms", fmt.Sprint(in.BusyTimeoutMS),
-				}
-				if race.FollowUp {
-					args = append(args, "-follow-up", "-classification", in.Classification)
-				}
-				return append(args, clockArgs...)
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s repetition %d race %s: %w", name, rep, race.Name, err)
-		}
-		o := RaceOutcome{Race: race.Name, Workers: n, Paths: map[wc.Path]int{}}
-		m := RaceMarks{Name: race.Name, EventMS: event}
-		var racers []RacerEntry
-		for _, p := range procs {
-			var rr wc.RaceResult
-			if err := harness.DecodeResult(p.Report, &rr); err != nil {
-				return nil, fmt.Errorf("%w: %s repetition %d race %s: %v", harness.ErrHarness, name, rep, race.Name, err)
-			}
-			racers = append(racers, RacerEntry{ProcessID: p.Record.ID, Result: rr})
-			o.Paths[rr.Outcome.Path]++
-			stats.busy += rr.BusyRetries
-			stats.settings = rr.Settings
-			if rr.Outcome.Won {
-				o.Winners++
-				m.WinnerNows = append(m.WinnerNows, rr.Outcome.NowMS)
-				if rr.FollowedUp {
-					m.ExternalIDs = append(m.ExternalIDs, rr.ExternalID)
-				}
-			}
-		}
-		marks = append(marks, m)
-		row, err := readRow(ctx, dbPath, busy, in.Fingerprint)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s repetition %d race %s: %v", harness.ErrHarness, name, rep, race.Name, err)
-		}
-		o.Row = Summarize(row, r.Schema == wc.SchemaNew, marks)
-		outcomes = append(outcomes, o)
-		if err := cfg.Recorder.Observe(Observation{
-			Scenario: Name, Condition: name, Variant: by, Round: r.ID, Repetition: rep, Race: race,
-			BaseMS: base, EventMS: event, Racers: racers, Row: row, Outcome: o,
-		}); err != nil {
-			return nil, fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
-		}
-	}
-	return outcomes, nil
-}
-
-// prepare creates the round's file in WAL mode with the round's layout,
-// before any racer opens it.
-func prepare(ctx context.Context, path string, busy time.Duration, v wc.SchemaVersion) error {
-	db, _, err := sqlitedb.Open(ctx, wc.Options(path, busy))
-	if err != nil {
-		return err
-	}
-	if err := wc.CreateSchema(ctx, db, v); err != nil {
-		db.Close()
-		return err
-	}
-	return db.Close()
-}
-
-func readRow(ctx context.Context, path string, busy time.Duration, fingerprint string) (*wc.Row, error) {
-	db, _, err := sqlitedb.Open(ctx, wc.Options(path, busy))
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	row, ok, err := wc.ReadRow(ctx, db, fingerprint)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, nil
-	}
-	return &row, nil
+func (s Settings) params() Params {
+	return Params{Workers: s.Workers, TTLMS: s.TTLMS, Classification: s.Classification}
 }

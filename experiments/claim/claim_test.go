@@ -2,184 +2,183 @@ package claim
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
+	"unicode/utf8"
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
 	"idemlab/worker"
 	wc "idemlab/worker/claim"
 )
 
 func TestMain(m *testing.M) { worker.TestMain(m) }
 
-func smallInput(workers, reps int) Input {
-	return Input{Fingerprint: "svc:error:timeout", Source: "svc", Level: "error", Message: "timeout",
-		Classification: "needs-triage", TTLSeconds: 60, Workers: workers, Repetitions: reps,
-		MutantRepetitions: 1, BusyTimeoutMS: 5000}
+func section(tb testing.TB, in Input) json.RawMessage {
+	tb.Helper()
+	return mustJSON(tb, in)
 }
 
-func pick(tb testing.TB, ids ...string) []Round {
-	var out []Round
-	for _, id := range ids {
-		out = append(out, roundByID(tb, id))
+// TestPlanRefuses checks that a bad input field or flag is an error that
+// names it, and is never ignored.
+func TestPlanRefuses(t *testing.T) {
+	good := section(t, smallInput(8, 20))
+	tests := []struct {
+		name    string
+		section string
+		ov      map[string]string
+		want    string
+	}{
+		{"workers flag 0", string(good), map[string]string{"workers": "0"}, "--workers 0"},
+		{"workers flag not a number", string(good), map[string]string{"workers": "many"}, "--workers"},
+		{"repetitions flag too high", string(good), map[string]string{"repetitions": "1001"}, "--repetitions"},
+		{"mutant-repetitions flag 0", string(good), map[string]string{"mutant-repetitions": "0"}, "--mutant-repetitions"},
+		{"mutants flag not a bool", string(good), map[string]string{"mutants": "maybe"}, "--mutants"},
+		{"mutant repetitions without mutants", string(good), map[string]string{"mutants": "false", "mutant-repetitions": "2"}, "--mutant-repetitions"},
+		{"unknown field", strings.Replace(string(good), `"workers"`, `"worker"`, 1), nil, "claim.worker"},
+		{"wrong type", strings.Replace(string(good), `"workers":8`, `"workers":"8"`, 1), nil, "claim.workers"},
+		{"workers too few", strings.Replace(string(good), `"workers":8`, `"workers":1`, 1), nil, "claim.workers"},
+		{"empty classification", strings.Replace(string(good), `"needs-triage"`, `" "`, 1), nil, "claim.classification"},
+		{"ttl too short", strings.Replace(string(good), `"ttl_seconds":60`, `"ttl_seconds":1`, 1), nil, "claim.ttl_seconds"},
+		{"missing section", "", nil, "claim: section is missing"},
 	}
-	return out
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Scenario{}.Plan(json.RawMessage(tt.section), tt.ov)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
 }
 
-// TestRaceRealProcesses races 4 real processes, twice per round, on the
-// rounds that decide the article's claims, and checks the records.
-func TestRaceRealProcesses(t *testing.T) {
-	e := harnesstest.New(t)
-	in := smallInput(4, 2)
-	rounds := pick(t, "1-fresh", "3-after-ttl", "7-old-schema")
-	res, err := Run(context.Background(), Config{Runner: e.Runner, Recorder: e.Recorder, Input: in, Rounds: rounds, TempDir: t.TempDir()})
+// TestPlanOverrides checks that flags reach the settings.
+func TestPlanOverrides(t *testing.T) {
+	p, err := Scenario{}.Plan(section(t, smallInput(8, 20)), map[string]string{"workers": "3", "repetitions": "2", "mutants": "false"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Pass {
-		for _, c := range res.Conditions {
-			t.Errorf("%s: %s", c.Name, c.Diff)
-		}
+	st := p.Settings().(Settings)
+	if st.Workers != 3 || st.PoolSize != 3 || st.Repetitions != 2 || st.Mutants || st.MutantRepetitions != 0 || len(st.MutantVariants) != 0 {
+		t.Fatalf("settings %+v", st)
 	}
-	if len(res.Conditions) != 6 {
-		t.Fatalf("%d conditions, want 6", len(res.Conditions))
+	if p.Processes() != 3 {
+		t.Fatalf("%d processes, want the pool of 3", p.Processes())
 	}
-	obs := e.Lines(t, harness.ObservationsFile)
-	// Per claim and repetition: round 1 one race, round 3 two, round 7 two.
-	if want := 2 * 2 * 5; len(obs) != want {
-		t.Fatalf("%d observations, want %d", len(obs), want)
-	}
-	procs := e.Lines(t, harness.ProcessesFile)
-	// Racers: round 1: 4, round 3: 1+4, round 7: 4+4.
-	if want := 2 * 2 * (4 + 5 + 8); len(procs) != want {
-		t.Fatalf("%d processes, want %d", len(procs), want)
-	}
-	for _, p := range procs {
-		if p["worker"] != RaceWorker || p["exit_code"].(float64) != 0 {
-			t.Fatalf("process %v", p)
-		}
+	if st.SQLite.BusyTimeoutMS != 5000 || st.SQLite.JournalMode != "WAL" || st.SQLite.Synchronous != "NORMAL" {
+		t.Fatalf("requested SQLite %+v", st.SQLite)
 	}
 }
 
-// TestMutantTable runs the mutant table with real processes on the rounds
-// that each catch one mutant (the experiment runs all of them): the claims
-// pass and every mutant is killed by its round.
-func TestMutantTable(t *testing.T) {
-	e := harnesstest.New(t)
-	rounds := pick(t, "2-within-ttl", "3-after-ttl", "4-null-claimed-at", "5-at-boundary", "6-forged-future")
-	res, err := Run(context.Background(), Config{Runner: e.Runner, Recorder: e.Recorder, Input: smallInput(2, 1),
-		Rounds: rounds, Mutants: true, TempDir: t.TempDir()})
+// TestRealProcesses runs a small claim scenario with real pool processes
+// and real files, and reaches the verdict the way the experiment does:
+// Evaluate over the records read back from the folder.
+func TestRealProcesses(t *testing.T) {
+	env := harnesstest.New(t)
+	ov := map[string]string{"workers": "2", "repetitions": "1", "mutant-repetitions": "1"}
+	p, err := Scenario{}.Plan(section(t, smallInput(8, 20)), ov)
 	if err != nil {
 		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if err := p.Run(context.Background(), scenario.Env{Runner: env.Runner, Recorder: env.Recorder, TempDir: tmp}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Recorder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The suite copies the input file; the loader expects the copy.
+	if err := os.WriteFile(filepath.Join(env.Dir, harness.InputCopyFile), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left in the temporary folder: %v", left)
+	}
+	folder, err := results.LoadRecords(env.Dir, results.Limits{})
+	if err != nil || len(folder.Findings) > 0 {
+		t.Fatalf("load: %v %v", err, folder.Findings)
+	}
+	rec := folder.Records(Name)
+	if len(rec.Processes) != 2 {
+		t.Fatalf("%d processes, want the pool of 2", len(rec.Processes))
+	}
+	settings := scenario.Marshal(p.Settings())
+	res, findings := scenario.Evaluate(Scenario{}, ov, settings, rec)
+	for _, f := range findings {
+		t.Errorf("finding: %s", f)
 	}
 	for _, c := range res.Conditions {
 		if !c.Pass {
-			t.Errorf("%s failed: %s", c.Name, c.Diff)
+			t.Errorf("%s: %+v", c.Name, c.Differences)
 		}
 	}
-	table := res.Extra.(Extra).Mutants
-	if table == nil || len(table.Rows) != len(wc.Mutants) {
-		t.Fatalf("mutant table %+v", table)
+	if len(res.Conditions) != 15+len(wc.Mutants) {
+		t.Errorf("%d conditions, want 15 rounds and %d mutants", len(res.Conditions), len(wc.Mutants))
 	}
-	wantKiller := map[wc.Variant]string{
-		wc.MutantDoNothing:       "3-after-ttl",
-		wc.MutantNoWhere:         "2-within-ttl",
-		wc.MutantNullExcluded:    "4-null-claimed-at",
-		wc.MutantBoundaryFlipped: "5-at-boundary",
-		wc.MutantCallerTime:      "6-forged-future",
-	}
-	for _, row := range table.Rows {
-		if !row.Killed || !contains(row.KilledBy, wantKiller[row.Mutant]) {
-			t.Errorf("%s killed by %v, want it killed by %s", row.Mutant, row.KilledBy, wantKiller[row.Mutant])
+	// The same records under an oracle that believes the legacy claim
+	// re-claims after the TTL must fail that condition, and only it.
+	wrong := Scenario{Oracle: func(v wc.Variant, r Round, b wc.Boundary, p Params) []RaceOutcome {
+		if v == wc.Legacy && r.ID == "3-after-ttl" {
+			return Expect(wc.TTL, r, b, p)
+		}
+		return Expect(v, r, b, p)
+	}}
+	res, _ = scenario.Evaluate(wrong, ov, settings, rec)
+	for _, c := range res.Conditions {
+		if failing := c.Name == "3-after-ttl/legacy"; c.Pass == failing {
+			t.Errorf("%s: pass %v under the wrong oracle", c.Name, c.Pass)
 		}
 	}
-	if !res.Pass {
-		t.Fatal("run failed")
+	if res.Pass {
+		t.Error("the run passed under a wrong oracle")
 	}
 }
 
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
+// TestReport renders a clean history's result: tables fit 100 columns,
+// the article's cells all match, and round 1 shows only race A.
+func TestReport(t *testing.T) {
+	st := Derive(smallInput(2, 1), true)
+	res, findings := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), history(t, st).records(t))
+	if len(findings) > 0 || !res.Pass {
+		t.Fatalf("pass %v, findings %v", res.Pass, findings)
 	}
-	return false
-}
-
-// TestWrongOracleFailsTheRun shows that the check can fail: an oracle that
-// believes the legacy claim re-claims after the TTL is contradicted by the
-// real race.
-func TestWrongOracleFailsTheRun(t *testing.T) {
-	e := harnesstest.New(t)
-	wrong := func(kind wc.Variant, r Round, b wc.Boundary, p Params) []RaceOutcome {
-		return Expect(wc.TTL, r, b, p)
-	}
-	res, err := Run(context.Background(), Config{Runner: e.Runner, Recorder: e.Recorder, Input: smallInput(2, 1),
-		Rounds: pick(t, "3-after-ttl"), Oracle: wrong, TempDir: t.TempDir()})
+	sec, err := Scenario{}.Report(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Pass || res.Conditions[0].Pass || res.Conditions[0].Diff == "" || !res.Conditions[1].Pass {
-		t.Fatalf("pass=%v conditions=%+v, want legacy to fail and ttl to pass", res.Pass, res.Conditions)
-	}
-}
-
-// TestFailingRacerIsHarnessFailure races workers on a file without the
-// table: their error must stop the run as a harness failure.
-func TestFailingRacerIsHarnessFailure(t *testing.T) {
-	e := harnesstest.New(t)
-	db := filepath.Join(t.TempDir(), "empty.sqlite3")
-	_, err := RunRace(context.Background(), e.Runner, RaceSpec{
-		Scenario: Name, Condition: "broken", Worker: RaceWorker, Workers: 3,
-		Label: func(i int) string { return "w" },
-		Args: func(i int) []string {
-			return []string{"-db", db, "-variant", "ttl", "-label", "w", "-fingerprint", "f", "-ttl-ms", "1000"}
-		},
-	})
-	if !errors.Is(err, harness.ErrHarness) {
-		t.Fatalf("err = %v, want a harness failure", err)
-	}
-}
-
-// TestRacerExitingBeforeReleaseIsHarnessFailure gives racers a bad flag,
-// so they exit before the barrier; the parent must not hang.
-func TestRacerExitingBeforeReleaseIsHarnessFailure(t *testing.T) {
-	e := harnesstest.New(t)
-	done := make(chan error, 1)
-	go func() {
-		_, err := RunRace(context.Background(), e.Runner, RaceSpec{
-			Scenario: Name, Condition: "early", Worker: RaceWorker, Workers: 2,
-			Label: func(i int) string { return "w" },
-			Args:  func(i int) []string { return []string{"-no-such-flag"} },
-		})
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, harness.ErrHarness) {
-			t.Fatalf("err = %v, want a harness failure", err)
+	for _, tb := range sec.Tables {
+		widths := map[int]int{}
+		for _, r := range append([][]string{tb.Header}, tb.Rows...) {
+			for i, c := range r {
+				widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			}
 		}
-	case <-time.After(time.Minute):
-		t.Fatal("RunRace hung on racers that exited before the release")
+		total := 2 * (len(widths) - 1)
+		for _, w := range widths {
+			total += w
+		}
+		if total > 100 {
+			t.Errorf("table %q is %d columns wide", tb.Title, total)
+		}
+		if len(tb.Legend) == 0 {
+			t.Errorf("table %q has no legend", tb.Title)
+		}
+		for _, r := range tb.Rows {
+			if strings.HasPrefix(r[0], "1-fresh/") && strings.Contains(strings.Join(r[1:3], " "), "B:") {
+				t.Errorf("round 1 shows a race B: %v", r)
+			}
+		}
 	}
-}
-
-func TestRoundFoldersRemoved(t *testing.T) {
-	// The round folders live under TempDir and are removed after each
-	// repetition.
-	e := harnesstest.New(t)
-	tmp := t.TempDir()
-	if _, err := Run(context.Background(), Config{Runner: e.Runner, Recorder: e.Recorder, Input: smallInput(2, 1),
-		Rounds: pick(t, "1-fresh"), TempDir: tmp}); err != nil {
-		t.Fatal(err)
+	a := sec.Article
+	if a == nil || a.Cells != 16 || a.Matches != 16 || !strings.Contains(a.Title, "ON CONFLICT DO NOTHING") {
+		t.Fatalf("article %+v", a)
 	}
-	left, err := os.ReadDir(tmp)
-	if err != nil || len(left) != 0 {
-		t.Fatalf("left in TempDir: %v (err %v)", left, err)
+	if len(sec.Charts) != 0 {
+		t.Errorf("%d charts; charts wait for the charts package", len(sec.Charts))
 	}
 }

@@ -1,12 +1,15 @@
 package claim
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
 
+	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
 )
 
@@ -46,13 +49,6 @@ type RaceOutcome struct {
 type Group struct {
 	Outcome     []RaceOutcome `json:"outcome"`
 	Repetitions []int         `json:"repetitions"`
-}
-
-// Params are the inputs of the oracle besides the claim and the round.
-type Params struct {
-	Workers        int
-	TTLMS          int64
-	Classification string
 }
 
 // Oracle gives the expected outcome of a round.
@@ -296,4 +292,71 @@ func sortedPaths(m map[wc.Path]int) string {
 		parts = append(parts, fmt.Sprintf("%s×%d", k, m[wc.Path(k)]))
 	}
 	return strings.Join(parts, ",")
+}
+
+// MutantVerdict is a mutant's condition: it must be killed.
+type MutantVerdict struct {
+	Killed bool `json:"killed"`
+}
+
+func (s Scenario) oracle() Oracle {
+	if s.Oracle != nil {
+		return s.Oracle
+	}
+	return Expect
+}
+
+// Expect is the scenario's oracle over the recorded settings: for every
+// round of each claim the one outcome it must show in every repetition,
+// and for every mutant that it is killed.
+func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
+	st, err := decodeSettings(raw)
+	if err != nil {
+		return nil, err
+	}
+	oracle := s.oracle()
+	var out []scenario.Expected
+	for _, r := range st.Rounds {
+		for _, v := range st.Claims {
+			if r.hasKind(v) {
+				out = append(out, scenario.Expected{Condition: RoundCondition(r.ID, v), Value: ExpectedGroups(oracle(v, r, wc.Chosen, st.params()), st.Repetitions)})
+			}
+		}
+	}
+	for _, m := range st.MutantVariants {
+		out = append(out, scenario.Expected{Condition: MutantCondition(m), Value: MutantVerdict{Killed: true}})
+	}
+	return out, nil
+}
+
+// decodeSettings reads recorded settings strictly and refuses values out
+// of the ranges the input allows, so a hand-edited file cannot make the
+// fold or the oracle allocate without bound.
+func decodeSettings(raw json.RawMessage) (Settings, error) {
+	var st Settings
+	if err := scenario.DecodeStrict(raw, &st); err != nil {
+		return st, fmt.Errorf("not claim settings: %w", err)
+	}
+	switch {
+	case st.Workers < MinWorkers || st.Workers > MaxWorkers:
+		return st, fmt.Errorf("workers: %d, want %d to %d", st.Workers, MinWorkers, MaxWorkers)
+	case st.PoolSize != st.Workers:
+		return st, fmt.Errorf("pool_size: %d, but workers is %d; the pool has one member per racer", st.PoolSize, st.Workers)
+	case st.Repetitions < 1 || st.Repetitions > MaxReps:
+		return st, fmt.Errorf("repetitions: %d, want 1 to %d", st.Repetitions, MaxReps)
+	case st.Mutants && (st.MutantRepetitions < 1 || st.MutantRepetitions > MaxReps):
+		return st, fmt.Errorf("mutant_repetitions: %d, want 1 to %d", st.MutantRepetitions, MaxReps)
+	case !st.Mutants && (st.MutantRepetitions != 0 || len(st.MutantVariants) != 0):
+		return st, errors.New("mutant_repetitions and mutant_variants: set, but mutants is false")
+	case st.TTLMS < MinTTLSeconds*1000:
+		return st, fmt.Errorf("ttl_ms: %d, want at least %d", st.TTLMS, MinTTLSeconds*1000)
+	case st.Boundary != wc.Chosen:
+		return st, fmt.Errorf("boundary: %q, but the TTL claim is built with %q", st.Boundary, wc.Chosen)
+	}
+	for i, v := range append(append([]wc.Variant{}, st.Claims...), st.MutantVariants...) {
+		if _, err := wc.ParseVariant(string(v)); err != nil {
+			return st, fmt.Errorf("claims or mutant_variants[%d]: %w", i, err)
+		}
+	}
+	return st, nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"idemlab/experiments/harness"
 	wc "idemlab/worker/claim"
 )
 
@@ -118,61 +117,5 @@ func TestGroupAndCheck(t *testing.T) {
 	pass, diff := Check(ExpectedGroups(a, 3), groups)
 	if pass || !strings.Contains(diff, "Winners") {
 		t.Fatalf("one bad repetition passed the check (diff %q)", diff)
-	}
-}
-
-func TestInputValidate(t *testing.T) {
-	good := Input{Fingerprint: "f", Source: "s", Level: "l", Message: "m", Classification: "c",
-		TTLSeconds: 300, Workers: 8, Repetitions: 20, MutantRepetitions: 2, BusyTimeoutMS: 5000}
-	if err := good.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		field string
-		edit  func(*Input)
-	}{
-		{"claim.fingerprint", func(in *Input) { in.Fingerprint = " " }},
-		{"claim.classification", func(in *Input) { in.Classification = "" }},
-		{"claim.ttl_seconds", func(in *Input) { in.TTLSeconds = 1 }},
-		{"claim.workers", func(in *Input) { in.Workers = 1 }},
-		{"claim.workers", func(in *Input) { in.Workers = 65 }},
-		{"claim.repetitions", func(in *Input) { in.Repetitions = 0 }},
-		{"claim.mutant_repetitions", func(in *Input) { in.MutantRepetitions = -1 }},
-		{"claim.busy_timeout_ms", func(in *Input) { in.BusyTimeoutMS = 0 }},
-	}
-	for _, tt := range tests {
-		in := good
-		tt.edit(&in)
-		err := in.Validate()
-		if err == nil || !strings.HasPrefix(err.Error(), tt.field+":") {
-			t.Errorf("%s: got %v, want an error naming the field", tt.field, err)
-		}
-	}
-	if err := (Overrides{Workers: 1}).Validate(); err == nil || !strings.HasPrefix(err.Error(), "--workers:") {
-		t.Errorf("--workers 1: got %v", err)
-	}
-	if got := good.With(Overrides{Workers: 3, Repetitions: 2}); got.Workers != 3 || got.Repetitions != 2 || got.MutantRepetitions != 2 {
-		t.Errorf("With: %+v", got)
-	}
-}
-
-func TestTableShowsRoundsAndMutants(t *testing.T) {
-	exp := ExpectedGroups([]RaceOutcome{{Race: "A", Workers: 2, Winners: 1}}, 2)
-	obs := []Group{{Outcome: []RaceOutcome{{Race: "A", Workers: 2, Winners: 2}}, Repetitions: []int{1, 2}}}
-	res := Result{Name: Name, Conditions: []harness.ConditionResult{{Name: "1-fresh/ttl", Expected: exp, Observed: obs}},
-		Extra: Extra{BusyRetries: map[string]int{"1-fresh/ttl": 3}, Mutants: &MutantTable{Repetitions: 1, Rows: []MutantRow{
-			{Mutant: wc.MutantNoWhere, Killed: true, KilledBy: []string{"2-within-ttl"}},
-			{Mutant: wc.MutantCallerTime},
-		}}}}
-	_, rows := Table(res)
-	got := make([]string, 0, len(rows))
-	for _, r := range rows {
-		got = append(got, strings.Join(r, "|"))
-	}
-	joined := strings.Join(got, "\n")
-	for _, want := range []string{"1-fresh/ttl|A:1|A:2 (2)|", "|3|✗", "mutant-no-where|killed|2-within-ttl|✓", "mutant-caller-time|killed|SURVIVED|✗"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("table lacks %q:\n%s", want, joined)
-		}
 	}
 }

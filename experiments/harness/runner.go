@@ -227,7 +227,11 @@ func (h *Handle) Wait() (*Proc, error) {
 		return p, fmt.Errorf("%w: worker %s (process %d, %s): %v", ErrHarness, s.Worker, rec.ID, s.Label, err)
 	}
 	p.Report = rep
-	if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != s.CrashAt {
+	if k, _ := protocol.ParseCrashAfterHits(s.Env[protocol.EnvCrashAfterHits]); k > 0 {
+		if rec.ExitCode == protocol.ExitCrash && (len(rep.Points) != k || rep.CrashedAt != rep.Points[k-1]) {
+			return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q after %d hits, but a crash at hit %d was chosen", ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, len(rep.Points), k)
+		}
+	} else if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != s.CrashAt {
 		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q, but point %q was chosen", ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, s.CrashAt)
 	}
 	return p, nil

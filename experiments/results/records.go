@@ -77,6 +77,12 @@ func (c *Checker) Proc(p Process, field, format string, args ...any) {
 
 // Use looks up the process an observation line names and marks it used.
 func (c *Checker) Use(r Records, l Line, id int) (Process, bool) {
+	return c.UseFor(r, l, id, l.Condition)
+}
+
+// UseFor is Use for a process that serves lines of several conditions,
+// such as a member of a pool, and is recorded under its own condition.
+func (c *Checker) UseFor(r Records, l Line, id int, condition string) (Process, bool) {
 	p, ok := r.Process(id)
 	if !ok {
 		c.Obs(l, "process_id", "process %d is not a process of scenario %s in %s", id, l.Scenario, harness.ProcessesFile)
@@ -86,8 +92,8 @@ func (c *Checker) Use(r Records, l Line, id int) (Process, bool) {
 		c.used = map[int]int{}
 	}
 	c.used[id]++
-	if p.Condition != l.Condition {
-		c.Obs(l, "process_id", "process %d ran for condition %q (%s line %d), not %q", id, p.Condition, harness.ProcessesFile, p.N, l.Condition)
+	if p.Condition != condition {
+		c.Obs(l, "process_id", "process %d ran for condition %q (%s line %d), not %q", id, p.Condition, harness.ProcessesFile, p.N, condition)
 	}
 	return p, true
 }

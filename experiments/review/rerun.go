@@ -115,6 +115,9 @@ func projection(s harness.ScenarioResult, rec results.Records) runView {
 		v.Extra = stripVolatile(jsonRaw(s.Extra))
 	}
 	for _, p := range rec.Processes {
+		if volatileCondition(p.Condition) {
+			continue
+		}
 		pv := processView{Condition: p.Condition, Label: p.Label, Worker: p.Worker, ExitCode: p.ExitCode, Signal: p.Signal}
 		if rep, err := harness.ParseReport(p.Stdout); err == nil {
 			pv.CrashedAt, pv.Points = rep.CrashedAt, rep.Points
@@ -166,6 +169,17 @@ func stripVolatile(v any) any {
 		return v
 	}
 	return walk(c)
+}
+
+// volatileCondition says a condition's processes are scheduled by the OS,
+// not by the seed: kills after a delay and racing workers. Such a
+// condition's last name segment starts with "timing" (explore's
+// "separate-commit/timing-kill"); its figures sit under "timing" keys.
+func volatileCondition(name string) bool {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.HasPrefix(strings.ToLower(name), "timing")
 }
 
 func volatileKey(k string) bool {

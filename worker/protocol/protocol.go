@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 )
 
 // Exit codes a child may use. The parent treats every other code, and every
@@ -54,6 +55,10 @@ const (
 	// worker under every setting; unset keeps the worker's defaults.
 	EnvJournalMode = "IDEMLAB_JOURNAL_MODE"
 	EnvSynchronous = "IDEMLAB_SYNCHRONOUS"
+	// EnvCrashAfterHits, a whole number k >= 1, makes the child exit with
+	// ExitCrash at its k-th Hit, whatever the point's name. A seeded k
+	// replays exactly, where a kill after a delay cannot.
+	EnvCrashAfterHits = "IDEMLAB_CRASH_AFTER_HITS"
 )
 
 // Crash kinds for EnvCrashKind.
@@ -64,6 +69,18 @@ const (
 
 // VFSFault is the EnvVFS value that selects the fault-injecting VFS.
 const VFSFault = "faultvfs"
+
+// ParseCrashAfterHits reads EnvCrashAfterHits; "" means none (0).
+func ParseCrashAfterHits(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 1 {
+		return 0, fmt.Errorf("%s=%q: want a whole number from 1", EnvCrashAfterHits, s)
+	}
+	return k, nil
+}
 
 // Report is the single JSON line a child writes on stdout.
 type Report struct {
@@ -113,6 +130,9 @@ func (c *Call) Finish(result any, code int) int {
 	if c.Points.crashAt != "" {
 		return c.Fail(fmt.Errorf("crash point %q was never reached (passed %v)", c.Points.crashAt, c.Points.passed))
 	}
+	if k := c.Points.crashAfter; k > 0 {
+		return c.Fail(fmt.Errorf("crash after %d hits was never reached (passed %d: %v)", k, len(c.Points.passed), c.Points.passed))
+	}
 	raw, err := json.Marshal(result)
 	if err != nil {
 		return c.Fail(fmt.Errorf("encode result: %w", err))
@@ -152,11 +172,12 @@ func (c *Call) write(r Report) {
 // Points is the crash-point API. Workers call Hit at every named point; the
 // call records the point and, if the parent chose it, crashes immediately.
 type Points struct {
-	crashAt string
-	kind    string
-	passed  []string
-	exit    func(int)
-	call    *Call
+	crashAt    string
+	crashAfter int
+	kind       string
+	passed     []string
+	exit       func(int)
+	call       *Call
 }
 
 // Hit marks that the worker reached the named point. If the parent chose
@@ -165,7 +186,7 @@ type Points struct {
 // closed, exactly as when a process dies.
 func (p *Points) Hit(name string) {
 	p.passed = append(p.passed, name)
-	if name != p.crashAt {
+	if name != p.crashAt && (p.crashAfter == 0 || len(p.passed) != p.crashAfter) {
 		return
 	}
 	p.call.write(Report{Worker: p.call.Name, Points: p.Passed(), CrashedAt: name, CrashKind: p.kind})
@@ -183,6 +204,10 @@ func (p *Points) SetKind(kind string) error {
 	}
 	return fmt.Errorf("unknown crash kind %q (known: %q, %q)", kind, CrashKindKill, CrashKindPower)
 }
+
+// CrashAfterHits makes the k-th Hit crash; 0 turns it off. The worker
+// dispatcher sets it from EnvCrashAfterHits.
+func (p *Points) CrashAfterHits(k int) { p.crashAfter = k }
 
 // Passed returns a copy of the points passed so far, in order.
 func (p *Points) Passed() []string {

@@ -1,0 +1,509 @@
+package claim
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	wc "idemlab/worker/claim"
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+)
+
+// Extra is the scenario's derived extra table.
+type Extra struct {
+	// BusyRetries is the SQLITE_BUSY retries the racers report, per
+	// condition.
+	BusyRetries map[string]int `json:"busy_retries"`
+	// SQLiteReadBack is what the racers' connections read back; the fold
+	// checks every one against the settings.
+	SQLiteReadBack *sqlitedb.Settings `json:"sqlite_read_back,omitempty"`
+	// Release says how close together the racers left the barrier.
+	Release ReleaseStats `json:"release"`
+	// Mutants is the mutant table; nil when it was not run.
+	Mutants *MutantTable `json:"mutants,omitempty"`
+}
+
+// ReleaseStats are taken over the races with more than one racer. Spread
+// is the time between the first and the last racer of a race waking, by
+// their own clocks; wake is from the parent's release write to the last
+// racer's wake.
+type ReleaseStats struct {
+	Races          int   `json:"races"`
+	MedianSpreadUS int64 `json:"median_spread_us"`
+	MaxSpreadUS    int64 `json:"max_spread_us"`
+	MaxWakeUS      int64 `json:"max_wake_us"`
+}
+
+// MutantTable records, per mutant, which rounds caught it.
+type MutantTable struct {
+	Repetitions int `json:"repetitions"`
+	// Oracle says what each mutant is checked against.
+	Oracle string      `json:"oracle"`
+	Rows   []MutantRow `json:"rows"`
+}
+
+// MutantRow is one mutant: the rounds whose observed outcomes differ from
+// the TTL claim's oracle killed it.
+type MutantRow struct {
+	Mutant   wc.Variant `json:"mutant"`
+	Killed   bool       `json:"killed"`
+	KilledBy []string   `json:"killed_by"`
+	Survived []string   `json:"survived"`
+	// Differences are the killing rounds' fields, expected and observed.
+	Differences map[string][]harness.Difference `json:"differences"`
+}
+
+// member is a pool process as the fold reads it: its transcript by race,
+// and which of its entries an observation line used.
+type member struct {
+	p       results.Process
+	entries map[int]wc.Entry
+	used    map[int]bool
+}
+
+// round is what the fold carries from one race of a round to the next.
+type round struct {
+	db       string
+	base     int64
+	prev     *wc.Row
+	marks    []RaceMarks
+	outcomes []RaceOutcome
+}
+
+// folder holds one fold's state.
+type folder struct {
+	c       results.Checker
+	st      Settings
+	rec     results.Records
+	members map[int]*member
+	busy    map[string]int
+	rb      *sqlitedb.Settings
+	spreads []int64
+	wake    int64
+}
+
+// Fold derives every figure from the records. The parent's evidence comes
+// first: the row it read after each race, the table layout it saw, its own
+// clock around the release, and each process's exit status. Which racer
+// won, by which statement and at which now is the racers' word, from each
+// member's transcript; the fold checks it against the requests the parent
+// sent and the rows the parent read, and derives winners from it only
+// once it agrees with them.
+func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded, []results.Finding) {
+	folded := scenario.Folded{Observed: map[string]any{}}
+	f := &folder{rec: rec, members: map[int]*member{}, busy: map[string]int{}}
+	st, err := decodeSettings(raw)
+	if err != nil {
+		f.c.Add(harness.ResultsFile, "scenarios[claim].settings", "%v", err)
+		return folded, f.c.Findings
+	}
+	f.st = st
+	f.readPool()
+	sched := Schedule(st)
+	perRep := map[string][][]RaceOutcome{}
+	dbs := map[string]string{}
+	var cur round
+	for i, l := range rec.Observations {
+		if i >= len(sched) {
+			f.c.Obs(l, "race", "one race more than the %d the settings give", len(sched))
+			continue
+		}
+		s := sched[i]
+		var o Observation
+		if err := results.DecodeStrict(l.Raw, &o); err != nil {
+			f.c.Obs(l, "", "not a claim observation: %v", err)
+			continue
+		}
+		f.checkPlace(l, s, o)
+		if s.Index == 0 {
+			cur = round{db: o.DB, base: o.BaseMS}
+			key := fmt.Sprintf("%s repetition %d", s.Condition, s.Repetition)
+			if other, dup := dbs[o.DB]; dup {
+				f.c.Obs(l, "db", "%s is also the file of %s; every round starts on a fresh file", o.DB, other)
+			}
+			dbs[o.DB] = key
+		} else {
+			if o.DB != cur.db {
+				f.c.Obs(l, "db", "%q, but race A of this round ran on %q; a round's races share one file", o.DB, cur.db)
+			}
+			if o.BaseMS != cur.base {
+				f.c.Obs(l, "base_ms", "%d, but the round started at %d", o.BaseMS, cur.base)
+			}
+		}
+		if filepath.Base(o.DB) != DBName {
+			f.c.Obs(l, "db", "%q is not a file named %s", o.DB, DBName)
+		}
+		out, m := f.race(l, s, o, cur.prev, cur.marks)
+		cur.marks = append(cur.marks, m)
+		cur.outcomes = append(cur.outcomes, out)
+		cur.prev = o.Row
+		if s.Last() {
+			perRep[s.Condition] = append(perRep[s.Condition], cur.outcomes)
+		}
+	}
+	if n := len(rec.Observations); n < len(sched) {
+		s := sched[n]
+		f.c.Add(harness.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
+	}
+	for _, r := range st.Rounds {
+		for _, v := range st.Claims {
+			if r.hasKind(v) {
+				name := RoundCondition(r.ID, v)
+				folded.Observed[name] = GroupOutcomes(perRep[name])
+			}
+		}
+	}
+	ex := Extra{BusyRetries: f.busy, SQLiteReadBack: f.rb, Release: f.release()}
+	if st.Mutants {
+		ex.Mutants = s.mutants(st, perRep)
+		for _, row := range ex.Mutants.Rows {
+			folded.Observed[MutantCondition(row.Mutant)] = MutantVerdict{Killed: row.Killed}
+		}
+	}
+	folded.Extra = ex
+	f.unusedEntries()
+	f.c.Unused(rec, len(sched))
+	return folded, f.c.Findings
+}
+
+// mutants decides which rounds killed each mutant: a round kills it when
+// the outcomes its races showed differ from the TTL claim's oracle.
+func (s Scenario) mutants(st Settings, perRep map[string][][]RaceOutcome) *MutantTable {
+	t := &MutantTable{Repetitions: st.MutantRepetitions, Oracle: fmt.Sprintf("the oracle of the %s claim with boundary %q", wc.TTL, wc.Chosen)}
+	oracle := s.oracle()
+	for _, m := range st.MutantVariants {
+		row := MutantRow{Mutant: m, KilledBy: []string{}, Survived: []string{}, Differences: map[string][]harness.Difference{}}
+		for _, r := range st.Rounds {
+			if !r.hasKind(wc.TTL) {
+				continue
+			}
+			exp := ExpectedGroups(oracle(wc.TTL, r, wc.Chosen, st.params()), st.MutantRepetitions)
+			obs := GroupOutcomes(perRep[RoundCondition(r.ID, m)])
+			if d := scenario.Differences(exp, obs); len(d) > 0 {
+				row.KilledBy = append(row.KilledBy, r.ID)
+				row.Differences[r.ID] = d
+			} else {
+				row.Survived = append(row.Survived, r.ID)
+			}
+		}
+		row.Killed = len(row.KilledBy) > 0
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// checkPlace checks that line i is the race the schedule puts there.
+func (f *folder) checkPlace(l results.Line, s Slot, o Observation) {
+	checks := []struct {
+		field     string
+		got, want any
+	}{
+		{"condition", o.Condition, s.Condition}, {"race", o.Race, s.Seq}, {"round", o.Round, s.Round.ID},
+		{"variant", o.Variant, s.By}, {"repetition", o.Repetition, s.Repetition}, {"race_name", o.RaceName, s.Race.Name},
+		{"claimed_at_column", o.ClaimedAtColumn, s.Round.Schema == wc.SchemaNew},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			f.c.Obs(l, c.field, "is %v, but the settings put %v here (race %d: %s repetition %d race %s)", c.got, c.want, s.Seq, s.Condition, s.Repetition, s.Race.Name)
+		}
+	}
+	if s.Race.Pinned && o.StartMS != o.BaseMS {
+		f.c.Obs(l, "start_ms", "%d, but race %s pins its clock to the round's start %d", o.StartMS, s.Race.Name, o.BaseMS)
+	}
+	if o.StartMS < o.BaseMS {
+		f.c.Obs(l, "start_ms", "%d is before the round's start %d", o.StartMS, o.BaseMS)
+	}
+	if o.ReadAtUS < o.ReleasedAtUS {
+		f.c.Obs(l, "read_at_us", "%d is before the release at %d", o.ReadAtUS, o.ReleasedAtUS)
+	}
+}
+
+// readPool reads every process line as a pool member: the worker, its
+// command line, environment, exit status and report, and its transcript.
+func (f *folder) readPool() {
+	labels := map[string]int{}
+	for _, p := range f.rec.Processes {
+		if p.Worker != wc.PoolWorker || p.Condition != PoolCondition {
+			f.c.Proc(p, "worker", "%q for condition %q, but the claim scenario starts only %q members of %q", p.Worker, p.Condition, wc.PoolWorker, PoolCondition)
+			continue
+		}
+		if other, dup := labels[p.Label]; dup {
+			f.c.Proc(p, "label", "%q is also process %d's; each member has its own label", p.Label, other)
+		}
+		labels[p.Label] = p.ID
+		if !validMember(p.Label, f.st.PoolSize) {
+			f.c.Proc(p, "label", "%q is not one of the %d members %s to %s", p.Label, f.st.PoolSize, MemberLabel(0), MemberLabel(f.st.PoolSize-1))
+		}
+		f.c.Argv(p, wc.PoolWorker, wc.PoolArgs(PoolConfig(f.st, p.Label)))
+		f.c.Env(p, map[string]string{})
+		if p.ExitCode != protocol.ExitACK || p.Signal != "" {
+			f.c.Proc(p, "exit_code", "%d (signal %q); a member that served its races exits 0", p.ExitCode, p.Signal)
+		}
+		rep, ok := f.c.Report(p)
+		if !ok {
+			continue
+		}
+		var res wc.PoolResult
+		if err := results.DecodeStrict(rep.Result, &res); err != nil {
+			f.c.Proc(p, "stdout", "the report's result is not a pool transcript: %v", err)
+			continue
+		}
+		if res.Label != p.Label {
+			f.c.Proc(p, "stdout", "the transcript is member %q's, the record says %q", res.Label, p.Label)
+		}
+		m := &member{p: p, entries: map[int]wc.Entry{}, used: map[int]bool{}}
+		for i, e := range res.Races {
+			if _, dup := m.entries[e.Request.Race]; dup {
+				f.c.Proc(p, fmt.Sprintf("stdout: races[%d].request.race", i), "race %d appears twice; a member serves a race once", e.Request.Race)
+			}
+			m.entries[e.Request.Race] = e
+		}
+		f.members[p.ID] = m
+	}
+	if len(f.rec.Processes) != f.st.PoolSize {
+		f.c.Add(harness.ProcessesFile, "", "%d processes of scenario claim, but the pool has %d members", len(f.rec.Processes), f.st.PoolSize)
+	}
+}
+
+func validMember(label string, size int) bool {
+	for i := 0; i < size; i++ {
+		if MemberLabel(i) == label {
+			return true
+		}
+	}
+	return false
+}
+
+// unusedEntries reports transcript entries no observation line used: a
+// race a member says it ran but the parent never recorded.
+func (f *folder) unusedEntries() {
+	ids := make([]int, 0, len(f.members))
+	for id := range f.members {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		m := f.members[id]
+		var races []int
+		for r := range m.entries {
+			if !m.used[r] {
+				races = append(races, r)
+			}
+		}
+		sort.Ints(races)
+		for _, r := range races {
+			f.c.Proc(m.p, fmt.Sprintf("stdout: race %d", r), "the transcript has a race no observation line records with this process")
+		}
+	}
+}
+
+// race checks one race and derives its outcome. It returns the marks the
+// race could have left in the row.
+func (f *folder) race(l results.Line, s Slot, o Observation, prev *wc.Row, marks []RaceMarks) (RaceOutcome, RaceMarks) {
+	mark := RaceMarks{Name: s.Race.Name, EventMS: o.StartMS + s.Race.CallerMS}
+	out := RaceOutcome{Race: s.Race.Name, Workers: len(o.Racers), Paths: map[wc.Path]int{}}
+	if len(o.Racers) != s.Racers {
+		f.c.Obs(l, "racers", "%d racers, but race %s of round %s runs %d", len(o.Racers), s.Race.Name, s.Round.ID, s.Racers)
+	}
+	wantPath := wc.PathUpsert
+	switch {
+	case s.By == wc.Legacy:
+		wantPath = wc.PathLegacy
+	case !o.ClaimedAtColumn:
+		wantPath = wc.PathFallback
+	}
+	seen := map[int]int{}
+	var wakes []int64
+	for k, r := range o.Racers {
+		field := results.Field("racers", k)
+		if r.Slot != k {
+			f.c.Obs(l, field+".slot", "is %d, want %d", r.Slot, k)
+		}
+		if other, dup := seen[r.ProcessID]; dup {
+			f.c.Obs(l, field+".process_id", "process %d also serves slot %d of this race; the racers of a race are distinct processes", r.ProcessID, other)
+			continue
+		}
+		seen[r.ProcessID] = k
+		want := RequestFor(s, k, o.DB, o.StartMS, o.BaseMS)
+		for _, d := range results.DiffPaths("", want, r.Request) {
+			f.c.Obs(l, field+".request"+d.Path, "is %s, but the settings give %s", d.B, d.A)
+		}
+		p, ok := f.c.UseFor(f.rec, l, r.ProcessID, PoolCondition)
+		if !ok {
+			continue
+		}
+		m := f.members[p.ID]
+		if m == nil {
+			continue // its own line is already a finding
+		}
+		e, ok := m.entries[o.Race]
+		if !ok {
+			f.c.Proc(p, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", o.Race, harness.ObservationsFile, l.N, k)
+			continue
+		}
+		m.used[o.Race] = true
+		ef := fmt.Sprintf("stdout: race %d", o.Race)
+		for _, d := range results.DiffPaths("", r.Request, e.Request) {
+			f.c.Proc(p, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, harness.ObservationsFile, l.N)
+		}
+		if e.SQLite != f.st.SQLite {
+			f.c.Proc(p, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
+		} else if f.rb == nil {
+			rb := e.SQLite
+			f.rb = &rb
+		}
+		if !(e.ReadyAtUS <= o.ReleasedAtUS && o.ReleasedAtUS <= e.ReleasedAtUS && e.ReleasedAtUS <= o.ReadAtUS) {
+			f.c.Proc(p, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
+		}
+		wakes = append(wakes, e.ReleasedAtUS)
+		f.checkNow(p, ef, s, r.Request, e, o)
+		oc := e.Outcome
+		if oc.Path != wantPath {
+			f.c.Proc(p, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], wantPath)
+		}
+		if oc.Won != (oc.Changes == 1) || oc.Changes < 0 || oc.Changes > 1 {
+			f.c.Proc(p, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
+		}
+		wantFollow := oc.Won && s.Race.FollowUp
+		if e.FollowedUp != wantFollow || (wantFollow && e.ExternalID != wc.ExternalIDFor(r.Request.Label)) || (!wantFollow && e.ExternalID != "") {
+			f.c.Proc(p, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(r.Request.Label))
+		}
+		out.Paths[oc.Path]++
+		f.busy[s.Condition] += e.BusyRetries
+		if oc.Won {
+			out.Winners++
+			mark.WinnerNows = append(mark.WinnerNows, oc.NowMS)
+			if e.FollowedUp {
+				mark.ExternalIDs = append(mark.ExternalIDs, e.ExternalID)
+			}
+		}
+	}
+	if len(wakes) > 1 {
+		sort.Slice(wakes, func(i, j int) bool { return wakes[i] < wakes[j] })
+		f.spreads = append(f.spreads, wakes[len(wakes)-1]-wakes[0])
+		f.wake = max(f.wake, wakes[len(wakes)-1]-o.ReleasedAtUS)
+	}
+	f.checkRow(l, s, o, prev, mark)
+	out.Row = Summarize(o.Row, o.ClaimedAtColumn, append(append([]RaceMarks{}, marks...), mark))
+	return out, mark
+}
+
+// checkNow checks the now a racer says it claimed with against the
+// request and the parent's clock around the race.
+func (f *folder) checkNow(p results.Process, ef string, s Slot, req wc.Request, e wc.Entry, o Observation) {
+	now := e.Outcome.NowMS
+	switch {
+	case s.By == wc.MutantCallerTime:
+		if now != req.EventMS {
+			f.c.Proc(p, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, s.By, req.EventMS)
+		}
+	case req.NowMS != wc.NoPin:
+		if now != req.NowMS {
+			f.c.Proc(p, ef+": outcome.now_ms", "%d, but the request pins the clock to %d", now, req.NowMS)
+		}
+	default:
+		clock := now - req.ClockOffsetMS
+		lo, hi := o.ReleasedAtUS/1000, (o.ReadAtUS+999)/1000
+		if clock < lo || clock > hi {
+			f.c.Proc(p, ef+": outcome.now_ms", "%d less the offset %d is %d, outside the race's window %d to %d by the parent's clock", now, req.ClockOffsetMS, clock, lo, hi)
+		}
+	}
+}
+
+// checkRow checks the row the parent read against the racers' claims:
+// every win adds one to count, no win leaves the row as it was, a win
+// stamps the race's event time and, through the upsert, a winner's now,
+// and only a follow-up race's winner writes the downstream fields.
+func (f *folder) checkRow(l results.Line, s Slot, o Observation, prev *wc.Row, mark RaceMarks) {
+	row := o.Row
+	winners := len(mark.WinnerNows)
+	if row != nil {
+		ident := []struct{ field, got, want string }{
+			{"fingerprint", row.Fingerprint, f.st.Fingerprint}, {"source", row.Source, f.st.Source},
+			{"level", row.Level, f.st.Level}, {"message", row.Message, f.st.Message},
+		}
+		for _, c := range ident {
+			if c.got != c.want {
+				f.c.Obs(l, "row."+c.field, "is %q, but every racer claims %q", c.got, c.want)
+			}
+		}
+		if row.HasClaimedAt != o.ClaimedAtColumn {
+			f.c.Obs(l, "row.has_claimed_at_column", "is %v, but claimed_at_column is %v", row.HasClaimedAt, o.ClaimedAtColumn)
+		}
+	}
+	var before, after int64
+	if prev != nil {
+		before = prev.Count
+	}
+	if row != nil {
+		after = row.Count
+	}
+	if after-before != int64(winners) {
+		f.c.Obs(l, "row.count", "went from %d to %d, but %d racers say they won; every win adds one", before, after, winners)
+	}
+	if winners == 0 {
+		for _, d := range results.DiffPaths("row", prev, row) {
+			f.c.Obs(l, d.Path, "changed from %s to %s, but no racer says it won", d.A, d.B)
+		}
+		return
+	}
+	if row == nil {
+		f.c.Obs(l, "row", "is missing, but %d racers say they won", winners)
+		return
+	}
+	if prev == nil && row.FirstSeen != mark.EventMS {
+		f.c.Obs(l, "row.first_seen", "is %d, but the row was inserted by this race, whose event time is %d", row.FirstSeen, mark.EventMS)
+	}
+	if prev != nil && row.FirstSeen != prev.FirstSeen {
+		f.c.Obs(l, "row.first_seen", "changed from %d to %d; a re-claim keeps first_seen", prev.FirstSeen, row.FirstSeen)
+	}
+	if row.LastSeen != mark.EventMS {
+		f.c.Obs(l, "row.last_seen", "is %d, but a winner of this race stamps its event time %d", row.LastSeen, mark.EventMS)
+	}
+	switch {
+	case s.By == wc.Legacy || !o.ClaimedAtColumn:
+		if prev != nil {
+			f.c.Obs(l, "row.count", "grew, but the DO NOTHING claim only wins by inserting the row")
+		}
+		if row.ClaimedAt != nil {
+			f.c.Obs(l, "row.claimed_at", "is %d, but the DO NOTHING claim does not write it", *row.ClaimedAt)
+		}
+	case row.ClaimedAt == nil || !containsInt64(mark.WinnerNows, *row.ClaimedAt):
+		f.c.Obs(l, "row.claimed_at", "is %s, but the winners of this race say they claimed at %v", results.Compact(row.ClaimedAt), mark.WinnerNows)
+	}
+	if s.Race.FollowUp {
+		if row.Classification == nil || *row.Classification != f.st.Classification {
+			f.c.Obs(l, "row.classification", "is %s, but a winner of this follow-up race writes %q", results.Compact(row.Classification), f.st.Classification)
+		}
+		if row.ExternalID == nil || !containsString(mark.ExternalIDs, *row.ExternalID) {
+			f.c.Obs(l, "row.external_id", "is %s, but the winners of this race say they wrote %v", results.Compact(row.ExternalID), mark.ExternalIDs)
+		}
+		return
+	}
+	var pc, pe *string
+	if prev != nil {
+		pc, pe = prev.Classification, prev.ExternalID
+	}
+	for _, d := range results.DiffPaths("row.classification", pc, row.Classification) {
+		f.c.Obs(l, d.Path, "changed from %s to %s, but this race writes no downstream field", d.A, d.B)
+	}
+	for _, d := range results.DiffPaths("row.external_id", pe, row.ExternalID) {
+		f.c.Obs(l, d.Path, "changed from %s to %s, but this race writes no downstream field", d.A, d.B)
+	}
+}
+
+func (f *folder) release() ReleaseStats {
+	r := ReleaseStats{Races: len(f.spreads), MaxWakeUS: f.wake}
+	if len(f.spreads) == 0 {
+		return r
+	}
+	s := append([]int64{}, f.spreads...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	r.MedianSpreadUS, r.MaxSpreadUS = s[len(s)/2], s[len(s)-1]
+	return r
+}

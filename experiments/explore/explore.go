@@ -1,0 +1,303 @@
+// Package explore looks for the crashes that break idempotency instead of
+// testing the few the article names. For each pattern it discovers the
+// crash points a normal delivery passes, crashes a delivery at every one
+// of them, crashes at a seeded k-th point, kills the worker after a seeded
+// delay, and races several workers on one event; after each, a fresh
+// process redelivers the event and pure invariants judge the history.
+//
+// Point and k trials replay exactly from the seed. Kills and races depend
+// on how the OS schedules the processes and cannot be replayed; their
+// conditions are named "timing-…" and their figures sit under "timing"
+// keys, which verify --rerun leaves out of its comparison.
+package explore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/redelivery"
+	"idemlab/experiments/scenario"
+	"idemlab/worker/sqlitedb"
+)
+
+// Name is the scenario's name on the command line.
+const Name = "explore"
+
+// DBName is each trial's database file name.
+const DBName = "events.sqlite3"
+
+// Limits on the input, so a typo cannot start a week-long run.
+const (
+	MaxTrials = 1_000_000
+	MaxRounds = 100_000
+	MaxRacers = 64
+)
+
+// Input is the explore section of input.json.
+type Input struct {
+	EventID string `json:"event_id"`
+	JobKey  string `json:"job_key"`
+	// Seed fixes every k and delay.
+	Seed uint64 `json:"seed"`
+	// Trials is the number of random trials per pattern: half crash at a
+	// seeded k-th hit, half are killed after a seeded delay.
+	Trials int `json:"trials"`
+	// Racers lists the numbers of concurrent workers per race.
+	Racers []int `json:"racers"`
+	// Rounds is the number of races per pattern, racer count and kill mode.
+	Rounds int `json:"rounds"`
+	// Parallel is how many trials run at once.
+	Parallel int `json:"parallel"`
+	// MaxAttempts is how often a racer tries a busy delivery.
+	MaxAttempts int `json:"max_attempts"`
+}
+
+// Settings are recorded with the scenario; verify derives them again.
+type Settings struct {
+	EventID     string `json:"event_id"`
+	JobKey      string `json:"job_key"`
+	Seed        uint64 `json:"seed"`
+	Trials      int    `json:"trials_per_pattern"`
+	HitTrials   int    `json:"crash_after_hits_trials"`
+	KillTrials  int    `json:"kill_trials"`
+	Racers      []int  `json:"racers"`
+	Rounds      int    `json:"rounds"`
+	Parallel    int    `json:"parallel"`
+	MaxAttempts int    `json:"max_attempts"`
+	// OnlyTrial, when 0 or more, runs that one index of every random
+	// condition, to replay a violation alone; -1 runs them all.
+	OnlyTrial  int              `json:"only_trial"`
+	Patterns   []PatternSetting `json:"patterns"`
+	Conditions []Condition      `json:"conditions"`
+	// SQLite is what every acknowledging worker must read back.
+	SQLite sqlitedb.Settings `json:"sqlite"`
+}
+
+// PatternSetting is what the records depend on of a pattern.
+type PatternSetting struct {
+	Name   string `json:"name"`
+	Worker string `json:"worker"`
+	Racer  string `json:"racer"`
+	Window Window `json:"window"`
+}
+
+// Kinds of condition.
+const (
+	KindDiscovery = "discovery"
+	KindSweep     = "sweep"
+	KindHits      = "crash-after-hits"
+	KindKill      = "timing-kill"
+	KindRace      = "timing-race"
+)
+
+// Condition is one kind of trial on one pattern.
+type Condition struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	Kind    string `json:"kind"`
+	// Trials are the indices run; the sweep runs one per discovered point
+	// and lists none here.
+	Trials []int `json:"trials,omitempty"`
+	Racers int   `json:"racers,omitempty"`
+	Kills  bool  `json:"kills,omitempty"`
+}
+
+// Timing reports whether a condition's outcomes depend on OS scheduling.
+func (c Condition) Timing() bool { return strings.HasPrefix(c.Kind, "timing-") }
+
+// Scenario is the explore scenario. Allowed, when set, replaces the
+// oracle's allowed outcomes; tests use it to show a wrong set fails.
+type Scenario struct {
+	Allowed func(c Condition, allowed []string) []string
+}
+
+func (Scenario) Name() string { return Name }
+
+func (Scenario) Summary() string {
+	return "crash-point sweep, seeded k-th-hit crashes and kills, and concurrent redelivery, judged by invariants"
+}
+
+func (Scenario) Flags() []scenario.Flag {
+	return []scenario.Flag{
+		{Name: "trials", Usage: "random trials per pattern, half crash at a seeded hit, half killed after a seeded delay"},
+		{Name: "seed", Usage: "seed of every k and delay; the same seed replays the same schedule"},
+		{Name: "rounds", Usage: "races per pattern, racer count and kill mode"},
+		{Name: "only-trial", Usage: "run only this trial index of each random condition, to replay one violation"},
+	}
+}
+
+// Plan decodes the section and applies the flags.
+func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+	var in Input
+	if err := scenario.DecodeSection(Name, section, &in); err != nil {
+		return nil, err
+	}
+	only := -1
+	if v, ok, err := scenario.IntFlag(overrides, "trials", 0, MaxTrials); err != nil {
+		return nil, err
+	} else if ok {
+		in.Trials = v
+	}
+	if v, ok, err := scenario.IntFlag(overrides, "rounds", 0, MaxRounds); err != nil {
+		return nil, err
+	} else if ok {
+		in.Rounds = v
+	}
+	if v, ok, err := scenario.IntFlag(overrides, "only-trial", 0, MaxTrials); err != nil {
+		return nil, err
+	} else if ok {
+		only = v
+	}
+	if s, ok := overrides["seed"]; ok {
+		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--seed %q: want a whole number from 0 to %d", s, uint64(1<<64-1))
+		}
+		in.Seed = v
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	return &plan{s: NewSettings(in, only)}, nil
+}
+
+// Validate names the first bad field.
+func (in Input) Validate() error {
+	switch {
+	case strings.TrimSpace(in.EventID) == "":
+		return errors.New("explore.event_id: must not be empty")
+	case strings.TrimSpace(in.JobKey) == "":
+		return errors.New("explore.job_key: must not be empty")
+	case in.Trials < 0 || in.Trials > MaxTrials:
+		return fmt.Errorf("explore.trials: %d, want 0 to %d", in.Trials, MaxTrials)
+	case in.Rounds < 0 || in.Rounds > MaxRounds:
+		return fmt.Errorf("explore.rounds: %d, want 0 to %d", in.Rounds, MaxRounds)
+	case in.Parallel < 1 || in.Parallel > 64:
+		return fmt.Errorf("explore.parallel: %d, want 1 to 64", in.Parallel)
+	case in.MaxAttempts < 1 || in.MaxAttempts > 100:
+		return fmt.Errorf("explore.max_attempts: %d, want 1 to 100", in.MaxAttempts)
+	}
+	seen := map[int]bool{}
+	for i, k := range in.Racers {
+		if k < 2 || k > MaxRacers {
+			return fmt.Errorf("explore.racers[%d]: %d, want 2 to %d", i, k, MaxRacers)
+		}
+		if seen[k] {
+			return fmt.Errorf("explore.racers[%d]: %d is listed twice", i, k)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// NewSettings derives the settings, the conditions included, from the
+// input; only is the replayed trial index or -1.
+func NewSettings(in Input, only int) Settings {
+	st := Settings{
+		EventID: in.EventID, JobKey: in.JobKey, Seed: in.Seed, Trials: in.Trials,
+		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
+		Racers: append([]int{}, in.Racers...), Rounds: in.Rounds, Parallel: in.Parallel,
+		MaxAttempts: in.MaxAttempts, OnlyTrial: only, SQLite: redelivery.RequestedSQLite(),
+	}
+	if st.Racers == nil {
+		st.Racers = []int{}
+	}
+	indices := func(n int) []int {
+		if only >= 0 {
+			return []int{only}
+		}
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	for _, p := range Patterns() {
+		st.Patterns = append(st.Patterns, PatternSetting{Name: p.Name, Worker: p.Worker, Racer: p.Racer, Window: p.Window})
+		add := func(kind, suffix string, trials []int, racers int, kills bool) {
+			st.Conditions = append(st.Conditions, Condition{Name: p.Name + "/" + suffix, Pattern: p.Name, Kind: kind, Trials: trials, Racers: racers, Kills: kills})
+		}
+		add(KindDiscovery, KindDiscovery, nil, 0, false)
+		add(KindSweep, KindSweep, nil, 0, false)
+		if st.HitTrials > 0 {
+			add(KindHits, KindHits, indices(st.HitTrials), 0, false)
+		}
+		if st.KillTrials > 0 {
+			add(KindKill, KindKill, indices(st.KillTrials), 0, false)
+		}
+		if st.Rounds > 0 {
+			for _, k := range st.Racers {
+				add(KindRace, fmt.Sprintf("%s-%d", KindRace, k), indices(st.Rounds), k, false)
+				add(KindRace, fmt.Sprintf("%s-%d-kill", KindRace, k), indices(st.Rounds), k, true)
+			}
+		}
+	}
+	return st
+}
+
+type plan struct{ s Settings }
+
+func (p *plan) Settings() any { return p.s }
+
+// Processes estimates the process count for progress. The sweep's size is
+// known only once discovery has run; three points per pattern are assumed.
+func (p *plan) Processes() int {
+	n := 0
+	for _, c := range p.s.Conditions {
+		switch c.Kind {
+		case KindDiscovery:
+			n++
+		case KindSweep:
+			n += 2 * 3
+		case KindHits, KindKill:
+			n += 2 * len(c.Trials)
+		case KindRace:
+			n += (c.Racers + 1) * len(c.Trials)
+		}
+	}
+	return n
+}
+
+// Observation is one line of observations.jsonl: one step of one trial,
+// the processes it ran, what the run chose for them (point, k, kill
+// delays) and the rows the parent read from the file afterwards.
+type Observation struct {
+	Scenario   string `json:"scenario"`
+	Condition  string `json:"condition"`
+	Trial      int    `json:"trial"`
+	Step       string `json:"step"`
+	ProcessIDs []int  `json:"process_ids"`
+	DB         string `json:"db"`
+	Point      string `json:"point,omitempty"`
+	K          int    `json:"k,omitempty"`
+	// KillDelaysUS has one entry per process: 0 for no kill, else the
+	// delay before SIGKILL (from the start for a kill trial, from the
+	// release for a racer).
+	KillDelaysUS []int64 `json:"kill_delays_us,omitempty"`
+	Rows         State   `json:"rows"`
+}
+
+// Steps of a trial.
+const (
+	StepDelivery = "delivery"
+	StepRecovery = "recovery"
+	StepRacers   = "racers"
+)
+
+// conditionsByName indexes the settings' conditions.
+func (st Settings) conditionsByName() map[string]Condition {
+	out := map[string]Condition{}
+	for _, c := range st.Conditions {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// RacerArgs are a racer's arguments.
+func RacerArgs(st Settings, p Pattern, db string) []string {
+	return append(p.Args(st, db), "-ready-fd", strconv.Itoa(harness.BarrierReadyFD), "-max-attempts", strconv.Itoa(st.MaxAttempts))
+}

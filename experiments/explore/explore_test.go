@@ -1,0 +1,219 @@
+package explore
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/worker"
+	"idemlab/worker/protocol"
+	wr "idemlab/worker/redelivery"
+)
+
+func TestMain(m *testing.M) { worker.TestMain(m) }
+
+// section is small: 4 random trials per pattern and one round of 2
+// racers, about 40 processes.
+const section = `{"event_id": "e-1", "job_key": "k-1", "seed": 3, "trials": 4, "racers": [2], "rounds": 1, "parallel": 2, "max_attempts": 3}`
+
+func TestPlanRefusesBadInput(t *testing.T) {
+	tests := []struct {
+		section   string
+		overrides map[string]string
+		want      string
+	}{
+		{`{"event_id": "", "job_key": "k", "parallel": 1, "max_attempts": 1}`, nil, "explore.event_id: must not be empty"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 0, "max_attempts": 1}`, nil, "explore.parallel: 0"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "racers": [1]}`, nil, "explore.racers[0]: 1, want 2 to"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "racers": [2, 2]}`, nil, "explore.racers[1]: 2 is listed twice"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "trails": 3}`, nil, "explore.trails: unknown field"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "seed": -1}`, nil, "explore.seed: got JSON number"},
+		{section, map[string]string{"trials": "-2"}, "--trials -2"},
+		{section, map[string]string{"seed": "x"}, `--seed "x"`},
+		{section, map[string]string{"only-trial": "a"}, `--only-trial "a"`},
+		{``, nil, "explore: section is missing"},
+	}
+	for _, tt := range tests {
+		_, err := Scenario{}.Plan(json.RawMessage(tt.section), tt.overrides)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
+		}
+	}
+	p, err := Scenario{}.Plan(json.RawMessage(section), map[string]string{"trials": "10", "seed": "99", "only-trial": "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Settings().(Settings)
+	if st.Trials != 10 || st.Seed != 99 || st.OnlyTrial != 7 || st.HitTrials != 5 || st.KillTrials != 5 {
+		t.Errorf("overrides not applied: %+v", st)
+	}
+	for _, c := range st.Conditions {
+		if c.Kind != KindDiscovery && c.Kind != KindSweep && !cmp.Equal(c.Trials, []int{7}) {
+			t.Errorf("%s runs trials %v with --only-trial 7", c.Name, c.Trials)
+		}
+	}
+}
+
+func run(t *testing.T) scenariotest.Outcome {
+	t.Helper()
+	out := scenariotest.Run(t, Scenario{}, section, nil)
+	if len(out.Findings) > 0 {
+		t.Fatalf("a fresh run has findings: %v", out.Findings)
+	}
+	return out
+}
+
+// TestRunRealProcesses sweeps, crashes, kills and races real workers on
+// real files, and checks the sweep's window and the single transaction's
+// invariants.
+func TestRunRealProcesses(t *testing.T) {
+	out := run(t)
+	if !out.Result.Pass {
+		t.Fatalf("run failed: %+v", out.Result.Conditions)
+	}
+	obs := map[string]json.RawMessage{}
+	for _, c := range out.Result.Conditions {
+		obs[c.Name] = c.Observed
+	}
+	var sep, single SweepObserved
+	json.Unmarshal(obs["separate-commit/sweep"], &sep)
+	json.Unmarshal(obs["single-transaction/sweep"], &single)
+	if diff := cmp.Diff([]string{wr.PointAfterJobCommit}, sep.ViolatingPoints); diff != "" {
+		t.Errorf("separate-commit violating points (-want +got):\n%s", diff)
+	}
+	if len(single.Points) < 3 || len(single.ViolatingPoints) != 0 {
+		t.Errorf("single-transaction sweep: %+v", single)
+	}
+	var extra Extra
+	if err := json.Unmarshal(out.Result.Extra, &extra); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range extra.Violations {
+		if v.Pattern != string(wr.SeparateCommit) || v.Replay == "" {
+			t.Errorf("violation %+v: only separate commits may violate, and each names its replay", v)
+		}
+	}
+	m, err := SweepMatrix(out.Result)
+	if err != nil || len(m.Points) != len(sep.Points)+len(single.Points) || len(m.Patterns) != 2 {
+		t.Errorf("matrix %+v (%v)", m, err)
+	}
+	sec, err := Scenario{}.Report(out.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range sec.Tables {
+		for _, r := range tb.Rows {
+			if w := len([]rune(strings.Join(r, "  "))); w > 100 {
+				t.Errorf("%s: row %q is %d columns wide", tb.Title, r, w)
+			}
+		}
+	}
+}
+
+// TestWrongAllowedSetFails: an allowed set that leaves out what happens
+// fails the conditions, through the same Evaluate.
+func TestWrongAllowedSetFails(t *testing.T) {
+	out := run(t)
+	wrong := Scenario{Allowed: func(c Condition, allowed []string) []string { return []string{"duplicate-9"} }}
+	res, findings := scenario.Evaluate(wrong, nil, out.Settings, out.Records)
+	if len(findings) > 0 {
+		t.Fatalf("findings: %v", findings)
+	}
+	for _, c := range res.Conditions {
+		hasAllowed := c.Name != "separate-commit/sweep" && c.Name != "single-transaction/sweep" && !strings.HasSuffix(c.Name, "/discovery")
+		if hasAllowed == c.Pass {
+			t.Errorf("%s: pass %v with a wrong allowed set", c.Name, c.Pass)
+		}
+	}
+}
+
+// find returns the index of the observation of a condition's trial step.
+func findObs(tb testing.TB, rec results.Records, cond string, trial int, step string) int {
+	tb.Helper()
+	for i, l := range rec.Observations {
+		var o Observation
+		json.Unmarshal(l.Raw, &o)
+		if o.Condition == cond && o.Trial == trial && o.Step == step {
+			return i
+		}
+	}
+	tb.Fatalf("no observation %s trial %d %s", cond, trial, step)
+	return -1
+}
+
+func findProc(tb testing.TB, rec results.Records, cond, label string) int {
+	tb.Helper()
+	for i, p := range rec.Processes {
+		if p.Condition == cond && p.Label == label {
+			return i
+		}
+	}
+	tb.Fatalf("no process %s %s", cond, label)
+	return -1
+}
+
+// TestFoldCatchesTampering edits one field of one line at a time; each
+// edit must give a finding naming the file.
+func TestFoldCatchesTampering(t *testing.T) {
+	out := run(t)
+	rec := out.Records
+	const sweep, hits, kill = "separate-commit/sweep", "separate-commit/crash-after-hits", "single-transaction/timing-kill"
+	tests := []struct {
+		name  string
+		obs   bool
+		index int
+		edit  func(m map[string]any)
+		file  string
+	}{
+		{"sweep point", true, findObs(t, rec, sweep, 1, StepDelivery), func(m map[string]any) { m["point"] = wr.PointAfterJobInsert }, "observations.jsonl"},
+		{"k", true, findObs(t, rec, hits, 0, StepDelivery), func(m map[string]any) { m["k"] = 99 }, "observations.jsonl"},
+		{"kill delay", true, findObs(t, rec, kill, 0, StepDelivery), func(m map[string]any) { m["kill_delays_us"] = []int{1} }, "observations.jsonl"},
+		{"foreign job row", true, findObs(t, rec, sweep, 0, StepRecovery), func(m map[string]any) {
+			m["rows"].(map[string]any)[TableJobs] = []string{"other|k"}
+		}, "observations.jsonl"},
+		{"job added by hand", true, findObs(t, rec, sweep, 0, StepRecovery), func(m map[string]any) {
+			m["rows"].(map[string]any)[TableJobs] = []string{"e-1|k-1", "e-1|k-1"}
+		}, "raw-processes.jsonl"},
+		{"step name", true, findObs(t, rec, sweep, 2, StepRecovery), func(m map[string]any) { m["step"] = StepDelivery }, "observations.jsonl"},
+		{"trial number", true, findObs(t, rec, hits, 1, StepRecovery), func(m map[string]any) { m["trial"] = 50 }, "observations.jsonl"},
+		{"process id", true, findObs(t, rec, sweep, 0, StepRecovery), func(m map[string]any) { m["process_ids"] = []int{1} }, "raw-processes.jsonl"},
+		{"crash env", false, findProc(t, rec, hits, "trial 000000 delivery"), func(m map[string]any) {
+			m["env"] = map[string]string{protocol.EnvCrashAfterHits: "1000"}
+		}, "raw-processes.jsonl"},
+		{"exit code", false, findProc(t, rec, sweep, "trial 000001 delivery"), func(m map[string]any) { m["exit_code"] = 0 }, "raw-processes.jsonl"},
+		{"argv pattern", false, findProc(t, rec, sweep, "trial 000000 recovery"), func(m map[string]any) {
+			a := m["argv"].([]any)
+			for i, x := range a {
+				if x == string(wr.SeparateCommit) {
+					a[i] = string(wr.SingleTransaction)
+				}
+			}
+		}, "raw-processes.jsonl"},
+		{"killed by harness unscheduled", false, findProc(t, rec, sweep, "trial 000000 recovery"), func(m map[string]any) { m["killed_by"] = "harness" }, "raw-processes.jsonl"},
+		{"label", false, findProc(t, rec, hits, "trial 000001 recovery"), func(m map[string]any) { m["label"] = "trial 000009 recovery" }, "raw-processes.jsonl"},
+		{"discovered points", false, findProc(t, rec, "separate-commit/discovery", "trial 000000 delivery"), func(m map[string]any) {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"`+wr.PointAfterJobInsert+`",`, "", 1)
+		}, "observations.jsonl"},
+		{"racer signal", false, findProc(t, rec, "single-transaction/timing-race-2", "trial 000000 racer 00"), func(m map[string]any) { m["signal"] = "terminated" }, "raw-processes.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			edited := scenariotest.Edit(t, rec, tt.obs, tt.index, tt.edit)
+			_, findings := scenario.Evaluate(Scenario{}, nil, out.Settings, edited)
+			if len(findings) == 0 {
+				t.Fatal("no finding")
+			}
+			for _, f := range findings {
+				if f.File == tt.file {
+					return
+				}
+			}
+			t.Errorf("no finding in %s: %v", tt.file, findings)
+		})
+	}
+}

@@ -1,0 +1,169 @@
+package explore
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// rows makes a redelivery state with j jobs and p processed records.
+func rows(j, p int) State {
+	s := State{TableJobs: []string{}, TableProcessed: []string{}}
+	for range j {
+		s[TableJobs] = append(s[TableJobs], "e|k")
+	}
+	for range p {
+		s[TableProcessed] = append(s[TableProcessed], "e")
+	}
+	return s
+}
+
+// TestInvariants judges hand-made histories: what a crash, a kill or a
+// race could leave, and what no correct run can.
+func TestInvariants(t *testing.T) {
+	invs := Patterns()[0].Invariants
+	crash := func(at string, r State) Step { return Step{Role: RoleDelivery, ExitCode: 17, CrashedAt: at, Rows: r} }
+	killed := func(r State) Step { return Step{Role: RoleDelivery, ExitCode: -1, Signal: "killed", Rows: r} }
+	ack := func(role string, r State) Step { return Step{Role: role, Rows: r} }
+	tests := []struct {
+		name string
+		h    History
+		want []string
+	}{
+		{"crash before commit, clean recovery", History{[]Step{crash("after-job-insert", rows(0, 0)), ack(RoleRecovery, rows(1, 1))}}, nil},
+		{"crash between commits duplicates the job", History{[]Step{crash("after-job-commit", rows(1, 0)), ack(RoleRecovery, rows(2, 1))}}, []string{"one-job"}},
+		{"kill before start", History{[]Step{killed(rows(0, 0)), ack(RoleRecovery, rows(1, 1))}}, nil},
+		{"recovery that fails", History{[]Step{crash("x", rows(0, 0)), {Role: RoleRecovery, ExitCode: 3, Rows: rows(0, 0)}}}, []string{"one-job", "one-processed-record", "recovery-acknowledged"}},
+		{"acknowledged with no work done", History{[]Step{ack(RoleDelivery, rows(0, 1)), ack(RoleRecovery, rows(1, 1))}}, []string{"ack-leaves-work-done"}},
+		{"processed record lost", History{[]Step{ack(RoleDelivery, rows(1, 1)), ack(RoleRecovery, rows(1, 0))}}, []string{"one-processed-record", "ack-leaves-work-done"}},
+		{"racers with a duplicate", History{[]Step{ack(RoleRacer, rows(2, 1)), ack(RoleRacer, rows(2, 1)), ack(RoleRecovery, rows(2, 1))}}, []string{"one-job"}},
+		{"last step is not a recovery", History{[]Step{ack(RoleRacer, rows(1, 1))}}, []string{"recovery-acknowledged"}},
+		{"empty history", History{}, []string{"one-job", "one-processed-record", "recovery-acknowledged"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, v := range Check(tt.h, invs) {
+				got = append(got, v.Invariant)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tt := range []struct {
+		s    State
+		want string
+	}{{rows(1, 1), OutcomeClean}, {rows(2, 1), "duplicate-2"}, {rows(8, 1), "duplicate-8"}, {rows(0, 0), "jobs-0-processed-0"}, {rows(1, 0), "jobs-1-processed-0"}} {
+		if got := classifyRedelivery(tt.s); got != tt.want {
+			t.Errorf("classify %v = %q, want %q", tt.s, got, tt.want)
+		}
+	}
+}
+
+// TestSchedule checks that a trial's draw depends only on its seed,
+// condition and index, and stays in range.
+func TestSchedule(t *testing.T) {
+	for i := range 200 {
+		k := CrashK(7, "a/crash-after-hits", i, 3)
+		if k < 1 || k > 3 || k != CrashK(7, "a/crash-after-hits", i, 3) {
+			t.Fatalf("trial %d: k %d out of 1..3 or not repeatable", i, k)
+		}
+		d := KillDelayUS(7, "a/timing-kill", i, 1000)
+		if d < 1 || d > 1000 || d != KillDelayUS(7, "a/timing-kill", i, 1000) {
+			t.Fatalf("trial %d: delay %d out of 1..1000 or not repeatable", i, d)
+		}
+	}
+	same := 0
+	for i := range 100 {
+		if CrashK(7, "a", i, 1000) == CrashK(8, "a", i, 1000) {
+			same++
+		}
+	}
+	if same > 5 {
+		t.Errorf("seeds 7 and 8 agree on %d of 100 draws", same)
+	}
+	ks := RaceKillsUS(1, "a/timing-race-8-kill", 0, 8, 1000)
+	if diff := cmp.Diff(ks, RaceKillsUS(1, "a/timing-race-8-kill", 0, 8, 1000)); diff != "" || len(ks) != 8 {
+		t.Errorf("race kills not repeatable: %s", diff)
+	}
+}
+
+// TestWindowAndCheck: the sweep passes only when the violating points are
+// exactly the window's, and outcome sets are checked by membership.
+func TestWindowAndCheck(t *testing.T) {
+	pts := []string{"a", "b", "c", "d"}
+	if got, ok := WindowPoints(pts, Window{From: "b", To: "d"}); !ok || !cmp.Equal(got, []string{"b", "c"}) {
+		t.Errorf("window b..d = %v %v", got, ok)
+	}
+	if _, ok := WindowPoints(pts, Window{From: "d", To: "b"}); ok {
+		t.Error("a reversed window is accepted")
+	}
+	exp := Expected{Kind: KindSweep, Window: &Window{From: "b", To: "d"}, Inside: []string{"duplicate-2"}, Outside: []string{OutcomeClean}}
+	obs := SweepObserved{Points: pts, ViolatingPoints: []string{"b", "c"}, Outcomes: []PointOutcome{
+		{"a", OutcomeClean, nil}, {"b", "duplicate-2", []string{"one-job"}}, {"c", "duplicate-2", []string{"one-job"}}, {"d", OutcomeClean, nil}}}
+	tests := []struct {
+		name string
+		edit func(o *SweepObserved)
+		pass bool
+	}{
+		{"exact window", func(*SweepObserved) {}, true},
+		{"a violation outside the window", func(o *SweepObserved) { o.ViolatingPoints = []string{"a", "b", "c"} }, false},
+		{"a window point that did not violate", func(o *SweepObserved) { o.ViolatingPoints = []string{"b"} }, false},
+		{"an outcome outside the set", func(o *SweepObserved) { o.Outcomes[3].Outcome = "duplicate-2" }, false},
+	}
+	for _, tt := range tests {
+		o := obs
+		o.Outcomes = append([]PointOutcome{}, obs.Outcomes...)
+		tt.edit(&o)
+		pass, diffs, err := Scenario{}.Check("x/sweep", mustJSON(t, exp), mustJSON(t, o))
+		if err != nil || pass != tt.pass {
+			t.Errorf("%s: pass %v (%v), want %v; %+v", tt.name, pass, err, tt.pass, diffs)
+		}
+	}
+	hits := Expected{Kind: KindHits, Allowed: []string{OutcomeClean, "duplicate-2"}}
+	for _, tt := range []struct {
+		h    map[string]int
+		n    int
+		pass bool
+	}{{map[string]int{OutcomeClean: 3, "duplicate-2": 1}, 4, true}, {map[string]int{"duplicate-3": 1}, 1, false}, {map[string]int{OutcomeClean: 3}, 4, false}} {
+		pass, _, err := Scenario{}.Check("x/crash-after-hits", mustJSON(t, hits), mustJSON(t, HitsObserved{Trials: tt.n, Histogram: tt.h}))
+		if err != nil || pass != tt.pass {
+			t.Errorf("histogram %v of %d: pass %v (%v), want %v", tt.h, tt.n, pass, err, tt.pass)
+		}
+	}
+}
+
+// TestOracle: the allowed sets come from redelivery's model.
+func TestOracle(t *testing.T) {
+	st := NewSettings(Input{EventID: "e", JobKey: "k", Trials: 2, Racers: []int{3}, Rounds: 1, Parallel: 1, MaxAttempts: 1}, -1)
+	got := map[string]Expected{}
+	for _, c := range st.Conditions {
+		e, err := ExpectCondition(st, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[c.Name] = e
+	}
+	want := map[string][]string{
+		"separate-commit/crash-after-hits":      {OutcomeClean, "duplicate-2"},
+		"separate-commit/timing-kill":           {OutcomeClean, "duplicate-2"},
+		"separate-commit/timing-race-3":         {OutcomeClean, "duplicate-2", "duplicate-3"},
+		"single-transaction/crash-after-hits":   {OutcomeClean},
+		"single-transaction/timing-race-3-kill": {OutcomeClean},
+	}
+	for name, w := range want {
+		if diff := cmp.Diff(w, got[name].Allowed); diff != "" {
+			t.Errorf("%s allowed (-want +got):\n%s", name, diff)
+		}
+	}
+	if diff := cmp.Diff([]string{"duplicate-2"}, got["separate-commit/sweep"].Inside); diff != "" {
+		t.Errorf("separate-commit sweep inside (-want +got):\n%s", diff)
+	}
+	if got["single-transaction/sweep"].Inside != nil || *got["single-transaction/sweep"].Window != (Window{}) {
+		t.Errorf("single-transaction sweep has a window: %+v", got["single-transaction/sweep"])
+	}
+}

@@ -1,0 +1,196 @@
+package explore
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/scenario"
+)
+
+// Expected is a condition's oracle. Outcomes at a crash point the oracle
+// cannot name form a set, so the check is membership, not equality.
+type Expected struct {
+	Kind string `json:"kind"`
+	// Allowed are the outcomes a trial may end in (crash-after-hits, kill
+	// and race trials).
+	Allowed []string `json:"allowed,omitempty"`
+	// Window bounds the points at which a crash must violate; Inside and
+	// Outside are the outcomes allowed there (sweep). Discovery must pass
+	// the window's two points, in order.
+	Window  *Window  `json:"window,omitempty"`
+	Inside  []string `json:"inside,omitempty"`
+	Outside []string `json:"outside,omitempty"`
+}
+
+// Expect is the oracle over the recorded settings.
+func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
+	var st Settings
+	if err := scenario.DecodeStrict(raw, &st); err != nil {
+		return nil, err
+	}
+	var out []scenario.Expected
+	for _, c := range st.Conditions {
+		e, err := ExpectCondition(st, c)
+		if err != nil {
+			return nil, err
+		}
+		if s.Allowed != nil && e.Allowed != nil {
+			e.Allowed = s.Allowed(c, e.Allowed)
+		}
+		out = append(out, scenario.Expected{Condition: c.Name, Value: e})
+	}
+	return out, nil
+}
+
+// ExpectCondition states one condition's allowed outcomes. A crash at an
+// unknown point may end in any outcome the model reaches by crashing at
+// one of its points or not at all; inside the window only the model's
+// crash outcome there, outside it only the clean one.
+func ExpectCondition(st Settings, c Condition) (Expected, error) {
+	pat, ok := LookupPattern(c.Pattern)
+	if !ok {
+		return Expected{}, fmt.Errorf("condition %s: pattern %q is not registered", c.Name, c.Pattern)
+	}
+	var ps *PatternSetting
+	for i := range st.Patterns {
+		if st.Patterns[i].Name == c.Pattern {
+			ps = &st.Patterns[i]
+		}
+	}
+	if ps == nil {
+		return Expected{}, fmt.Errorf("condition %s: pattern %q is not in the settings' patterns", c.Name, c.Pattern)
+	}
+	e := Expected{Kind: c.Kind}
+	switch c.Kind {
+	case KindDiscovery:
+		w := ps.Window
+		e.Window = &w
+	case KindSweep:
+		w := ps.Window
+		e.Window = &w
+		e.Outside = []string{OutcomeClean}
+		if w != (Window{}) {
+			for _, o := range pat.Model(st) {
+				if o != OutcomeClean {
+					e.Inside = append(e.Inside, o)
+				}
+			}
+		}
+	case KindHits, KindKill:
+		e.Allowed = pat.Model(st)
+	case KindRace:
+		e.Allowed = pat.RaceAllowed(c.Racers)
+	default:
+		return Expected{}, fmt.Errorf("condition %s: unknown kind %q", c.Name, c.Kind)
+	}
+	return e, nil
+}
+
+// WindowPoints are the discovered points from w.From (inclusive) to w.To
+// (exclusive). ok is false when either is missing or they are out of
+// order; a zero window is empty and ok.
+func WindowPoints(points []string, w Window) (in []string, ok bool) {
+	if w == (Window{}) {
+		return []string{}, true
+	}
+	from, to := slices.Index(points, w.From), slices.Index(points, w.To)
+	if from < 0 || to < 0 || from >= to {
+		return nil, false
+	}
+	return append([]string{}, points[from:to]...), true
+}
+
+// Check is the membership check of each condition.
+func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, []harness.Difference, error) {
+	var e Expected
+	if err := json.Unmarshal(rawExp, &e); err != nil {
+		return false, nil, fmt.Errorf("expected of %s: %w", condition, err)
+	}
+	var diffs []harness.Difference
+	add := func(path, exp, obs string) {
+		diffs = append(diffs, harness.Difference{Path: path, Expected: exp, Observed: obs})
+	}
+	switch e.Kind {
+	case KindDiscovery:
+		var o DiscoveryObserved
+		if err := json.Unmarshal(rawObs, &o); err != nil {
+			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
+		}
+		if len(o.Points) == 0 {
+			add("points", "at least one point", "none")
+		}
+		if _, ok := WindowPoints(o.Points, *e.Window); !ok {
+			add("points", fmt.Sprintf("%q before %q", e.Window.From, e.Window.To), strings.Join(o.Points, ","))
+		}
+	case KindSweep:
+		var o SweepObserved
+		if err := json.Unmarshal(rawObs, &o); err != nil {
+			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
+		}
+		win, ok := WindowPoints(o.Points, *e.Window)
+		if !ok {
+			add("points", fmt.Sprintf("%q before %q", e.Window.From, e.Window.To), strings.Join(o.Points, ","))
+			break
+		}
+		if len(o.Outcomes) != len(o.Points) {
+			add("outcomes", fmt.Sprintf("%d (one per point)", len(o.Points)), fmt.Sprint(len(o.Outcomes)))
+		}
+		for i, po := range o.Outcomes {
+			allowed := e.Outside
+			if slices.Contains(win, po.Point) {
+				allowed = e.Inside
+			}
+			if !slices.Contains(allowed, po.Outcome) {
+				add(fmt.Sprintf("outcomes[%d].outcome", i), "one of "+setString(allowed), po.Outcome)
+			}
+		}
+		if !slices.Equal(win, o.ViolatingPoints) {
+			add("violating_points", setString(win), setString(o.ViolatingPoints))
+		}
+	case KindHits:
+		var o HitsObserved
+		if err := json.Unmarshal(rawObs, &o); err != nil {
+			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
+		}
+		checkHistogram(add, "histogram", e.Allowed, o.Trials, o.Histogram)
+	case KindKill, KindRace:
+		var o TimingObserved
+		if err := json.Unmarshal(rawObs, &o); err != nil {
+			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
+		}
+		checkHistogram(add, "timing.histogram", e.Allowed, o.Trials, o.Timing.Histogram)
+	default:
+		return false, nil, fmt.Errorf("expected of %s: unknown kind %q", condition, e.Kind)
+	}
+	return len(diffs) == 0, diffs, nil
+}
+
+// checkHistogram passes when every outcome seen is allowed and the counts
+// add up to the trials.
+func checkHistogram(add func(path, exp, obs string), path string, allowed []string, trials int, h map[string]int) {
+	total := 0
+	for _, o := range sortedKeys(h) {
+		total += h[o]
+		if !slices.Contains(allowed, o) {
+			add(path+"."+o, "one of "+setString(allowed), fmt.Sprintf("%d trials", h[o]))
+		}
+	}
+	if total != trials {
+		add(path, fmt.Sprintf("%d trials in all", trials), fmt.Sprintf("%d", total))
+	}
+}
+
+func setString(xs []string) string { return "{" + strings.Join(xs, ", ") + "}" }
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

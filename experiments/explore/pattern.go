@@ -1,0 +1,289 @@
+package explore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"idemlab/experiments/redelivery"
+	"idemlab/experiments/results"
+	we "idemlab/worker/explore"
+	wr "idemlab/worker/redelivery"
+	"idemlab/worker/sqlitedb"
+)
+
+// State is a pattern's durable tables as the parent read them after a
+// step: table name to rows, each row rendered as one string. A generic map
+// keeps the fold, the invariants and the records the same for every
+// pattern; each pattern says how to read and judge its own tables.
+type State map[string][]string
+
+// Window names the two commits between which a crash leaves the pattern
+// violating its invariants: a sweep expects exactly the discovered points
+// from From (inclusive) to To (exclusive) to violate. Zero means no point
+// violates.
+type Window struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Pattern is one way of handling a delivery that explore crashes, kills
+// and races. Adding a pattern (the batch journal, the claim with a lease)
+// is one more entry in Patterns: its workers, how to read its tables, its
+// invariants and its allowed outcomes. Nothing else names a pattern.
+type Pattern struct {
+	Name string
+	// Worker delivers once; discovery, crashed and killed deliveries and
+	// every recovery run it.
+	Worker string
+	// Racer delivers behind a barrier; it takes Args plus -ready-fd and
+	// -max-attempts.
+	Racer string
+	// Window is the commits bounding the violating points.
+	Window Window
+	// Args are the worker's arguments for one delivery into db.
+	Args func(st Settings, db string) []string
+	// Prepare creates an empty file with the tables, so racers start from
+	// the same state and the first statement after the release is theirs.
+	Prepare func(ctx context.Context, db string) error
+	// Read lists the tables, opening the file as the next process would
+	// (which rolls back a hot journal left by a crash).
+	Read func(ctx context.Context, db string) (State, error)
+	// CheckRows says which rows cannot have come from the settings' event.
+	CheckRows func(st Settings, s State) []string
+	// Classify names the outcome a final state is.
+	Classify func(s State) string
+	// Invariants hold after every recovery of a correct pattern.
+	Invariants []Invariant
+	// Model gives the outcome after a crash at a model point and a
+	// recovery, for every point the model passes and for no crash; the
+	// oracle's allowed set for an unknown crash point is their union.
+	Model func(st Settings) []string
+	// RaceAllowed is the set of outcomes after k racers and a recovery.
+	RaceAllowed func(k int) []string
+	// Claim decodes what an acknowledging worker (or a racer, which also
+	// reports its failures) says it did, for the fold to check against
+	// the rows.
+	Claim func(result json.RawMessage, racer bool) (Claim, error)
+}
+
+// Claim is a worker's account of one delivery.
+type Claim struct {
+	// WorkAdded: this delivery wrote the follow-up work.
+	WorkAdded bool
+	// FoundDone: this delivery found the event already handled.
+	FoundDone bool
+	Settings  sqlitedb.Settings
+	// Racers only.
+	Attempts   int
+	BusyErrors int
+	Error      string
+	ErrorClass string
+}
+
+// Patterns is the registry, in report order.
+func Patterns() []Pattern {
+	return []Pattern{redeliveryPattern(wr.SeparateCommit), redeliveryPattern(wr.SingleTransaction)}
+}
+
+// LookupPattern finds a pattern by name.
+func LookupPattern(name string) (Pattern, bool) {
+	for _, p := range Patterns() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Pattern{}, false
+}
+
+// Table names of the redelivery patterns.
+const (
+	TableJobs      = "follow_up_jobs"
+	TableProcessed = "processed_events"
+)
+
+// Outcome names. A duplicate's name carries its job count.
+const (
+	OutcomeClean = "clean"
+)
+
+// Duplicate names the outcome with n jobs and one processed record.
+func Duplicate(n int) string { return "duplicate-" + strconv.Itoa(n) }
+
+func redeliveryPattern(p wr.Pattern) Pattern {
+	pat := Pattern{
+		Name:   string(p),
+		Worker: wr.WorkerName,
+		Racer:  we.RacerName,
+		Args: func(st Settings, db string) []string {
+			return redelivery.Args(redelivery.Settings{EventID: st.EventID, JobKey: st.JobKey}, redelivery.Condition{Pattern: p}, db)
+		},
+		Prepare: func(ctx context.Context, db string) error {
+			h, _, err := sqlitedb.Open(ctx, wr.Options(db))
+			if err != nil {
+				return err
+			}
+			if err := wr.EnsureSchema(ctx, h); err != nil {
+				h.Close()
+				return err
+			}
+			return h.Close()
+		},
+		Read: readRedelivery,
+		CheckRows: func(st Settings, s State) []string {
+			var bad []string
+			for _, t := range []string{TableJobs, TableProcessed} {
+				if _, ok := s[t]; !ok {
+					bad = append(bad, fmt.Sprintf("table %s is missing; both are listed, empty or not", t))
+				}
+			}
+			for i, r := range s[TableJobs] {
+				if r != jobRow(st.EventID, st.JobKey) {
+					bad = append(bad, fmt.Sprintf("%s[%d] is %q, but the only event delivered is %q", TableJobs, i, r, jobRow(st.EventID, st.JobKey)))
+				}
+			}
+			for i, r := range s[TableProcessed] {
+				if r != st.EventID {
+					bad = append(bad, fmt.Sprintf("%s[%d] is %q, but the only event delivered is %q", TableProcessed, i, r, st.EventID))
+				}
+			}
+			for t := range s {
+				if t != TableJobs && t != TableProcessed {
+					bad = append(bad, fmt.Sprintf("table %s is not a table of the pattern", t))
+				}
+			}
+			return bad
+		},
+		Classify: classifyRedelivery,
+		Invariants: []Invariant{
+			{"one-job", oneRow(TableJobs, "job")},
+			{"one-processed-record", oneRow(TableProcessed, "processed record")},
+			{"recovery-acknowledged", recoveryAcknowledged},
+			{"ack-leaves-work-done", ackLeavesWorkDone},
+		},
+		Model: func(st Settings) []string {
+			return modelOutcomes(st, p)
+		},
+		Claim: func(raw json.RawMessage, racer bool) (Claim, error) {
+			if racer {
+				var r we.RaceResult
+				if err := results.DecodeStrict(raw, &r); err != nil {
+					return Claim{}, err
+				}
+				if r.Pattern != p {
+					return Claim{}, fmt.Errorf("the racer says it ran %s, the pattern is %s", r.Pattern, p)
+				}
+				return Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings,
+					Attempts: r.Attempts, BusyErrors: r.BusyErrors, Error: r.Error, ErrorClass: r.ErrorClass}, nil
+			}
+			var r wr.Result
+			if err := results.DecodeStrict(raw, &r); err != nil {
+				return Claim{}, err
+			}
+			if r.Pattern != p {
+				return Claim{}, fmt.Errorf("the worker says it ran %s, the pattern is %s", r.Pattern, p)
+			}
+			return Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings}, nil
+		},
+		RaceAllowed: func(k int) []string {
+			if p == wr.SingleTransaction {
+				return []string{OutcomeClean}
+			}
+			// Every racer may pass the check before any commits its
+			// processed record, so 1 to k jobs.
+			out := []string{OutcomeClean}
+			for n := 2; n <= k; n++ {
+				out = append(out, Duplicate(n))
+			}
+			return out
+		},
+	}
+	if p == wr.SeparateCommit {
+		pat.Window = Window{From: wr.PointAfterJobCommit, To: wr.PointAfterProcessedCommit}
+	}
+	return pat
+}
+
+func jobRow(id, key string) string { return id + "|" + key }
+
+func classifyRedelivery(s State) string {
+	j, p := len(s[TableJobs]), len(s[TableProcessed])
+	switch {
+	case j == 1 && p == 1:
+		return OutcomeClean
+	case j > 1 && p == 1:
+		return Duplicate(j)
+	}
+	return fmt.Sprintf("jobs-%d-processed-%d", j, p)
+}
+
+// modelOutcomes runs redelivery's abstract model (a commit makes pending
+// writes durable, a crash discards the rest) crashed at each point it
+// passes and not at all, each followed by a recovery, and returns the
+// distinct outcomes in order.
+func modelOutcomes(st Settings, p wr.Pattern) []string {
+	rs := redelivery.Settings{EventID: st.EventID, JobKey: st.JobKey, Deliveries: 2}
+	normal := redelivery.Expect(rs, redelivery.Condition{Pattern: p})
+	crashes := append([]string{""}, normal[0].Points...)
+	var out []string
+	seen := map[string]bool{}
+	for _, at := range crashes {
+		ds := redelivery.Expect(rs, redelivery.Condition{Pattern: p, CrashAt: at})
+		last := ds[len(ds)-1]
+		o := classifyRedelivery(State{TableJobs: make([]string, last.FollowUpJobs), TableProcessed: make([]string, last.ProcessedEvents)})
+		if !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// readRedelivery lists both tables. A worker killed before it created the
+// file or a table leaves them missing; that reads as empty, and the parent
+// creates nothing, so the recovery finds the file as the killed worker
+// left it.
+func readRedelivery(ctx context.Context, path string) (State, error) {
+	s := State{TableJobs: []string{}, TableProcessed: []string{}}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	db, _, err := sqlitedb.Open(ctx, wr.Options(path))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	queries := map[string]string{
+		TableJobs:      "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid",
+		TableProcessed: "SELECT event_id FROM processed_events ORDER BY event_id",
+	}
+	for _, t := range []string{TableJobs, TableProcessed} {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", t).Scan(&n); err != nil {
+			return nil, fmt.Errorf("look up table %s: %w", t, err)
+		}
+		if n == 0 {
+			continue
+		}
+		rs, err := db.QueryContext(ctx, queries[t])
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", t, err)
+		}
+		for rs.Next() {
+			var v string
+			if err := rs.Scan(&v); err != nil {
+				rs.Close()
+				return nil, fmt.Errorf("read %s: %w", t, err)
+			}
+			s[t] = append(s[t], v)
+		}
+		if err := errors.Join(rs.Err(), rs.Close()); err != nil {
+			return nil, fmt.Errorf("read %s: %w", t, err)
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,195 @@
+package explore
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/scenario"
+)
+
+// Matrix is the sweep as a grid: one row per crash point (in discovery
+// order, patterns in turn), one column per pattern. It is the data of the
+// heat map the figure package will draw.
+type Matrix struct {
+	Points   []string `json:"points"`
+	Patterns []string `json:"patterns"`
+	// Cells[i][j] is the outcome at point i for pattern j; "" when the
+	// pattern does not pass that point.
+	Cells [][]string `json:"cells"`
+	// Violating[i][j] says the outcome broke an invariant.
+	Violating [][]bool `json:"violating"`
+}
+
+// SweepMatrix builds the matrix from a derived result's sweep conditions.
+func SweepMatrix(res harness.ScenarioResult) (Matrix, error) {
+	var m Matrix
+	type col struct {
+		name string
+		obs  SweepObserved
+	}
+	var cols []col
+	for _, c := range res.Conditions {
+		var e Expected
+		if err := json.Unmarshal(c.Expected, &e); err != nil {
+			return m, fmt.Errorf("condition %s: %w", c.Name, err)
+		}
+		if e.Kind != KindSweep {
+			continue
+		}
+		var o SweepObserved
+		if err := json.Unmarshal(c.Observed, &o); err != nil {
+			return m, fmt.Errorf("condition %s: %w", c.Name, err)
+		}
+		cols = append(cols, col{strings.TrimSuffix(c.Name, "/"+KindSweep), o})
+		for _, p := range o.Points {
+			if !slices.Contains(m.Points, p) {
+				m.Points = append(m.Points, p)
+			}
+		}
+	}
+	for _, c := range cols {
+		m.Patterns = append(m.Patterns, c.name)
+	}
+	for _, p := range m.Points {
+		row := make([]string, len(cols))
+		bad := make([]bool, len(cols))
+		for j, c := range cols {
+			for _, po := range c.obs.Outcomes {
+				if po.Point == p {
+					row[j], bad[j] = po.Outcome, len(po.Violations) > 0
+				}
+			}
+		}
+		m.Cells = append(m.Cells, row)
+		m.Violating = append(m.Violating, bad)
+	}
+	return m, nil
+}
+
+// Report arranges the result: the sweep matrix, the random trials and the
+// races. Charts stay empty until the figure package can draw the matrix.
+func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
+	var sec scenario.Section
+	var st Settings
+	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {
+		return sec, fmt.Errorf("explore settings: %w", err)
+	}
+	var extra Extra
+	if len(res.Extra) > 0 {
+		if err := json.Unmarshal(res.Extra, &extra); err != nil {
+			return sec, fmt.Errorf("explore extra: %w", err)
+		}
+	}
+	sec.Settings = [][2]string{
+		{"event", st.EventID + " / " + st.JobKey},
+		{"seed", fmt.Sprint(st.Seed)},
+		{"random trials per pattern", fmt.Sprintf("%d (%d crash at a seeded hit, %d killed after a seeded delay)", st.Trials, st.HitTrials, st.KillTrials)},
+		{"races", fmt.Sprintf("%d rounds each of %v racers, with and without kills", st.Rounds, st.Racers)},
+		{"parallel trials", fmt.Sprint(st.Parallel)},
+		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)},
+	}
+	if st.OnlyTrial >= 0 {
+		sec.Settings = append(sec.Settings, [2]string{"replaying", fmt.Sprintf("trial %d only", st.OnlyTrial)})
+	}
+	m, err := SweepMatrix(res)
+	if err != nil {
+		return sec, err
+	}
+	mt := scenario.Table{
+		Title:  "crash-point sweep: outcome after a crash at each point and a redelivery",
+		Header: append([]string{"point"}, m.Patterns...),
+		Legend: []string{
+			"clean: 1 job and 1 processed record; duplicate-N: N jobs for one event",
+			"✗: an invariant broke (one-job, one-processed-record, ...); ·: the pattern does not pass this point",
+		},
+	}
+	for i, p := range m.Points {
+		row := []string{p}
+		for j := range m.Patterns {
+			cell := m.Cells[i][j]
+			switch {
+			case cell == "":
+				cell = "·"
+			case m.Violating[i][j]:
+				cell += " ✗"
+			}
+			row = append(row, cell)
+		}
+		mt.Rows = append(mt.Rows, row)
+	}
+	rt := scenario.Table{
+		Title:  "seeded random trials and races: outcomes after the redelivery",
+		Header: []string{"condition", "trials", "outcomes", "violating", "ok"},
+		Legend: []string{
+			"outcomes: count per outcome; violating: trials that broke an invariant, and their share",
+			"ok: ✓ when every outcome is in the oracle's allowed set",
+			"timing-*: kills and races depend on OS scheduling and are not replayable",
+		},
+	}
+	bt := scenario.Table{
+		Title:  "kills and racers: how the scheduled SIGKILLs landed and how racers ended",
+		Header: []string{"condition", "kills", "landed", "racer ends", "busy", "retries"},
+		Legend: []string{
+			"landed: kills that ended a running worker (the rest fired after it finished)",
+			"racer ends: ack, killed, or the class of the error it reported (constraint: lost the race)",
+			"busy: SQLITE_BUSY errors the racers saw; retries: deliveries tried again",
+		},
+	}
+	for _, c := range res.Conditions {
+		var e Expected
+		if err := json.Unmarshal(c.Expected, &e); err != nil {
+			return sec, fmt.Errorf("condition %s: %w", c.Name, err)
+		}
+		var trials, violating int
+		var hist map[string]int
+		switch e.Kind {
+		case KindHits:
+			var o HitsObserved
+			if err := json.Unmarshal(c.Observed, &o); err != nil {
+				return sec, fmt.Errorf("condition %s: %w", c.Name, err)
+			}
+			trials, violating, hist = o.Trials, o.ViolatingTrials, o.Histogram
+		case KindKill, KindRace:
+			var o TimingObserved
+			if err := json.Unmarshal(c.Observed, &o); err != nil {
+				return sec, fmt.Errorf("condition %s: %w", c.Name, err)
+			}
+			trials, violating, hist = o.Trials, o.Timing.ViolatingTrials, o.Timing.Histogram
+			ends := []string{}
+			for _, k := range sortedKeys(o.Timing.RacerEnds) {
+				ends = append(ends, fmt.Sprintf("%s %d", k, o.Timing.RacerEnds[k]))
+			}
+			bt.Rows = append(bt.Rows, []string{c.Name, fmt.Sprint(o.Timing.Kills), fmt.Sprint(o.Timing.Landed), strings.Join(ends, ", "), fmt.Sprint(o.Timing.BusyErrors), fmt.Sprint(o.Timing.Retries)})
+		default:
+			continue
+		}
+		outs := []string{}
+		for _, k := range sortedKeys(hist) {
+			outs = append(outs, fmt.Sprintf("%s %d", k, hist[k]))
+		}
+		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), strings.Join(outs, ", "), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
+	}
+	sec.Tables = []scenario.Table{mt, rt, bt}
+	if n := len(extra.Violations); n > 0 {
+		vt := scenario.Table{
+			Title:  "replayable violations (first 10)",
+			Header: []string{"condition", "trial", "point", "k", "invariant"},
+			Legend: []string{"replay a trial alone: " + extra.Violations[0].Replay},
+		}
+		for _, v := range extra.Violations[:min(n, 10)] {
+			vt.Rows = append(vt.Rows, []string{v.Condition, fmt.Sprint(v.Trial), v.Point, fmt.Sprint(v.K), v.Invariant})
+		}
+		sec.Tables = append(sec.Tables, vt)
+	}
+	return sec, nil
+}
+
+func percent(n, of int) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}

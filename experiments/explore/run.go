@@ -1,0 +1,241 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/scenario"
+	"idemlab/worker/protocol"
+)
+
+// Run discovers each pattern's points, then runs the sweep, the crash and
+// kill trials (Parallel at a time, each on its own file) and the races.
+func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+	st := p.s
+	points := map[string][]string{}
+	windowUS := map[string]int64{}
+	conds := st.conditionsByName()
+	for _, ps := range st.Patterns {
+		pat, ok := LookupPattern(ps.Name)
+		if !ok {
+			return fmt.Errorf("%w: pattern %q is not registered", harness.ErrHarness, ps.Name)
+		}
+		c := conds[ps.Name+"/"+KindDiscovery]
+		proc, err := runTrialSteps(ctx, env, st, pat, c, 0, stepPlan{})
+		if err != nil {
+			return err
+		}
+		points[pat.Name] = proc.Report.Points
+		windowUS[pat.Name] = KillWindowUS(proc.Record.DurationMS)
+		if len(points[pat.Name]) == 0 {
+			return fmt.Errorf("%w: %s: discovery passed no crash point", harness.ErrHarness, c.Name)
+		}
+	}
+	var jobs []func(context.Context) error
+	for _, c := range st.Conditions {
+		pat, _ := LookupPattern(c.Pattern)
+		pts := points[c.Pattern]
+		switch c.Kind {
+		case KindSweep:
+			for i, pt := range pts {
+				jobs = append(jobs, func(ctx context.Context) error {
+					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{point: pt})
+					return err
+				})
+			}
+		case KindHits:
+			for _, i := range c.Trials {
+				k := CrashK(st.Seed, c.Name, i, len(pts))
+				jobs = append(jobs, func(ctx context.Context) error {
+					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{k: k})
+					return err
+				})
+			}
+		case KindKill:
+			for _, i := range c.Trials {
+				d := KillDelayUS(st.Seed, c.Name, i, windowUS[c.Pattern])
+				jobs = append(jobs, func(ctx context.Context) error {
+					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{killUS: d})
+					return err
+				})
+			}
+		}
+	}
+	if err := runPool(ctx, st.Parallel, jobs); err != nil {
+		return err
+	}
+	// Races already run their racers at once, so one round at a time.
+	for _, c := range st.Conditions {
+		if c.Kind != KindRace {
+			continue
+		}
+		pat, _ := LookupPattern(c.Pattern)
+		for _, i := range c.Trials {
+			kills := make([]int64, c.Racers)
+			if c.Kills {
+				kills = RaceKillsUS(st.Seed, c.Name, i, c.Racers, windowUS[c.Pattern])
+			}
+			if err := runRace(ctx, env, st, pat, c, i, kills); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// KillWindowUS is the range of kill delays: the discovery run's measured
+// length, a delivery into a fresh file from spawn to exit.
+func KillWindowUS(durationMS float64) int64 {
+	return max(1, int64(durationMS*1000))
+}
+
+// stepPlan is what the first delivery of a trial is subjected to.
+type stepPlan struct {
+	point  string
+	k      int
+	killUS int64
+}
+
+// runTrialSteps runs one trial: the delivery, then for every kind but
+// discovery a recovery in a fresh process on the same file. It returns the
+// first delivery's process.
+func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int, sp stepPlan) (*harness.Proc, error) {
+	dir, err := os.MkdirTemp(env.TempDir, "idemlab-explore-")
+	if err != nil {
+		return nil, fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
+	}
+	defer os.RemoveAll(dir)
+	db := filepath.Join(dir, DBName)
+	spec := harness.Spec{
+		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d delivery", i),
+		Worker: pat.Worker, Args: pat.Args(st, db), CrashAt: sp.point,
+		KillAfter: time.Duration(sp.killUS) * time.Microsecond,
+	}
+	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepDelivery, DB: db, Point: sp.point, K: sp.k}
+	if sp.k > 0 {
+		spec.Env = map[string]string{protocol.EnvCrashAfterHits: strconv.Itoa(sp.k)}
+	}
+	if sp.killUS > 0 {
+		o.KillDelaysUS = []int64{sp.killUS}
+	}
+	first, err := runStep(ctx, env, pat, spec, o)
+	if err != nil || c.Kind == KindDiscovery {
+		return first, err
+	}
+	rec := harness.Spec{
+		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d recovery", i),
+		Worker: pat.Worker, Args: pat.Args(st, db),
+	}
+	_, err = runStep(ctx, env, pat, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: db})
+	return first, err
+}
+
+// runStep runs one process, reads the file and records the observation.
+func runStep(ctx context.Context, env scenario.Env, pat Pattern, spec harness.Spec, o Observation) (*harness.Proc, error) {
+	proc, err := env.Runner.Run(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", spec.Condition, spec.Label, err)
+	}
+	o.ProcessIDs = []int{proc.Record.ID}
+	return proc, observe(ctx, env, pat, o)
+}
+
+func observe(ctx context.Context, env scenario.Env, pat Pattern, o Observation) error {
+	rows, err := pat.Read(ctx, o.DB)
+	if err != nil {
+		return fmt.Errorf("%w: %s trial %d %s: read rows: %v", harness.ErrHarness, o.Condition, o.Trial, o.Step, err)
+	}
+	o.Rows = rows
+	if err := env.Recorder.Observe(o); err != nil {
+		return fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+	}
+	return nil
+}
+
+// runRace runs one round: the racers behind the barrier on a prepared
+// file, some killed after the release, then a recovery.
+func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int, kills []int64) error {
+	dir, err := os.MkdirTemp(env.TempDir, "idemlab-explore-")
+	if err != nil {
+		return fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
+	}
+	defer os.RemoveAll(dir)
+	db := filepath.Join(dir, DBName)
+	if err := pat.Prepare(ctx, db); err != nil {
+		return fmt.Errorf("%w: %s round %d: prepare the file: %v", harness.ErrHarness, c.Name, i, err)
+	}
+	racers := make([]harness.Racer, c.Racers)
+	for r := range racers {
+		racers[r] = harness.Racer{
+			Spec: harness.Spec{
+				Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d racer %02d", i, r),
+				Worker: pat.Racer, Args: RacerArgs(st, pat, db),
+				Exits: []int{protocol.ExitACK, protocol.ExitWorkerError},
+			},
+			KillAfterRelease: time.Duration(kills[r]) * time.Microsecond,
+		}
+	}
+	procs, err := harness.RunBarrier(ctx, env.Runner, racers)
+	if err != nil {
+		return fmt.Errorf("%s round %d: %w", c.Name, i, err)
+	}
+	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRacers, DB: db}
+	for _, p := range procs {
+		o.ProcessIDs = append(o.ProcessIDs, p.Record.ID)
+	}
+	if c.Kills {
+		o.KillDelaysUS = kills
+	}
+	if err := observe(ctx, env, pat, o); err != nil {
+		return err
+	}
+	rec := harness.Spec{
+		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d recovery", i),
+		Worker: pat.Worker, Args: pat.Args(st, db),
+	}
+	_, err = runStep(ctx, env, pat, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: db})
+	return err
+}
+
+// runPool runs jobs n at a time and stops at the first error.
+func runPool(ctx context.Context, n int, jobs []func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan func(context.Context) error)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range ch {
+				if err := j(ctx); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case ch <- j:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(ch)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}

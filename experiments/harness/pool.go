@@ -1,0 +1,191 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// A pool is a fixed set of long-lived workers that serve many barrier
+// rounds, so a scenario that races thousands of times pays process
+// start-up a handful of times instead. Each member reads one request line
+// per round on stdin, answers "ready" and then "done" lines on its answer
+// pipe, and between the two waits on the release pipe that every member
+// shares: the parent releases a round's members together with one write of
+// one byte per member, after each of them has answered ready.
+//
+// The members inherit the answer pipe as descriptor PoolAnswerFD and the
+// release pipe as PoolReleaseFD.
+const (
+	PoolAnswerFD  = 3
+	PoolReleaseFD = 4
+)
+
+// PoolTimeout bounds every wait for a member's answer.
+const PoolTimeout = 2 * time.Minute
+
+// PoolSpec describes the members of a pool.
+type PoolSpec struct {
+	Scenario  string
+	Condition string
+	Worker    string
+	Size      int
+	// Label and Args give member i's label and arguments.
+	Label func(i int) string
+	Args  func(i int) []string
+}
+
+// Pool is a started pool.
+type Pool struct {
+	spec    PoolSpec
+	members []*member
+	release *os.File
+	closed  bool
+}
+
+type member struct {
+	h       *Handle
+	stdin   *os.File
+	answers *os.File
+	r       *bufio.Reader
+}
+
+// Round is what one barrier round saw: the members' answers and the
+// parent's clock just before it released them.
+type Round struct {
+	Ready      []string
+	Done       []string
+	ReleasedAt time.Time
+}
+
+// StartPool starts the members. They live until Close.
+func (r *Runner) StartPool(ctx context.Context, s PoolSpec) (*Pool, error) {
+	relR, relW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: create release pipe: %v", ErrHarness, err)
+	}
+	defer relR.Close()
+	p := &Pool{spec: s, release: relW}
+	for i := 0; i < s.Size; i++ {
+		if err := p.start(ctx, r, i, relR); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *Pool) start(ctx context.Context, r *Runner, i int, relR *os.File) error {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("%w: create request pipe: %v", ErrHarness, err)
+	}
+	ansR, ansW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return fmt.Errorf("%w: create answer pipe: %v", ErrHarness, err)
+	}
+	h, err := r.Start(ctx, Spec{
+		Scenario: p.spec.Scenario, Condition: p.spec.Condition, Label: p.spec.Label(i),
+		Worker: p.spec.Worker, Args: p.spec.Args(i), Exits: []int{0},
+		Stdin: inR, ExtraFiles: []*os.File{ansW, relR},
+	})
+	// Only the child holds these ends now, so a member that dies closes
+	// its answer pipe and the parent reads EOF instead of hanging.
+	inR.Close()
+	ansW.Close()
+	if err != nil {
+		inW.Close()
+		ansR.Close()
+		return err
+	}
+	p.members = append(p.members, &member{h: h, stdin: inW, answers: ansR, r: bufio.NewReader(ansR)})
+	return nil
+}
+
+// Size is the number of members.
+func (p *Pool) Size() int { return len(p.members) }
+
+// Race runs one barrier round: requests[k] goes to member who[k]. It
+// waits until every one of them answered ready, releases them with one
+// write, and waits for every done answer. Members must be distinct.
+func (p *Pool) Race(who []int, requests []string) (Round, error) {
+	var rd Round
+	seen := map[int]bool{}
+	for k, i := range who {
+		if i < 0 || i >= len(p.members) || seen[i] {
+			return rd, fmt.Errorf("%w: pool: member %d is not a distinct member of %d", ErrHarness, i, len(p.members))
+		}
+		seen[i] = true
+		if strings.Contains(requests[k], "\n") {
+			return rd, fmt.Errorf("%w: pool: a request must be one line", ErrHarness)
+		}
+		if _, err := p.members[i].stdin.WriteString(requests[k] + "\n"); err != nil {
+			return rd, p.fail(i, "send request", err)
+		}
+	}
+	for _, i := range who {
+		line, err := p.answer(i)
+		if err != nil {
+			return rd, p.fail(i, "wait for ready", err)
+		}
+		rd.Ready = append(rd.Ready, line)
+	}
+	rd.ReleasedAt = time.Now()
+	if _, err := p.release.Write(make([]byte, len(who))); err != nil {
+		return rd, fmt.Errorf("%w: pool: release: %v", ErrHarness, err)
+	}
+	for _, i := range who {
+		line, err := p.answer(i)
+		if err != nil {
+			return rd, p.fail(i, "wait for done", err)
+		}
+		rd.Done = append(rd.Done, line)
+	}
+	return rd, nil
+}
+
+func (p *Pool) answer(i int) (string, error) {
+	m := p.members[i]
+	if err := m.answers.SetReadDeadline(time.Now().Add(PoolTimeout)); err != nil {
+		return "", err
+	}
+	line, err := m.r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(line, "\n"), nil
+}
+
+func (p *Pool) fail(i int, what string, err error) error {
+	return fmt.Errorf("%w: pool member %s: %s: %v", ErrHarness, p.spec.Label(i), what, err)
+}
+
+// Close ends every member's input, waits for all of them and returns
+// their records in member order. A member that failed is an error.
+func (p *Pool) Close() ([]*Proc, error) {
+	if p.closed {
+		return nil, errors.New("pool: closed twice")
+	}
+	p.closed = true
+	p.release.Close()
+	for _, m := range p.members {
+		m.stdin.Close()
+	}
+	var procs []*Proc
+	var errs []error
+	for _, m := range p.members {
+		proc, err := m.h.Wait()
+		m.answers.Close()
+		procs = append(procs, proc)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return procs, errors.Join(errs...)
+}
