@@ -18,10 +18,9 @@ func Scenarios() scenario.Registry {
 		redelivery.Scenario{},
 		batch.Scenario{},
 		claim.Scenario{},
-		// explore stays last of the default run: it sweeps the patterns the
-		// others reproduce.
+		// explore and durability are opt-in: they run only when named with
+		// --scenario, since they go beyond the articles.
 		explore.Scenario{},
-		// durability is opt-in: it runs only with --scenario durability.
 		durability.Scenario{},
 	}
 }
