@@ -29,7 +29,7 @@ const Name = "batch"
 // DBName is the journal file's name inside each trial's folder.
 const DBName = "journal.sqlite3"
 
-// Timing targets of issue #11, as multiples of the simulated-latency
+// Timing targets, as multiples of the simulated-latency
 // floor. Missing one is reported, not failed: timings on a shared machine
 // are measurements, and the checks of a run are its counts.
 const (

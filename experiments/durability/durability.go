@@ -1,4 +1,4 @@
-// Package durability is the durability matrix of issue #10: every pattern
+// Package durability is the power-loss durability matrix: every pattern
 // crashed at every point its workers report, by a process kill and by a
 // power cut modelled by worker/faultvfs, under every journal_mode and
 // synchronous setting. After each cut the parent checks the recovered file
@@ -103,7 +103,7 @@ type Scenario struct {
 func (Scenario) Name() string { return Name }
 
 func (Scenario) Summary() string {
-	return "issue #10: every pattern × crash point × journal_mode × synchronous, killed and power-cut (faultvfs)"
+	return "power loss: every pattern × crash point × journal_mode × synchronous, killed and power-cut (faultvfs)"
 }
 
 // OptIn keeps the matrix out of a run without --scenario.
