@@ -17,6 +17,7 @@ import (
 	"idemlab/experiments/harness"
 	"idemlab/experiments/progress"
 	"idemlab/experiments/review"
+	"idemlab/experiments/scenario"
 	"idemlab/experiments/suite"
 )
 
@@ -95,7 +96,7 @@ belong to a chosen scenario ("idemlab list" shows them).
 	c.Flags().BoolVar(&opts.Verbose, "verbose", false, "print the full expected-vs-observed diff of each failed condition")
 	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE (see README for a jq line)")
 	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE, one test case per condition")
-	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all: %s)", strings.Join(h.Registry.Names(), ", ")))
+	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all but the opt-in ones: %s)", strings.Join(defaultNames(h.Registry), ", ")))
 	bound := map[string]bool{}
 	for _, sc := range h.Registry {
 		for _, f := range sc.Flags() {
@@ -256,5 +257,17 @@ func sortedKeysUnused(m map[string]string) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// defaultNames lists the scenarios a run without --scenario runs: every
+// one but the opt-in ones, which run only when named.
+func defaultNames(reg scenario.Registry) []string {
+	var out []string
+	for _, s := range reg {
+		if !scenario.IsOptIn(s) {
+			out = append(out, s.Name())
+		}
+	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"idemlab/experiments/scenario"
 )
 
 // ListOptions are the list command's flags.
@@ -28,7 +30,11 @@ func newListCmd(s Streams, h Hooks) *cobra.Command {
 func runList(opts *ListOptions) error {
 	w := opts.Streams.Out
 	for _, s := range opts.hooks.Registry {
-		fmt.Fprintf(w, "%s\n  %s\n", s.Name(), s.Summary())
+		optIn := ""
+		if scenario.IsOptIn(s) {
+			optIn = " (opt-in: runs only with --scenario " + s.Name() + ")"
+		}
+		fmt.Fprintf(w, "%s%s\n  %s\n", s.Name(), optIn, s.Summary())
 		for _, f := range s.Flags() {
 			fmt.Fprintf(w, "  --%s  %s\n", f.Name, f.Usage)
 		}

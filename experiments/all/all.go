@@ -5,6 +5,7 @@ package all
 import (
 	"idemlab/experiments/batch"
 	"idemlab/experiments/claim"
+	"idemlab/experiments/durability"
 	"idemlab/experiments/explore"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
@@ -17,7 +18,9 @@ func Scenarios() scenario.Registry {
 		redelivery.Scenario{},
 		batch.Scenario{},
 		claim.Scenario{},
-		// explore stays last: it sweeps the patterns the others reproduce.
+		// explore and durability are opt-in: they run only when named with
+		// --scenario, since they go beyond the articles.
 		explore.Scenario{},
+		durability.Scenario{},
 	}
 }

@@ -72,6 +72,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	}
 	ex := Extra{Trials: []TrialTiming{}, Timings: []TimingSummary{}}
 	var wallFloor float64
+	laneFloor := map[string]float64{}
 	for _, c := range f.st.Conditions {
 		cf := f.conds[c.Name]
 		if len(cf.trials) == 0 {
@@ -86,7 +87,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 			outs = append(outs, tf.outcome(cf))
 			tt := tf.timing(f.st, c)
 			times = append(times, tt)
-			wallFloor += tt.AllRunsFloorMS
+			laneFloor[laneOf(f.st, c)] += tt.AllRunsFloorMS
 		}
 		if len(cf.trials) != f.st.Trials {
 			f.c.Add(harness.ObservationsFile, "condition "+c.Name, "%d trials recorded, the settings give %d", len(cf.trials), f.st.Trials)
@@ -94,6 +95,10 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 		folded.Observed[c.Name] = outs
 		ex.Trials = append(ex.Trials, times...)
 		ex.Timings = append(ex.Timings, Summarise(f.st, c, times))
+	}
+	// Lanes run side by side, so the wall's floor is the slowest lane's.
+	for _, v := range laneFloor {
+		wallFloor = max(wallFloor, v)
 	}
 	ex.Wall = wall(f.st, rec, wallFloor)
 	f.c.Unused(rec, 1)

@@ -39,6 +39,11 @@ type Input struct {
 	Modes     []string `json:"modes"`
 	Trials    int      `json:"trials"`
 	LatencyMS Latency  `json:"latency_ms"`
+	// ConcurrentModes runs the modes' conditions side by side, one lane
+	// per mode; each lane's trials stay in order. The workers mostly sleep
+	// on simulated latency, so two lanes share two cores without moving
+	// the timing ratios (BENCHMARKS.md measures both ways).
+	ConcurrentModes bool `json:"concurrent_modes"`
 }
 
 // Flag names of the experiment command.
@@ -47,6 +52,8 @@ const (
 	FlagFailAt = "fail-at"
 	FlagTrials = "trials"
 	FlagMode   = "mode"
+	// FlagConcurrentModes is --concurrent-modes=true|false.
+	FlagConcurrentModes = "concurrent-modes"
 )
 
 // MaxTrials bounds batch.trials for the same reason as MaxItems.
@@ -71,6 +78,11 @@ func ApplyFlags(in Input, ov map[string]string) (Input, error) {
 		if ok {
 			*f.into = v
 		}
+	}
+	if v, ok, err := scenario.BoolFlag(ov, FlagConcurrentModes); err != nil {
+		return in, err
+	} else if ok {
+		in.ConcurrentModes = v
 	}
 	if s, ok := ov[FlagMode]; ok {
 		var modes []string

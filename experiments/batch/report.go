@@ -73,6 +73,7 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		{"modes, trials", fmt.Sprintf("%s; %d trials per condition", strings.Join(st.Modes, ", "), st.Trials)},
 		{"simulated latency", fmt.Sprintf("validate %v ms, transform %v ms, send %v ms (at the receiver)", st.LatencyMS.Validate, st.LatencyMS.Transform, st.LatencyMS.Send)},
 		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, locking_mode=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.LockingMode, st.SQLite.BusyTimeoutMS)},
+		{"lanes", fmt.Sprintf("%d (modes run side by side when more than 1; each condition's trials in order)", st.Lanes)},
 		{"timing targets", fmt.Sprintf("journal runs 2+3 in the worker ≤ %.2f× floor; scenario wall ≤ %.2f× floor", st.Targets.JournalRuns23, st.Targets.Wall)},
 	}
 	conds := map[string]harness.ConditionResult{}
@@ -187,7 +188,7 @@ func wallTable(w Wall) scenario.Table {
 		Rows:   [][]string{{fmt.Sprintf("%.0f", w.MS), fmt.Sprintf("%.0f", w.FloorMS), fmt.Sprintf("%.3f", w.Ratio), targetCell(w.Target, &w.WithinTarget)}},
 		Legend: []string{
 			"wall ms: first worker's start to last worker's end, from the process records",
-			"floor ms: simulated latency of the steps every run of every trial executed",
+			"floor ms: simulated latency of the steps every run of every trial executed, in the slowest lane when modes run side by side",
 			"ratio: wall ms / floor ms; target: MISSED when above it (reported, not failed)",
 		},
 	}

@@ -49,7 +49,8 @@ type TimingSummary struct {
 }
 
 // Wall is the scenario's wall time, first process start to last process
-// end, against the floor of every run of every trial.
+// end, against the floor of the slowest lane: the simulated latency of
+// every run of every trial that ran one after another.
 type Wall struct {
 	MS           float64 `json:"ms"`
 	FloorMS      float64 `json:"floor_ms"`
@@ -162,4 +163,13 @@ func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
 		out = append(out, scenario.Expected{Condition: c.Name, Value: Repeat(oracle(st.Params(c)), st.Trials)})
 	}
 	return out, nil
+}
+
+// laneOf names the lane a condition ran in: its mode when modes ran side by
+// side, else the one lane.
+func laneOf(st Settings, c Condition) string {
+	if st.Lanes > 1 {
+		return c.Mode
+	}
+	return "all"
 }

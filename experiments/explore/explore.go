@@ -137,6 +137,11 @@ type Scenario struct {
 
 func (Scenario) Name() string { return Name }
 
+// OptIn keeps the exploration out of a run without --scenario: the
+// default run reproduces the articles, and the exploration's thousands of
+// short-lived workers are asked for by name.
+func (Scenario) OptIn() bool { return true }
+
 func (Scenario) Summary() string {
 	return "crash-point sweep, seeded k-th-hit crashes and kills, and concurrent redelivery, judged by invariants"
 }

@@ -44,6 +44,20 @@ type Checker interface {
 	Check(condition string, expected, observed json.RawMessage) (bool, []harness.Difference, error)
 }
 
+// OptIn is implemented by scenarios that run only when named with
+// --scenario: ones too slow or too specialised for every run, such as the
+// durability matrix. A run without --scenario skips them; list still shows
+// them.
+type OptIn interface {
+	OptIn() bool
+}
+
+// IsOptIn reports whether s runs only when named.
+func IsOptIn(s Scenario) bool {
+	o, ok := s.(OptIn)
+	return ok && o.OptIn()
+}
+
 // Plan is a scenario ready to run.
 type Plan interface {
 	// Settings are recorded in results.json; verify derives them again

@@ -84,10 +84,18 @@ func ParseInput(path string, b []byte, reg scenario.Registry) (Input, error) {
 	return in, nil
 }
 
-// Choose resolves scenario names in registry order.
+// Choose resolves scenario names in registry order. With no names it
+// chooses every scenario that is not opt-in (scenario.OptIn): those run
+// only when named.
 func Choose(reg scenario.Registry, names []string) ([]scenario.Scenario, error) {
 	if len(names) == 0 {
-		return reg, nil
+		var out []scenario.Scenario
+		for _, s := range reg {
+			if !scenario.IsOptIn(s) {
+				out = append(out, s)
+			}
+		}
+		return out, nil
 	}
 	want := map[string]bool{}
 	for _, n := range names {

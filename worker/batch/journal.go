@@ -103,7 +103,11 @@ type Journal struct {
 // create, a file lacking the table is refused with ErrNotJournal, so that
 // resolve never turns a mistyped path into a new empty journal.
 func OpenJournal(ctx context.Context, path string, create bool) (*Journal, error) {
-	db, settings, err := sqlitedb.Open(ctx, Options(path))
+	opts, err := sqlitedb.FromEnv(Options(path))
+	if err != nil {
+		return nil, err
+	}
+	db, settings, err := sqlitedb.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -235,7 +235,11 @@ func BenchMain(call *protocol.Call) int {
 // the parent's release, so that the open's cost is paid before the race
 // and every racer claims as close to the same instant as processes can.
 func (c *commonFlags) openBehindBarrier(ctx context.Context, call *protocol.Call) (*sql.DB, sqlitedb.Settings, error) {
-	db, settings, err := sqlitedb.Open(ctx, Options(c.db, time.Duration(c.busyMS)*time.Millisecond))
+	opts, err := sqlitedb.FromEnv(Options(c.db, time.Duration(c.busyMS)*time.Millisecond))
+	if err != nil {
+		return nil, sqlitedb.Settings{}, err
+	}
+	db, settings, err := sqlitedb.Open(ctx, opts)
 	if err != nil {
 		return nil, settings, err
 	}

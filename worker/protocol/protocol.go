@@ -50,6 +50,11 @@ const (
 	// every process that touched the files since the folder was baselined
 	// must have run with it.
 	EnvVFS = "IDEMLAB_VFS"
+	// EnvJournalMode and EnvSynchronous replace a worker's own journal_mode
+	// and synchronous settings, so the durability matrix can run the same
+	// worker under every setting; unset keeps the worker's defaults.
+	EnvJournalMode = "IDEMLAB_JOURNAL_MODE"
+	EnvSynchronous = "IDEMLAB_SYNCHRONOUS"
 	// EnvCrashAfterHits, a whole number k >= 1, makes the child exit with
 	// ExitCrash at its k-th Hit, whatever the point's name. A seeded k
 	// replays exactly, where a kill after a delay cannot.

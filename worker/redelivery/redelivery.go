@@ -207,7 +207,11 @@ func Main(call *protocol.Call) int {
 		return call.Usage(errors.New("-db, -event-id and -job-key are required"))
 	}
 	ctx := context.Background()
-	db, settings, err := sqlitedb.Open(ctx, Options(*dbPath))
+	opts, err := sqlitedb.FromEnv(Options(*dbPath))
+	if err != nil {
+		return call.Usage(err)
+	}
+	db, settings, err := sqlitedb.Open(ctx, opts)
 	if err != nil {
 		return call.Fail(err)
 	}

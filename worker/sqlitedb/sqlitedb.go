@@ -150,6 +150,48 @@ func VFSFromEnv() (string, error) {
 	}
 }
 
+// Journal modes and synchronous levels a parent may choose through
+// protocol.EnvJournalMode and protocol.EnvSynchronous.
+var (
+	JournalModes = []string{"DELETE", "WAL"}
+	SyncLevels   = []string{"OFF", "NORMAL", "FULL", "EXTRA"}
+)
+
+// FromEnv applies what the parent chose for this process to a worker's
+// default options: the VFS (protocol.EnvVFS), the journal mode and the
+// synchronous level. An unset variable keeps the default, so every other
+// scenario runs exactly as before; an unknown value is an error, so a typo
+// cannot run the wrong setting.
+func FromEnv(o Options) (Options, error) {
+	vfs, err := VFSFromEnv()
+	if err != nil {
+		return o, err
+	}
+	o.VFS = vfs
+	if v := os.Getenv(protocol.EnvJournalMode); v != "" {
+		if !contains(JournalModes, v) {
+			return o, fmt.Errorf("%s=%q: want one of %q", protocol.EnvJournalMode, v, JournalModes)
+		}
+		o.JournalMode = v
+	}
+	if v := os.Getenv(protocol.EnvSynchronous); v != "" {
+		if !contains(SyncLevels, v) {
+			return o, fmt.Errorf("%s=%q: want one of %q", protocol.EnvSynchronous, v, SyncLevels)
+		}
+		o.Synchronous = v
+	}
+	return o, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
 // ReadSettings reads the pragmas in effect on one connection of db.
 func ReadSettings(ctx context.Context, db *sql.DB) (Settings, error) {
 	var s Settings

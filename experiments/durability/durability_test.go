@@ -1,0 +1,184 @@
+package durability
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/suite"
+	"idemlab/worker"
+	"idemlab/worker/protocol"
+	wr "idemlab/worker/redelivery"
+)
+
+func TestMain(m *testing.M) { worker.TestMain(m) }
+
+// slice is the small matrix of the real-process test: the single
+// transaction under WAL and DELETE with NORMAL and EXTRA, power cuts only.
+var slice = map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "DELETE,WAL", FlagSynchronous: "NORMAL,EXTRA", FlagKind: KindPower}
+
+func run(tb testing.TB) scenariotest.Outcome {
+	tb.Helper()
+	out := scenariotest.Run(tb, Scenario{}, "", slice)
+	if len(out.Findings) > 0 {
+		tb.Fatalf("a fresh run has findings: %v", out.Findings)
+	}
+	return out
+}
+
+func observed(tb testing.TB, out scenariotest.Outcome) map[string]string {
+	tb.Helper()
+	got := map[string]string{}
+	for _, c := range out.Result.Conditions {
+		var obs map[string]Trial
+		if err := json.Unmarshal(c.Observed, &obs); err != nil {
+			tb.Fatal(err)
+		}
+		for pt, t := range obs {
+			got[c.Name+" "+pt] = t.Outcome
+		}
+	}
+	return got
+}
+
+// TestRealSlice runs the slice with real processes and real power-cut
+// recovery, and checks the outcomes the issue predicts: WAL+NORMAL rolls
+// back a crashed commit but keeps an ACKed one (the close checkpoints),
+// DELETE+NORMAL loses even an ACKed commit through the returning journal,
+// EXTRA loses nothing.
+func TestRealSlice(t *testing.T) {
+	out := run(t)
+	if !out.Result.Pass {
+		t.Fatalf("run failed: %+v", out.Result.Conditions)
+	}
+	want := map[string]string{}
+	for _, mode := range []string{"DELETE", "WAL"} {
+		for _, sync := range []string{"NORMAL", "EXTRA"} {
+			name := ConditionName(PatternSingle, mode, sync, KindPower)
+			for _, pt := range []string{PointACK, wr.PointAfterProcessedInsert, wr.PointBeforeCommit, wr.PointAfterCommit} {
+				want[name+" "+pt] = OutcomeOK
+			}
+		}
+	}
+	want["redelivery-single/DELETE/NORMAL/power ack"] = TagLostAcked
+	want["redelivery-single/DELETE/NORMAL/power after-commit"] = TagRolledBack
+	want["redelivery-single/WAL/NORMAL/power after-commit"] = TagRolledBack
+	if diff := cmp.Diff(want, observed(t, out)); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	var extra Extra
+	if err := json.Unmarshal(out.Result.Extra, &extra); err != nil {
+		t.Fatal(err)
+	}
+	if len(extra.Matrix.Rows) != 4 || len(extra.Matrix.Columns) != 4 {
+		t.Errorf("matrix %d × %d, want 4 × 4", len(extra.Matrix.Rows), len(extra.Matrix.Columns))
+	}
+	sec, err := Scenario{}.Report(out.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range sec.Tables {
+		for _, r := range tb.Rows {
+			if w := len([]rune(strings.Join(r, "  "))); w > 100 {
+				t.Errorf("table row %q is %d columns wide", r, w)
+			}
+		}
+	}
+
+	t.Run("wrong oracle fails", func(t *testing.T) {
+		never := Scenario{Oracle: func(Condition, int, string) ([]string, error) { return []string{OutcomeOK}, nil }}
+		res, findings := scenario.Evaluate(never, slice, out.Settings, out.Records)
+		if len(findings) > 0 {
+			t.Fatalf("findings: %v", findings)
+		}
+		for _, c := range res.Conditions {
+			if failing := strings.Contains(c.Name, "NORMAL"); c.Pass == failing {
+				t.Errorf("%s: pass %v", c.Name, c.Pass)
+			}
+		}
+	})
+
+	// Line 0 and processes 0 and 1 are DELETE/NORMAL's normal run, cut
+	// after the ACK; line 3 and processes 6 and 7 its cut after the commit.
+	tampers := []struct {
+		name   string
+		obs    bool
+		index  int
+		edit   func(m map[string]any)
+		file   string
+		inText string
+	}{
+		{"point renamed", true, 3, func(m map[string]any) { m["point"] = wr.PointBeforeCommit }, "observations.jsonl", "point"},
+		{"recovery dropped", true, 3, func(m map[string]any) { delete(m, "recovery") }, "observations.jsonl", "recovery"},
+		{"integrity emptied", true, 1, func(m map[string]any) { m["integrity"] = []any{} }, "observations.jsonl", "integrity"},
+		{"final job of another event", true, 2, func(m map[string]any) {
+			m["final"].(map[string]any)[TableJobs] = []any{"other|k"}
+		}, "observations.jsonl", "final"},
+		{"table dropped", true, 2, func(m map[string]any) { delete(m["after"].(map[string]any), TableProcessed) }, "observations.jsonl", "after"},
+		{"steps swapped", true, 0, func(m map[string]any) {
+			s := m["steps"].([]any)
+			s[0], s[1] = s[1], s[0]
+		}, "observations.jsonl", "steps"},
+		{"VFS not set", false, 1, func(m map[string]any) { delete(m["env"].(map[string]any), protocol.EnvVFS) }, "raw-processes.jsonl", "env"},
+		{"crash kind changed", false, 6, func(m map[string]any) { m["env"].(map[string]any)[protocol.EnvCrashKind] = KindKill }, "raw-processes.jsonl", "env"},
+		{"argv pattern", false, 0, func(m map[string]any) { m["argv"].([]any)[6] = string(wr.SeparateCommit) }, "raw-processes.jsonl", "argv"},
+		{"exit code", false, 6, func(m map[string]any) { m["exit_code"] = 0.0 }, "raw-processes.jsonl", "exit_code"},
+		{"report crash kind", false, 6, func(m map[string]any) {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"crash_kind":"power"`, `"crash_kind":"kill"`, 1)
+		}, "raw-processes.jsonl", "crash_kind"},
+		{"pragma read back", false, 0, func(m map[string]any) {
+			m["stdout"] = strings.Replace(m["stdout"].(string), `"synchronous":"NORMAL"`, `"synchronous":"FULL"`, 1)
+		}, "raw-processes.jsonl", "read back"},
+	}
+	for _, tt := range tampers {
+		t.Run("tamper "+tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
+			_, findings := scenario.Evaluate(Scenario{}, slice, out.Settings, rec)
+			for _, f := range findings {
+				if f.File == tt.file && strings.Contains(f.String(), tt.inText) {
+					return
+				}
+			}
+			t.Errorf("no finding in %s mentioning %q; got %v", tt.file, tt.inText, findings)
+		})
+	}
+}
+
+// TestOptIn checks that a run without --scenario skips the matrix and a
+// run naming it gets it.
+func TestOptIn(t *testing.T) {
+	reg := scenario.Registry{Scenario{}}
+	got, err := suite.Choose(reg, nil)
+	if err != nil || len(got) != 0 {
+		t.Errorf("Choose(no names) = %v, %v; want nothing", got, err)
+	}
+	got, err = suite.Choose(reg, []string{Name})
+	if err != nil || len(got) != 1 {
+		t.Errorf("Choose(durability) = %v, %v; want the matrix", got, err)
+	}
+}
+
+func TestPlanRefusesBadInput(t *testing.T) {
+	tests := []struct {
+		section   string
+		overrides map[string]string
+		want      string
+	}{
+		{`{"patterns": ["claim"]}`, nil, `durability.patterns: "claim" is not one of`},
+		{`{"items": 9}`, nil, "durability.items 9"},
+		{`{"kinds": ["kill", "kill"]}`, nil, "listed twice"},
+		{`{"synchronus": ["FULL"]}`, nil, "durability.synchronus: unknown field"},
+		{``, map[string]string{FlagSynchronous: "SOMETIMES"}, `"SOMETIMES" is not one of`},
+		{``, map[string]string{FlagItems: "0"}, "--items 0"},
+	}
+	for _, tt := range tests {
+		_, err := Scenario{}.Plan(json.RawMessage(tt.section), tt.overrides)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,425 @@
+package durability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"idemlab/experiments/batch"
+	"idemlab/experiments/harness"
+	"idemlab/experiments/scenario"
+	wb "idemlab/worker/batch"
+	"idemlab/worker/faultvfs"
+	"idemlab/worker/protocol"
+	wr "idemlab/worker/redelivery"
+	"idemlab/worker/sqlitedb"
+)
+
+// busyTimeoutMS is every worker's default busy timeout; the matrix does not
+// vary it.
+const busyTimeoutMS = 5000
+
+// File names inside a trial's folder.
+const (
+	DBRedelivery = "events.sqlite3"
+	DBBatch      = "journal.sqlite3"
+)
+
+// Roles of the processes of a trial, in order.
+const (
+	RoleFirst   = "first"   // the process that crashes or ACKs before the cut
+	RoleSecond  = "second"  // the redelivery, or the batch's resume
+	RoleResolve = "resolve" // a batch resolve of a held send
+	RoleThird   = "third"   // the batch run after the resolves
+)
+
+// Observation is one trial: one line of observations.jsonl.
+type Observation struct {
+	Scenario  string `json:"scenario"`
+	Condition string `json:"condition"`
+	// Point is the crash point of the first process, or PointACK.
+	Point string `json:"point"`
+	// DB is the trial's database; each trial has its own folder.
+	DB string `json:"db"`
+	// Receiver is the batch trial's receiver URL.
+	Receiver string `json:"receiver,omitempty"`
+	Steps    []Step `json:"steps"`
+	// Before is what the first process left as a kill leaves it: read by
+	// the parent from a copy of the folder, before any cut.
+	Before Rows `json:"before"`
+	// Recovery is faultvfs's report of the cut; absent for a kill.
+	Recovery *faultvfs.Report `json:"recovery,omitempty"`
+	// After is what the next process finds, and Integrity what PRAGMA
+	// integrity_check said about it.
+	After     Rows     `json:"after"`
+	Integrity []string `json:"integrity"`
+	// Final is the file after the trial's last process.
+	Final Rows `json:"final"`
+	// Sends is the batch receiver's whole log for the trial.
+	Sends []batch.SendEntry `json:"sends,omitempty"`
+}
+
+// Step is one process of a trial.
+type Step struct {
+	Role      string `json:"role"`
+	ProcessID int    `json:"process_id"`
+	// Lookup is what the parent asked the receiver before a resolve.
+	Lookup *batch.Lookup `json:"lookup,omitempty"`
+}
+
+// Rows are a file's rows per table, each rendered as "col|col|...", in the
+// table's order.
+type Rows map[string][]string
+
+type plan struct{ s Settings }
+
+func (p *plan) Settings() any { return p.s }
+
+// Processes counts from the model with no loss: two per redelivery trial;
+// run, resume, one resolve per crash point, and the last run for batch.
+func (p *plan) Processes() int {
+	n := 0
+	for _, c := range p.s.Conditions {
+		pts := len(Points(c.Pattern, p.s.Items))
+		if c.Pattern == PatternBatch {
+			n += 3*(pts+1) + pts
+		} else {
+			n += 2 * (pts + 1)
+		}
+	}
+	return n
+}
+
+// Run runs each condition: a normal run first, whose report names the
+// crash points, then one trial per point.
+func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+	for _, c := range p.s.Conditions {
+		first, err := p.trial(ctx, env, c, PointACK)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", c.Name, PointACK, err)
+		}
+		for _, pt := range first {
+			if _, err := p.trial(ctx, env, c, pt); err != nil {
+				return fmt.Errorf("%s %s: %w", c.Name, pt, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Env is the environment of every process of a trial; the first process
+// also gets the crash kind and, unless it is the normal run, the point.
+func Env(c Condition) map[string]string {
+	return map[string]string{protocol.EnvVFS: protocol.VFSFault, protocol.EnvJournalMode: c.JournalMode, protocol.EnvSynchronous: c.Synchronous}
+}
+
+// FirstEnv is the first process's environment.
+func FirstEnv(c Condition, point string) map[string]string {
+	e := Env(c)
+	e[protocol.EnvCrashKind] = c.Kind
+	if point != PointACK {
+		e[protocol.EnvCrashAt] = point
+	}
+	return e
+}
+
+// RedeliveryArgs is a delivery's command line after the worker name.
+func RedeliveryArgs(s Settings, c Condition, db string) []string {
+	p := wr.SeparateCommit
+	if c.Pattern == PatternSingle {
+		p = wr.SingleTransaction
+	}
+	return []string{"-db", db, "-pattern", string(p), "-event-id", s.EventID, "-job-key", s.JobKey}
+}
+
+// BatchArgs is a batch run's command line after the worker name: the
+// journal, no latency, no verification, as the batch scenario's resume.
+func BatchArgs(s Settings, db, receiver string) []string {
+	return []string{"-mode", wb.ModeJournal, "-job", s.JobID, "-items", strconv.Itoa(s.Items), "-receiver", receiver,
+		"-validate-ms", "0", "-transform-ms", "0", "-db", db}
+}
+
+// DBOptions is how the parent opens a trial's file: the condition's
+// settings, the default VFS.
+func DBOptions(c Condition, path string) sqlitedb.Options {
+	return sqlitedb.Options{Path: path, JournalMode: c.JournalMode, Synchronous: c.Synchronous, BusyTimeout: busyTimeoutMS * time.Millisecond}
+}
+
+type trial struct {
+	p   *plan
+	env scenario.Env
+	c   Condition
+	dir string
+	db  string
+	o   Observation
+	rcv *batch.Receiver
+	cl  *wb.Client
+	ctx context.Context
+}
+
+// trial runs one trial and returns the points its first process passed.
+func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, point string) ([]string, error) {
+	dir, err := os.MkdirTemp(env.TempDir, "idemlab-durability-")
+	if err != nil {
+		return nil, fmt.Errorf("%w: create trial folder: %v", harness.ErrHarness, err)
+	}
+	defer os.RemoveAll(dir)
+	t := &trial{p: p, env: env, c: c, dir: dir, ctx: ctx}
+	t.o = Observation{Scenario: Name, Condition: c.Name, Point: point, Steps: []Step{}}
+	if c.Pattern == PatternBatch {
+		t.db = filepath.Join(dir, DBBatch)
+		if t.rcv, err = batch.StartReceiver(batch.ReceiverConfig{}); err != nil {
+			return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		}
+		defer t.rcv.Close()
+		t.cl = wb.NewClient(t.rcv.URL)
+		defer t.cl.CloseIdle()
+		t.o.Receiver = t.rcv.URL
+	} else {
+		t.db = filepath.Join(dir, DBRedelivery)
+	}
+	t.o.DB = t.db
+	if err := t.prepare(); err != nil {
+		return nil, fmt.Errorf("%w: prepare: %v", harness.ErrHarness, err)
+	}
+	first, err := t.spawn(RoleFirst, FirstEnv(c, point), []int{protocol.ExitACK, protocol.ExitCrash}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cut(); err != nil {
+		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+	}
+	if err := t.rest(); err != nil {
+		return nil, err
+	}
+	if t.o.Final, _, err = t.read(t.dir, false); err != nil {
+		return nil, fmt.Errorf("%w: read the final rows: %v", harness.ErrHarness, err)
+	}
+	if t.rcv != nil {
+		t.o.Sends, _ = t.rcv.LogSince(0)
+	}
+	if err := env.Recorder.Observe(t.o); err != nil {
+		return nil, fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+	}
+	return first.Report.Points, nil
+}
+
+// prepare creates the file and its tables with the default VFS and no
+// connection left open, then declares the folder durable.
+func (t *trial) prepare() error {
+	o := DBOptions(t.c, t.db)
+	db, _, err := sqlitedb.Open(t.ctx, o)
+	if err != nil {
+		return err
+	}
+	schema := wr.Schema
+	if t.c.Pattern == PatternBatch {
+		schema = wb.Schema
+	}
+	if _, err := db.ExecContext(t.ctx, schema); err != nil {
+		db.Close()
+		return fmt.Errorf("create tables: %w", err)
+	}
+	if err := db.Close(); err != nil {
+		return err
+	}
+	return faultvfs.Baseline(t.dir)
+}
+
+func (t *trial) worker() (string, []string) {
+	if t.c.Pattern == PatternBatch {
+		return wb.WorkerRun, BatchArgs(t.p.s, t.db, t.rcv.URL)
+	}
+	return wr.WorkerName, RedeliveryArgs(t.p.s, t.c, t.db)
+}
+
+func (t *trial) spawn(role string, env map[string]string, exits []int, lk *batch.Lookup) (*harness.Proc, error) {
+	w, args := t.worker()
+	if role == RoleResolve {
+		k := wb.Key{Job: t.p.s.JobID}
+		k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, t.p.s.JobID+":"), ":")
+		w, args = wb.WorkerResolve, batch.ResolveArgs(t.db, k, lk.Found, lk.Receipt)
+	}
+	crashAt := env[protocol.EnvCrashAt]
+	delete(env, protocol.EnvCrashAt)
+	proc, err := t.env.Runner.Run(t.ctx, harness.Spec{
+		Scenario: Name, Condition: t.c.Name, Label: t.o.Point + " " + role,
+		Worker: w, Args: args, Env: env, CrashAt: crashAt, Exits: exits,
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.o.Steps = append(t.o.Steps, Step{Role: role, ProcessID: proc.Record.ID, Lookup: lk})
+	return proc, nil
+}
+
+// cut reads what a kill leaves from a copy of the folder, then, for a
+// power cut, recovers the folder to what the disk held, and reads again
+// with an integrity check. The folder is baselined afterwards, since the
+// parent's own reads changed it outside the VFS.
+func (t *trial) cut() error {
+	cp, err := os.MkdirTemp(t.env.TempDir, "idemlab-durability-copy-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(cp)
+	if err := copyFolder(t.dir, cp); err != nil {
+		return fmt.Errorf("copy the folder: %w", err)
+	}
+	if t.o.Before, _, err = t.read(cp, false); err != nil {
+		return fmt.Errorf("read the rows a kill leaves: %w", err)
+	}
+	if t.c.Kind == KindPower {
+		rep, err := faultvfs.Recover(t.dir)
+		if err != nil {
+			return err
+		}
+		t.o.Recovery = &rep
+	}
+	if t.o.After, t.o.Integrity, err = t.read(t.dir, true); err != nil {
+		return fmt.Errorf("read the rows after the cut: %w", err)
+	}
+	return faultvfs.Baseline(t.dir)
+}
+
+// rest is what follows the cut: a redelivery, or the batch's resume, the
+// resolves of held sends and the last run. Every exit is recorded; a
+// worker error (3) is an outcome, not a harness failure.
+func (t *trial) rest() error {
+	exits := []int{protocol.ExitACK, protocol.ExitWorkerError}
+	if _, err := t.spawn(RoleSecond, Env(t.c), exits, nil); err != nil {
+		return err
+	}
+	if t.c.Pattern != PatternBatch {
+		return nil
+	}
+	rows, _, err := t.read(t.dir, false)
+	if err != nil {
+		return fmt.Errorf("%w: read the journal after the resume: %v", harness.ErrHarness, err)
+	}
+	for _, k := range HeldKeys(rows, t.p.s.JobID) {
+		rc, found, err := t.cl.Lookup(t.ctx, k)
+		if err != nil {
+			return fmt.Errorf("%w: check receiver for %s: %v", harness.ErrHarness, k, err)
+		}
+		if _, err := t.spawn(RoleResolve, Env(t.c), exits, &batch.Lookup{Key: k.String(), Found: found, Receipt: rc}); err != nil {
+			return err
+		}
+	}
+	_, err = t.spawn(RoleThird, Env(t.c), exits, nil)
+	return err
+}
+
+// HeldKeys lists the notify rows of job that are not SUCCEEDED, from the
+// rendered journal rows: the sends a person resolves.
+func HeldKeys(rows Rows, job string) []wb.Key {
+	var out []wb.Key
+	for _, r := range rows[TableJournal] {
+		f := strings.Split(r, "|")
+		if len(f) >= 4 && f[0] == job && wb.IsSideEffect(f[2]) && f[3] != string(wb.Succeeded) {
+			out = append(out, wb.Key{Job: f[0], Item: f[1], Step: f[2]})
+		}
+	}
+	return out
+}
+
+// Table names in Rows.
+const (
+	TableJobs      = "follow_up_jobs"
+	TableProcessed = "processed_events"
+	TableJournal   = "step_journal"
+)
+
+var queries = map[string]string{
+	TableJobs:      "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid",
+	TableProcessed: "SELECT event_id FROM processed_events ORDER BY event_id",
+	TableJournal:   "SELECT job_id || '|' || item_id || '|' || step_name || '|' || status || '|' || coalesce(receipt, '') FROM step_journal ORDER BY job_id, item_id, step_name",
+}
+
+// read opens the trial's file inside dir as the next process would, which
+// rolls back a hot journal or replays a WAL, and reads every row.
+func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
+	db, _, err := sqlitedb.Open(t.ctx, DBOptions(t.c, filepath.Join(dir, filepath.Base(t.db))))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer db.Close()
+	var check []string
+	if integrity {
+		rs, err := db.QueryContext(t.ctx, "PRAGMA integrity_check")
+		if err != nil {
+			return nil, nil, fmt.Errorf("integrity_check: %w", err)
+		}
+		for rs.Next() {
+			var s string
+			if err := rs.Scan(&s); err != nil {
+				rs.Close()
+				return nil, nil, fmt.Errorf("integrity_check: %w", err)
+			}
+			check = append(check, s)
+		}
+		rs.Close()
+	}
+	tables := []string{TableJobs, TableProcessed}
+	if t.c.Pattern == PatternBatch {
+		tables = []string{TableJournal}
+	}
+	rows := Rows{}
+	for _, tb := range tables {
+		rows[tb] = []string{}
+		rs, err := db.QueryContext(t.ctx, queries[tb])
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", tb, err)
+		}
+		for rs.Next() {
+			var s string
+			if err := rs.Scan(&s); err != nil {
+				rs.Close()
+				return nil, nil, fmt.Errorf("read %s: %w", tb, err)
+			}
+			rows[tb] = append(rows[tb], s)
+		}
+		if err := rs.Close(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rows, check, db.Close()
+}
+
+// copyFolder copies the folder's regular files but the WAL index, which
+// SQLite rebuilds, and faultvfs's sidecar, which only the VFS reads.
+func copyFolder(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || strings.HasSuffix(e.Name(), "-shm") {
+			continue
+		}
+		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
+}
