@@ -63,6 +63,19 @@ var goldenCharts = []struct {
 		},
 		References: []Reference{{Name: "simulated floor", Y: 15}},
 	}},
+	{"line-floors-per-series", LineChart{
+		Title:  "batch resume time per trial vs simulated floor",
+		XLabel: "trial",
+		YLabel: "ms",
+		Series: []XYSeries{
+			{Name: "rerun-all (measured)", X: []float64{1, 2, 3}, Y: []float64{412, 398, 405}},
+			{Name: "journal (measured)", X: []float64{1, 2, 3}, Y: []float64{121, 118, 130}},
+		},
+		References: []Reference{
+			{Name: "rerun-all floor (simulated latency)", Y: 400, Series: "rerun-all (measured)"},
+			{Name: "journal floor (simulated latency)", Y: 100, Series: "journal (measured)"},
+		},
+	}},
 	{"heatmap-crash", HeatMap{
 		Title:    "Crash exploration",
 		RowLabel: "pattern",
@@ -295,6 +308,7 @@ func TestInvalidCharts(t *testing.T) {
 		{"bar no categories", BarChart{}, "no categories"},
 		{"line x and y", LineChart{Series: []XYSeries{{Name: "s", X: []float64{1, 2}, Y: []float64{1}}}}, "2 x and 1 y"},
 		{"line reference NaN", LineChart{References: []Reference{{Name: "r", Y: nan}}}, "no finite value"},
+		{"line reference of unknown series", LineChart{References: []Reference{{Name: "r", Y: 1, Series: "ghost"}}}, "not in the chart"},
 		{"heat map unknown outcome", HeatMap{Rows: []string{"r"}, Cols: []string{"c"}, Outcomes: []Outcome{{Name: "ok"}}, Cells: [][]string{{"boom"}}}, "not a listed outcome"},
 		{"heat map bad colour", HeatMap{Rows: []string{"r"}, Cols: []string{"c"}, Outcomes: []Outcome{{Name: "ok", Color: "red\"/>"}}, Cells: [][]string{{"ok"}}}, "not #rgb"},
 		{"heat map ragged", HeatMap{Rows: []string{"r"}, Cols: []string{"c", "d"}, Cells: [][]string{{""}}}, "1 cells for 2 columns"},

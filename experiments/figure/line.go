@@ -3,6 +3,7 @@ package figure
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -31,6 +32,20 @@ type XYSeries struct {
 type Reference struct {
 	Name string
 	Y    float64
+	// Series names the series this line belongs to, such as the floor of
+	// one condition; it is then drawn in that series' colour. Empty means
+	// grey.
+	Series string
+}
+
+// refColor is the colour of reference r: its series' or grey.
+func (c LineChart) refColor(r Reference) string {
+	for i, s := range c.Series {
+		if r.Series != "" && s.Name == r.Series {
+			return palette[i%len(palette)]
+		}
+	}
+	return mutedColor
 }
 
 const linePlotHeight = 220.0
@@ -52,6 +67,9 @@ func (c LineChart) validate() error {
 	for _, r := range c.References {
 		if !present(r.Y) || math.IsInf(r.Y, 0) {
 			return fmt.Errorf("line chart %q: reference %q has no finite value", c.Title, r.Name)
+		}
+		if r.Series != "" && c.refColor(r) == mutedColor {
+			return fmt.Errorf("line chart %q: reference %q belongs to series %q, which is not in the chart", c.Title, r.Name, r.Series)
 		}
 	}
 	return nil
@@ -103,7 +121,7 @@ func (c LineChart) SVG() ([]byte, error) {
 		items = append(items, legendItem{c.Series[i].Name, palette[i%len(palette)], swatchLine})
 	}
 	for _, r := range c.References {
-		items = append(items, legendItem{r.Name, mutedColor, swatchDashed})
+		items = append(items, legendItem{r.Name, c.refColor(r), swatchDashed})
 	}
 
 	var cv canvas
@@ -125,7 +143,7 @@ func (c LineChart) SVG() ([]byte, error) {
 
 	for _, r := range c.References {
 		cv.raw(`<g><title>`, escape(fmt.Sprintf("%s: %s", r.Name, ya.formatValue(r.Y))), "</title>\n")
-		cv.line(left, y(r.Y), right, y(r.Y), mutedColor, 1.5, "6 4")
+		cv.line(left, y(r.Y), right, y(r.Y), c.refColor(r), 1.5, "6 4")
 		cv.raw("</g>\n")
 	}
 	for _, i := range shown {
@@ -170,7 +188,7 @@ func (c LineChart) describe(shown []int) string {
 	}
 	d := fmt.Sprintf("Line chart of %s by %s; series: %s.", or(c.YLabel, "y"), or(c.XLabel, "x"), strings.Join(names, ", "))
 	for _, r := range c.References {
-		d += fmt.Sprintf(" Reference line %s at %s.", r.Name, niceAxis(r.Y, r.Y, false).formatValue(r.Y))
+		d += fmt.Sprintf(" Reference line %s at %s.", r.Name, strconv.FormatFloat(r.Y, 'f', -1, 64))
 	}
 	return d
 }
