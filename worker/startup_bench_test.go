@@ -139,3 +139,41 @@ func BenchmarkDeliveryWorker(b *testing.B) {
 			"-pattern", "single-transaction", "-event-id", "e", "-job-key", "k"}, 0, `"job_inserted":true`)
 	}, "BenchmarkStartWorkerNope", "BenchmarkDeliveryMinimal")
 }
+
+// BenchmarkStartInterleaved runs the empty program, the driver-only program
+// and "idemlab worker nope" in turn within each iteration, rotating the
+// order, so load from other processes on a shared machine falls on all
+// three alike. Its ratios are the ones to trust when the separate
+// benchmarks above disagree from run to run.
+func BenchmarkStartInterleaved(b *testing.B) {
+	progs := []struct {
+		name string
+		exe  string
+		args []string
+		code int
+	}{
+		{"empty", build(b, "./testdata/minimal/empty"), nil, 0},
+		{"sqliteonly", build(b, "./testdata/minimal/sqliteonly"), nil, 2},
+		{"worker", build(b, "."), []string{"worker", "nope"}, 2},
+	}
+	took := make([][]time.Duration, len(progs))
+	r := 0
+	for b.Loop() {
+		for k := range progs {
+			i := (k + r) % len(progs)
+			t0 := time.Now()
+			if err := run(progs[i].exe, progs[i].args, progs[i].code, ""); err != nil {
+				b.Fatal(err)
+			}
+			took[i] = append(took[i], time.Since(t0))
+		}
+		r++
+	}
+	med := make([]float64, len(progs))
+	for i, p := range progs {
+		slices.Sort(took[i])
+		med[i] = float64(took[i][len(took[i])/2].Microseconds()) / 1000
+		b.ReportMetric(med[i], p.name+"-ms")
+	}
+	b.ReportMetric(med[2]/med[1], "worker-x-sqliteonly")
+}
