@@ -112,33 +112,69 @@ func (c BarChart) SVG() ([]byte, error) {
 		most = max(most, len(c.present(shown, j)))
 	}
 	bw := math.Min(group*0.8/float64(most), barMaxWidth)
-	labels := bw >= 4*valueSize*0.58
 	for j, cat := range c.Categories {
 		here := c.present(shown, j)
 		x0 := left + group*float64(j) + (group-bw*float64(len(here)))/2
 		for k, i := range here {
-			c.bar(&cv, ax, y, x0+bw*float64(k), bw, i, j, cat, labels)
+			c.bar(&cv, ax, y, x0+bw*float64(k), bw, i, j, cat)
 		}
 	}
 	cv.line(left, y(0), right, y(0), axisColor, 1, "")
 
-	// Category labels wrap under their group; one that still does not fit
-	// ends in "…" and keeps its full text as a tooltip.
-	maxLines := 1
-	for j, cat := range c.Categories {
-		lines, cut := wrap(cat, group-6, tickSize, 3)
-		maxLines = max(maxLines, len(lines))
-		cx := left + group*(float64(j)+0.5)
-		for n, l := range lines {
-			cv.text(cx, bottom+16+float64(n)*13, tickSize, "middle", inkColor, "", l, tipIf(cut, cat))
-		}
-	}
-	height := bottom + 16 + float64(maxLines-1)*13 + 10
+	height := c.categoryLabels(&cv, left, group, bottom)
 	if c.XLabel != "" {
 		cv.text((left+right)/2, height+14, labelSize, "middle", inkColor, "", c.XLabel, "")
 		height += 22
 	}
 	return document(height+6, title(c.Title, "Bar chart"), c.describe(shown), &cv), nil
+}
+
+// Category labels longer than maxRotatedLabel are abbreviated when rotated;
+// labels rotate only in groups narrower than rotateBelow.
+const (
+	maxRotatedLabel = 150.0
+	rotateBelow     = 80.0
+)
+
+// categoryLabels draws the category names under their groups and returns
+// the y below them. Names wrap onto up to three lines; when one would still
+// be cut and groups are narrow, all are rotated instead, which suits many
+// short groups. Either
+// way a name that does not fit ends in "…" with its full text as tooltip.
+func (c BarChart) categoryLabels(cv *canvas, left, group, bottom float64) float64 {
+	wrapped := make([][]string, len(c.Categories))
+	cuts := make([]bool, len(c.Categories))
+	rotate := false
+	maxLines := 1
+	for j, cat := range c.Categories {
+		wrapped[j], cuts[j] = wrap(cat, group-6, tickSize, 3)
+		rotate = rotate || cuts[j]
+		maxLines = max(maxLines, len(wrapped[j]))
+	}
+	// Wide groups keep a wrapped, abbreviated name: rotation would cost
+	// height for the sake of one long label.
+	rotate = rotate && group < rotateBelow
+	if !rotate {
+		for j, cat := range c.Categories {
+			cx := left + group*(float64(j)+0.5)
+			for n, l := range wrapped[j] {
+				cv.text(cx, bottom+16+float64(n)*13, tickSize, "middle", inkColor, "", l, tipIf(cuts[j], cat))
+			}
+		}
+		return bottom + 16 + float64(maxLines-1)*13 + 10
+	}
+	// Rotated by 40°: a label of width w reaches w·sin 40° below the axis.
+	const sin40, cos40 = 0.643, 0.766
+	extent := 0.0
+	for j, cat := range c.Categories {
+		l, cut := fit(cat, maxRotatedLabel, tickSize)
+		extent = math.Max(extent, textWidth(l, tickSize)*sin40)
+		cx := left + group*(float64(j)+0.5) + tickSize*cos40/2
+		cv.raw(`<g transform="translate(`, num(cx), ` `, num(bottom+12), `) rotate(-40)">`)
+		cv.text(0, 0, tickSize, "end", inkColor, "", l, tipIf(cut, cat))
+		cv.raw("</g>\n")
+	}
+	return bottom + 12 + extent + 10
 }
 
 // legendItems are the series that are drawn and, if any marker is, the
@@ -171,7 +207,7 @@ func (c BarChart) present(shown []int, j int) (here []int) {
 
 // bar draws series i's bar in category j at x, its expected marker and
 // its value label, which sits above both so neither hides the other.
-func (c BarChart) bar(cv *canvas, ax axis, y func(float64) float64, x, bw float64, i, j int, cat string, labels bool) {
+func (c BarChart) bar(cv *canvas, ax axis, y func(float64) float64, x, bw float64, i, j int, cat string) {
 	s := c.Series[i]
 	v := s.Values[j]
 	hasExp := s.Expected != nil && present(s.Expected[j])
@@ -197,8 +233,10 @@ func (c BarChart) bar(cv *canvas, ax axis, y func(float64) float64, x, bw float6
 		cv.cross(x+bw/2, ey, r, inkColor, fmt.Sprintf("%s, %s: expected %s", cat, s.Name, ax.formatValue(s.Expected[j])))
 		labelY = math.Min(labelY, ey-r-1)
 	}
-	if labels && present(v) {
-		cv.text(x+bw/2, labelY-4, valueSize, "middle", mutedColor, "", ax.formatValue(v), "")
+	// A label wider than its bar would run into the next one; such bars
+	// keep their value in the tooltip only.
+	if l := ax.formatValue(v); present(v) && textWidth(l, valueSize) <= bw+2 {
+		cv.text(x+bw/2, labelY-4, valueSize, "middle", mutedColor, "", l, "")
 	}
 }
 

@@ -46,6 +46,17 @@ var goldenCharts = []struct {
 			{Name: "8 workers (not run)", Values: []float64{nan, nan, nan}},
 		},
 	}},
+	{"bar-many-categories", BarChart{
+		Title:        "claim winners per race (the most seen in any repetition)",
+		YLabel:       "winners",
+		ExpectedName: "expected (oracle)",
+		Categories: []string{"1-fresh-claim/legacy", "1-fresh-claim/ttl", "2-within-ttl/legacy", "2-within-ttl/ttl", "3-after-ttl/legacy", "3-after-ttl/ttl",
+			"4-null-claimed-at/ttl", "5-at-boundary/ttl", "5-past-boundary/ttl", "6-forged-timestamp/legacy", "6-forged-timestamp/ttl", "7-old-schema/legacy"},
+		Series: []Series{
+			{Name: "observed winners, race A", Values: []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, Expected: []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+			{Name: "observed winners, race B", Values: []float64{0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 0}, Expected: []float64{0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 0}},
+		},
+	}},
 	{"bar-decimals", BarChart{
 		Title:      "Commit time",
 		YLabel:     "ms",
