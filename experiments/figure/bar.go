@@ -167,9 +167,10 @@ func (c BarChart) categoryLabels(cv *canvas, left, group, bottom float64) float6
 	const sin40, cos40 = 0.643, 0.766
 	extent := 0.0
 	for j, cat := range c.Categories {
-		l, cut := fit(cat, maxRotatedLabel, tickSize)
-		extent = math.Max(extent, textWidth(l, tickSize)*sin40)
 		cx := left + group*(float64(j)+0.5) + tickSize*cos40/2
+		// A label reaching past the left edge of the SVG would be clipped.
+		l, cut := fit(cat, math.Min(maxRotatedLabel, (cx-4)/cos40), tickSize)
+		extent = math.Max(extent, textWidth(l, tickSize)*sin40)
 		cv.raw(`<g transform="translate(`, num(cx), ` `, num(bottom+12), `) rotate(-40)">`)
 		cv.text(0, 0, tickSize, "end", inkColor, "", l, tipIf(cut, cat))
 		cv.raw("</g>\n")
