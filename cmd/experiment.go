@@ -50,7 +50,7 @@ sibling folder that is renamed to DIR only when all three are complete.
 	}
 	c.Flags().StringVar(&opts.Out, "out", "", "results folder to create (must not exist)")
 	c.Flags().StringVar(&opts.Input, "input", "input.json", "input file")
-	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "never show progress (a status line on a terminal, else one line per process)")
+	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "never show progress (it shows only when stderr is a terminal)")
 	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all: %v)", suite.Names()))
 	c.Flags().IntVar(&opts.Claim.Workers, "workers", 0, "claim: racing worker processes (default: claim.workers in the input)")
 	c.Flags().IntVar(&opts.Claim.Repetitions, "repetitions", 0, "claim: repetitions of every round (default: claim.repetitions in the input)")
