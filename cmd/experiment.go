@@ -2,16 +2,13 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
 	"idemlab/experiments/harness"
@@ -183,10 +180,10 @@ func printSummary(opts *ExperimentOptions, res *harness.Results, plans []suite.P
 				if c.Pass {
 					continue
 				}
-				var e, o any
-				json.Unmarshal(c.Expected, &e)
-				json.Unmarshal(c.Observed, &o)
-				fmt.Fprintf(opts.Streams.Err, "%s/%s (-expected +observed):\n%s", s.Name, c.Name, cmp.Diff(e, o))
+				fmt.Fprintf(opts.Streams.Err, "%s/%s: every difference (expected → observed):\n", s.Name, c.Name)
+				for _, d := range c.Differences {
+					fmt.Fprintf(opts.Streams.Err, "  %s: %s → %s\n", d.Path, d.Expected, d.Observed)
+				}
 			}
 		}
 	}
@@ -249,15 +246,6 @@ func rerunFunc(h Hooks) review.RunFunc {
 		})
 		return err
 	}
-}
-
-func sortedKeysUnused(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // defaultNames lists the scenarios a run without --scenario runs: every

@@ -98,6 +98,11 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		return sec, err
 	}
 	sec.Article = art
+	ch, err := charts(res, st, ex)
+	if err != nil {
+		return sec, err
+	}
+	sec.Charts = ch
 	return sec, nil
 }
 
@@ -340,33 +345,4 @@ func article(st Settings, observed map[string][]Outcome, timings map[string]Timi
 	}
 	a.Notes = append(a.Notes, "Timings are shown but not compared: the article measured on another machine. The floor is the simulated latency of the steps the resume runs executed.")
 	return a, nil
-}
-
-// DuplicatesSeries is chart data: each condition's duplicates per trial,
-// in the settings' order, for a bar chart of where duplicates happen.
-type DuplicatesSeries struct {
-	Condition  string `json:"condition"`
-	Duplicates []int  `json:"duplicates"`
-	Expected   int    `json:"expected"`
-}
-
-// DuplicatesChartData reads the duplicates chart's data off a result.
-func DuplicatesChartData(res harness.ScenarioResult) ([]DuplicatesSeries, error) {
-	var out []DuplicatesSeries
-	for _, c := range res.Conditions {
-		var exp, obs []Outcome
-		if err := json.Unmarshal(c.Observed, &obs); err != nil {
-			return nil, fmt.Errorf("condition %s observed: %w", c.Name, err)
-		}
-		json.Unmarshal(c.Expected, &exp)
-		s := DuplicatesSeries{Condition: c.Name, Duplicates: []int{}}
-		for _, o := range obs {
-			s.Duplicates = append(s.Duplicates, o.Duplicates)
-		}
-		if len(exp) > 0 {
-			s.Expected = exp[0].Duplicates
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }

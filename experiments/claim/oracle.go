@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
-
-	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
@@ -241,7 +240,7 @@ func GroupOutcomes(perRep [][]RaceOutcome) []Group {
 	for i, o := range perRep {
 		found := false
 		for g := range groups {
-			if cmp.Equal(groups[g].Outcome, o) {
+			if reflect.DeepEqual(groups[g].Outcome, o) {
 				groups[g].Repetitions = append(groups[g].Repetitions, i+1)
 				found = true
 				break
@@ -262,13 +261,6 @@ func ExpectedGroups(expected []RaceOutcome, reps int) []Group {
 		g.Repetitions = append(g.Repetitions, i)
 	}
 	return []Group{g}
-}
-
-// Check compares the expected groups with the observed ones; diff is
-// go-cmp's (-expected +observed) report.
-func Check(expected, observed []Group) (pass bool, diff string) {
-	diff = cmp.Diff(expected, observed)
-	return diff == "", diff
 }
 
 // Winners renders the winners of each race, e.g. "A:1 B:0".

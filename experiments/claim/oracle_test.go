@@ -119,3 +119,11 @@ func TestGroupAndCheck(t *testing.T) {
 		t.Fatalf("one bad repetition passed the check (diff %q)", diff)
 	}
 }
+
+// Check compares the expected groups with the observed ones; diff is
+// go-cmp's (-expected +observed) report. The run compares through
+// scenario.Evaluate; this is the tests' view of the same question.
+func Check(expected, observed []Group) (pass bool, diff string) {
+	diff = cmp.Diff(expected, observed)
+	return diff == "", diff
+}

@@ -123,6 +123,11 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		return sec, err
 	}
 	sec.Article = art
+	ch, err := winnersChart(res, st)
+	if err != nil {
+		return sec, err
+	}
+	sec.Charts = ch
 	return sec, nil
 }
 

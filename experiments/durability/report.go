@@ -129,6 +129,11 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		}
 		sec.Tables = append(sec.Tables, mt)
 	}
+	ch, err := matrixChart(res)
+	if err != nil {
+		return sec, err
+	}
+	sec.Charts = ch
 	return sec, nil
 }
 

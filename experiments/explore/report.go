@@ -191,6 +191,11 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		}
 		sec.Tables = append(sec.Tables, vt)
 	}
+	ch, err := sweepChart(m)
+	if err != nil {
+		return sec, err
+	}
+	sec.Charts = ch
 	return sec, nil
 }
 
