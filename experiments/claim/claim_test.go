@@ -178,7 +178,11 @@ func TestReport(t *testing.T) {
 	if a == nil || a.Cells != 16 || a.Matches != 16 || !strings.Contains(a.Title, "ON CONFLICT DO NOTHING") {
 		t.Fatalf("article %+v", a)
 	}
-	if len(sec.Charts) != 0 {
-		t.Errorf("%d charts; charts wait for the charts package", len(sec.Charts))
+	if len(sec.Charts) != 1 || !strings.Contains(string(sec.Charts[0].SVG), "race B") {
+		t.Fatalf("%d charts, want the winners chart", len(sec.Charts))
+	}
+	// Round 1 has no race B: its B bar is missing, not a zero.
+	if n := strings.Count(string(sec.Charts[0].SVG), "1-fresh/ttl, race B"); n != 0 {
+		t.Errorf("round 1 draws a race B (%d marks)", n)
 	}
 }
