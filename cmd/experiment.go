@@ -94,17 +94,29 @@ belong to a chosen scenario ("idemlab list" shows them).
 	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE (see README for a jq line)")
 	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE, one test case per condition")
 	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all but the opt-in ones: %s)", strings.Join(defaultNames(h.Registry), ", ")))
-	bound := map[string]bool{}
+	// A flag several scenarios take is bound once; its help names them all.
+	type decl struct {
+		f      scenario.Flag
+		owners []string
+	}
+	var order []string
+	decls := map[string]*decl{}
 	for _, sc := range h.Registry {
 		for _, f := range sc.Flags() {
-			if bound[f.Name] {
-				continue
+			d, ok := decls[f.Name]
+			if !ok {
+				d = &decl{f: f}
+				decls[f.Name] = d
+				order = append(order, f.Name)
 			}
-			bound[f.Name] = true
-			fl := c.Flags().VarPF(&overrideFlag{name: f.Name, into: opts.Overrides, bool: f.Bool}, f.Name, "", sc.Name()+": "+f.Usage)
-			if f.Bool {
-				fl.NoOptDefVal = "true"
-			}
+			d.owners = append(d.owners, sc.Name())
+		}
+	}
+	for _, name := range order {
+		d := decls[name]
+		fl := c.Flags().VarPF(&overrideFlag{name: name, into: opts.Overrides, bool: d.f.Bool}, name, "", strings.Join(d.owners, ", ")+": "+d.f.Usage)
+		if d.f.Bool {
+			fl.NoOptDefVal = "true"
 		}
 	}
 	return c
