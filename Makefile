@@ -18,14 +18,19 @@ test: vet
 experiment:
 	$(GO) run . experiment --out $(OUT)
 
-# Benchmarks are figures, not pass/fail checks; see BENCHMARKS.md.
-bench:
+# Benchmarks are figures, not pass/fail checks; see BENCHMARKS.md. One
+# sitting: the Go benchmarks (start-up, delivery, journal steps, the power
+# loss VFS), the peer's per-step figures, then the speed table, which runs
+# the default experiment and the claim scenario with the built binary.
+bench: build
 	@log=$$(mktemp) && trap 'rm -f "$$log" "$$log.rc"' EXIT && \
-	{ $(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./... 2>&1; echo $$? >"$$log.rc"; } | tee "$$log" && \
+	{ $(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./experiments/... ./worker/batch/ ./worker/faultvfs/ 2>&1; a=$$?; \
+	  $(GO) test -run '^$$' -bench 'Interleaved' -benchtime 100x -count 1 ./worker/ 2>&1; echo $$(( a | $$? )) >"$$log.rc"; } | tee "$$log" && \
 	test "$$(cat "$$log.rc")" = 0 && \
 	if command -v $(PYTHON) >/dev/null 2>&1; then \
-		$(PYTHON) testdata/peer/bench_peer.py --go-bench "$$log"; \
-	else echo "bench: $(PYTHON) not found; the batch peer benchmark is skipped"; fi
+		$(PYTHON) testdata/peer/bench_peer.py --go-bench "$$log" && \
+		$(PYTHON) testdata/bench/figures.py --exe ./idemlab --go-bench "$$log"; \
+	else echo "bench: $(PYTHON) not found; the peer figures and the speed table are skipped"; fi
 
 clean:
 	rm -f idemlab

@@ -177,3 +177,43 @@ func BenchmarkStartInterleaved(b *testing.B) {
 	}
 	b.ReportMetric(med[2]/med[1], "worker-x-sqliteonly")
 }
+
+// BenchmarkDeliveryInterleaved alternates the minimal one-transaction
+// program and the real worker delivering the same transaction, each on a
+// fresh file, so their ratio survives load from other processes.
+func BenchmarkDeliveryInterleaved(b *testing.B) {
+	if os.Getenv(protocol.EnvCrashAt) != "" {
+		b.Skip("IDEMLAB_CRASH_AT is set; the worker would crash on purpose")
+	}
+	minimal, worker := build(b, "./testdata/minimal/sqlitetx"), build(b, ".")
+	dir := b.TempDir()
+	progs := []func(i int) error{
+		func(i int) error {
+			return run(minimal, []string{"-db", filepath.Join(dir, fmt.Sprintf("m%d.db", i)), "-event-id", "e", "-job-key", "k"}, 0, `"job_inserted":true`)
+		},
+		func(i int) error {
+			return run(worker, []string{"worker", "redelivery.deliver", "-db", filepath.Join(dir, fmt.Sprintf("w%d.db", i)),
+				"-pattern", "single-transaction", "-event-id", "e", "-job-key", "k"}, 0, `"job_inserted":true`)
+		},
+	}
+	took := make([][]time.Duration, len(progs))
+	r := 0
+	for b.Loop() {
+		for k := range progs {
+			i := (k + r) % len(progs)
+			t0 := time.Now()
+			if err := progs[i](r); err != nil {
+				b.Fatal(err)
+			}
+			took[i] = append(took[i], time.Since(t0))
+		}
+		r++
+	}
+	med := make([]float64, len(progs))
+	for i, name := range []string{"minimal", "worker"} {
+		slices.Sort(took[i])
+		med[i] = float64(took[i][len(took[i])/2].Microseconds()) / 1000
+		b.ReportMetric(med[i], name+"-ms")
+	}
+	b.ReportMetric(med[1]/med[0], "worker-x-minimal")
+}
