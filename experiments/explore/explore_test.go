@@ -3,6 +3,7 @@ package explore
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -59,13 +60,26 @@ func TestPlanRefusesBadInput(t *testing.T) {
 	}
 }
 
+// shared is one real run, reused by every test that reads its records:
+// each run starts a few hundred workers, which under the race detector
+// costs about a minute.
+var shared struct {
+	sync.Mutex
+	out *scenariotest.Outcome
+}
+
 func run(t *testing.T) scenariotest.Outcome {
 	t.Helper()
-	out := scenariotest.Run(t, Scenario{}, section, nil)
-	if len(out.Findings) > 0 {
-		t.Fatalf("a fresh run has findings: %v", out.Findings)
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.out == nil {
+		out := scenariotest.Run(t, Scenario{}, section, nil)
+		if len(out.Findings) > 0 {
+			t.Fatalf("a fresh run has findings: %v", out.Findings)
+		}
+		shared.out = &out
 	}
-	return out
+	return *shared.out
 }
 
 // TestRunRealProcesses sweeps, crashes, kills and races real workers on
