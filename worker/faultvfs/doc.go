@@ -7,8 +7,9 @@
 //
 // The VFS wraps the default VFS (sqlite3_vfs_find(0)) in a few lines of C and
 // forwards every method, including all xShm* methods and xFetch/xUnfetch.
-// Only xOpen, xSync, xClose and xDelete also call into Go, so reads and
-// writes never leave C. A Go VFS library such as psanford/sqlite3vfs has no
+// xOpen, xSync, xClose and xDelete also call into Go, writes and
+// truncations only to note their range, lock releases only when there are
+// ranges to publish; reads never leave C. A Go VFS library such as psanford/sqlite3vfs has no
 // shared-memory methods; WAL through it needs locking_mode=EXCLUSIVE and a
 // single connection, which would hide exactly the multi-connection,
 // multi-process behaviour idemlab measures. The SQLite declarations the C
