@@ -25,8 +25,8 @@ import (
 // Name is the scenario's name on the command line.
 const Name = "durability"
 
-// Patterns: the two redelivery patterns of article 000 and the batch
-// journal of article 002.
+// Patterns: the two redelivery patterns of article 000, the batch journal
+// of article 002 and the TTL claim of article 003 (PatternClaim).
 const (
 	PatternSeparate = "redelivery-separate"
 	PatternSingle   = "redelivery-single"
@@ -34,7 +34,7 @@ const (
 )
 
 // AllPatterns in run order.
-var AllPatterns = []string{PatternSeparate, PatternSingle, PatternBatch}
+var AllPatterns = []string{PatternSeparate, PatternSingle, PatternBatch, PatternClaim}
 
 // Crash kinds.
 const (

@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
+	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
@@ -31,6 +32,11 @@ type Facts struct {
 	Final      Rows
 	Integrity  []string
 	Sends      []batch.SendEntry
+	// Wins are the claim times of the claim processes after the cut that
+	// say they won; FollowUps the external ids of those that say they
+	// wrote the downstream fields, in order.
+	Wins      []int64
+	FollowUps []string
 }
 
 // Classify turns one trial's facts into an outcome; the oracle's sets are
@@ -55,7 +61,10 @@ func Classify(f Facts) (outcome string, rowsLost int) {
 			tags[TagError] = true
 		}
 	}
-	if f.Pattern == PatternBatch {
+	switch f.Pattern {
+	case PatternClaim:
+		classifyClaim(f, tags)
+	case PatternBatch:
 		accepted := map[string]int{}
 		for _, s := range f.Sends {
 			if s.Accepted() {
@@ -77,7 +86,7 @@ func Classify(f Facts) (outcome string, rowsLost int) {
 		for i := 1; i <= f.Items; i++ {
 			tags[TagMissing] = tags[TagMissing] || !done[wb.ItemID(i)]
 		}
-	} else {
+	default:
 		jobs, processed := len(f.Final[TableJobs]), len(f.Final[TableProcessed])
 		tags[TagDuplicate] = jobs > 1
 		tags[TagMissing] = jobs == 0 || processed == 0
@@ -182,10 +191,7 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 		if _, dup := s.out[o.Point]; dup {
 			c.Obs(l, "point", "%q was already tried in this condition", o.Point)
 		}
-		wantDB := DBRedelivery
-		if cond.Pattern == PatternBatch {
-			wantDB = DBBatch
-		}
+		wantDB := DBName(cond.Pattern)
 		if filepath.Base(o.DB) != wantDB {
 			c.Obs(l, "db", "%q, but the pattern's file is named %s", o.DB, wantDB)
 		}
@@ -195,27 +201,28 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 		dirs[filepath.Dir(o.DB)] = l.N
 		checkShape(&c, l, cond, st, o)
 		f := Facts{Pattern: cond.Pattern, EventID: st.EventID, JobID: st.JobID, Items: st.Items, Before: o.Before, After: o.After, Final: o.Final, Integrity: o.Integrity, Sends: o.Sends, FirstExit: -1}
+		var claims []claimStep
 		for i, step := range o.Steps {
 			p, ok := c.Use(rec, l, step.ProcessID)
 			if !ok {
 				continue
 			}
-			worker, args := wr.WorkerName, RedeliveryArgs(st, cond, o.DB)
-			env := Env(cond)
-			switch {
-			case cond.Pattern == PatternBatch && step.Role == RoleResolve && step.Lookup != nil:
+			worker, args := StepArgs(st, cond, step.Role, o.DB, o.Receiver)
+			if cond.Pattern == PatternBatch && step.Role == RoleResolve && step.Lookup != nil {
 				k := wb.Key{Job: st.JobID}
 				k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(step.Lookup.Key, st.JobID+":"), ":")
 				worker, args = wb.WorkerResolve, batch.ResolveArgs(o.DB, k, step.Lookup.Found, step.Lookup.Receipt)
-			case cond.Pattern == PatternBatch:
-				worker, args = wb.WorkerRun, BatchArgs(st, o.DB, o.Receiver)
 			}
+			env := Env(cond)
 			if i == 0 {
 				env = FirstEnv(cond, o.Point)
 			}
 			c.Argv(p, worker, args)
 			c.Env(p, env)
 			rep, ok := c.Report(p)
+			if cond.Pattern == PatternClaim {
+				claims = append(claims, claimStep{role: step.Role, p: p, rep: rep, ok: ok})
+			}
 			if i == 0 {
 				f.FirstExit = p.ExitCode
 				if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash || p.Signal != "" {
@@ -237,6 +244,9 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 			if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitWorkerError || p.Signal != "" {
 				c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of a process after the cut (0, or 3 for a worker error)", p.ExitCode, p.Signal)
 			}
+		}
+		if cond.Pattern == PatternClaim {
+			checkClaim(&c, l, st, o, claims, &f)
 		}
 		out, n := Classify(f)
 		t := Trial{Outcome: out, FirstExit: f.FirstExit, RowsLost: n, Integrity: strings.Join(o.Integrity, "; ")}
@@ -283,6 +293,9 @@ func checkShape(c *results.Checker, l results.Line, cond Condition, st Settings,
 		}
 	}
 	want := "first second"
+	if cond.Pattern == PatternClaim {
+		want = strings.Join([]string{RoleFirst, RoleProbe, RoleReclaim}, " ")
+	}
 	got := strings.Join(roles, " ")
 	if cond.Pattern == PatternBatch {
 		inner := strings.TrimSuffix(strings.TrimPrefix(got, "first second"), " third")
@@ -298,15 +311,17 @@ func checkShape(c *results.Checker, l results.Line, cond Condition, st Settings,
 	if o.Recovery != nil {
 		checkRecovery(c, l, o.Recovery)
 	}
-	tables := []string{TableJobs, TableProcessed}
+	tables := Tables(cond.Pattern)
 	if cond.Pattern == PatternBatch {
-		tables = []string{TableJournal}
 		if o.Receiver == "" || len(o.Sends) == 0 {
 			// Every batch trial ends with every item sent at least once.
 			c.Obs(l, "sends", "empty, but the batch trial's receiver logs every send")
 		}
 	} else if o.Receiver != "" || o.Sends != nil {
-		c.Obs(l, "receiver", "a redelivery trial has no receiver")
+		c.Obs(l, "receiver", "only a batch trial has a receiver")
+	}
+	if cond.Pattern == PatternClaim {
+		claimShape(c, l, st, o)
 	}
 	for _, name := range []string{"before", "after", "final"} {
 		r := map[string]Rows{"before": o.Before, "after": o.After, "final": o.Final}[name]
@@ -353,14 +368,22 @@ func checkRecovery(c *results.Checker, l results.Line, r *faultvfs.Report) {
 func checkReadBack(c *results.Checker, p results.Process, rep protocol.Report, cond Condition) {
 	want := sqlitedb.Settings{JournalMode: cond.JournalMode, Synchronous: cond.Synchronous, BusyTimeoutMS: busyTimeoutMS, VFS: faultvfs.Name}
 	var got sqlitedb.Settings
-	if cond.Pattern == PatternBatch {
+	switch cond.Pattern {
+	case PatternClaim:
+		var r we.ClaimResult
+		if err := results.DecodeStrict(rep.Result, &r); err != nil {
+			c.Proc(p, "stdout", "the report's result is not a claim result: %v", err)
+			return
+		}
+		got = r.Settings
+	case PatternBatch:
 		var r wb.RunResult
 		if err := results.DecodeStrict(rep.Result, &r); err != nil || r.SQLite == nil {
 			c.Proc(p, "stdout", "the report's result is not a batch run result with its settings: %v", err)
 			return
 		}
 		got, want.LockingMode = *r.SQLite, wb.Options("").LockingMode
-	} else {
+	default:
 		var r wr.Result
 		if err := results.DecodeStrict(rep.Result, &r); err != nil {
 			c.Proc(p, "stdout", "the report's result is not a delivery result: %v", err)

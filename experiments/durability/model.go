@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	wb "idemlab/worker/batch"
+	we "idemlab/worker/explore"
 	wr "idemlab/worker/redelivery"
 )
 
@@ -22,8 +23,16 @@ const (
 	// TagRolledBack: the worker had crashed, and a row it committed was
 	// gone after the cut. Harmless by itself, since the work is redone.
 	TagRolledBack = "rolled-back"
+	// TagLostClaim: a claim the first process committed was not in the
+	// file after the cut, so the claim no longer held others off for its
+	// TTL. Whether it was ACKed says TagLostAcked or TagRolledBack.
+	TagLostClaim = "lost-claim"
+	// TagLostDownstream: a claim's downstream fields, once committed, were
+	// gone or replaced later.
+	TagLostDownstream = "lost-downstream"
 	// TagDuplicate: the pattern's invariant of "at most once" broke: two
-	// jobs for the event, or two accepted sends for one key.
+	// jobs for the event, two accepted sends for one key, or two claim
+	// winners inside one TTL window.
 	TagDuplicate = "duplicate"
 	// TagMissing: after the redelivery or resume the work was still not
 	// done: no job, or an item never delivered.
@@ -39,7 +48,7 @@ const (
 	AnyCorrupt = "corrupt+*"
 )
 
-var tagOrder = []string{TagCorrupt, TagLostAcked, TagRolledBack, TagDuplicate, TagMissing, TagError}
+var tagOrder = []string{TagCorrupt, TagLostAcked, TagRolledBack, TagLostClaim, TagLostDownstream, TagDuplicate, TagMissing, TagError}
 
 // Join builds an outcome from tags, in the fixed order.
 func Join(tags map[string]bool) string {
@@ -174,6 +183,8 @@ func Points(pattern string, items int) []string {
 		return []string{wr.PointAfterJobInsert, wr.PointAfterJobCommit, wr.PointAfterProcessedCommit}
 	case PatternSingle:
 		return []string{wr.PointAfterProcessedInsert, wr.PointBeforeCommit, wr.PointAfterCommit}
+	case PatternClaim:
+		return []string{we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp}
 	case PatternBatch:
 		var out []string
 		for i := 1; i <= items; i++ {
@@ -196,6 +207,8 @@ func TraceOf(pattern string, items int, point string) (Trace, error) {
 		return singleTrace(point), nil
 	case PatternBatch:
 		return batchTrace(items, point), nil
+	case PatternClaim:
+		return claimTrace(point), nil
 	}
 	return Trace{}, fmt.Errorf("unknown pattern %q", pattern)
 }

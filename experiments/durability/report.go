@@ -14,7 +14,7 @@ import (
 // codes are one letter per tag, so a cell holds a whole outcome.
 var codes = map[string]string{
 	OutcomeOK: ".", TagCorrupt: "C", TagLostAcked: "L", TagRolledBack: "r",
-	TagDuplicate: "D", TagMissing: "M", TagError: "E",
+	TagLostClaim: "K", TagLostDownstream: "F", TagDuplicate: "D", TagMissing: "M", TagError: "E",
 }
 
 // Code abbreviates an outcome for the terminal table.
@@ -90,9 +90,12 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		Legend: []string{
 			"cell: the outcome after a process kill, then after a power cut, at that point; - not run",
 			". nothing lost, no duplicate; r a crashed worker's commit rolled back (redone after); L an ACKed commit lost",
-			"D duplicate (2 jobs, or a send accepted twice); M work missing at the end; C integrity_check failed; E a later worker failed",
+			"K a committed claim gone after the cut; F committed downstream fields gone or replaced",
+			"D duplicate (2 jobs, a send accepted twice, or 2 claim winners within one TTL)",
+			"M work missing at the end; C integrity_check failed; E a later worker failed",
 			"! the outcome is outside the durability model's allowed set for that trial",
-			"ack: no crash; the worker exited 0 and the power was cut after it, before the redelivery or resume",
+			"ack: no crash; the worker exited 0 and the power was cut after it, before the redelivery, resume or probe",
+			"claim: after the cut a probe claims inside the TTL, then a re-claim after it finishes the work",
 			"D=DELETE W=WAL; OFF NORM FULL EXTR are synchronous levels",
 		},
 	}
@@ -171,7 +174,7 @@ func shortCols(cols []string) []string {
 
 // shortRow abbreviates a pattern and point to fit 100 columns.
 func shortRow(pattern, point string) string {
-	p := map[string]string{PatternSeparate: "sep", PatternSingle: "single", PatternBatch: "batch"}[pattern]
+	p := map[string]string{PatternSeparate: "sep", PatternSingle: "single", PatternBatch: "batch", PatternClaim: "claim"}[pattern]
 	point = strings.NewReplacer("after-send-accepted", "accepted", "before-send", "before-send", "item-00", "#").Replace(point)
 	return p + " " + point
 }

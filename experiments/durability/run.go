@@ -15,6 +15,8 @@ import (
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
+	wc "idemlab/worker/claim"
+	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
@@ -82,14 +84,18 @@ type plan struct{ s Settings }
 func (p *plan) Settings() any { return p.s }
 
 // Processes counts from the model with no loss: two per redelivery trial;
-// run, resume, one resolve per crash point, and the last run for batch.
+// run, resume, one resolve per crash point, and the last run for batch;
+// delivery, probe and re-claim for the claim.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
 		pts := len(Points(c.Pattern, p.s.Items))
-		if c.Pattern == PatternBatch {
+		switch c.Pattern {
+		case PatternBatch:
 			n += 3*(pts+1) + pts
-		} else {
+		case PatternClaim:
+			n += 3 * (pts + 1)
+		default:
 			n += 2 * (pts + 1)
 		}
 	}
@@ -182,7 +188,7 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, point s
 		defer t.cl.CloseIdle()
 		t.o.Receiver = t.rcv.URL
 	} else {
-		t.db = filepath.Join(dir, DBRedelivery)
+		t.db = filepath.Join(dir, DBName(c.Pattern))
 	}
 	t.o.DB = t.db
 	if err := t.prepare(); err != nil {
@@ -218,11 +224,17 @@ func (t *trial) prepare() error {
 	if err != nil {
 		return err
 	}
-	schema := wr.Schema
-	if t.c.Pattern == PatternBatch {
-		schema = wb.Schema
+	switch t.c.Pattern {
+	case PatternClaim:
+		// The worker would create it too; made here, the table is part of
+		// the baseline and the delivery's only commits are the claim's.
+		err = wc.CreateSchema(t.ctx, db, wc.SchemaNew)
+	case PatternBatch:
+		_, err = db.ExecContext(t.ctx, wb.Schema)
+	default:
+		_, err = db.ExecContext(t.ctx, wr.Schema)
 	}
-	if _, err := db.ExecContext(t.ctx, schema); err != nil {
+	if err != nil {
 		db.Close()
 		return fmt.Errorf("create tables: %w", err)
 	}
@@ -232,15 +244,32 @@ func (t *trial) prepare() error {
 	return faultvfs.Baseline(t.dir)
 }
 
-func (t *trial) worker() (string, []string) {
-	if t.c.Pattern == PatternBatch {
-		return wb.WorkerRun, BatchArgs(t.p.s, t.db, t.rcv.URL)
+// DBName is a pattern's file name inside a trial's folder.
+func DBName(pattern string) string {
+	switch pattern {
+	case PatternBatch:
+		return DBBatch
+	case PatternClaim:
+		return DBClaims
 	}
-	return wr.WorkerName, RedeliveryArgs(t.p.s, t.c, t.db)
+	return DBRedelivery
+}
+
+// StepArgs is the worker and command line of a trial's process in role;
+// the run and the fold both build them so. A resolve's are built from its
+// lookup instead.
+func StepArgs(s Settings, c Condition, role, db, receiver string) (string, []string) {
+	switch c.Pattern {
+	case PatternBatch:
+		return wb.WorkerRun, BatchArgs(s, db, receiver)
+	case PatternClaim:
+		return we.ClaimName, ClaimArgs(s, db, claimHolders[role])
+	}
+	return wr.WorkerName, RedeliveryArgs(s, c, db)
 }
 
 func (t *trial) spawn(role string, env map[string]string, exits []int, lk *batch.Lookup) (*harness.Proc, error) {
-	w, args := t.worker()
+	w, args := StepArgs(t.p.s, t.c, role, t.db, t.o.Receiver)
 	if role == RoleResolve {
 		k := wb.Key{Job: t.p.s.JobID}
 		k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, t.p.s.JobID+":"), ":")
@@ -293,6 +322,14 @@ func (t *trial) cut() error {
 // worker error (3) is an outcome, not a harness failure.
 func (t *trial) rest() error {
 	exits := []int{protocol.ExitACK, protocol.ExitWorkerError}
+	if t.c.Pattern == PatternClaim {
+		for _, role := range []string{RoleProbe, RoleReclaim} {
+			if _, err := t.spawn(role, Env(t.c), exits, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if _, err := t.spawn(RoleSecond, Env(t.c), exits, nil); err != nil {
 		return err
 	}
@@ -340,6 +377,18 @@ var queries = map[string]string{
 	TableJobs:      "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid",
 	TableProcessed: "SELECT event_id FROM processed_events ORDER BY event_id",
 	TableJournal:   "SELECT job_id || '|' || item_id || '|' || step_name || '|' || status || '|' || coalesce(receipt, '') FROM step_journal ORDER BY job_id, item_id, step_name",
+	TableClaims:    claimQuery,
+}
+
+// Tables lists the tables a pattern's rows hold.
+func Tables(pattern string) []string {
+	switch pattern {
+	case PatternBatch:
+		return []string{TableJournal}
+	case PatternClaim:
+		return []string{TableClaims}
+	}
+	return []string{TableJobs, TableProcessed}
 }
 
 // read opens the trial's file inside dir as the next process would, which
@@ -366,12 +415,8 @@ func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
 		}
 		rs.Close()
 	}
-	tables := []string{TableJobs, TableProcessed}
-	if t.c.Pattern == PatternBatch {
-		tables = []string{TableJournal}
-	}
 	rows := Rows{}
-	for _, tb := range tables {
+	for _, tb := range Tables(t.c.Pattern) {
 		rows[tb] = []string{}
 		rs, err := db.QueryContext(t.ctx, queries[tb])
 		if err != nil {

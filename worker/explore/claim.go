@@ -72,7 +72,13 @@ func ClaimMain(call *protocol.Call) int {
 		return call.Usage(errors.New("-db, -fingerprint, -holder and a positive -ttl-ms are required"))
 	}
 	ctx := context.Background()
-	db, settings, err := sqlitedb.Open(ctx, wc.Options(a.DB, 5*time.Second))
+	// The parent may choose the VFS and pragmas (the durability matrix
+	// does); unset, they stay article 003's WAL/NORMAL.
+	opts, err := sqlitedb.FromEnv(wc.Options(a.DB, 5*time.Second))
+	if err != nil {
+		return call.Usage(err)
+	}
+	db, settings, err := sqlitedb.Open(ctx, opts)
 	if err != nil {
 		return call.Fail(err)
 	}

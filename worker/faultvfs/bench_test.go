@@ -13,7 +13,7 @@ import (
 // UPDATE, COMMIT, through the default VFS and through faultvfs, so the
 // model's overhead can be quoted as a ratio per durability setting.
 func BenchmarkJournaledStep(b *testing.B) {
-	modes := []struct{ journal, sync string }{{"WAL", "NORMAL"}, {"DELETE", "FULL"}}
+	modes := []struct{ journal, sync string }{{"WAL", "NORMAL"}, {"WAL", "FULL"}, {"DELETE", "FULL"}}
 	for _, m := range modes {
 		for _, vfs := range []string{"", faultvfs.Name} {
 			name := m.journal + "-" + m.sync + "/default"
@@ -42,6 +42,8 @@ func BenchmarkJournaledStep(b *testing.B) {
 				}
 				defer db.Close()
 				b.ResetTimer()
+				start := faultvfs.Copied()
+				defer func() { b.ReportMetric(float64(faultvfs.Copied()-start)/float64(b.N), "copied-B/op") }()
 				for b.Loop() {
 					tx, err := db.BeginTx(ctx, nil)
 					if err != nil {

@@ -12,3 +12,8 @@ func copyWhole(dst, src *os.File) error {
 	}
 	return copyPortable(dst, src, st.Size())
 }
+
+// copyRange copies n bytes at off from src to the same offset in dst.
+func copyRange(dst, src *os.File, off, n int64) error {
+	return copyRangePortable(dst, src, off, n)
+}

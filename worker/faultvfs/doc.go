@@ -7,8 +7,9 @@
 //
 // The VFS wraps the default VFS (sqlite3_vfs_find(0)) in a few lines of C and
 // forwards every method, including all xShm* methods and xFetch/xUnfetch.
-// Only xOpen, xSync, xClose and xDelete also call into Go, so reads and
-// writes never leave C. A Go VFS library such as psanford/sqlite3vfs has no
+// xOpen, xSync, xClose and xDelete also call into Go, writes and
+// truncations only to note their range, lock releases only when there are
+// ranges to publish; reads never leave C. A Go VFS library such as psanford/sqlite3vfs has no
 // shared-memory methods; WAL through it needs locking_mode=EXCLUSIVE and a
 // single connection, which would hide exactly the multi-connection,
 // multi-process behaviour idemlab measures. The SQLite declarations the C
@@ -29,6 +30,17 @@
 //     writes the database while it is synced; a WAL can grow during a
 //     checkpoint's sync, and frames caught then count as durable, which a
 //     real disk may also do.
+//   - A sync copies only what changed since the image it replaces: every
+//     write and truncation notes its byte range, each process publishes its
+//     ranges to the log before it releases any SQLite lock, and the syncing
+//     process brings the inode's previous image slot up to date from the
+//     published ranges and its own. The image is still the whole content,
+//     whoever wrote it. The one difference from copying the file: a write
+//     a process never published, because it was killed between the write
+//     and its next lock release, is not copied by another process's sync.
+//     Under SQLite's locking such a write belongs to a transaction that
+//     never committed (recovery discards it), or races the sync, which a
+//     real fsync may miss as well.
 //   - Names are durable only through a directory sync. As in the unix VFS,
 //     the first sync through a main journal, super-journal or WAL handle
 //     opened with SQLITE_OPEN_CREATE also syncs the directory; the main

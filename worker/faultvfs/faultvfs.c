@@ -1,8 +1,10 @@
 /*
 ** A thin wrapper over the default VFS. Every method forwards to the base VFS
-** or the base file; only xOpen, xSync, xClose and xDelete also tell the Go
-** side, which keeps the durable state on disk. Reads and writes never leave
-** C, so the wrapper costs nothing on the hot path.
+** or the base file; xOpen, xSync, xClose and xDelete also tell the Go side,
+** which keeps the durable state on disk. Writes and truncations tell it the
+** range they touch, so a sync copies only what changed, and every lock
+** release first publishes those ranges to the other processes (see
+** faultvfs's package doc). Reads never leave C.
 */
 #include <string.h>
 #include "sqlite_api.h"
@@ -22,7 +24,9 @@ static sqlite3_vfs fltVfs;
 
 static int fltClose(sqlite3_file *f){
   FltFile *p = (FltFile*)f;
-  int rc = RM(f)->xClose(REAL(f));
+  int rc;
+  if( p->handle>0 && idemlabFltPublish()!=0 ) return SQLITE_IOERR_WRITE;
+  rc = RM(f)->xClose(REAL(f));
   if( p->handle>0 ){
     idemlabFltClose(p->handle);
     p->handle = 0;
@@ -32,10 +36,18 @@ static int fltClose(sqlite3_file *f){
 static int fltRead(sqlite3_file *f, void *b, int n, sqlite3_int64 o){
   return RM(f)->xRead(REAL(f), b, n, o);
 }
+/* The range is noted before the write, so a process killed in between
+** leaves at worst a range that did not change. */
 static int fltWrite(sqlite3_file *f, const void *b, int n, sqlite3_int64 o){
+  FltFile *p = (FltFile*)f;
+  if( p->handle>0 ) idemlabFltWrite(p->handle, o, o+n);
   return RM(f)->xWrite(REAL(f), b, n, o);
 }
+/* A truncation changes everything from the new size on: bytes written
+** there later follow a hole of zeros. -1 is "to the end". */
 static int fltTruncate(sqlite3_file *f, sqlite3_int64 size){
+  FltFile *p = (FltFile*)f;
+  if( p->handle>0 ) idemlabFltWrite(p->handle, size, -1);
   return RM(f)->xTruncate(REAL(f), size);
 }
 static int fltSync(sqlite3_file *f, int flags){
@@ -50,7 +62,12 @@ static int fltFileSize(sqlite3_file *f, sqlite3_int64 *pSize){
   return RM(f)->xFileSize(REAL(f), pSize);
 }
 static int fltLock(sqlite3_file *f, int l){ return RM(f)->xLock(REAL(f), l); }
-static int fltUnlock(sqlite3_file *f, int l){ return RM(f)->xUnlock(REAL(f), l); }
+/* Published before the release, so no process can take the lock and sync
+** the file without seeing what this one wrote under it. */
+static int fltUnlock(sqlite3_file *f, int l){
+  if( idemlabFltPublish()!=0 ) return SQLITE_IOERR_UNLOCK;
+  return RM(f)->xUnlock(REAL(f), l);
+}
 static int fltCheckReservedLock(sqlite3_file *f, int *pRes){
   return RM(f)->xCheckReservedLock(REAL(f), pRes);
 }
@@ -65,6 +82,7 @@ static int fltShmMap(sqlite3_file *f, int iPg, int pgsz, int bExtend, void volat
   return RM(f)->xShmMap(REAL(f), iPg, pgsz, bExtend, pp);
 }
 static int fltShmLock(sqlite3_file *f, int offset, int n, int flags){
+  if( (flags & SQLITE_SHM_UNLOCK)!=0 && idemlabFltPublish()!=0 ) return SQLITE_IOERR_UNLOCK;
   return RM(f)->xShmLock(REAL(f), offset, n, flags);
 }
 static void fltShmBarrier(sqlite3_file *f){ RM(f)->xShmBarrier(REAL(f)); }

@@ -1,8 +1,10 @@
 package faultvfs
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -25,7 +27,17 @@ const (
 	OpDelete = "delete"
 	// OpDirSync records an fsync of the directory on its own.
 	OpDirSync = "dirsync"
+	// OpWrite publishes byte ranges a process wrote to an inode since it
+	// last published. It changes nothing durable; it tells the next sync,
+	// by any process, what to copy.
+	OpWrite = "write"
 )
+
+// Span is a byte range [Start, End) of a file; End -1 is the file's end.
+type Span [2]int64
+
+// End of a Span that runs to the end of the file.
+const ToEnd = -1
 
 // Op is one recorded event, one line of the on-disk log.
 type Op struct {
@@ -36,6 +48,9 @@ type Op struct {
 	// this op, for OpAdopt and OpSync.
 	Img     string `json:"img,omitempty"`
 	DirSync bool   `json:"dirsync,omitempty"`
+	// Spans are the ranges an OpWrite publishes, or, for OpSync, the
+	// syncing process's own writes not yet published.
+	Spans []Span `json:"spans,omitempty"`
 }
 
 // Model is what a power cut leaves of one directory, as a pure function of
@@ -53,11 +68,25 @@ type Model struct {
 	// has none and comes back empty. Inodes no name refers to any more are
 	// dropped, so their images can be reused.
 	Images map[string]string `json:"images"`
+
+	// The fields below are bookkeeping for copying less at each sync;
+	// they never decide what survives a cut.
+
+	// Dirty holds, per inode, the published ranges written since its
+	// image was taken.
+	Dirty map[string][]Span `json:"dirty,omitempty"`
+	// Spare names, per inode, the image slot still holding the image
+	// before its current one, and PrevDirty the ranges that changed
+	// between the two: the next sync brings that slot up to date by
+	// copying PrevDirty, Dirty and its own writes instead of the file.
+	Spare     map[string]string `json:"spare,omitempty"`
+	PrevDirty map[string][]Span `json:"prev_dirty,omitempty"`
 }
 
 // NewModel returns the model of an empty directory.
 func NewModel() Model {
-	return Model{Live: map[string]string{}, Durable: map[string]string{}, Images: map[string]string{}}
+	return Model{Live: map[string]string{}, Durable: map[string]string{}, Images: map[string]string{},
+		Dirty: map[string][]Span{}, Spare: map[string]string{}, PrevDirty: map[string][]Span{}}
 }
 
 // Apply changes the model by one op.
@@ -69,7 +98,16 @@ func (m *Model) Apply(op Op) error {
 		m.Images[op.Ino] = op.Img
 	case OpCreate:
 		m.Live[op.Name] = op.Ino
+	case OpWrite:
+		m.Dirty[op.Ino] = MergeSpans(m.Dirty[op.Ino], op.Spans)
 	case OpSync:
+		if old, ok := m.Images[op.Ino]; ok && old != op.Img {
+			m.Spare[op.Ino] = old
+		} else {
+			delete(m.Spare, op.Ino)
+		}
+		m.PrevDirty[op.Ino] = MergeSpans(m.Dirty[op.Ino], op.Spans)
+		delete(m.Dirty, op.Ino)
 		m.Images[op.Ino] = op.Img
 		if op.DirSync {
 			m.dirSync()
@@ -103,15 +141,64 @@ func (m *Model) prune() {
 			delete(m.Images, ino)
 		}
 	}
+	for _, bk := range []map[string][]Span{m.Dirty, m.PrevDirty} {
+		for ino := range bk {
+			if !named[ino] {
+				delete(bk, ino)
+			}
+		}
+	}
+	for ino := range m.Spare {
+		if !named[ino] {
+			delete(m.Spare, ino)
+		}
+	}
 }
 
-// UsedImages returns the images some inode still needs.
+// UsedImages returns the images some inode still needs, spares included.
 func (m *Model) UsedImages() map[string]bool {
-	used := make(map[string]bool, len(m.Images))
+	used := make(map[string]bool, len(m.Images)+len(m.Spare))
 	for _, img := range m.Images {
 		used[img] = true
 	}
+	for _, img := range m.Spare {
+		used[img] = true
+	}
 	return used
+}
+
+// maxSpans bounds a span list; beyond it the list becomes one span
+// covering them all, which copies more but stays correct.
+const maxSpans = 256
+
+// MergeSpans returns the union of a and b, sorted and coalesced.
+func MergeSpans(a, b []Span) []Span {
+	all := append(slices.Clone(a), b...)
+	if len(all) == 0 {
+		return nil
+	}
+	end := func(s Span) int64 {
+		if s[1] == ToEnd {
+			return math.MaxInt64
+		}
+		return s[1]
+	}
+	slices.SortFunc(all, func(x, y Span) int { return cmp.Compare(x[0], y[0]) })
+	out := []Span{all[0]}
+	for _, s := range all[1:] {
+		last := &out[len(out)-1]
+		if s[0] <= end(*last) {
+			if end(s) > end(*last) {
+				last[1] = s[1]
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	if len(out) > maxSpans {
+		out = []Span{{out[0][0], out[len(out)-1][1]}}
+	}
+	return out
 }
 
 // dirSync makes the whole directory listing durable: an fsync of a

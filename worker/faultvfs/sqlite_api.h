@@ -79,6 +79,9 @@ int sqlite3_vfs_register(sqlite3_vfs *pVfs, int makeDflt);
 #define SQLITE_CANTOPEN           14
 #define SQLITE_IOERR_FSYNC        (SQLITE_IOERR | (4<<8))
 #define SQLITE_IOERR_DELETE       (SQLITE_IOERR | (10<<8))
+#define SQLITE_IOERR_WRITE        (SQLITE_IOERR | (3<<8))
+#define SQLITE_IOERR_UNLOCK       (SQLITE_IOERR | (8<<8))
+#define SQLITE_SHM_UNLOCK         1
 #define SQLITE_ACCESS_EXISTS      0
 #define SQLITE_OPEN_CREATE        0x00000004
 #define SQLITE_OPEN_MAIN_DB       0x00000100

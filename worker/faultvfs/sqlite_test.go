@@ -401,3 +401,92 @@ func TestVFSFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestIncrementalSync checks that copying only the changed ranges still
+// makes the whole file durable: the parent's unsynced NORMAL frames and a
+// child's FULL frames follow each other in one WAL, the child's sync must cover
+// both, and the recovered WAL must equal the live one byte for byte. It
+// also checks the point of the change: a FULL commit in a process whose
+// image slots are warm copies a few pages, not the WAL.
+func TestIncrementalSync(t *testing.T) {
+	ctx := context.Background()
+	path := newDB(t, "WAL")
+	db := openVFS(t, path, "WAL", "NORMAL")
+	t.Cleanup(func() { db.Close() })
+	total := 0
+	for round := 0; round < 3; round++ {
+		// After a RESTART checkpoint the next commit writes the WAL from
+		// its start, below the size of every earlier image, so only the
+		// parent's published ranges can tell the child's sync to copy it.
+		if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(RESTART)"); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 5; i++ {
+			if err := insert(ctx, db); err != nil {
+				t.Fatalf("insert: %v (vfs: %v)", err, faultvfs.LastError())
+			}
+		}
+		if code, rep := runChild(t, path, "WAL", "FULL", 2); code != protocol.ExitACK {
+			t.Fatalf("round %d: child exit %d, report %+v", round, code, rep)
+		}
+		total += 7
+		cut, rep := cutCopy(t, path)
+		live, err := os.ReadFile(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(cut + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(live, got) {
+			t.Fatalf("round %d: the recovered WAL (%d bytes) differs from the live one (%d bytes); recovery: %+v", round, len(got), len(live), rep)
+		}
+		if n := rows(t, cut, "WAL"); n != total {
+			t.Errorf("round %d: %d rows after the cut, want %d", round, n, total)
+		}
+	}
+
+	full := openVFS(t, path, "WAL", "FULL")
+	t.Cleanup(func() { full.Close() })
+	for i := 0; i < 3; i++ { // the first syncs fill the spare slots
+		if err := insert(ctx, full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const commits = 20
+	before := faultvfs.Copied()
+	for i := 0; i < commits; i++ {
+		if err := insert(ctx, full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if per := (faultvfs.Copied() - before) / commits; per > 4*4096+1024 || per >= st.Size()/2 {
+		t.Errorf("a FULL commit copied %d bytes on average; the WAL is %d bytes and a commit writes a page or two", per, st.Size())
+	}
+}
+
+func TestMergeSpans(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b []faultvfs.Span
+		want []faultvfs.Span
+	}{
+		{"empty", nil, nil, nil},
+		{"disjoint, sorted", []faultvfs.Span{{10, 20}}, []faultvfs.Span{{0, 5}}, []faultvfs.Span{{0, 5}, {10, 20}}},
+		{"touching coalesce", []faultvfs.Span{{0, 5}}, []faultvfs.Span{{5, 9}}, []faultvfs.Span{{0, 9}}},
+		{"overlap keeps the larger end", []faultvfs.Span{{0, 50}}, []faultvfs.Span{{10, 20}}, []faultvfs.Span{{0, 50}}},
+		{"to the end swallows what follows", []faultvfs.Span{{100, faultvfs.ToEnd}}, []faultvfs.Span{{150, 160}, {0, 4}}, []faultvfs.Span{{0, 4}, {100, faultvfs.ToEnd}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, faultvfs.MergeSpans(tt.a, tt.b)); diff != "" {
+				t.Errorf("MergeSpans (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // StateDirName is the sidecar folder, inside the database's folder, that
@@ -43,11 +46,20 @@ type dirState struct {
 	m     Model
 	imgs  map[string]*os.File
 	dbs   map[string]*os.File
+	// pending holds, per inode, the ranges this process wrote and has not
+	// published yet.
+	pending map[string][]Span
 }
 
 var (
 	dirsMu sync.Mutex
 	dirs   = map[string]*dirState{}
+	// pendingDirs counts folders with unpublished ranges, so the lock
+	// releases of a process that wrote nothing cost one atomic load.
+	pendingDirs atomic.Int64
+	// copied counts the bytes this process copied into images, for the
+	// tests and benchmarks that check a sync copies only what changed.
+	copied atomic.Int64
 )
 
 // stateFor returns the cached state of dir, creating the sidecar if needed.
@@ -57,7 +69,7 @@ func stateFor(dir string) (*dirState, error) {
 	if d, ok := dirs[dir]; ok {
 		return d, nil
 	}
-	d := &dirState{dir: dir, state: filepath.Join(dir, StateDirName), m: NewModel(), imgs: map[string]*os.File{}, dbs: map[string]*os.File{}}
+	d := &dirState{dir: dir, state: filepath.Join(dir, StateDirName), m: NewModel(), imgs: map[string]*os.File{}, dbs: map[string]*os.File{}, pending: map[string][]Span{}}
 	if err := os.MkdirAll(filepath.Join(d.state, imgDir), 0o755); err != nil {
 		return nil, fmt.Errorf("faultvfs: create state folder: %w", err)
 	}
@@ -86,6 +98,9 @@ func forget(dir string) {
 		}
 		for _, f := range d.dbs {
 			f.Close()
+		}
+		if len(d.pending) > 0 {
+			pendingDirs.Add(-1)
 		}
 		d.mu.Unlock()
 		delete(dirs, dir)
@@ -125,6 +140,78 @@ func (d *dirState) do(fn func(m *Model) ([]Op, error)) error {
 	if err != nil {
 		return fmt.Errorf("faultvfs: append to log: %w", err)
 	}
+	return nil
+}
+
+// note adds a range this process wrote to ino, to be published at its
+// next lock release.
+func (d *dirState) note(ino string, s Span) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.pending) == 0 {
+		pendingDirs.Add(1)
+	}
+	p := d.pending[ino]
+	// SQLite mostly writes each range right after the last, so extending
+	// the last span in place spares a sort.
+	if n := len(p); n > 0 && p[n-1][1] != ToEnd && s[1] != ToEnd && s[0] >= p[n-1][0] && s[0] <= p[n-1][1] {
+		p[n-1][1] = max(p[n-1][1], s[1])
+		return
+	}
+	d.pending[ino] = MergeSpans(p, []Span{s})
+}
+
+// publishAll publishes the pending ranges of every folder.
+func publishAll() error {
+	dirsMu.Lock()
+	all := make([]*dirState, 0, len(dirs))
+	for _, d := range dirs {
+		all = append(all, d)
+	}
+	dirsMu.Unlock()
+	for _, d := range all {
+		if err := d.publish(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publish logs this process's pending ranges of the folder, one OpWrite
+// per inode. It is on the path of every commit, so it only appends, under
+// the folder's lock, and leaves its lines to the next refresh to apply in
+// log order.
+func (d *dirState) publish() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.pending) == 0 {
+		return nil
+	}
+	var buf []byte
+	for _, ino := range slices.Sorted(maps.Keys(d.pending)) {
+		line, err := jsonLine(Op{Kind: OpWrite, Ino: ino, Spans: d.pending[ino]})
+		if err != nil {
+			return fmt.Errorf("faultvfs: %w", err)
+		}
+		buf = append(buf, line...)
+	}
+	if d.log == nil {
+		var err error
+		if d.log, err = os.OpenFile(filepath.Join(d.state, logName), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+			return fmt.Errorf("faultvfs: open log: %w", err)
+		}
+		d.off, d.m = 0, NewModel()
+	}
+	if err := lockFile(d.lock); err != nil {
+		return fmt.Errorf("faultvfs: lock %s: %w", d.state, err)
+	}
+	_, err := d.log.Write(buf)
+	unlockFile(d.lock)
+	if err != nil {
+		return fmt.Errorf("faultvfs: append to log: %w", err)
+	}
+	clear(d.pending)
+	pendingDirs.Add(-1)
 	return nil
 }
 
@@ -225,18 +312,75 @@ func (d *dirState) storeImage(m *Model, src *os.File) (string, error) {
 		k++
 	}
 	name := strconv.Itoa(k)
-	f := d.imgs[name]
-	if f == nil {
-		var err error
-		if f, err = os.OpenFile(filepath.Join(d.state, imgDir, name), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
-			return "", fmt.Errorf("faultvfs: open image: %w", err)
-		}
-		d.imgs[name] = f
+	f, err := d.image(name)
+	if err != nil {
+		return "", err
+	}
+	if st, err := src.Stat(); err == nil {
+		copied.Add(st.Size())
 	}
 	if err := copyWhole(f, src); err != nil {
 		return "", fmt.Errorf("faultvfs: copy to image: %w", err)
 	}
 	return name, nil
+}
+
+// image returns the open image slot name, opening it on first use.
+func (d *dirState) image(name string) (*os.File, error) {
+	if f := d.imgs[name]; f != nil {
+		return f, nil
+	}
+	f, err := os.OpenFile(filepath.Join(d.state, imgDir, name), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("faultvfs: open image: %w", err)
+	}
+	d.imgs[name] = f
+	return f, nil
+}
+
+// copySpans makes dst, which held the file's content at some earlier
+// time, equal to src, given every range that changed since: it copies
+// those ranges and the tail dst lacks, and cuts dst to src's size. When the
+// ranges cover most of the file, one whole copy is cheaper.
+func copySpans(dst, src *os.File, spans []Span) error {
+	st, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	dt, err := dst.Stat()
+	if err != nil {
+		return err
+	}
+	size, have := st.Size(), dt.Size()
+	if have < size {
+		spans = MergeSpans(spans, []Span{{have, ToEnd}})
+	}
+	var total int64
+	for i, s := range spans {
+		if s[1] == ToEnd || s[1] > size {
+			spans[i][1] = size
+		}
+		if spans[i][0] < spans[i][1] {
+			total += spans[i][1] - spans[i][0]
+		}
+	}
+	if 2*total > size {
+		copied.Add(size)
+		return copyWhole(dst, src)
+	}
+	copied.Add(total)
+	for _, s := range spans {
+		if s[0] >= s[1] {
+			continue
+		}
+		if err := copyRange(dst, src, s[0], s[1]-s[0]); err != nil {
+			return err
+		}
+	}
+	if have > size {
+		return dst.Truncate(size)
+	}
+	return nil
 }
 
 // copyPortable copies size bytes from the start of src over dst with
@@ -248,6 +392,32 @@ func copyPortable(dst, src *os.File, size int64) error {
 	}
 	return dst.Truncate(n)
 }
+
+// smallCopy is the largest range copied through copyBuf in one go.
+const smallCopy = 64 << 10
+
+var copyBuf = make([]byte, smallCopy)
+
+// copyRangePortable copies n bytes at off from src to the same offset in
+// dst with positional reads and writes. Callers hold a dirState's mu, and
+// only one sync copies at a time per process, so copyBuf is shared under
+// copyMu.
+func copyRangePortable(dst, src *os.File, off, n int64) error {
+	if n <= smallCopy {
+		copyMu.Lock()
+		defer copyMu.Unlock()
+		k, err := src.ReadAt(copyBuf[:n], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		_, err = dst.WriteAt(copyBuf[:k], off)
+		return err
+	}
+	_, err := io.Copy(io.NewOffsetWriter(dst, off), io.NewSectionReader(src, off, n))
+	return err
+}
+
+var copyMu sync.Mutex
 
 // dbFile returns this process's descriptor for a database inode, opened on
 // first use and kept until forget; see handle.snapshot for why.

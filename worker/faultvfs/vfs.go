@@ -134,11 +134,13 @@ func idemlabFltSync(id C.longlong) C.int {
 	err := h.d.do(func(m *Model) ([]Op, error) {
 		// Copied under the lock, so images land in the order of the
 		// syncs even when processes race.
-		img, err := h.snapshot(m)
+		own := h.d.pending[h.ino]
+		img, err := h.update(m, own)
 		if err != nil {
 			return nil, err
 		}
-		op := Op{Kind: OpSync, Name: h.name, Ino: h.ino, Img: img, DirSync: h.dirSync}
+		delete(h.d.pending, h.ino)
+		op := Op{Kind: OpSync, Name: h.name, Ino: h.ino, Img: img, DirSync: h.dirSync, Spans: own}
 		h.dirSync = false
 		return []Op{op}, nil
 	})
@@ -162,6 +164,76 @@ func idemlabFltClose(id C.longlong) {
 	}
 }
 
+//export idemlabFltWrite
+func idemlabFltWrite(id C.longlong, start, end C.longlong) {
+	handlesMu.Lock()
+	h := handles[int64(id)]
+	handlesMu.Unlock()
+	if h != nil {
+		h.d.note(h.ino, Span{int64(start), int64(end)})
+	}
+}
+
+// idemlabFltPublish logs every range this process wrote and has not
+// published yet. SQLite calls it through every lock release, so a process
+// that takes a lock after this one and syncs knows what to copy.
+//
+//export idemlabFltPublish
+func idemlabFltPublish() C.int {
+	if pendingDirs.Load() == 0 {
+		return 0
+	}
+	if err := publishAll(); err != nil {
+		fail(err)
+		return 1
+	}
+	return 0
+}
+
+// update brings an image of the file up to its current content and
+// returns its name. With a spare slot, the one holding the image before the
+// current one, it copies into it only the ranges written since that image
+// (the model's PrevDirty and Dirty, and own, this process's unpublished
+// writes); without one it stores a whole snapshot. Runs under d.mu and the
+// folder's lock.
+func (h *handle) update(m *Model, own []Span) (string, error) {
+	spare, ok := m.Spare[h.ino]
+	if !ok {
+		return h.snapshot(m)
+	}
+	src, err := h.source()
+	if err != nil {
+		return "", fmt.Errorf("faultvfs: snapshot: %w", err)
+	}
+	// A process killed half-way through this copy leaves the slot with
+	// some spans already at their newer content; the model still lists
+	// them all, so the next sync copies them again and the slot is right.
+	dst, err := h.d.image(spare)
+	if err != nil {
+		return "", err
+	}
+	spans := MergeSpans(MergeSpans(m.PrevDirty[h.ino], m.Dirty[h.ino]), own)
+	if err := copySpans(dst, src, spans); err != nil {
+		return "", fmt.Errorf("faultvfs: copy to image: %w", err)
+	}
+	return spare, nil
+}
+
+// source returns the descriptor snapshots read the file through.
+func (h *handle) source() (*os.File, error) {
+	switch {
+	case h.db:
+		return h.d.dbFile(h.path, h.ino)
+	case h.src != nil:
+		return h.src, nil
+	}
+	src, err := os.Open(h.path)
+	if err == nil {
+		h.src = src
+	}
+	return src, err
+}
+
 // snapshot stores the file's whole current content as a new image. The
 // copy reads through a descriptor of this package's own, so it stays in the
 // kernel. For a database that descriptor is kept for the life of the
@@ -169,17 +241,7 @@ func idemlabFltClose(id C.longlong) {
 // process holds on it, SQLite's included. Journals and WAL files carry no
 // such locks, so theirs close with the handle. Runs under d.mu.
 func (h *handle) snapshot(m *Model) (string, error) {
-	var src *os.File
-	var err error
-	switch {
-	case h.db:
-		src, err = h.d.dbFile(h.path, h.ino)
-	case h.src != nil:
-		src = h.src
-	default:
-		src, err = os.Open(h.path)
-		h.src = src
-	}
+	src, err := h.source()
 	if err != nil {
 		return "", fmt.Errorf("faultvfs: snapshot: %w", err)
 	}

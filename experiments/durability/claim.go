@@ -1,0 +1,220 @@
+package durability
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"idemlab/experiments/results"
+	wc "idemlab/worker/claim"
+	we "idemlab/worker/explore"
+	"idemlab/worker/protocol"
+)
+
+// PatternClaim is article 003's TTL claim followed by its downstream write,
+// run by explore's claiming worker, which has crash points between the
+// commits.
+const PatternClaim = "claim-ttl"
+
+// DBClaims is the claim pattern's file.
+const DBClaims = "claims.sqlite3"
+
+// TableClaims is article 003's table.
+const TableClaims = "event_claims"
+
+// ClaimTTLMS is the claim's TTL. It is long, so the probe right after the
+// cut surely runs inside it; the re-claim shifts its clock past it instead
+// of waiting.
+const ClaimTTLMS = 60_000
+
+// Roles after the cut in a claim trial: a probe claims inside the TTL,
+// where a surviving claim must hold it off, then a re-claim after the TTL
+// finishes the work if nobody did.
+const (
+	RoleProbe   = "probe"
+	RoleReclaim = "reclaim"
+)
+
+// Holders name the claiming processes; each writes "ext-" + holder as its
+// external id, so the final row says who did the downstream work.
+const (
+	HolderDelivery = "delivery"
+	HolderProbe    = "probe"
+	HolderReclaim  = "reclaim"
+)
+
+// claimHolders maps a claim trial's role to its holder.
+var claimHolders = map[string]string{RoleFirst: HolderDelivery, RoleProbe: HolderProbe, RoleReclaim: HolderReclaim}
+
+// ClaimArgs is a claim process's command line after the worker name; only
+// the re-claim's clock runs past the TTL.
+func ClaimArgs(s Settings, db, holder string) []string {
+	var off int64
+	if holder == HolderReclaim {
+		off = ClaimTTLMS + 1
+	}
+	return we.ClaimArgs{DB: db, Fingerprint: s.EventID, Holder: holder, Classification: s.JobKey, TTLMS: ClaimTTLMS, OffsetMS: off}.Flags()
+}
+
+// claimTrace: the delivery commits its claim, then the downstream fields,
+// each in autocommit. After the cut the probe wins only if the claim is
+// gone, which makes it a second winner inside the delivery's TTL window,
+// and then writes the fields itself; the re-claim after the TTL always wins
+// and writes them if no earlier winner's survived, so nothing is missing.
+func claimTrace(point string) Trace {
+	commits := map[string]int{we.PointClaimSchema: 0, we.PointClaimed: 1, we.PointClaimFollowUp: 2, PointACK: 2}[point]
+	return Trace{Commits: commits, Acked: point == PointACK, After: func(k int) map[string]bool {
+		kept := commits - k
+		lostClaim := commits >= 1 && kept == 0
+		return map[string]bool{TagLostClaim: lostClaim, TagLostDownstream: commits >= 2 && kept < 2, TagDuplicate: lostClaim}
+	}}
+}
+
+// ClaimRow is a rendered event_claims row; NULL columns are "".
+type ClaimRow struct {
+	Fingerprint, Count, ClaimedAt, Classification, ExternalID string
+}
+
+// ClaimOf parses the single row of a claim file's rows; ok is false when
+// there is not exactly one well-formed row.
+func ClaimOf(r Rows) (ClaimRow, bool) {
+	if len(r[TableClaims]) != 1 {
+		return ClaimRow{}, false
+	}
+	f := strings.Split(r[TableClaims][0], "|")
+	if len(f) != 5 {
+		return ClaimRow{}, false
+	}
+	return ClaimRow{f[0], f[1], f[2], f[3], f[4]}, true
+}
+
+// classifyClaim adds the claim's invariants to tags:
+//
+//   - lost-claim: the first process's committed claim is not in the file
+//     the next process opens;
+//   - lost-downstream: downstream fields, once committed, are gone or
+//     replaced, by the cut or by a later winner writing its own;
+//   - duplicate: two wins less than a TTL apart, the first process's win
+//     read from the rows it left, the later ones from their reports;
+//   - missing: the work is still not done at the end.
+func classifyClaim(f Facts, tags map[string]bool) {
+	b, _ := ClaimOf(f.Before)
+	a, _ := ClaimOf(f.After)
+	fin, _ := ClaimOf(f.Final)
+	tags[TagLostClaim] = b.ClaimedAt != "" && a.ClaimedAt != b.ClaimedAt
+	// The first downstream write that stood after the cut must stand at
+	// the end: FollowUps lists the later writers in order.
+	first := a.ExternalID
+	if first == "" && len(f.FollowUps) > 0 {
+		first = f.FollowUps[0]
+	}
+	tags[TagLostDownstream] = b.ExternalID != "" && (a.ExternalID != b.ExternalID || a.Classification != b.Classification) ||
+		first != "" && fin.ExternalID != first
+	wins := slices.Clone(f.Wins)
+	if t, err := strconv.ParseInt(b.ClaimedAt, 10, 64); err == nil {
+		wins = append(wins, t)
+	}
+	slices.Sort(wins)
+	for i := 1; i < len(wins); i++ {
+		tags[TagDuplicate] = tags[TagDuplicate] || wins[i]-wins[i-1] <= ClaimTTLMS
+	}
+	tags[TagMissing] = fin.ExternalID == "" || fin.Classification == ""
+}
+
+// claimStep is one claim process as the fold sees it.
+type claimStep struct {
+	role string
+	p    results.Process
+	rep  protocol.Report
+	ok   bool
+}
+
+// checkClaim cross-checks the claim workers' reports with the rows the
+// parent read around them, and fills the facts the classifier takes from
+// the reports: the later wins and downstream writes.
+func checkClaim(c *results.Checker, l results.Line, st Settings, o Observation, steps []claimStep, f *Facts) {
+	b, _ := ClaimOf(o.Before)
+	a, _ := ClaimOf(o.After)
+	fin, okFin := ClaimOf(o.Final)
+	if okFin && (fin.Fingerprint != st.EventID || fin.Classification != "" && fin.Classification != st.JobKey) {
+		c.Obs(l, results.Field("final", TableClaims, 0), "is %q, not a row of fingerprint %s with classification %s", o.Final[TableClaims][0], st.EventID, st.JobKey)
+	}
+	for _, s := range steps {
+		if !s.ok {
+			continue
+		}
+		holder := claimHolders[s.role]
+		if s.p.ExitCode == protocol.ExitCrash {
+			// A crashed delivery left exactly what its points say.
+			passed := func(pt string) bool { return slices.Contains(s.rep.Points, pt) }
+			if passed(we.PointClaimed) != (b.ClaimedAt != "") || passed(we.PointClaimFollowUp) != (b.ExternalID == wc.ExternalIDFor(holder)) {
+				c.Proc(s.p, "stdout", "passed %q, but the file it left has claimed_at %q and external_id %q", s.rep.Points, b.ClaimedAt, b.ExternalID)
+			}
+			continue
+		}
+		if s.p.ExitCode != protocol.ExitACK {
+			continue
+		}
+		var r we.ClaimResult
+		if err := results.DecodeStrict(s.rep.Result, &r); err != nil {
+			c.Proc(s.p, "stdout", "the report's result is not a claim result: %v", err)
+			continue
+		}
+		if r.Holder != holder {
+			c.Proc(s.p, "stdout", "the worker says it is %q, the %s's holder is %q", r.Holder, s.role, holder)
+		}
+		if r.FollowedUp && (!r.Claim.Won || r.ExternalID != wc.ExternalIDFor(holder)) || r.FoundDone && (!r.Claim.Won || r.FollowedUp) {
+			c.Proc(s.p, "stdout", "won %v, followed up %v with %q, found done %v: not a claim's possible report", r.Claim.Won, r.FollowedUp, r.ExternalID, r.FoundDone)
+		}
+		switch s.role {
+		case RoleFirst:
+			if !r.Claim.Won || b.ClaimedAt != strconv.FormatInt(r.Claim.NowMS, 10) || !r.FollowedUp || b.ExternalID != r.ExternalID {
+				c.Proc(s.p, "stdout", "the delivery says won %v at %d, followed up %v, but the file it left has claimed_at %q and external_id %q", r.Claim.Won, r.Claim.NowMS, r.FollowedUp, b.ClaimedAt, b.ExternalID)
+			}
+			continue
+		case RoleProbe:
+			held := false
+			if t, err := strconv.ParseInt(a.ClaimedAt, 10, 64); err == nil {
+				held = r.Claim.NowMS-t <= ClaimTTLMS
+			}
+			if r.Claim.Won == held {
+				c.Proc(s.p, "stdout", "the probe says won %v at %d, but the claim after the cut is %q (TTL %d ms)", r.Claim.Won, r.Claim.NowMS, a.ClaimedAt, ClaimTTLMS)
+			}
+		case RoleReclaim:
+			if !r.Claim.Won {
+				c.Proc(s.p, "stdout", "the re-claim lost, but it claims after the TTL of every earlier claim")
+			}
+		}
+		if r.Claim.Won {
+			f.Wins = append(f.Wins, r.Claim.NowMS)
+		}
+		if r.FollowedUp {
+			f.FollowUps = append(f.FollowUps, r.ExternalID)
+		}
+	}
+	// The final fields are some winner's: the delivery's kept through the
+	// cut, or a later process's that says it wrote them.
+	if fin.ExternalID != "" && fin.ExternalID != a.ExternalID && !slices.Contains(f.FollowUps, fin.ExternalID) {
+		c.Obs(l, results.Field("final", TableClaims), "external_id %q was neither in the file after the cut nor written by a later process (%q)", fin.ExternalID, f.FollowUps)
+	}
+}
+
+// claimQuery renders the claim row as ClaimOf parses it.
+const claimQuery = `SELECT fingerprint || '|' || count || '|' || coalesce(claimed_at, '') || '|' ||
+coalesce(classification, '') || '|' || coalesce(external_id, '') FROM event_claims ORDER BY fingerprint`
+
+// claimShape checks the claim trial's rows: at most one row, the only
+// fingerprint delivered.
+func claimShape(c *results.Checker, l results.Line, st Settings, o Observation) {
+	for _, name := range []string{"before", "after", "final"} {
+		r := map[string]Rows{"before": o.Before, "after": o.After, "final": o.Final}[name]
+		if n := len(r[TableClaims]); n > 1 {
+			c.Obs(l, name, "%d claim rows, but the fingerprint is the primary key", n)
+		}
+		for i, row := range r[TableClaims] {
+			if !strings.HasPrefix(row, st.EventID+"|") || len(strings.Split(row, "|")) != 5 {
+				c.Obs(l, results.Field(name, TableClaims, i), "is %q, not a row of fingerprint %s", row, st.EventID)
+			}
+		}
+	}
+}
