@@ -38,6 +38,8 @@ func TestResolveCommand(t *testing.T) {
 	}{
 		{"delivered without receipt", []string{"--item", "item-041", "--delivered=true"}, 2, "receipt"},
 		{"delivered flag missing", []string{"--item", "item-041"}, 2, "--delivered"},
+		{"delivered not a boolean", []string{"--item", "item-041", "--delivered", "maybe"}, 2, "as --delivered=true or --delivered false"},
+		{"delivered as a separate word", []string{"--item", "item-040", "--delivered", "false"}, 2, "already SUCCEEDED"},
 		{"missing row", []string{"--item", "item-099", "--delivered=false"}, 2, "no journal row"},
 		{"already succeeded", []string{"--item", "item-040", "--delivered=false"}, 2, "already SUCCEEDED"},
 		{"no such file", []string{"--item", "item-041", "--delivered=false", "--db", db + ".missing"}, 2, "no such journal file"},

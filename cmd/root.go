@@ -92,7 +92,7 @@ func ExitCode(err error, started bool) int {
 		return harness.ExitInterrupted
 	case errors.Is(err, harness.ErrUsage):
 		return harness.ExitUsage
-	case errors.Is(err, harness.ErrExpectation):
+	case errors.Is(err, harness.ErrExpectation), errors.Is(err, harness.ErrFindings), errors.Is(err, harness.ErrResultsDiffer):
 		return harness.ExitExpectation
 	case errors.Is(err, harness.ErrRunFailed):
 		return harness.ExitRunFailed

@@ -17,6 +17,12 @@ var (
 	// ErrHarness means the harness itself failed, for instance a worker
 	// that exited in a way the protocol does not allow (exit 3).
 	ErrHarness = errors.New("harness failure")
+	// ErrFindings means a results folder does not verify: its records do
+	// not give what its results.json says (exit 1).
+	ErrFindings = errors.New("the folder does not verify")
+	// ErrResultsDiffer means verify --rerun observed different results
+	// (exit 1).
+	ErrResultsDiffer = errors.New("the results differ")
 	// ErrRunFailed means a folder is consistent, but the run it records
 	// failed its expectations (verify, exit 4).
 	ErrRunFailed = errors.New("the recorded run failed")

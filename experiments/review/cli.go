@@ -78,7 +78,7 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 			}
 		}
 		if !ro.OK() {
-			return fmt.Errorf("%w: %s: the rerun gave different results (%d scenario(s))", harness.ErrExpectation, cfg.Dir, len(ro.Differences))
+			return fmt.Errorf("%w: %s: the rerun observed differently in %d scenario(s), listed above", harness.ErrResultsDiffer, cfg.Dir, len(ro.Differences))
 		}
 		fmt.Fprintf(w, "rerun: %s reproduced (settings, figures, verdicts, exit codes and crash points equal; times, pids and paths ignored)\n", strings.Join(ro.Scenarios, ", "))
 		out.CodeChanged = append(out.CodeChanged, ro.CodeChanged...)
@@ -129,7 +129,7 @@ func RunReport(cfg ReportConfig) error {
 	}
 	rep, err := BuildReport(out, cfg.Registry)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", harness.ErrExpectation, cfg.Dir, err)
+		return fmt.Errorf("%w: %s: %v; run idemlab verify %s", harness.ErrFindings, cfg.Dir, err, cfg.Dir)
 	}
 	if cfg.HTML == "" && cfg.MD == "" {
 		return RenderMarkdown(cfg.Stdout, rep, func(scenario.Chart) string { return "" })
@@ -167,7 +167,7 @@ func RunReport(cfg ReportConfig) error {
 		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.MD)
 	}
 	if len(rep.Findings) > 0 {
-		return fmt.Errorf("%w: %s: %d consistency finding(s), listed in the report; run idemlab verify %s", harness.ErrExpectation, cfg.Dir, len(rep.Findings), cfg.Dir)
+		return fmt.Errorf("%w: %s: the report was written, with its %d finding(s) under a DOES NOT VERIFY badge; run idemlab verify %s for the list", harness.ErrFindings, cfg.Dir, len(rep.Findings), cfg.Dir)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,7 +39,7 @@ func (o *RerunOutcome) OK() bool { return len(o.Differences) == 0 }
 func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir string) (*RerunOutcome, error) {
 	f := o.Folder
 	if f == nil || f.Results == nil || f.Input == nil || o.Derived == nil {
-		return nil, fmt.Errorf("%w: rerun needs a readable results.json and the folder's %s", harness.ErrExpectation, harness.InputCopyFile)
+		return nil, fmt.Errorf("%w: rerun needs a readable results.json and the folder's %s", harness.ErrFindings, harness.InputCopyFile)
 	}
 	tmp, err := os.MkdirTemp(tempDir, "idemlab-rerun-")
 	if err != nil {
@@ -76,7 +77,7 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 }
 
 func isExpectation(err error) bool {
-	return err != nil && strings.Contains(err.Error(), harness.ErrExpectation.Error())
+	return errors.Is(err, harness.ErrExpectation)
 }
 
 func codeDiff(a, b harness.Code) []string {

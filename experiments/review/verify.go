@@ -286,7 +286,7 @@ func (j jsonRaw) MarshalJSON() ([]byte, error) { return j, nil }
 func Verdict(o *Outcome, dir string) error {
 	switch {
 	case !o.OK():
-		return fmt.Errorf("%w: %s: %d finding(s); the folder does not verify", harness.ErrExpectation, dir, len(o.Findings))
+		return fmt.Errorf("%w: %s: %d finding(s), listed above; each names the file and the field", harness.ErrFindings, dir, len(o.Findings))
 	case !o.RunPassed():
 		return fmt.Errorf("%w: %s is consistent, but its run failed its expectations (pass: false)", harness.ErrRunFailed, dir)
 	case len(o.CodeChanged) > 0:
