@@ -201,7 +201,8 @@ func printSummary(opts *ExperimentOptions, res *harness.Results, plans []suite.P
 	}
 	self := selfName()
 	fmt.Fprintf(w, "%s: results in %s\n", verdictWord(res.Pass), opts.Out)
-	fmt.Fprintf(w, "Check it:   %s verify %s   (add --rerun to run it again and compare)\n", self, opts.Out)
+	fmt.Fprintf(w, "Check it:   %s verify %s\n", self, opts.Out)
+	fmt.Fprintf(w, "            (add --rerun to run it again and compare)\n")
 	fmt.Fprintf(w, "Read it:    %s report %s --html %s\n", self, opts.Out, filepath.Join(opts.Out, "report.html"))
 }
 

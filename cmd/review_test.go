@@ -197,8 +197,8 @@ func TestVerifyCatchesEveryEdit(t *testing.T) {
 			dir := copyFolder(t, fresh)
 			tt.do(t, dir)
 			r := execIn(t, Hooks{}, "verify", dir)
-			if r.code != 1 {
-				t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+			if r.code != 1 || !strings.Contains(r.stderr, "the folder does not verify") {
+				t.Fatalf("exit %d, want 1 saying the folder does not verify\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			found := false
 			for _, line := range strings.Split(r.stdout, "\n") {
