@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -304,6 +303,3 @@ func Failures(res *harness.Results) []string {
 	}
 	return out
 }
-
-// Discard is an io.Writer for callers with nothing to show.
-var Discard io.Writer = io.Discard
