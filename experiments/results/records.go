@@ -139,8 +139,9 @@ func (c *Checker) Report(p Process) (protocol.Report, bool) {
 }
 
 // Argv checks a process's command line against the one its observation
-// implies. Paths the run chose (a temporary database) are compared through
-// same, which the fold supplies.
+// implies. The fold builds want from the settings and from what the
+// observation recorded of the run's own choices, such as its temporary
+// database path, which the fold checks for consistency separately.
 func (c *Checker) Argv(p Process, worker string, want []string) {
 	got := p.Argv
 	if len(got) < 2 || got[1] != "worker" {
