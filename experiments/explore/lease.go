@@ -121,36 +121,11 @@ func readLease(ctx context.Context, path string) (State, error) {
 		return nil, err
 	}
 	defer db.Close()
-	queries := map[string]string{
-		TableLease:        "SELECT holder || '|' || generation || '|' || claimed_at FROM job_lease ORDER BY job_id",
-		TableLeaseJournal: "SELECT item_id || '|' || step_name || '|' || status || '|' || generation FROM lease_journal ORDER BY item_id, step_name",
-		TableLeaseLog:     "SELECT seq || '|' || kind || '|' || holder || '|' || generation || '|' || item_id || '|' || step_name || '|' || status || '|' || at_ms FROM lease_log ORDER BY seq",
-	}
-	for _, t := range []string{TableLease, TableLeaseJournal, TableLeaseLog} {
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", t).Scan(&n); err != nil {
-			return nil, fmt.Errorf("look up table %s: %w", t, err)
-		}
-		if n == 0 {
-			continue
-		}
-		rs, err := db.QueryContext(ctx, queries[t])
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", t, err)
-		}
-		for rs.Next() {
-			var v string
-			if err := rs.Scan(&v); err != nil {
-				rs.Close()
-				return nil, fmt.Errorf("read %s: %w", t, err)
-			}
-			s[t] = append(s[t], v)
-		}
-		if err := errors.Join(rs.Err(), rs.Close()); err != nil {
-			return nil, fmt.Errorf("read %s: %w", t, err)
-		}
-	}
-	return s, nil
+	return readTables(ctx, db, s, []tableQuery{
+		{TableLease, "SELECT holder || '|' || generation || '|' || claimed_at FROM job_lease ORDER BY job_id"},
+		{TableLeaseJournal, "SELECT item_id || '|' || step_name || '|' || status || '|' || generation FROM lease_journal ORDER BY item_id, step_name"},
+		{TableLeaseLog, "SELECT seq || '|' || kind || '|' || holder || '|' || generation || '|' || item_id || '|' || step_name || '|' || status || '|' || at_ms FROM lease_log ORDER BY seq"},
+	})
 }
 
 // logEntry is one parsed lease_log row.

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -351,32 +352,40 @@ func readRedelivery(ctx context.Context, path string) (State, error) {
 		return nil, err
 	}
 	defer db.Close()
-	queries := map[string]string{
-		TableJobs:      "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid",
-		TableProcessed: "SELECT event_id FROM processed_events ORDER BY event_id",
-	}
-	for _, t := range []string{TableJobs, TableProcessed} {
+	return readTables(ctx, db, s, []tableQuery{
+		{TableJobs, "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid"},
+		{TableProcessed, "SELECT event_id FROM processed_events ORDER BY event_id"},
+	})
+}
+
+// tableQuery reads one table as one string per row.
+type tableQuery struct{ table, query string }
+
+// readTables fills s with each table's rows, in order; a table the file
+// does not hold stays as s has it (empty), as a killed worker may leave it.
+func readTables(ctx context.Context, db *sql.DB, s State, qs []tableQuery) (State, error) {
+	for _, q := range qs {
 		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", t).Scan(&n); err != nil {
-			return nil, fmt.Errorf("look up table %s: %w", t, err)
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", q.table).Scan(&n); err != nil {
+			return nil, fmt.Errorf("look up table %s: %w", q.table, err)
 		}
 		if n == 0 {
 			continue
 		}
-		rs, err := db.QueryContext(ctx, queries[t])
+		rs, err := db.QueryContext(ctx, q.query)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", t, err)
+			return nil, fmt.Errorf("read %s: %w", q.table, err)
 		}
 		for rs.Next() {
 			var v string
 			if err := rs.Scan(&v); err != nil {
 				rs.Close()
-				return nil, fmt.Errorf("read %s: %w", t, err)
+				return nil, fmt.Errorf("read %s: %w", q.table, err)
 			}
-			s[t] = append(s[t], v)
+			s[q.table] = append(s[q.table], v)
 		}
 		if err := errors.Join(rs.Err(), rs.Close()); err != nil {
-			return nil, fmt.Errorf("read %s: %w", t, err)
+			return nil, fmt.Errorf("read %s: %w", q.table, err)
 		}
 	}
 	return s, nil
