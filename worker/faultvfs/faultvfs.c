@@ -22,10 +22,28 @@ static sqlite3_vfs fltVfs;
 #define REAL(f) (((FltFile*)(f))->real)
 #define RM(f) (REAL(f)->pMethods)
 
+/* fltNoted is set when a write or truncation noted a range that has not
+** been published yet. A lock release calls into Go only then: a WAL
+** transaction releases shared-memory locks several times, and a call from
+** C into Go costs more than the commit's own work. It is cleared before
+** publishing, so a range noted meanwhile sets it again for the next
+** release. */
+static int fltNoted;
+
+static int fltPublish(void){
+  if( !__atomic_load_n(&fltNoted, __ATOMIC_ACQUIRE) ) return 0;
+  __atomic_store_n(&fltNoted, 0, __ATOMIC_RELEASE);
+  if( idemlabFltPublish()!=0 ){
+    __atomic_store_n(&fltNoted, 1, __ATOMIC_RELEASE);
+    return 1;
+  }
+  return 0;
+}
+
 static int fltClose(sqlite3_file *f){
   FltFile *p = (FltFile*)f;
   int rc;
-  if( p->handle>0 && idemlabFltPublish()!=0 ) return SQLITE_IOERR_WRITE;
+  if( p->handle>0 && fltPublish()!=0 ) return SQLITE_IOERR_WRITE;
   rc = RM(f)->xClose(REAL(f));
   if( p->handle>0 ){
     idemlabFltClose(p->handle);
@@ -40,14 +58,20 @@ static int fltRead(sqlite3_file *f, void *b, int n, sqlite3_int64 o){
 ** leaves at worst a range that did not change. */
 static int fltWrite(sqlite3_file *f, const void *b, int n, sqlite3_int64 o){
   FltFile *p = (FltFile*)f;
-  if( p->handle>0 ) idemlabFltWrite(p->handle, o, o+n);
+  if( p->handle>0 ){
+    idemlabFltWrite(p->handle, o, o+n);
+    __atomic_store_n(&fltNoted, 1, __ATOMIC_RELEASE);
+  }
   return RM(f)->xWrite(REAL(f), b, n, o);
 }
 /* A truncation changes everything from the new size on: bytes written
 ** there later follow a hole of zeros. -1 is "to the end". */
 static int fltTruncate(sqlite3_file *f, sqlite3_int64 size){
   FltFile *p = (FltFile*)f;
-  if( p->handle>0 ) idemlabFltWrite(p->handle, size, -1);
+  if( p->handle>0 ){
+    idemlabFltWrite(p->handle, size, -1);
+    __atomic_store_n(&fltNoted, 1, __ATOMIC_RELEASE);
+  }
   return RM(f)->xTruncate(REAL(f), size);
 }
 static int fltSync(sqlite3_file *f, int flags){
@@ -65,7 +89,7 @@ static int fltLock(sqlite3_file *f, int l){ return RM(f)->xLock(REAL(f), l); }
 /* Published before the release, so no process can take the lock and sync
 ** the file without seeing what this one wrote under it. */
 static int fltUnlock(sqlite3_file *f, int l){
-  if( idemlabFltPublish()!=0 ) return SQLITE_IOERR_UNLOCK;
+  if( fltPublish()!=0 ) return SQLITE_IOERR_UNLOCK;
   return RM(f)->xUnlock(REAL(f), l);
 }
 static int fltCheckReservedLock(sqlite3_file *f, int *pRes){
@@ -82,7 +106,7 @@ static int fltShmMap(sqlite3_file *f, int iPg, int pgsz, int bExtend, void volat
   return RM(f)->xShmMap(REAL(f), iPg, pgsz, bExtend, pp);
 }
 static int fltShmLock(sqlite3_file *f, int offset, int n, int flags){
-  if( (flags & SQLITE_SHM_UNLOCK)!=0 && idemlabFltPublish()!=0 ) return SQLITE_IOERR_UNLOCK;
+  if( (flags & SQLITE_SHM_UNLOCK)!=0 && fltPublish()!=0 ) return SQLITE_IOERR_UNLOCK;
   return RM(f)->xShmLock(REAL(f), offset, n, flags);
 }
 static void fltShmBarrier(sqlite3_file *f){ RM(f)->xShmBarrier(REAL(f)); }
