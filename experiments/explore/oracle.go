@@ -153,21 +153,11 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 			add("points", fmt.Sprintf("%q before %q", e.Window.From, e.Window.To), strings.Join(o.Points, ","))
 			break
 		}
-		if len(o.Outcomes) != len(o.Points) {
-			add("outcomes", fmt.Sprintf("%d (one per point)", len(o.Points)), fmt.Sprint(len(o.Outcomes)))
-		}
+		outcomes := make([][2]string, len(o.Outcomes))
 		for i, po := range o.Outcomes {
-			allowed := e.Outside
-			if slices.Contains(win, po.Point) {
-				allowed = e.Inside
-			}
-			if !slices.Contains(allowed, po.Outcome) {
-				add(fmt.Sprintf("outcomes[%d].outcome", i), "one of "+setString(allowed), po.Outcome)
-			}
+			outcomes[i] = [2]string{po.Point, po.Outcome}
 		}
-		if !slices.Equal(win, o.ViolatingPoints) {
-			add("violating_points", setString(win), setString(o.ViolatingPoints))
-		}
+		checkPoints(add, e, o.Points, win, outcomes, o.ViolatingPoints)
 	case KindTakeover:
 		var o TakeoverObserved
 		if err := json.Unmarshal(rawObs, &o); err != nil {
@@ -189,21 +179,11 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 				}
 			}
 		}
-		if len(o.Outcomes) != len(o.Points) {
-			add("outcomes", fmt.Sprintf("%d (one per point)", len(o.Points)), fmt.Sprint(len(o.Outcomes)))
-		}
+		outcomes := make([][2]string, len(o.Outcomes))
 		for i, t := range o.Outcomes {
-			allowed := e.Outside
-			if slices.Contains(violating, t.Point) {
-				allowed = e.Inside
-			}
-			if !slices.Contains(allowed, t.Outcome) {
-				add(fmt.Sprintf("outcomes[%d].outcome", i), "one of "+setString(allowed), t.Outcome)
-			}
+			outcomes[i] = [2]string{t.Point, t.Outcome}
 		}
-		if !slices.Equal(violating, o.ViolatingPoints) {
-			add("violating_points", setString(violating), setString(o.ViolatingPoints))
-		}
+		checkPoints(add, e, o.Points, violating, outcomes, o.ViolatingPoints)
 		if o.LeaseLost != lost {
 			add("lease_lost", fmt.Sprint(lost), fmt.Sprint(o.LeaseLost))
 		}
@@ -240,6 +220,28 @@ func checkHistogram(add func(path, exp, obs string), path string, allowed []stri
 	}
 	if total != trials {
 		add(path, fmt.Sprintf("%d trials in all", trials), fmt.Sprintf("%d", total))
+	}
+}
+
+// checkPoints is the per-point membership check the sweep and the takeover
+// share: one outcome per point, in e.Inside at the violating points and in
+// e.Outside elsewhere, and the violating points exactly as predicted.
+// outcomes are (point, outcome) pairs in the observed order.
+func checkPoints(add func(path, exp, obs string), e Expected, points, violating []string, outcomes [][2]string, observedViolating []string) {
+	if len(outcomes) != len(points) {
+		add("outcomes", fmt.Sprintf("%d (one per point)", len(points)), fmt.Sprint(len(outcomes)))
+	}
+	for i, po := range outcomes {
+		allowed := e.Outside
+		if slices.Contains(violating, po[0]) {
+			allowed = e.Inside
+		}
+		if !slices.Contains(allowed, po[1]) {
+			add(fmt.Sprintf("outcomes[%d].outcome", i), "one of "+setString(allowed), po[1])
+		}
+	}
+	if !slices.Equal(violating, observedViolating) {
+		add("violating_points", setString(violating), setString(observedViolating))
 	}
 }
 
