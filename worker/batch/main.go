@@ -112,6 +112,10 @@ func RunMain(call *protocol.Call) int {
 		cfg.Verifier = client
 	}
 	res := RunResult{Mode: a.Mode, JobID: a.Job, Items: a.Items}
+	// The receiver's connection is opened while the journal opens: both
+	// wait on the kernel, and neither is part of the timed loop.
+	pinged := make(chan error, 1)
+	go func() { pinged <- client.Ping(ctx) }()
 	if a.Mode == ModeJournal {
 		j, err := OpenJournal(ctx, a.DB, true)
 		if err != nil {
@@ -123,7 +127,7 @@ func RunMain(call *protocol.Call) int {
 		res.SQLite = &j.Settings
 	}
 	items := Items(a.Items, a.ChangeItem)
-	if err := client.Ping(ctx); err != nil {
+	if err := <-pinged; err != nil {
 		return call.Fail(err)
 	}
 	start := time.Now()
