@@ -7,6 +7,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -15,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -67,8 +70,11 @@ type Settings struct {
 	LatencyMS Latency  `json:"latency_ms"`
 	// Lanes is how many modes run side by side: 1, or the number of modes
 	// with concurrent_modes.
-	Lanes      int         `json:"lanes"`
-	Conditions []Condition `json:"conditions"`
+	Lanes int `json:"lanes"`
+	// FirstRunLanes is how many trials' first runs go side by side in each
+	// lane, before the lane's later runs run one at a time.
+	FirstRunLanes int         `json:"first_run_lanes"`
+	Conditions    []Condition `json:"conditions"`
 	// SQLite is what every journal run must read back from its file.
 	SQLite  sqlitedb.Settings `json:"sqlite"`
 	Targets Targets           `json:"timing_targets"`
@@ -105,6 +111,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagTrials, Usage: "trials per condition (batch.trials)"},
 		{Name: FlagMode, Usage: "failure modes, one or a comma list: before_accept,after_accept (batch.modes)"},
 		{Name: FlagConcurrentModes, Usage: "run the modes side by side, true or false (batch.concurrent_modes)", Bool: true},
+		{Name: FlagFirstRunLanes, Usage: "trials whose first runs go side by side; later runs always run alone (batch.first_run_lanes)"},
 	}
 }
 
@@ -128,7 +135,7 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 func SettingsOf(in Input) Settings {
 	s := Settings{
 		JobID: in.JobID, NewJobID: NewJobID(in.JobID), Items: in.Items, FailAt: in.FailAt,
-		Modes: append([]string{}, in.Modes...), Trials: in.Trials, LatencyMS: in.LatencyMS, Lanes: 1,
+		Modes: append([]string{}, in.Modes...), Trials: in.Trials, LatencyMS: in.LatencyMS, Lanes: 1, FirstRunLanes: max(in.FirstRunLanes, 1),
 		SQLite:  RequestedSQLite(),
 		Targets: Targets{JournalRuns23: TargetJournal, Wall: TargetWall},
 	}
@@ -261,9 +268,14 @@ func HeldUnknown(rows []JournalRow, job string) []wb.Key {
 	return out
 }
 
-// Run runs every condition's trials, one process at a time, and records
-// what the parent saw after each.
+// Run runs every condition's trials, a lane per mode when modes go side by
+// side, and records what the parent saw after each process.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+	// Whatever ran before leaves dirty pages too; they are written now,
+	// not during the timed runs.
+	if err := syncFS(env.TempDir); err != nil {
+		return err
+	}
 	lanes := map[string][]Condition{}
 	var order []string
 	for _, c := range p.s.Conditions {
@@ -294,15 +306,77 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	return first
 }
 
-// runLane runs conditions one after another, each condition's trials in
-// order, as the fold expects them.
+// runLane runs a lane's trials in two phases. First every trial's first
+// run, FirstRunLanes at a time: the lane's i-th trial goes to sub-lane
+// i mod FirstRunLanes, and each sub-lane takes its trials in order. First
+// runs are never timed against the floor, and they spend most of their
+// time waiting on simulated latency, so they share the cores well. Then,
+// one trial after another, the rest of each trial's script, alone: the
+// runs the article times never share the machine with another worker.
+// Each trial keeps its receiver and its journal folder from its first run
+// to its last.
 func (p *plan) runLane(ctx context.Context, env scenario.Env, conds []Condition) error {
+	var trials []*trial
 	for _, c := range conds {
-		for t := 1; t <= p.s.Trials; t++ {
-			if err := p.runTrial(ctx, env, c, t); err != nil {
-				return fmt.Errorf("%s trial %d: %w", c.Name, t, err)
+		for n := 1; n <= p.s.Trials; n++ {
+			trials = append(trials, &trial{p: p, env: env, c: c, n: n, script: Script(p.s.Params(c))})
+		}
+	}
+	defer func() {
+		for _, t := range trials {
+			t.cleanup()
+		}
+	}()
+	k := max(p.s.FirstRunLanes, 1)
+	first, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, k)
+	for lane := 0; lane < k; lane++ {
+		go func(lane int) {
+			for i := lane; i < len(trials); i += k {
+				if err := trials[i].act(first, 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}(lane)
+	}
+	var failed error
+	for range k {
+		if err := <-errs; err != nil && failed == nil {
+			failed = err
+			cancel()
+		}
+	}
+	if failed != nil {
+		return failed
+	}
+	// The first runs leave dirty pages that the kernel would write back
+	// during the timed runs, whose commits would then wait for them.
+	if err := syncFS(env.TempDir); err != nil {
+		return err
+	}
+	for _, t := range trials {
+		for ai := 1; ai < len(t.script); ai++ {
+			if err := t.act(ctx, ai); err != nil {
+				return err
 			}
 		}
+		t.cleanup()
+	}
+	return nil
+}
+
+// syncFS flushes the file system that holds dir.
+func syncFS(dir string) error {
+	f, err := os.Open(cmp.Or(dir, os.TempDir()))
+	if err != nil {
+		return fmt.Errorf("%w: open %s to sync it: %v", harness.ErrHarness, dir, err)
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("%w: sync the file system of %s: %v", harness.ErrHarness, dir, err)
 	}
 	return nil
 }
@@ -313,6 +387,8 @@ type trial struct {
 	env     scenario.Env
 	c       Condition
 	n       int
+	script  []Action
+	dir     string
 	db      string
 	journal bool
 	rcv     *Receiver
@@ -322,42 +398,64 @@ type trial struct {
 	runs    int
 }
 
-func (p *plan) runTrial(ctx context.Context, env scenario.Env, c Condition, n int) error {
-	dir, err := os.MkdirTemp(env.TempDir, "idemlab-batch-")
-	if err != nil {
-		return fmt.Errorf("%w: create journal folder: %v", harness.ErrHarness, err)
+// act runs the trial's ai-th script action, preparing the trial first.
+func (t *trial) act(ctx context.Context, ai int) error {
+	if err := t.prepare(); err != nil {
+		return fmt.Errorf("%s trial %d: %w", t.c.Name, t.n, err)
 	}
-	defer os.RemoveAll(dir)
-	params := p.s.Params(c)
-	rc := ReceiverConfig{SendLatency: wb.MSDuration(p.s.LatencyMS.Send)}
-	if Injects(params) {
-		rc.FailItem, rc.FailMode = wb.ItemID(p.s.FailAt), c.Mode
-	}
-	rcv, err := StartReceiver(rc)
-	if err != nil {
-		return fmt.Errorf("%w: %v", harness.ErrHarness, err)
-	}
-	defer rcv.Close()
-	t := &trial{p: p, env: env, c: c, n: n, journal: UsesJournal(params), rcv: rcv, client: wb.NewClient(rcv.URL)}
-	defer t.client.CloseIdle()
-	if t.journal {
-		t.db = filepath.Join(dir, DBName)
-	}
-	for _, a := range Script(params) {
-		switch a.Kind {
-		case ActRun:
-			if err := t.run(ctx, a); err != nil {
-				return err
-			}
-		case ActResolveHeld:
-			for _, k := range HeldUnknown(t.rows, a.Job) {
-				if err := t.resolve(ctx, k); err != nil {
-					return err
-				}
+	var err error
+	switch a := t.script[ai]; a.Kind {
+	case ActRun:
+		err = t.run(ctx, a)
+	case ActResolveHeld:
+		for _, k := range HeldUnknown(t.rows, a.Job) {
+			if err = t.resolve(ctx, k); err != nil {
+				break
 			}
 		}
 	}
+	if err != nil {
+		return fmt.Errorf("%s trial %d: %w", t.c.Name, t.n, err)
+	}
 	return nil
+}
+
+// prepare creates the trial's journal folder and starts its receiver,
+// once.
+func (t *trial) prepare() error {
+	if t.rcv != nil {
+		return nil
+	}
+	dir, err := os.MkdirTemp(t.env.TempDir, "idemlab-batch-")
+	if err != nil {
+		return fmt.Errorf("%w: create journal folder: %v", harness.ErrHarness, err)
+	}
+	params := t.p.s.Params(t.c)
+	rc := ReceiverConfig{SendLatency: wb.MSDuration(t.p.s.LatencyMS.Send)}
+	if Injects(params) {
+		rc.FailItem, rc.FailMode = wb.ItemID(t.p.s.FailAt), t.c.Mode
+	}
+	rcv, err := StartReceiver(rc)
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("%w: %v", harness.ErrHarness, err)
+	}
+	t.dir, t.rcv, t.client, t.journal = dir, rcv, wb.NewClient(rcv.URL), UsesJournal(params)
+	if t.journal {
+		t.db = filepath.Join(dir, DBName)
+	}
+	return nil
+}
+
+// cleanup stops the receiver and removes the folder; it may run twice.
+func (t *trial) cleanup() {
+	if t.rcv == nil {
+		return
+	}
+	t.client.CloseIdle()
+	t.rcv.Close()
+	os.RemoveAll(t.dir)
+	t.rcv = nil
 }
 
 func (t *trial) run(ctx context.Context, a Action) error {

@@ -128,6 +128,7 @@ func TestValidate(t *testing.T) {
 		"batch.modes (--mode)":      func(in *Input) { in.Modes = nil },
 		"batch.latency_ms.send":     func(in *Input) { in.LatencyMS.Send = -1 },
 		"batch.job_id":              func(in *Input) { in.JobID = " " },
+		"batch.first_run_lanes":     func(in *Input) { in.FirstRunLanes = MaxFirstRunLanes + 1 },
 	}
 	for field, mutate := range cases {
 		in := good
@@ -143,24 +144,25 @@ func TestValidate(t *testing.T) {
 // value is an error naming the flag or the field, never ignored.
 func TestPlanFlags(t *testing.T) {
 	section := json.RawMessage(`{"job_id":"job-1","items":50,"fail_at":41,"modes":["before_accept","after_accept"],"trials":5,"latency_ms":{"validate":1.5,"transform":1.5,"send":4}}`)
-	p, err := Scenario{}.Plan(section, map[string]string{"items": "8", "fail-at": "3", "trials": "2", "mode": "after_accept"})
+	p, err := Scenario{}.Plan(section, map[string]string{"items": "8", "fail-at": "3", "trials": "2", "mode": "after_accept", "first-run-lanes": "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := p.Settings().(Settings)
-	got := []any{st.Items, st.FailAt, st.Trials, st.Modes, len(st.Conditions)}
-	if d := cmp.Diff([]any{8, 3, 2, []string{AfterAccept}, len(Conditions)}, got); d != "" {
+	got := []any{st.Items, st.FailAt, st.Trials, st.Modes, len(st.Conditions), st.FirstRunLanes}
+	if d := cmp.Diff([]any{8, 3, 2, []string{AfterAccept}, len(Conditions), 3}, got); d != "" {
 		t.Errorf("settings (-want +got):\n%s", d)
 	}
 	bad := map[string]map[string]string{
-		"--trials":       {"trials": "0"},
-		"--items":        {"items": "many"},
-		"--fail-at":      {"fail-at": "-1"},
-		"batch.fail_at":  {"items": "20"},
-		"batch.modes[0]": {"mode": "sometimes"},
-		"batch.modes[1]": {"mode": "after_accept,after_accept"},
-		"--mode":         {"mode": ""},
-		"--items (zero)": {"items": "0"},
+		"--trials":          {"trials": "0"},
+		"--items":           {"items": "many"},
+		"--fail-at":         {"fail-at": "-1"},
+		"batch.fail_at":     {"items": "20"},
+		"batch.modes[0]":    {"mode": "sometimes"},
+		"batch.modes[1]":    {"mode": "after_accept,after_accept"},
+		"--mode":            {"mode": ""},
+		"--items (zero)":    {"items": "0"},
+		"--first-run-lanes": {"first-run-lanes": "17"},
 	}
 	for want, ov := range bad {
 		_, err := Scenario{}.Plan(section, ov)

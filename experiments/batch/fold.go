@@ -71,34 +71,35 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 		f.line(cf, tf, l, o)
 	}
 	ex := Extra{Trials: []TrialTiming{}, Timings: []TimingSummary{}}
-	var wallFloor float64
-	laneFloor := map[string]float64{}
+	laneTrials := map[string][]TrialTiming{}
 	for _, c := range f.st.Conditions {
 		cf := f.conds[c.Name]
-		if len(cf.trials) == 0 {
+		if cf.trials == nil {
 			continue
 		}
 		var outs []Outcome
 		var times []TrialTiming
 		for i, tf := range cf.trials {
+			if tf == nil {
+				f.c.Add(harness.ObservationsFile, "condition "+c.Name, "trial %d has no lines; the settings give %d trials", i+1, f.st.Trials)
+				continue
+			}
 			if !tf.done() {
 				f.c.Add(harness.ObservationsFile, "condition "+c.Name, "trial %d stops after %d lines; its script has more runs or resolves", i+1, tf.lines)
 			}
 			outs = append(outs, tf.outcome(cf))
 			tt := tf.timing(f.st, c)
 			times = append(times, tt)
-			laneFloor[laneOf(f.st, c)] += tt.AllRunsFloorMS
-		}
-		if len(cf.trials) != f.st.Trials {
-			f.c.Add(harness.ObservationsFile, "condition "+c.Name, "%d trials recorded, the settings give %d", len(cf.trials), f.st.Trials)
+			laneTrials[laneOf(f.st, c)] = append(laneTrials[laneOf(f.st, c)], tt)
 		}
 		folded.Observed[c.Name] = outs
 		ex.Trials = append(ex.Trials, times...)
 		ex.Timings = append(ex.Timings, Summarise(f.st, c, times))
 	}
 	// Lanes run side by side, so the wall's floor is the slowest lane's.
-	for _, v := range laneFloor {
-		wallFloor = max(wallFloor, v)
+	var wallFloor float64
+	for _, ts := range laneTrials {
+		wallFloor = max(wallFloor, laneFloor(ts, f.st.FirstRunLanes))
 	}
 	ex.Wall = wall(f.st, rec, wallFloor)
 	f.c.Unused(rec, 1)
@@ -145,19 +146,21 @@ type trialFold struct {
 	lastHeld []string
 }
 
-// trialFor returns the trial a line belongs to; trials are recorded in
-// order, each after the previous one's last line.
+// trialFor returns the trial a line belongs to. Trials may interleave,
+// since first runs go side by side, but each trial's own lines follow its
+// script in order.
 func (cf *condFold) trialFor(f *folder, l results.Line, n int) *trialFold {
-	switch {
-	case n >= 1 && n == len(cf.trials):
-		return cf.trials[n-1]
-	case n == len(cf.trials)+1 && n <= f.st.Trials:
-		tf := &trialFold{n: n, script: Script(cf.p), armed: Injects(cf.p), idem: map[string]string{}, accepts: map[wb.Key]string{}, rows: []JournalRow{}}
-		cf.trials = append(cf.trials, tf)
-		return tf
+	if n < 1 || n > f.st.Trials {
+		f.c.Obs(l, "trial", "is %d, but the condition's trials are 1 to %d", n, f.st.Trials)
+		return nil
 	}
-	f.c.Obs(l, "trial", "is %d, but the condition's trials run in order from 1 to %d and this one follows trial %d", n, f.st.Trials, len(cf.trials))
-	return nil
+	if cf.trials == nil {
+		cf.trials = make([]*trialFold, f.st.Trials)
+	}
+	if cf.trials[n-1] == nil {
+		cf.trials[n-1] = &trialFold{n: n, script: Script(cf.p), armed: Injects(cf.p), idem: map[string]string{}, accepts: map[wb.Key]string{}, rows: []JournalRow{}}
+	}
+	return cf.trials[n-1]
 }
 
 func (tf *trialFold) done() bool {

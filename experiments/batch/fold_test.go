@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,13 +71,32 @@ func load(tb testing.TB, dir string) results.Records {
 // TestRunRealProcesses runs every condition end to end with real workers,
 // a real journal and the real receiver, and derives the verdict the way
 // the experiment and verify do.
+//
+// Two trials and two first-run lanes make trials of one condition
+// interleave, which the fold must follow; every later run must come after
+// every first run.
 func TestRunRealProcesses(t *testing.T) {
-	section := `{"job_id":"job-1","items":8,"fail_at":3,"modes":["before_accept","after_accept"],"trials":1,"latency_ms":{"validate":0.5,"transform":0.5,"send":1}}`
+	section := `{"job_id":"job-1","items":8,"fail_at":3,"modes":["before_accept","after_accept"],"trials":2,"first_run_lanes":2,"latency_ms":{"validate":0.5,"transform":0.5,"send":1}}`
 	if *update {
 		section = fixtureInput
 	}
 	st, dir := runReal(t, section)
 	rec := load(t, dir)
+	lastFirst, firstLater := -1, len(rec.Observations)
+	for i, l := range rec.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.Step == "run 1" {
+			lastFirst = i
+		} else {
+			firstLater = min(firstLater, i)
+		}
+	}
+	if !*update && lastFirst > firstLater {
+		t.Errorf("line %d is a first run, after line %d, a later one", lastFirst+1, firstLater+1)
+	}
 	res, findings := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), rec)
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
@@ -103,8 +123,16 @@ func TestRunRealProcesses(t *testing.T) {
 		if c.Pass == failing {
 			t.Errorf("wrong oracle: %s pass %v", c.Name, c.Pass)
 		}
-		if failing && (len(c.Differences) != 1 || c.Differences[0].Path != "[0].duplicates") {
-			t.Errorf("wrong oracle: %s differences %v", c.Name, c.Differences)
+		if !failing {
+			continue
+		}
+		if len(c.Differences) != st.Trials {
+			t.Errorf("wrong oracle: %s differences %v, want one per trial", c.Name, c.Differences)
+		}
+		for i, d := range c.Differences {
+			if want := fmt.Sprintf("[%d].duplicates", i); d.Path != want {
+				t.Errorf("wrong oracle: %s difference %d is at %s, want %s", c.Name, i, d.Path, want)
+			}
 		}
 	}
 	if *update {
@@ -221,6 +249,30 @@ func (fx fixture) line(tb testing.TB, cond, step string) map[string]any {
 }
 
 func fixtureSettings(tb testing.TB) Settings { return planOf(tb, fixtureInput, nil) }
+
+// TestLaneFloor checks the critical path's floor on hand-made timings:
+// first runs dealt to k sub-lanes in order, later runs one after another.
+func TestLaneFloor(t *testing.T) {
+	trial := func(first, later float64) TrialTiming {
+		return TrialTiming{Runs: []RunTiming{{Run: 1, FloorMS: first}, {Run: 2, FloorMS: later}}, AllRunsFloorMS: first + later}
+	}
+	ts := []TrialTiming{trial(10, 1), trial(20, 2), trial(30, 3), trial(40, 4)}
+	for _, tt := range []struct {
+		k    int
+		want float64
+	}{
+		{1, 100 + 10}, // every run in turn
+		{2, 60 + 10},  // sub-lanes 10+30 and 20+40
+		{3, 50 + 10},  // 10+40, 20, 30
+		{4, 40 + 10},  // each first run alone
+		{8, 40 + 10},  // more sub-lanes than trials
+		{0, 100 + 10}, // absent means 1
+	} {
+		if got := laneFloor(ts, tt.k); got != tt.want {
+			t.Errorf("k=%d: %v, want %v", tt.k, got, tt.want)
+		}
+	}
+}
 
 // TestFoldClean folds the recorded fixture: no findings, and every
 // condition's observed figures equal the oracle's.

@@ -40,11 +40,20 @@ type Input struct {
 	Trials    int      `json:"trials"`
 	LatencyMS Latency  `json:"latency_ms"`
 	// ConcurrentModes runs the modes' conditions side by side, one lane
-	// per mode; each lane's trials stay in order. The workers mostly sleep
-	// on simulated latency, so two lanes share two cores without moving
-	// the timing ratios (BENCHMARKS.md measures both ways).
+	// per mode; each lane's trials stay in order. It moves the journal's
+	// timing ratio (BENCHMARKS.md measures both ways), so it is off by
+	// default.
 	ConcurrentModes bool `json:"concurrent_modes"`
+	// FirstRunLanes is how many trials' first runs go side by side. A
+	// first run is never timed against the floor; every later run, the
+	// ones the article times, runs alone, after every first run has ended.
+	// Absent or 1 runs every process one after another.
+	FirstRunLanes int `json:"first_run_lanes"`
 }
+
+// MaxFirstRunLanes bounds batch.first_run_lanes; more first runs side by
+// side than this only queue for the same cores.
+const MaxFirstRunLanes = 16
 
 // Flag names of the experiment command.
 const (
@@ -54,6 +63,8 @@ const (
 	FlagMode   = "mode"
 	// FlagConcurrentModes is --concurrent-modes=true|false.
 	FlagConcurrentModes = "concurrent-modes"
+	// FlagFirstRunLanes is --first-run-lanes N.
+	FlagFirstRunLanes = "first-run-lanes"
 )
 
 // MaxTrials bounds batch.trials for the same reason as MaxItems.
@@ -70,7 +81,7 @@ func ApplyFlags(in Input, ov map[string]string) (Input, error) {
 		name string
 		into *int
 		hi   int
-	}{{FlagItems, &in.Items, MaxItems}, {FlagFailAt, &in.FailAt, MaxItems}, {FlagTrials, &in.Trials, MaxTrials}} {
+	}{{FlagItems, &in.Items, MaxItems}, {FlagFailAt, &in.FailAt, MaxItems}, {FlagTrials, &in.Trials, MaxTrials}, {FlagFirstRunLanes, &in.FirstRunLanes, MaxFirstRunLanes}} {
 		v, ok, err := scenario.IntFlag(ov, f.name, 1, f.hi)
 		if err != nil {
 			return in, err
@@ -114,6 +125,9 @@ func (in Input) Validate() error {
 	}
 	if in.Trials < 1 || in.Trials > MaxTrials {
 		return fmt.Errorf("batch.trials (--trials) %d: must be between 1 and %d", in.Trials, MaxTrials)
+	}
+	if in.FirstRunLanes < 0 || in.FirstRunLanes > MaxFirstRunLanes {
+		return fmt.Errorf("batch.first_run_lanes (--first-run-lanes) %d: must be between 1 and %d, or absent for 1", in.FirstRunLanes, MaxFirstRunLanes)
 	}
 	if len(in.Modes) == 0 {
 		return fmt.Errorf("batch.modes (--mode): at least one of %s is required", strings.Join(Modes, ", "))

@@ -193,7 +193,7 @@ func wallTable(w Wall) scenario.Table {
 		Rows:   [][]string{{fmt.Sprintf("%.0f", w.MS), fmt.Sprintf("%.0f", w.FloorMS), fmt.Sprintf("%.3f", w.Ratio), targetCell(w.Target, &w.WithinTarget)}},
 		Legend: []string{
 			"wall ms: first worker's start to last worker's end, from the process records",
-			"floor ms: simulated latency of the steps every run of every trial executed, in the slowest lane when modes run side by side",
+			"floor ms: simulated latency on the critical path: the slowest lane of first runs, then every later run (the slowest mode lane when modes run side by side)",
 			"ratio: wall ms / floor ms; target: MISSED when above it (reported, not failed)",
 		},
 	}

@@ -49,8 +49,9 @@ type TimingSummary struct {
 }
 
 // Wall is the scenario's wall time, first process start to last process
-// end, against the floor of the slowest lane: the simulated latency of
-// every run of every trial that ran one after another.
+// end, against the floor of its critical path: in each lane, the simulated
+// latency of the slowest sub-lane of first runs plus that of every later
+// run; the slowest lane when modes run side by side.
 type Wall struct {
 	MS           float64 `json:"ms"`
 	FloorMS      float64 `json:"floor_ms"`
@@ -163,6 +164,30 @@ func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
 		out = append(out, scenario.Expected{Condition: c.Name, Value: Repeat(oracle(st.Params(c)), st.Trials)})
 	}
 	return out, nil
+}
+
+// laneFloor is the floor of one lane's critical path, its trials in the
+// order it ran them: the slowest sub-lane of first runs (trial i in
+// sub-lane i mod k), then every later run one after another.
+func laneFloor(ts []TrialTiming, k int) float64 {
+	k = max(k, 1)
+	first := make([]float64, k)
+	var rest float64
+	for i, t := range ts {
+		var f1 float64
+		for _, r := range t.Runs {
+			if r.Run == 1 {
+				f1 += r.FloorMS
+			}
+		}
+		first[i%k] += f1
+		rest += t.AllRunsFloorMS - f1
+	}
+	var slowest float64
+	for _, f := range first {
+		slowest = max(slowest, f)
+	}
+	return slowest + rest
 }
 
 // laneOf names the lane a condition ran in: its mode when modes ran side by
