@@ -72,8 +72,9 @@ type Settings struct {
 	// with concurrent_modes.
 	Lanes int `json:"lanes"`
 	// FirstRunLanes is how many trials' first runs go side by side in each
-	// lane, before the lane's later runs run one at a time.
-	FirstRunLanes int         `json:"first_run_lanes"`
+	// lane, before the lane's later runs run one at a time; 0, left out of
+	// the settings, is 1, so folders from before the field still verify.
+	FirstRunLanes int         `json:"first_run_lanes,omitempty"`
 	Conditions    []Condition `json:"conditions"`
 	// SQLite is what every journal run must read back from its file.
 	SQLite  sqlitedb.Settings `json:"sqlite"`
@@ -135,7 +136,7 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 func SettingsOf(in Input) Settings {
 	s := Settings{
 		JobID: in.JobID, NewJobID: NewJobID(in.JobID), Items: in.Items, FailAt: in.FailAt,
-		Modes: append([]string{}, in.Modes...), Trials: in.Trials, LatencyMS: in.LatencyMS, Lanes: 1, FirstRunLanes: max(in.FirstRunLanes, 1),
+		Modes: append([]string{}, in.Modes...), Trials: in.Trials, LatencyMS: in.LatencyMS, Lanes: 1, FirstRunLanes: in.FirstRunLanes,
 		SQLite:  RequestedSQLite(),
 		Targets: Targets{JournalRuns23: TargetJournal, Wall: TargetWall},
 	}

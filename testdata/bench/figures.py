@@ -116,7 +116,7 @@ def main() -> int:
         path = figs[0][0]["wall"]["floor_ms"] / 1000
         rows.append(("batch scenario ÷ its simulated-sleep floor",
                      f"{ratios} (walls {bwalls} s ÷ the critical path's floor {path:.1f} s; every run's simulated latency"
-                     f" adds up to {total:.1f} s; {settings['first_run_lanes']} first-run lane(s), {settings['lanes']} mode lane(s))", "≤ 1.15×"))
+                     f" adds up to {total:.1f} s; {settings.get('first_run_lanes', 1)} first-run lane(s), {settings['lanes']} mode lane(s))", "≤ 1.15×"))
         peer = {}
         if Path(a.peer).is_file():
             peer = peer_ratios(Path(a.peer), settings)
