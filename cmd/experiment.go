@@ -144,7 +144,7 @@ func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
 	so := suite.Options{
 		Registry: opts.hooks.Registry, Out: opts.Out, InputPath: opts.Input, Scenarios: opts.Scenarios,
 		Overrides: opts.Overrides, Executable: exe, Workdir: wd, TempDir: opts.hooks.TempDir,
-		OnStart: prog.Start, OnProcess: prog.Process,
+		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
 	}
 	res, plans, err := suite.Run(ctx, so)
 	prog.Done()

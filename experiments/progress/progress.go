@@ -1,7 +1,10 @@
 // Package progress tells a person waiting for a run how far it is. On a
 // terminal it redraws one line with the processes done out of the known
 // total and an ETA; elsewhere, such as a CI log, it prints one plain line
-// per finished condition, so a log is never silent for minutes.
+// per finished scenario and one every few seconds between, so a log is
+// never silent for minutes. Scenarios run one after another, but a
+// scenario's conditions may interleave (the batch's first runs go side by
+// side), so a condition's end is not something a line can claim.
 package progress
 
 import (
@@ -25,12 +28,17 @@ type Progress struct {
 	total    int
 	done     int
 	start    time.Time
+	scen     string
 	cond     string
-	condN    int
-	condAt   time.Time
+	scenN    int
+	scenAt   time.Time
 	lastDraw time.Time
+	lastLine time.Time
 	drawn    bool
 }
+
+// Every is how often a log gets a line while a scenario runs.
+const Every = 5 * time.Second
 
 // IsTerminal says whether w is a terminal.
 func IsTerminal(w io.Writer) bool {
@@ -69,23 +77,37 @@ func (p *Progress) Process(rec harness.ProcessRecord) {
 	if p.start.IsZero() {
 		p.start = time.Now()
 	}
-	name := rec.Scenario + "/" + rec.Condition
-	if name != p.cond {
-		p.finishCondition()
-		p.cond, p.condN, p.condAt = name, 0, time.Now()
-	}
+	p.cond = rec.Scenario + "/" + rec.Condition
 	p.done++
-	p.condN++
-	if p.tty && (time.Since(p.lastDraw) > 100*time.Millisecond || p.done == p.total) {
+	p.scenN++
+	switch {
+	case p.tty && (time.Since(p.lastDraw) > 100*time.Millisecond || p.done == p.total):
 		p.draw()
+	case !p.tty && time.Since(p.lastLine) >= Every:
+		fmt.Fprintf(p.w, "%s: %s · now %s\n", p.what, p.counts(), p.cond)
+		p.lastLine = time.Now()
 	}
 }
 
-func (p *Progress) finishCondition() {
-	if p.cond == "" || p.tty {
+// Scenario is called as a scenario starts; the one before it has ended. Some scenarios record their
+// processes only when they finish (a pool's members live to the end), so
+// the boundary comes from here, not from the records.
+func (p *Progress) Scenario(name string) {
+	if p == nil || p.w == nil {
 		return
 	}
-	fmt.Fprintf(p.w, "%s: done %s (%d processes, %.1fs) · %s\n", p.what, p.cond, p.condN, time.Since(p.condAt).Seconds(), p.counts())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.finishScenario()
+	p.scen, p.scenN, p.scenAt, p.lastLine = name, 0, time.Now(), time.Now()
+	p.cond = name
+}
+
+func (p *Progress) finishScenario() {
+	if p.scen == "" || p.tty {
+		return
+	}
+	fmt.Fprintf(p.w, "%s: done %s (%d processes, %.1fs) · %s\n", p.what, p.scen, p.scenN, time.Since(p.scenAt).Seconds(), p.counts())
 }
 
 func (p *Progress) counts() string {
@@ -114,7 +136,7 @@ func (p *Progress) draw() {
 }
 
 // Done ends the progress: the terminal line is cleared, so tables start on
-// a clean line, and a log gets its last condition.
+// a clean line, and a log gets its last scenario.
 func (p *Progress) Done() {
 	if p == nil || p.w == nil {
 		return
@@ -127,6 +149,6 @@ func (p *Progress) Done() {
 		}
 		return
 	}
-	p.finishCondition()
-	p.cond = ""
+	p.finishScenario()
+	p.scen = ""
 }

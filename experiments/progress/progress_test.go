@@ -9,20 +9,24 @@ import (
 )
 
 // TestPlainLinesOffATerminal: a log gets the total up front and one line
-// per finished condition, never terminal control codes.
+// per finished scenario, however its conditions interleave, and never
+// terminal control codes.
 func TestPlainLinesOffATerminal(t *testing.T) {
 	var b bytes.Buffer
 	p := New(&b, false, "experiment")
-	p.Start(3)
-	for _, c := range []string{"a", "a", "b"} {
+	p.Start(4)
+	p.Scenario("s")
+	for _, c := range []string{"a", "b", "a"} {
 		p.Process(harness.ProcessRecord{Scenario: "s", Condition: c})
 	}
+	p.Scenario("t")
+	p.Process(harness.ProcessRecord{Scenario: "t", Condition: "c"})
 	p.Done()
 	out := b.String()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 3 || lines[0] != "experiment: 3 worker processes to run" ||
-		!strings.HasPrefix(lines[1], "experiment: done s/a (2 processes") || !strings.Contains(lines[1], "2/3 processes") ||
-		!strings.HasPrefix(lines[2], "experiment: done s/b (1 processes") || !strings.Contains(lines[2], "3/3 processes") {
+	if len(lines) != 3 || lines[0] != "experiment: 4 worker processes to run" ||
+		!strings.HasPrefix(lines[1], "experiment: done s (3 processes") || !strings.Contains(lines[1], "3/4 processes") ||
+		!strings.HasPrefix(lines[2], "experiment: done t (1 processes") || !strings.Contains(lines[2], "4/4 processes") {
 		t.Errorf("progress off a terminal:\n%s", out)
 	}
 	if strings.Contains(out, "\x1b") || strings.Contains(out, "\r") {
@@ -34,6 +38,7 @@ func TestQuietPrintsNothing(t *testing.T) {
 	var b bytes.Buffer
 	p := New(&b, true, "experiment")
 	p.Start(1)
+	p.Scenario("s")
 	p.Process(harness.ProcessRecord{Scenario: "s", Condition: "a"})
 	p.Done()
 	if b.Len() != 0 {

@@ -41,9 +41,11 @@ type Options struct {
 	// system default.
 	TempDir string
 	// OnStart is called once with the number of processes the run will
-	// start, before the first; OnProcess after each is recorded.
-	OnStart   func(total int)
-	OnProcess func(harness.ProcessRecord)
+	// start, before the first; OnScenario before each scenario runs;
+	// OnProcess after each process is recorded.
+	OnStart    func(total int)
+	OnScenario func(name string)
+	OnProcess  func(harness.ProcessRecord)
 }
 
 // Input is a decoded input file: its bytes, hash and sections.
@@ -224,6 +226,9 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		Recorder: rec, TempDir: opts.TempDir,
 	}
 	for _, p := range plans {
+		if opts.OnScenario != nil {
+			opts.OnScenario(p.Scenario.Name())
+		}
 		if err := p.Plan.Run(ctx, env); err != nil {
 			rec.Close()
 			if !errors.Is(err, harness.ErrHarness) && !errors.Is(err, harness.ErrUsage) {
