@@ -73,7 +73,8 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		{"modes, trials", fmt.Sprintf("%s; %d trials per condition", strings.Join(st.Modes, ", "), st.Trials)},
 		{"simulated latency", fmt.Sprintf("validate %v ms, transform %v ms, send %v ms (at the receiver)", st.LatencyMS.Validate, st.LatencyMS.Transform, st.LatencyMS.Send)},
 		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, locking_mode=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.LockingMode, st.SQLite.BusyTimeoutMS)},
-		{"lanes", fmt.Sprintf("%d (modes run side by side when more than 1; each condition's trials in order)", st.Lanes)},
+		{"lanes", fmt.Sprintf("%d (modes run side by side when more than 1)", st.Lanes)},
+		{"first runs", fmt.Sprintf("%d side by side; every later run (the timed ones) alone, after a file-system sync", max(st.FirstRunLanes, 1))},
 		{"timing targets", fmt.Sprintf("journal runs 2+3 in the worker ≤ %.2f× floor; scenario wall ≤ %.2f× floor", st.Targets.JournalRuns23, st.Targets.Wall)},
 	}
 	conds := map[string]harness.ConditionResult{}
