@@ -7,7 +7,6 @@
 package batch
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -16,8 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -365,19 +362,6 @@ func (p *plan) runLane(ctx context.Context, env scenario.Env, conds []Condition)
 			}
 		}
 		t.cleanup()
-	}
-	return nil
-}
-
-// syncFS flushes the file system that holds dir.
-func syncFS(dir string) error {
-	f, err := os.Open(cmp.Or(dir, os.TempDir()))
-	if err != nil {
-		return fmt.Errorf("%w: open %s to sync it: %v", harness.ErrHarness, dir, err)
-	}
-	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return fmt.Errorf("%w: sync the file system of %s: %v", harness.ErrHarness, dir, err)
 	}
 	return nil
 }
