@@ -310,7 +310,8 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 // runs are never timed against the floor, and they spend most of their
 // time waiting on simulated latency, so they share the cores well. Then,
 // one trial after another, the rest of each trial's script, alone: the
-// runs the article times never share the machine with another worker.
+// runs the article times share the machine with no other worker of the
+// lane (nor of any other, unless modes run side by side).
 // Each trial keeps its receiver and its journal folder from its first run
 // to its last.
 func (p *plan) runLane(ctx context.Context, env scenario.Env, conds []Condition) error {
