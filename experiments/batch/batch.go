@@ -275,33 +275,15 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		return err
 	}
 	lanes := map[string][]Condition{}
-	var order []string
+	var jobs []func(context.Context) error
 	for _, c := range p.s.Conditions {
-		key := "all"
-		if p.s.Lanes > 1 {
-			key = c.Mode
-		}
+		key := laneOf(p.s, c)
 		if _, ok := lanes[key]; !ok {
-			order = append(order, key)
+			jobs = append(jobs, func(ctx context.Context) error { return p.runLane(ctx, env, lanes[key]) })
 		}
 		lanes[key] = append(lanes[key], c)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, len(order))
-	for _, key := range order {
-		go func(conds []Condition) {
-			errs <- p.runLane(ctx, env, conds)
-		}(lanes[key])
-	}
-	var first error
-	for range order {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-			cancel()
-		}
-	}
-	return first
+	return harness.RunJobs(ctx, len(jobs), jobs)
 }
 
 // runLane runs a lane's trials in two phases. First every trial's first
@@ -326,30 +308,22 @@ func (p *plan) runLane(ctx context.Context, env scenario.Env, conds []Condition)
 			t.cleanup()
 		}
 	}()
+	// Sub-lane j takes trials j, j+k, j+2k, ...: a fixed deal, so the
+	// fold can name the critical path's floor from the settings alone.
 	k := max(p.s.FirstRunLanes, 1)
-	first, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, k)
-	for lane := 0; lane < k; lane++ {
-		go func(lane int) {
-			for i := lane; i < len(trials); i += k {
-				if err := trials[i].act(first, 0); err != nil {
-					errs <- err
-					return
+	firsts := make([]func(context.Context) error, k)
+	for j := range firsts {
+		firsts[j] = func(ctx context.Context) error {
+			for i := j; i < len(trials); i += k {
+				if err := trials[i].act(ctx, 0); err != nil {
+					return err
 				}
 			}
-			errs <- nil
-		}(lane)
-	}
-	var failed error
-	for range k {
-		if err := <-errs; err != nil && failed == nil {
-			failed = err
-			cancel()
+			return nil
 		}
 	}
-	if failed != nil {
-		return failed
+	if err := harness.RunJobs(ctx, k, firsts); err != nil {
+		return err
 	}
 	// The first runs leave dirty pages that the kernel would write back
 	// during the timed runs, whose commits would then wait for them.

@@ -90,7 +90,8 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 			outs = append(outs, tf.outcome(cf))
 			tt := tf.timing(f.st, c)
 			times = append(times, tt)
-			laneTrials[laneOf(f.st, c)] = append(laneTrials[laneOf(f.st, c)], tt)
+			lane := laneOf(f.st, c)
+			laneTrials[lane] = append(laneTrials[lane], tt)
 		}
 		folded.Observed[c.Name] = outs
 		ex.Trials = append(ex.Trials, times...)

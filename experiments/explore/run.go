@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"idemlab/experiments/batch"
@@ -77,7 +76,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			}
 		}
 	}
-	if err := runPool(ctx, st.Parallel, jobs); err != nil {
+	if err := harness.RunJobs(ctx, st.Parallel, jobs); err != nil {
 		return err
 	}
 	// Races already run their racers at once, so one round at a time.
@@ -286,41 +285,4 @@ func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c 
 	}
 	_, _, err = runStep(ctx, env, pat, nil, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: db})
 	return err
-}
-
-// runPool runs jobs n at a time and stops at the first error.
-func runPool(ctx context.Context, n int, jobs []func(context.Context) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan func(context.Context) error)
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	for w := 0; w < n; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range ch {
-				if err := j(ctx); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		}()
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case ch <- j:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(ch)
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
 }
