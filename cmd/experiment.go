@@ -11,8 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/progress"
+	"idemlab/experiments/results"
 	"idemlab/experiments/review"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/suite"
@@ -124,14 +125,14 @@ belong to a chosen scenario ("idemlab list" shows them).
 
 func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
 	if opts.Out == "" {
-		return fmt.Errorf("%w: --out is required, e.g. --out results-local", harness.ErrUsage)
+		return fmt.Errorf("%w: --out is required, e.g. --out results-local", errclass.ErrUsage)
 	}
 	for _, p := range []struct{ flag, path string }{{"--summary-json", opts.SummaryJSON}, {"--junit", opts.JUnit}} {
 		if p.path == "" {
 			continue
 		}
 		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
-			return fmt.Errorf("%w: %s %s: folder %s does not exist", harness.ErrUsage, p.flag, p.path, filepath.Dir(p.path))
+			return fmt.Errorf("%w: %s %s: folder %s does not exist", errclass.ErrUsage, p.flag, p.path, filepath.Dir(p.path))
 		}
 	}
 	exe, wd, err := selfAndWorkdir(opts.hooks.Executable)
@@ -160,7 +161,7 @@ func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
 
 // printSummary prints each scenario's tables, how the run compares with
 // the article, the failures one line each, and what to do next.
-func printSummary(opts *ExperimentOptions, res *harness.Results, plans []suite.Planned) {
+func printSummary(opts *ExperimentOptions, res *results.Results, plans []suite.Planned) {
 	w := opts.Streams.Out
 	for i, sr := range res.Scenarios {
 		sec, err := plans[i].Scenario.Report(sr)
@@ -233,12 +234,12 @@ func selfAndWorkdir(exe string) (string, string, error) {
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
-			return "", "", fmt.Errorf("%w: find own executable: %v", harness.ErrHarness, err)
+			return "", "", fmt.Errorf("%w: find own executable: %w", errclass.ErrHarness, err)
 		}
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", "", fmt.Errorf("%w: find working folder: %v", harness.ErrHarness, err)
+		return "", "", fmt.Errorf("%w: find working folder: %w", errclass.ErrHarness, err)
 	}
 	return exe, wd, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/errclass"
 	wb "idemlab/worker/batch"
 )
 
@@ -49,7 +49,7 @@ Exit codes:
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !c.Flags().Changed("delivered") {
-				return fmt.Errorf("%w: --delivered=true or --delivered=false is required", harness.ErrUsage)
+				return fmt.Errorf("%w: --delivered=true or --delivered=false is required", errclass.ErrUsage)
 			}
 			return runResolve(c, opts)
 		},
@@ -66,15 +66,15 @@ Exit codes:
 func runResolve(c *cobra.Command, opts *ResolveOptions) error {
 	delivered, err := strconv.ParseBool(opts.Delivered)
 	if err != nil {
-		return fmt.Errorf("%w: --delivered %q: want true or false, as --delivered=true or --delivered false", harness.ErrUsage, opts.Delivered)
+		return fmt.Errorf("%w: --delivered %q: want true or false, as --delivered=true or --delivered false", errclass.ErrUsage, opts.Delivered)
 	}
 	k := wb.Key{Job: opts.Job, Item: opts.Item, Step: opts.Step}
 	err = wb.ResolveFile(c.Context(), wb.ResolveArgs{DB: opts.DB, Key: k, Delivered: delivered, Receipt: opts.Receipt})
 	if errors.Is(err, wb.ErrResolveUsage) {
-		return fmt.Errorf("%w: %v", harness.ErrUsage, err)
+		return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	if delivered {
 		fmt.Fprintf(opts.Streams.Out, "resolved %s: SUCCEEDED with receipt %s; it will not be sent again\n", k, opts.Receipt)

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"idemlab/experiments/all"
-	"idemlab/experiments/harness"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/scenario"
 )
 
@@ -56,7 +56,7 @@ Run "idemlab experiment --out results-local", then "idemlab verify results-local
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w: %v (see %s --help)", harness.ErrUsage, err, c.CommandPath())
+		return fmt.Errorf("%w: %v (see %s --help)", errclass.ErrUsage, err, c.CommandPath())
 	})
 	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newResolveCmd(s))
 	return root
@@ -75,7 +75,7 @@ func execute(ctx context.Context, args []string, s Streams, h Hooks) int {
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return harness.ExitOK
+		return errclass.ExitOK
 	}
 	fmt.Fprintf(s.Err, "idemlab: %v\n", err)
 	return ExitCode(err, started)
@@ -87,30 +87,30 @@ func execute(ctx context.Context, args []string, s Streams, h Hooks) int {
 func ExitCode(err error, started bool) int {
 	switch {
 	case err == nil:
-		return harness.ExitOK
-	case errors.Is(err, harness.ErrInterrupted):
-		return harness.ExitInterrupted
-	case errors.Is(err, harness.ErrUsage):
-		return harness.ExitUsage
-	case errors.Is(err, harness.ErrExpectation), errors.Is(err, harness.ErrFindings), errors.Is(err, harness.ErrResultsDiffer):
-		return harness.ExitExpectation
-	case errors.Is(err, harness.ErrRunFailed):
-		return harness.ExitRunFailed
-	case errors.Is(err, harness.ErrCodeChanged):
-		return harness.ExitCodeChanged
-	case errors.Is(err, harness.ErrHarness):
-		return harness.ExitHarness
+		return errclass.ExitOK
+	case errors.Is(err, errclass.ErrInterrupted):
+		return errclass.ExitInterrupted
+	case errors.Is(err, errclass.ErrUsage):
+		return errclass.ExitUsage
+	case errors.Is(err, errclass.ErrExpectation), errors.Is(err, errclass.ErrFindings), errors.Is(err, errclass.ErrResultsDiffer):
+		return errclass.ExitExpectation
+	case errors.Is(err, errclass.ErrRunFailed):
+		return errclass.ExitRunFailed
+	case errors.Is(err, errclass.ErrCodeChanged):
+		return errclass.ExitCodeChanged
+	case errors.Is(err, errclass.ErrHarness):
+		return errclass.ExitHarness
 	case !started:
-		return harness.ExitUsage
+		return errclass.ExitUsage
 	}
-	return harness.ExitHarness
+	return errclass.ExitHarness
 }
 
 // exactlyOneFolder is cobra's argument check with a message that says what
 // to pass.
 func exactlyOneFolder(c *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("%w: %s needs one results folder, e.g. %s results-local (got %d arguments)", harness.ErrUsage, c.Name(), c.CommandPath(), len(args))
+		return fmt.Errorf("%w: %s needs one results folder, e.g. %s results-local (got %d arguments)", errclass.ErrUsage, c.Name(), c.CommandPath(), len(args))
 	}
 	return nil
 }

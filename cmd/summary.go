@@ -10,7 +10,8 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/errclass"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/suite"
 )
@@ -117,10 +118,10 @@ type SummaryScenario struct {
 type SummaryCondition struct {
 	Name        string               `json:"name"`
 	Pass        bool                 `json:"pass"`
-	Differences []harness.Difference `json:"differences,omitempty"`
+	Differences []results.Difference `json:"differences,omitempty"`
 }
 
-func summarise(out string, res *harness.Results) Summary {
+func summarise(out string, res *results.Results) Summary {
 	s := Summary{Pass: res.Pass, Out: out, Failures: suite.Failures(res)}
 	if s.Failures == nil {
 		s.Failures = []string{}
@@ -160,7 +161,7 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
-func junit(res *harness.Results) junitSuites {
+func junit(res *results.Results) junitSuites {
 	var out junitSuites
 	for _, sc := range res.Scenarios {
 		js := junitSuite{Name: "idemlab/" + sc.Name}
@@ -185,17 +186,17 @@ func junit(res *harness.Results) junitSuites {
 }
 
 // writeCISummaries writes --summary-json and --junit.
-func writeCISummaries(opts *ExperimentOptions, res *harness.Results) error {
+func writeCISummaries(opts *ExperimentOptions, res *results.Results) error {
 	if opts.SummaryJSON != "" {
 		b, _ := json.MarshalIndent(summarise(opts.Out, res), "", "  ")
 		if err := os.WriteFile(opts.SummaryJSON, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("%w: --summary-json %s: %v", harness.ErrHarness, opts.SummaryJSON, err)
+			return fmt.Errorf("%w: --summary-json %s: %w", errclass.ErrHarness, opts.SummaryJSON, err)
 		}
 	}
 	if opts.JUnit != "" {
 		b, _ := xml.MarshalIndent(junit(res), "", "  ")
 		if err := os.WriteFile(opts.JUnit, append([]byte(xml.Header), append(b, '\n')...), 0o644); err != nil {
-			return fmt.Errorf("%w: --junit %s: %v", harness.ErrHarness, opts.JUnit, err)
+			return fmt.Errorf("%w: --junit %s: %w", errclass.ErrHarness, opts.JUnit, err)
 		}
 	}
 	return nil

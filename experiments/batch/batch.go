@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
@@ -388,7 +389,7 @@ func (t *trial) prepare() error {
 	}
 	dir, err := os.MkdirTemp(t.env.TempDir, "idemlab-batch-")
 	if err != nil {
-		return fmt.Errorf("%w: create journal folder: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: create journal folder: %w", errclass.ErrHarness, err)
 	}
 	params := t.p.s.Params(t.c)
 	rc := ReceiverConfig{SendLatency: wb.MSDuration(t.p.s.LatencyMS.Send)}
@@ -398,7 +399,7 @@ func (t *trial) prepare() error {
 	rcv, err := StartReceiver(rc)
 	if err != nil {
 		os.RemoveAll(dir)
-		return fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	t.dir, t.rcv, t.client, t.journal = dir, rcv, wb.NewClient(rcv.URL), UsesJournal(params)
 	if t.journal {
@@ -437,7 +438,7 @@ func (t *trial) run(ctx context.Context, a Action) error {
 func (t *trial) resolve(ctx context.Context, k wb.Key) error {
 	rc, found, err := t.client.Lookup(ctx, k)
 	if err != nil {
-		return fmt.Errorf("%w: check receiver for %s: %v", harness.ErrHarness, k, err)
+		return fmt.Errorf("%w: check receiver for %s: %w", errclass.ErrHarness, k, err)
 	}
 	step := "resolve " + k.String()
 	proc, err := t.env.Runner.Run(ctx, harness.Spec{
@@ -460,12 +461,12 @@ func (t *trial) observe(ctx context.Context, step string, pid int, lk *Lookup) e
 	if t.journal {
 		rows, err := ReadJournal(ctx, t.db)
 		if err != nil {
-			return fmt.Errorf("%w: %v", harness.ErrHarness, err)
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		t.rows, o.Journal = rows, rows
 	}
 	if err := t.env.Recorder.Observe(o); err != nil {
-		return fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/worker"
 	wb "idemlab/worker/batch"
 )
@@ -334,7 +334,7 @@ func peerPath(t *testing.T) string {
 		return p
 	}
 	wd, _ := os.Getwd()
-	root, ok := harness.FindModuleRoot(wd)
+	root, ok := results.FindModuleRoot(wd)
 	if !ok {
 		t.Skip("module root not found")
 	}

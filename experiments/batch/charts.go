@@ -6,13 +6,13 @@ import (
 	"slices"
 
 	"idemlab/experiments/figure"
-	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
 
 // charts draws the duplicates per condition and mode, and the journal's
 // resume time per trial against its floor.
-func charts(res harness.ScenarioResult, st Settings, ex Extra) ([]scenario.Chart, error) {
+func charts(res results.ScenarioResult, st Settings, ex Extra) ([]scenario.Chart, error) {
 	var out []scenario.Chart
 	dup := figure.BarChart{
 		Title: "duplicate sends at the receiver", YLabel: "duplicates", XLabel: "condition",

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
@@ -38,7 +37,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	f := &folder{rec: rec}
 	folded := scenario.Folded{Observed: map[string]any{}}
 	if err := scenario.DecodeStrict(raw, &f.st); err != nil {
-		f.c.Add(harness.ResultsFile, "scenarios[batch].settings", "not batch settings: %v", err)
+		f.c.Add(results.ResultsFile, "scenarios[batch].settings", "not batch settings: %v", err)
 		return folded, f.c.Findings
 	}
 	f.conds = map[string]*condFold{}
@@ -81,11 +80,11 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 		var times []TrialTiming
 		for i, tf := range cf.trials {
 			if tf == nil {
-				f.c.Add(harness.ObservationsFile, "condition "+c.Name, "trial %d has no lines; the settings give %d trials", i+1, f.st.Trials)
+				f.c.Add(results.ObservationsFile, "condition "+c.Name, "trial %d has no lines; the settings give %d trials", i+1, f.st.Trials)
 				continue
 			}
 			if !tf.done() {
-				f.c.Add(harness.ObservationsFile, "condition "+c.Name, "trial %d stops after %d lines; its script has more runs or resolves", i+1, tf.lines)
+				f.c.Add(results.ObservationsFile, "condition "+c.Name, "trial %d stops after %d lines; its script has more runs or resolves", i+1, tf.lines)
 			}
 			outs = append(outs, tf.outcome(cf))
 			tt := tf.timing(f.st, c)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -61,7 +60,7 @@ func load(tb testing.TB, dir string) results.Records {
 		tb.Fatal(err)
 	}
 	for _, fd := range f.Findings {
-		if !strings.Contains(fd.File, harness.InputCopyFile) {
+		if !strings.Contains(fd.File, results.InputCopyFile) {
 			tb.Errorf("loading: %s", fd)
 		}
 	}
@@ -97,7 +96,8 @@ func TestRunRealProcesses(t *testing.T) {
 	if !*update && lastFirst > firstLater {
 		t.Errorf("line %d is a first run, after line %d, a later one", lastFirst+1, firstLater+1)
 	}
-	res, findings := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), rec)
+	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), rec)
+	findings := res.AllFindings()
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
 	}
@@ -117,7 +117,7 @@ func TestRunRealProcesses(t *testing.T) {
 		}
 		return o
 	}
-	res, _ = scenario.Evaluate(Scenario{Oracle: wrong}, nil, scenario.Marshal(st), rec)
+	res = scenario.Evaluate(Scenario{Oracle: wrong}, nil, scenario.Marshal(st), rec)
 	for _, c := range res.Conditions {
 		failing := strings.HasSuffix(c.Name, "/"+CondJournal)
 		if c.Pass == failing {
@@ -148,7 +148,7 @@ func writeFixture(t *testing.T, dir string) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{harness.ObservationsFile, harness.ProcessesFile} {
+	for _, name := range []string{results.ObservationsFile, results.ProcessesFile} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +190,7 @@ func readJSONL(tb testing.TB, path string) []map[string]any {
 
 func loadFixture(tb testing.TB) fixture {
 	dir := filepath.Join("testdata", "records")
-	return fixture{readJSONL(tb, filepath.Join(dir, harness.ObservationsFile)), readJSONL(tb, filepath.Join(dir, harness.ProcessesFile))}
+	return fixture{readJSONL(tb, filepath.Join(dir, results.ObservationsFile)), readJSONL(tb, filepath.Join(dir, results.ProcessesFile))}
 }
 
 func (fx fixture) records(tb testing.TB) results.Records {
@@ -206,7 +206,7 @@ func (fx fixture) records(tb testing.TB) results.Records {
 	var procs []results.Process
 	for i, m := range fx.procs {
 		raw, _ := json.Marshal(m)
-		var p harness.ProcessRecord
+		var p results.ProcessRecord
 		if err := json.Unmarshal(raw, &p); err != nil {
 			tb.Fatal(err)
 		}
@@ -278,7 +278,8 @@ func TestLaneFloor(t *testing.T) {
 // condition's observed figures equal the oracle's.
 func TestFoldClean(t *testing.T) {
 	st := fixtureSettings(t)
-	res, findings := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), loadFixture(t).records(t))
+	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), loadFixture(t).records(t))
+	findings := res.AllFindings()
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
 	}
@@ -315,39 +316,39 @@ func TestFoldTampered(t *testing.T) {
 		{"journal row status", func(tb testing.TB, fx *fixture) {
 			rows := fx.line(tb, baJournal, "run 3")["journal"].([]any)
 			rows[0].(map[string]any)["status"] = "FAILED"
-		}, harness.ObservationsFile, "journal[0].updated_at"},
+		}, results.ObservationsFile, "journal[0].updated_at"},
 		{"journal row removed", func(tb testing.TB, fx *fixture) {
 			l := fx.line(tb, baJournal, "run 3")
 			l["journal"] = l["journal"].([]any)[1:]
-		}, harness.ObservationsFile, "journal"},
+		}, results.ObservationsFile, "journal"},
 		{"receiver log entry removed", func(tb testing.TB, fx *fixture) {
 			l := fx.line(tb, baRerun, "run 2")
 			l["sends"] = l["sends"].([]any)[1:]
-		}, harness.ObservationsFile, "sends[0].seq"},
+		}, results.ObservationsFile, "sends[0].seq"},
 		{"receiver log entry duplicated", func(tb testing.TB, fx *fixture) {
 			l := fx.line(tb, baRerun, "run 2")
 			s := l["sends"].([]any)
 			l["sends"] = append([]any{s[0]}, s...)
-		}, harness.ObservationsFile, "sends[1].seq"},
+		}, results.ObservationsFile, "sends[1].seq"},
 		{"receiver log outcome", func(tb testing.TB, fx *fixture) {
 			s := fx.line(tb, baRerun, "run 2")["sends"].([]any)
 			s[0].(map[string]any)["outcome"] = SendRejected
-		}, harness.ObservationsFile, "sends[0].outcome"},
+		}, results.ObservationsFile, "sends[0].outcome"},
 		{"send outside the process window", func(tb testing.TB, fx *fixture) {
 			s := fx.line(tb, baRerun, "run 2")["sends"].([]any)
 			s[0].(map[string]any)["at"] = "2001-01-01T00:00:00Z"
-		}, harness.ObservationsFile, "sends[0].at"},
+		}, results.ObservationsFile, "sends[0].at"},
 		{"receiver URL of one line", func(tb testing.TB, fx *fixture) {
 			fx.line(tb, baJournal, "run 2")["receiver"] = "http://127.0.0.1:1"
-		}, harness.ObservationsFile, "receiver"},
+		}, results.ObservationsFile, "receiver"},
 		{"lookup found flipped", func(tb testing.TB, fx *fixture) {
 			l := fx.line(tb, aaJournal, "resolve job-1:item-002:notify_external")
 			l["lookup"].(map[string]any)["found"] = false
-		}, harness.ObservationsFile, "lookup"},
+		}, results.ObservationsFile, "lookup"},
 		{"run argv -mode", func(tb testing.TB, fx *fixture) {
 			argv := fx.proc(tb, baRerun, "trial 1 run 2")["argv"].([]any)
 			argv[4] = wb.ModeJournal
-		}, harness.ProcessesFile, "argv"},
+		}, results.ProcessesFile, "argv"},
 		{"resolve -delivered", func(tb testing.TB, fx *fixture) {
 			argv := fx.proc(tb, aaJournal, "trial 1 resolve job-1:item-002:notify_external")["argv"].([]any)
 			for i, a := range argv {
@@ -355,46 +356,46 @@ func TestFoldTampered(t *testing.T) {
 					argv[i] = "-delivered=false"
 				}
 			}
-		}, harness.ProcessesFile, "argv"},
+		}, results.ProcessesFile, "argv"},
 		{"crash env removed", func(tb testing.TB, fx *fixture) {
 			fx.proc(tb, aaCrash, "trial 1 run 1")["env"] = map[string]any{}
-		}, harness.ProcessesFile, "env"},
+		}, results.ProcessesFile, "env"},
 		{"crash env added", func(tb testing.TB, fx *fixture) {
 			fx.proc(tb, aaJournal, "trial 1 run 2")["env"] = map[string]any{"IDEMLAB_CRASH_AT": "before-send:item-002"}
-		}, harness.ProcessesFile, "env"},
+		}, results.ProcessesFile, "env"},
 		{"child's validate count", func(tb testing.TB, fx *fixture) {
 			report(tb, fx.proc(tb, baRerun, "trial 1 run 2"), func(_, r map[string]any) {
 				r["executed_by_step"].(map[string]any)["validate"] = 3.0
 			})
-		}, harness.ProcessesFile, "stdout.result.executed_by_step"},
+		}, results.ProcessesFile, "stdout.result.executed_by_step"},
 		{"child's journal executed count", func(tb testing.TB, fx *fixture) {
 			report(tb, fx.proc(tb, baJournal, "trial 1 run 2"), func(_, r map[string]any) {
 				r["executed_by_step"].(map[string]any)["transform"] = 9.0
 			})
-		}, harness.ProcessesFile, "stdout.result.executed_by_step.transform"},
+		}, results.ProcessesFile, "stdout.result.executed_by_step.transform"},
 		{"child's skipped count", func(tb testing.TB, fx *fixture) {
 			report(tb, fx.proc(tb, baJournal, "trial 1 run 3"), func(_, r map[string]any) { r["skipped_steps"] = 1.0 })
-		}, harness.ProcessesFile, "stdout.result.skipped_steps"},
+		}, results.ProcessesFile, "stdout.result.skipped_steps"},
 		{"child's held list", func(tb testing.TB, fx *fixture) {
 			report(tb, fx.proc(tb, baJournal, "trial 1 run 2"), func(_, r map[string]any) { r["held"] = []any{} })
-		}, harness.ProcessesFile, "stdout.result.held"},
+		}, results.ProcessesFile, "stdout.result.held"},
 		{"child's read-back pragma", func(tb testing.TB, fx *fixture) {
 			report(tb, fx.proc(tb, aaJournal, "trial 1 run 3"), func(_, r map[string]any) {
 				r["sqlite"].(map[string]any)["synchronous"] = "FULL"
 			})
-		}, harness.ProcessesFile, "stdout.result.sqlite"},
+		}, results.ProcessesFile, "stdout.result.sqlite"},
 		{"worker ms below the floor", func(tb testing.TB, fx *fixture) {
 			report(tb, fx.proc(tb, aaKey, "trial 1 run 2"), func(_, r map[string]any) { r["ms"] = 0.01 })
-		}, harness.ProcessesFile, "stdout.result.ms"},
+		}, results.ProcessesFile, "stdout.result.ms"},
 		{"process shorter than the worker", func(tb testing.TB, fx *fixture) {
 			fx.proc(tb, aaKey, "trial 1 run 2")["duration_ms"] = 0.5
-		}, harness.ProcessesFile, "duration_ms"},
+		}, results.ProcessesFile, "duration_ms"},
 		{"child's points", func(tb testing.TB, fx *fixture) {
 			report(tb, fx.proc(tb, baRerun, "trial 1 run 2"), func(rep, _ map[string]any) { rep["points"] = rep["points"].([]any)[1:] })
-		}, harness.ProcessesFile, "stdout.points"},
+		}, results.ProcessesFile, "stdout.points"},
 		{"exit code", func(tb testing.TB, fx *fixture) {
 			fx.proc(tb, baRerun, "trial 1 run 1")["exit_code"] = 0.0
-		}, harness.ProcessesFile, "stdout.result.failed"},
+		}, results.ProcessesFile, "stdout.result.failed"},
 		{"extra process line", func(tb testing.TB, fx *fixture) {
 			extra := map[string]any{}
 			for k, v := range fx.procs[0] {
@@ -402,14 +403,14 @@ func TestFoldTampered(t *testing.T) {
 			}
 			extra["id"] = 9999.0
 			fx.procs = append(fx.procs, extra)
-		}, harness.ProcessesFile, "(process 9999)"},
+		}, results.ProcessesFile, "(process 9999)"},
 		{"process ids swapped", func(tb testing.TB, fx *fixture) {
 			a, b := fx.line(tb, baRerun, "run 1"), fx.line(tb, baRerun, "run 2")
 			a["process_id"], b["process_id"] = b["process_id"], a["process_id"]
-		}, harness.ProcessesFile, "label"},
+		}, results.ProcessesFile, "label"},
 		{"trial number", func(tb testing.TB, fx *fixture) {
 			fx.line(tb, baJournal, "run 2")["trial"] = 2.0
-		}, harness.ObservationsFile, "trial"},
+		}, results.ObservationsFile, "trial"},
 	}
 	st := fixtureSettings(t)
 	for _, tt := range tests {

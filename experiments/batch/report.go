@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 )
@@ -55,7 +56,7 @@ func ReadPublished() (Published, error) {
 
 // Report arranges a derived result: per mode a counts table and a timing
 // table, the scenario's wall time, and article 002's figures beside ours.
-func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 	var sec scenario.Section
 	var st Settings
 	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {
@@ -77,7 +78,7 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 		{"first runs", fmt.Sprintf("%d side by side; every later run (the timed ones) alone, after a file-system sync", max(st.FirstRunLanes, 1))},
 		{"timing targets", fmt.Sprintf("journal runs 2+3 in the worker ≤ %.2f× floor; scenario wall ≤ %.2f× floor", st.Targets.JournalRuns23, st.Targets.Wall)},
 	}
-	conds := map[string]harness.ConditionResult{}
+	conds := map[string]results.ConditionResult{}
 	observed := map[string][]Outcome{}
 	for _, c := range res.Conditions {
 		conds[c.Name] = c
@@ -107,7 +108,7 @@ func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
 	return sec, nil
 }
 
-func countsTable(st Settings, mode string, conds map[string]harness.ConditionResult) scenario.Table {
+func countsTable(st Settings, mode string, conds map[string]results.ConditionResult) scenario.Table {
 	t := scenario.Table{
 		Title:  mode + ": runs, held items and sends (first trial; ok covers every trial)",
 		Header: []string{"condition", "run 1", "run 2", "run 3", "held", "dup", "once", "ok"},

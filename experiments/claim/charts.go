@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	"idemlab/experiments/figure"
-	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
 
 // winnersChart draws the winners of each race per round and claim: race A
 // sets the row up, race B is the race under test. A round with no race B
 // draws no B bar.
-func winnersChart(res harness.ScenarioResult, st Settings) ([]scenario.Chart, error) {
+func winnersChart(res results.ScenarioResult, st Settings) ([]scenario.Chart, error) {
 	c := figure.BarChart{Title: "winners per race", YLabel: "winners", XLabel: "round / claim", ExpectedName: "expected (oracle)"}
 	races := map[string]*figure.Series{}
 	var order []string

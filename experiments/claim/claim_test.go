@@ -9,7 +9,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -93,7 +92,7 @@ func TestRealProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The suite copies the input file; the loader expects the copy.
-	if err := os.WriteFile(filepath.Join(env.Dir, harness.InputCopyFile), []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(env.Dir, results.InputCopyFile), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
@@ -108,7 +107,8 @@ func TestRealProcesses(t *testing.T) {
 		t.Fatalf("%d processes, want the pool of 2", len(rec.Processes))
 	}
 	settings := scenario.Marshal(p.Settings())
-	res, findings := scenario.Evaluate(Scenario{}, ov, settings, rec)
+	res := scenario.Evaluate(Scenario{}, ov, settings, rec)
+	findings := res.AllFindings()
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
 	}
@@ -128,7 +128,7 @@ func TestRealProcesses(t *testing.T) {
 		}
 		return Expect(v, r, b, p)
 	}}
-	res, _ = scenario.Evaluate(wrong, ov, settings, rec)
+	res = scenario.Evaluate(wrong, ov, settings, rec)
 	for _, c := range res.Conditions {
 		if failing := c.Name == "3-after-ttl/legacy"; c.Pass == failing {
 			t.Errorf("%s: pass %v under the wrong oracle", c.Name, c.Pass)
@@ -143,7 +143,8 @@ func TestRealProcesses(t *testing.T) {
 // the article's cells all match, and round 1 shows only race A.
 func TestReport(t *testing.T) {
 	st := Derive(smallInput(2, 1), true)
-	res, findings := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), history(t, st).records(t))
+	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), history(t, st).records(t))
+	findings := res.AllFindings()
 	if len(findings) > 0 || !res.Pass {
 		t.Fatalf("pass %v, findings %v", res.Pass, findings)
 	}

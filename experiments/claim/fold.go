@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
@@ -55,7 +54,7 @@ type MutantRow struct {
 	KilledBy []string   `json:"killed_by"`
 	Survived []string   `json:"survived"`
 	// Differences are the killing rounds' fields, expected and observed.
-	Differences map[string][]harness.Difference `json:"differences"`
+	Differences map[string][]results.Difference `json:"differences"`
 }
 
 // member is a pool process as the fold reads it: its transcript by race,
@@ -99,7 +98,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	f := &folder{rec: rec, members: map[int]*member{}, busy: map[string]int{}}
 	st, err := decodeSettings(raw)
 	if err != nil {
-		f.c.Add(harness.ResultsFile, "scenarios[claim].settings", "%v", err)
+		f.c.Add(results.ResultsFile, "scenarios[claim].settings", "%v", err)
 		return folded, f.c.Findings
 	}
 	f.st = st
@@ -148,7 +147,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	}
 	if n := len(rec.Observations); n < len(sched) {
 		s := sched[n]
-		f.c.Add(harness.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
+		f.c.Add(results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
 	}
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
@@ -177,7 +176,7 @@ func (s Scenario) mutants(st Settings, perRep map[string][][]RaceOutcome) *Mutan
 	t := &MutantTable{Repetitions: st.MutantRepetitions, Oracle: fmt.Sprintf("the oracle of the %s claim with boundary %q", wc.TTL, wc.Chosen)}
 	oracle := s.oracle()
 	for _, m := range st.MutantVariants {
-		row := MutantRow{Mutant: m, KilledBy: []string{}, Survived: []string{}, Differences: map[string][]harness.Difference{}}
+		row := MutantRow{Mutant: m, KilledBy: []string{}, Survived: []string{}, Differences: map[string][]results.Difference{}}
 		for _, r := range st.Rounds {
 			if !r.hasKind(wc.TTL) {
 				continue
@@ -266,7 +265,7 @@ func (f *folder) readPool() {
 		f.members[p.ID] = m
 	}
 	if len(f.rec.Processes) != f.st.PoolSize {
-		f.c.Add(harness.ProcessesFile, "", "%d processes of scenario claim, but the pool has %d members", len(f.rec.Processes), f.st.PoolSize)
+		f.c.Add(results.ProcessesFile, "", "%d processes of scenario claim, but the pool has %d members", len(f.rec.Processes), f.st.PoolSize)
 	}
 }
 
@@ -343,13 +342,13 @@ func (f *folder) race(l results.Line, s Slot, o Observation, prev *wc.Row, marks
 		}
 		e, ok := m.entries[o.Race]
 		if !ok {
-			f.c.Proc(p, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", o.Race, harness.ObservationsFile, l.N, k)
+			f.c.Proc(p, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", o.Race, results.ObservationsFile, l.N, k)
 			continue
 		}
 		m.used[o.Race] = true
 		ef := fmt.Sprintf("stdout: race %d", o.Race)
 		for _, d := range results.DiffPaths("", r.Request, e.Request) {
-			f.c.Proc(p, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, harness.ObservationsFile, l.N)
+			f.c.Proc(p, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, l.N)
 		}
 		if e.SQLite != f.st.SQLite {
 			f.c.Proc(p, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
@@ -33,7 +32,7 @@ type hist struct {
 	st      Settings
 	obs     []Observation
 	members []wc.PoolResult
-	procs   []harness.ProcessRecord
+	procs   []results.ProcessRecord
 }
 
 // history builds a clean history for st without processes: every racer's
@@ -110,7 +109,7 @@ func history(tb testing.TB, st Settings) *hist {
 		db.Close()
 	}
 	for i := range h.members {
-		h.procs = append(h.procs, harness.ProcessRecord{
+		h.procs = append(h.procs, results.ProcessRecord{
 			ID: i + 1, Scenario: Name, Condition: PoolCondition, Label: MemberLabel(i), Worker: wc.PoolWorker,
 			Argv: append([]string{"idemlab", "worker", wc.PoolWorker}, wc.PoolArgs(PoolConfig(st, MemberLabel(i)))...),
 			Env:  map[string]string{}, PID: 100 + i,
@@ -223,13 +222,13 @@ func TestFoldTampered(t *testing.T) {
 		field string
 		edit  func(tb testing.TB, h *hist)
 	}{
-		{"member echoes another variant", harness.ProcessesFile, "request.variant", func(tb testing.TB, h *hist) {
+		{"member echoes another variant", results.ProcessesFile, "request.variant", func(tb testing.TB, h *hist) {
 			h.entry(tb, h.find(tb, "3-after-ttl/ttl", "B"), 0).Request.Variant = wc.MutantNoWhere
 		}},
-		{"parent sent another variant", harness.ObservationsFile, "racers[0].request.variant", func(tb testing.TB, h *hist) {
+		{"parent sent another variant", results.ObservationsFile, "racers[0].request.variant", func(tb testing.TB, h *hist) {
 			h.obs[h.find(tb, "2-within-ttl/ttl", "B")].Racers[0].Request.Variant = wc.Legacy
 		}},
-		{"winner claim swapped, row names the other", harness.ObservationsFile, "row.external_id", func(tb testing.TB, h *hist) {
+		{"winner claim swapped, row names the other", results.ObservationsFile, "row.external_id", func(tb testing.TB, h *hist) {
 			i := h.find(tb, "1-fresh/ttl", "A")
 			a, b := h.entry(tb, i, 0), h.entry(tb, i, 1)
 			if !a.Outcome.Won {
@@ -238,7 +237,7 @@ func TestFoldTampered(t *testing.T) {
 			a.Outcome.Won, a.Outcome.Changes, a.FollowedUp, a.ExternalID = false, 0, false, ""
 			b.Outcome.Won, b.Outcome.Changes, b.FollowedUp, b.ExternalID = true, 1, true, wc.ExternalIDFor(b.Request.Label)
 		}},
-		{"racer's report dropped", harness.ProcessesFile, "stdout", func(tb testing.TB, h *hist) {
+		{"racer's report dropped", results.ProcessesFile, "stdout", func(tb testing.TB, h *hist) {
 			i := h.find(tb, "3-after-ttl/legacy", "B")
 			m := &h.members[h.obs[i].Racers[1].ProcessID-1]
 			for j, e := range m.Races {
@@ -248,55 +247,55 @@ func TestFoldTampered(t *testing.T) {
 				}
 			}
 		}},
-		{"row classification changed by a re-claim", harness.ObservationsFile, "row.classification", func(tb testing.TB, h *hist) {
+		{"row classification changed by a re-claim", results.ObservationsFile, "row.classification", func(tb testing.TB, h *hist) {
 			other := "other"
 			h.obs[h.find(tb, "8-reclaim-keeps-downstream/ttl", "B")].Row.Classification = &other
 		}},
-		{"clock offset", harness.ObservationsFile, "request.clock_offset_ms", func(tb testing.TB, h *hist) {
+		{"clock offset", results.ObservationsFile, "request.clock_offset_ms", func(tb testing.TB, h *hist) {
 			h.obs[h.find(tb, "3-after-ttl/ttl", "B")].Racers[1].Request.ClockOffsetMS++
 		}},
-		{"pinned now", harness.ObservationsFile, "request.now_ms", func(tb testing.TB, h *hist) {
+		{"pinned now", results.ObservationsFile, "request.now_ms", func(tb testing.TB, h *hist) {
 			h.obs[h.find(tb, "5-at-boundary/ttl", "B")].Racers[0].Request.NowMS--
 		}},
-		{"busy_timeout read back", harness.ProcessesFile, "sqlite", func(tb testing.TB, h *hist) {
+		{"busy_timeout read back", results.ProcessesFile, "sqlite", func(tb testing.TB, h *hist) {
 			h.entry(tb, h.find(tb, "2-within-ttl/legacy", "B"), 1).SQLite.BusyTimeoutMS = 0
 		}},
-		{"extra process line", harness.ProcessesFile, "process 3", func(tb testing.TB, h *hist) {
+		{"extra process line", results.ProcessesFile, "process 3", func(tb testing.TB, h *hist) {
 			p := h.procs[0]
 			p.ID, p.Label = 3, MemberLabel(2)
 			p.Argv = append([]string{"idemlab", "worker", wc.PoolWorker}, wc.PoolArgs(PoolConfig(h.st, p.Label))...)
 			p.Stdout = `{"worker":"claim.pool","points":[],"result":{"label":"pool-3","races":[]}}` + "\n"
 			h.procs = append(h.procs, p)
 		}},
-		{"one process in two slots of a race", harness.ObservationsFile, "racers[1].process_id", func(tb testing.TB, h *hist) {
+		{"one process in two slots of a race", results.ObservationsFile, "racers[1].process_id", func(tb testing.TB, h *hist) {
 			o := &h.obs[h.find(tb, "2-within-ttl/ttl", "B")]
 			o.Racers[1].ProcessID = o.Racers[0].ProcessID
 		}},
-		{"member exit code", harness.ProcessesFile, "exit_code", func(tb testing.TB, h *hist) {
+		{"member exit code", results.ProcessesFile, "exit_code", func(tb testing.TB, h *hist) {
 			h.procs[1].ExitCode = 3
 		}},
-		{"member argv ttl", harness.ProcessesFile, "argv", func(tb testing.TB, h *hist) {
+		{"member argv ttl", results.ProcessesFile, "argv", func(tb testing.TB, h *hist) {
 			for i, a := range h.procs[0].Argv {
 				if a == "-ttl-ms" {
 					h.procs[0].Argv[i+1] = "1"
 				}
 			}
 		}},
-		{"crash point in env", harness.ProcessesFile, "env", func(tb testing.TB, h *hist) {
+		{"crash point in env", results.ProcessesFile, "env", func(tb testing.TB, h *hist) {
 			h.procs[0].Env = map[string]string{protocol.EnvCrashAt: "x"}
 		}},
-		{"loser claims a win within the TTL", harness.ObservationsFile, "row.count", func(tb testing.TB, h *hist) {
+		{"loser claims a win within the TTL", results.ObservationsFile, "row.count", func(tb testing.TB, h *hist) {
 			e := h.entry(tb, h.find(tb, "2-within-ttl/ttl", "B"), 0)
 			e.Outcome.Won, e.Outcome.Changes = true, 1
 		}},
-		{"row count", harness.ObservationsFile, "row.count", func(tb testing.TB, h *hist) {
+		{"row count", results.ObservationsFile, "row.count", func(tb testing.TB, h *hist) {
 			h.obs[h.find(tb, "3-after-ttl/ttl", "B")].Row.Count = 3
 		}},
-		{"released before a racer was ready", harness.ProcessesFile, "released_at_us", func(tb testing.TB, h *hist) {
+		{"released before a racer was ready", results.ProcessesFile, "released_at_us", func(tb testing.TB, h *hist) {
 			i := h.find(tb, "6-forged-past/ttl", "B")
 			h.obs[i].ReleasedAtUS = h.entry(tb, i, 1).ReadyAtUS - 1
 		}},
-		{"file reused by another round", harness.ObservationsFile, "db", func(tb testing.TB, h *hist) {
+		{"file reused by another round", results.ObservationsFile, "db", func(tb testing.TB, h *hist) {
 			a, b := h.find(tb, "1-fresh/legacy", "A"), h.find(tb, "1-fresh/ttl", "A")
 			h.obs[b].DB = h.obs[a].DB
 			for k := range h.obs[b].Racers {
@@ -304,22 +303,22 @@ func TestFoldTampered(t *testing.T) {
 				h.entry(tb, b, k).Request.DB = h.obs[a].DB
 			}
 		}},
-		{"race line dropped", harness.ObservationsFile, "condition", func(tb testing.TB, h *hist) {
+		{"race line dropped", results.ObservationsFile, "condition", func(tb testing.TB, h *hist) {
 			h.obs = h.obs[:len(h.obs)-1]
 		}},
-		{"repetition", harness.ObservationsFile, "repetition", func(tb testing.TB, h *hist) {
+		{"repetition", results.ObservationsFile, "repetition", func(tb testing.TB, h *hist) {
 			h.obs[h.find(tb, "4-null-claimed-at/ttl", "A")].Repetition = 2
 		}},
-		{"table layout", harness.ObservationsFile, "claimed_at_column", func(tb testing.TB, h *hist) {
+		{"table layout", results.ObservationsFile, "claimed_at_column", func(tb testing.TB, h *hist) {
 			h.obs[h.find(tb, "7-old-schema/ttl", "B")].ClaimedAtColumn = true
 		}},
-		{"racer's now outside the race", harness.ProcessesFile, "outcome.now_ms", func(tb testing.TB, h *hist) {
+		{"racer's now outside the race", results.ProcessesFile, "outcome.now_ms", func(tb testing.TB, h *hist) {
 			h.entry(tb, h.find(tb, "2-within-ttl/ttl", "B"), 1).Outcome.NowMS += 10_000
 		}},
-		{"statement path", harness.ProcessesFile, "outcome.path", func(tb testing.TB, h *hist) {
+		{"statement path", results.ProcessesFile, "outcome.path", func(tb testing.TB, h *hist) {
 			h.entry(tb, h.find(tb, "7-old-schema/ttl", "A"), 0).Outcome.Path = wc.PathUpsert
 		}},
-		{"report names another worker", harness.ProcessesFile, "stdout", func(tb testing.TB, h *hist) {
+		{"report names another worker", results.ProcessesFile, "stdout", func(tb testing.TB, h *hist) {
 			h.procs[0].Stdout = strings.Replace(string(h.records(tb).Processes[0].Stdout), wc.PoolWorker, wc.RaceWorker, 1)
 		}},
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
 )
@@ -64,7 +65,7 @@ var cases = map[string][]target{
 // and the article's table beside the reproduced figures. Charts wait for
 // the charts package; when they come, a round has only the races it ran
 // (round 1 has no race B).
-func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 	var sec scenario.Section
 	st, err := decodeSettings(res.Settings)
 	if err != nil {

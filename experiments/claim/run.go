@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
@@ -92,7 +93,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			l.obs.Racers[k].ProcessID = procs[m].Record.ID
 		}
 		if err := env.Recorder.Observe(l.obs); err != nil {
-			return fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 		}
 	}
 	return nil
@@ -103,7 +104,7 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 	busy := time.Duration(st.SQLite.BusyTimeoutMS) * time.Millisecond
 	tpl, err := templates(ctx, env.TempDir, busy)
 	if err != nil {
-		return fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	var f *roundFile
 	defer func() { f.close() }()
@@ -114,7 +115,7 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 		}
 		if s.Index == 0 {
 			if f, err = newRoundFile(ctx, env.TempDir, busy, tpl[s.Round.Schema]); err != nil {
-				return fmt.Errorf("%w: %s repetition %d: %v", harness.ErrHarness, s.Condition, s.Repetition, err)
+				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
 			}
 		}
 		// Honest callers stamp the event with the race's own start, kept
@@ -135,7 +136,7 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 			o.Racers = append(o.Racers, Racer{Slot: k, Request: req})
 			b, err := json.Marshal(req)
 			if err != nil {
-				return fmt.Errorf("%w: encode request: %v", harness.ErrHarness, err)
+				return fmt.Errorf("%w: encode request: %w", errclass.ErrHarness, err)
 			}
 			reqs[k] = string(b)
 		}
@@ -144,13 +145,13 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 			return fmt.Errorf("%s repetition %d race %s: %w", s.Condition, s.Repetition, s.Race.Name, err)
 		}
 		if err := checkAnswers(s.Seq, rd); err != nil {
-			return fmt.Errorf("%w: %s repetition %d race %s: %v", harness.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
+			return fmt.Errorf("%w: %s repetition %d race %s: %w", errclass.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
 		}
 		o.ReleasedAtUS = rd.ReleasedAt.UnixMicro()
 		o.ReadAtUS = time.Now().UnixMicro()
 		row, ok, err := wc.ReadRow(ctx, f.db, st.Fingerprint)
 		if err != nil {
-			return fmt.Errorf("%w: %s repetition %d race %s: %v", harness.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
+			return fmt.Errorf("%w: %s repetition %d race %s: %w", errclass.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
 		}
 		o.ClaimedAtColumn = row.HasClaimedAt
 		if ok {
@@ -159,7 +160,7 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 		*lines = append(*lines, pending{obs: o, members: who})
 		if s.Last() {
 			if err := f.close(); err != nil {
-				return fmt.Errorf("%w: %s repetition %d: %v", harness.ErrHarness, s.Condition, s.Repetition, err)
+				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
 			}
 			f = nil
 		}
@@ -253,7 +254,7 @@ func checkAnswers(seq int, rd harness.Round) error {
 		for _, line := range group.lines {
 			var a wc.Answer
 			if err := json.Unmarshal([]byte(line), &a); err != nil {
-				return fmt.Errorf("answer %q: %v", line, err)
+				return fmt.Errorf("answer %q: %w", line, err)
 			}
 			if a.Error != "" {
 				return fmt.Errorf("a racer failed: %s", a.Error)

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/figure"
-	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
 
@@ -21,7 +21,7 @@ var severityColour = map[int][]string{
 }
 
 // matrixChart draws the durability matrix as a heat map.
-func matrixChart(res harness.ScenarioResult) ([]scenario.Chart, error) {
+func matrixChart(res results.ScenarioResult) ([]scenario.Chart, error) {
 	var ex Extra
 	if len(res.Extra) == 0 {
 		return nil, nil

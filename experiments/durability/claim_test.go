@@ -180,7 +180,7 @@ func TestRealClaimSlice(t *testing.T) {
 	for _, tt := range tampers {
 		t.Run("tamper "+tt.name, func(t *testing.T) {
 			rec := scenariotest.Edit(t, walNormal.Records, tt.obs, tt.index, tt.edit)
-			_, findings := scenario.Evaluate(Scenario{}, walFlags, walNormal.Settings, rec)
+			findings := scenario.Evaluate(Scenario{}, walFlags, walNormal.Settings, rec).AllFindings()
 			for _, f := range findings {
 				if f.File == tt.file && strings.Contains(f.String(), tt.inText) {
 					return

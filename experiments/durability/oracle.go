@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
 
@@ -50,7 +50,7 @@ func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
 
 // Check passes a condition when the same points were tried as the model
 // has, and each trial's outcome is in its allowed set.
-func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []harness.Difference, error) {
+func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []results.Difference, error) {
 	var exp map[string][]string
 	var obs map[string]Trial
 	if err := json.Unmarshal(expected, &exp); err != nil {
@@ -59,19 +59,19 @@ func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []har
 	if err := json.Unmarshal(observed, &obs); err != nil {
 		return false, nil, fmt.Errorf("observed: %w", err)
 	}
-	var diffs []harness.Difference
+	var diffs []results.Difference
 	for _, pt := range sortedKeys(exp) {
 		o, ok := obs[pt]
 		switch {
 		case !ok:
-			diffs = append(diffs, harness.Difference{Path: "[" + pt + "]", Expected: fmt.Sprint(exp[pt]), Observed: "(not tried)"})
+			diffs = append(diffs, results.Difference{Path: "[" + pt + "]", Expected: fmt.Sprint(exp[pt]), Observed: "(not tried)"})
 		case !Allows(exp[pt], o.Outcome):
-			diffs = append(diffs, harness.Difference{Path: "[" + pt + "].outcome", Expected: fmt.Sprintf("one of %v", exp[pt]), Observed: o.Outcome})
+			diffs = append(diffs, results.Difference{Path: "[" + pt + "].outcome", Expected: fmt.Sprintf("one of %v", exp[pt]), Observed: o.Outcome})
 		}
 	}
 	for _, pt := range sortedKeys(obs) {
 		if _, ok := exp[pt]; !ok {
-			diffs = append(diffs, harness.Difference{Path: "[" + pt + "]", Expected: "(no such point in the model)", Observed: obs[pt].Outcome})
+			diffs = append(diffs, results.Difference{Path: "[" + pt + "]", Expected: "(no such point in the model)", Observed: obs[pt].Outcome})
 		}
 	}
 	return len(diffs) == 0, diffs, nil

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/sqlitedb"
 )
@@ -32,7 +32,7 @@ func Code(outcome string) string {
 // Report arranges the matrix: one row per pattern and point, one column
 // per journal_mode/synchronous, each cell "kill/power" in one-letter codes.
 // The matrix itself is in the result's extra data, for a heat map.
-func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 	var sec scenario.Section
 	var st Settings
 	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {

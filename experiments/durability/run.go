@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"idemlab/experiments/batch"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
@@ -173,7 +174,7 @@ type trial struct {
 func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, point string) ([]string, error) {
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-durability-")
 	if err != nil {
-		return nil, fmt.Errorf("%w: create trial folder: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: create trial folder: %w", errclass.ErrHarness, err)
 	}
 	defer os.RemoveAll(dir)
 	t := &trial{p: p, env: env, c: c, dir: dir, ctx: ctx}
@@ -181,7 +182,7 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, point s
 	if c.Pattern == PatternBatch {
 		t.db = filepath.Join(dir, DBBatch)
 		if t.rcv, err = batch.StartReceiver(batch.ReceiverConfig{}); err != nil {
-			return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		defer t.rcv.Close()
 		t.cl = wb.NewClient(t.rcv.URL)
@@ -192,26 +193,26 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, point s
 	}
 	t.o.DB = t.db
 	if err := t.prepare(); err != nil {
-		return nil, fmt.Errorf("%w: prepare: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
 	}
 	first, err := t.spawn(RoleFirst, FirstEnv(c, point), []int{protocol.ExitACK, protocol.ExitCrash}, nil)
 	if err != nil {
 		return nil, err
 	}
 	if err := t.cut(); err != nil {
-		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	if err := t.rest(); err != nil {
 		return nil, err
 	}
 	if t.o.Final, _, err = t.read(t.dir, false); err != nil {
-		return nil, fmt.Errorf("%w: read the final rows: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: read the final rows: %w", errclass.ErrHarness, err)
 	}
 	if t.rcv != nil {
 		t.o.Sends, _ = t.rcv.LogSince(0)
 	}
 	if err := env.Recorder.Observe(t.o); err != nil {
-		return nil, fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
 	return first.Report.Points, nil
 }
@@ -338,12 +339,12 @@ func (t *trial) rest() error {
 	}
 	rows, _, err := t.read(t.dir, false)
 	if err != nil {
-		return fmt.Errorf("%w: read the journal after the resume: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: read the journal after the resume: %w", errclass.ErrHarness, err)
 	}
 	for _, k := range HeldKeys(rows, t.p.s.JobID) {
 		rc, found, err := t.cl.Lookup(t.ctx, k)
 		if err != nil {
-			return fmt.Errorf("%w: check receiver for %s: %v", harness.ErrHarness, k, err)
+			return fmt.Errorf("%w: check receiver for %s: %w", errclass.ErrHarness, k, err)
 		}
 		if _, err := t.spawn(RoleResolve, Env(t.c), exits, &batch.Lookup{Key: k.String(), Found: found, Receipt: rc}); err != nil {
 			return err

@@ -153,7 +153,8 @@ func TestRunRealProcesses(t *testing.T) {
 func TestWrongAllowedSetFails(t *testing.T) {
 	out := run(t)
 	wrong := Scenario{Allowed: func(c Condition, allowed []string) []string { return []string{"duplicate-9"} }}
-	res, findings := scenario.Evaluate(wrong, nil, out.Settings, out.Records)
+	res := scenario.Evaluate(wrong, nil, out.Settings, out.Records)
+	findings := res.AllFindings()
 	if len(findings) > 0 {
 		t.Fatalf("findings: %v", findings)
 	}
@@ -258,7 +259,7 @@ func TestFoldCatchesTampering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			edited := scenariotest.Edit(t, rec, tt.obs, tt.index, tt.edit)
-			_, findings := scenario.Evaluate(Scenario{}, nil, out.Settings, edited)
+			findings := scenario.Evaluate(Scenario{}, nil, out.Settings, edited).AllFindings()
 			if len(findings) == 0 {
 				t.Fatal("no finding")
 			}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/protocol"
@@ -133,7 +132,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	f := &folder{rec: rec, dbs: map[string]string{}}
 	folded := scenario.Folded{Observed: map[string]any{}}
 	if err := scenario.DecodeStrict(raw, &f.st); err != nil {
-		f.c.Add(harness.ResultsFile, "scenarios[explore].settings", "not explore settings: %v", err)
+		f.c.Add(results.ResultsFile, "scenarios[explore].settings", "not explore settings: %v", err)
 		return folded, f.c.Findings
 	}
 	st := f.st
@@ -159,11 +158,11 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	for i, ps := range st.Patterns {
 		pat, ok := LookupPattern(ps.Name)
 		if !ok {
-			f.c.Add(harness.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "pattern %q is not registered", ps.Name)
+			f.c.Add(results.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "pattern %q is not registered", ps.Name)
 			continue
 		}
 		if ps != settingOf(pat) {
-			f.c.Add(harness.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "is %s, the registered pattern has other workers or window", results.Compact(ps))
+			f.c.Add(results.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "is %s, the registered pattern has other workers or window", results.Compact(ps))
 		}
 		pats[ps.Name] = pat
 	}
@@ -171,7 +170,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	for _, c := range st.Conditions {
 		pat, ok := pats[c.Pattern]
 		if !ok {
-			f.c.Add(harness.ResultsFile, "scenarios[explore].settings.conditions", "condition %s names pattern %q, not in the settings' patterns", c.Name, c.Pattern)
+			f.c.Add(results.ResultsFile, "scenarios[explore].settings.conditions", "condition %s names pattern %q, not in the settings' patterns", c.Name, c.Pattern)
 			continue
 		}
 		got := trials[c.Name]
@@ -198,7 +197,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 			}
 		}
 		if len(missing) > 0 {
-			f.c.Add(harness.ObservationsFile, "condition "+c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
+			f.c.Add(results.ObservationsFile, "condition "+c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
 		}
 		switch c.Kind {
 		case KindDiscovery:
@@ -261,7 +260,7 @@ func (f *folder) proc(l results.Line, id int, w procWant, role string, rows Stat
 		}
 		return step, nil, true
 	}
-	rep, err := harness.ParseReport(p.Stdout)
+	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
 		f.c.Proc(p, "stdout", "%v", err)
 		return step, nil, false

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 )
@@ -122,14 +122,14 @@ func WindowPoints(points []string, w Window) (in []string, ok bool) {
 }
 
 // Check is the membership check of each condition.
-func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, []harness.Difference, error) {
+func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, []results.Difference, error) {
 	var e Expected
 	if err := json.Unmarshal(rawExp, &e); err != nil {
 		return false, nil, fmt.Errorf("expected of %s: %w", condition, err)
 	}
-	var diffs []harness.Difference
+	var diffs []results.Difference
 	add := func(path, exp, obs string) {
-		diffs = append(diffs, harness.Difference{Path: path, Expected: exp, Observed: obs})
+		diffs = append(diffs, results.Difference{Path: path, Expected: exp, Observed: obs})
 	}
 	switch e.Kind {
 	case KindDiscovery:

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
 
@@ -24,7 +25,7 @@ type Matrix struct {
 }
 
 // SweepMatrix builds the matrix from a derived result's sweep conditions.
-func SweepMatrix(res harness.ScenarioResult) (Matrix, error) {
+func SweepMatrix(res results.ScenarioResult) (Matrix, error) {
 	var m Matrix
 	type col struct {
 		name string
@@ -71,7 +72,7 @@ func SweepMatrix(res harness.ScenarioResult) (Matrix, error) {
 
 // Report arranges the result: the sweep matrix, the random trials and the
 // races. Charts stay empty until the figure package can draw the matrix.
-func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 	var sec scenario.Section
 	var st Settings
 	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"idemlab/experiments/batch"
+	"idemlab/experiments/errclass"
 	wb "idemlab/worker/batch"
 
 	"idemlab/experiments/harness"
@@ -27,7 +28,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	for _, ps := range st.Patterns {
 		pat, ok := LookupPattern(ps.Name)
 		if !ok {
-			return fmt.Errorf("%w: pattern %q is not registered", harness.ErrHarness, ps.Name)
+			return fmt.Errorf("%w: pattern %q is not registered", errclass.ErrHarness, ps.Name)
 		}
 		c := conds[ps.Name+"/"+KindDiscovery]
 		proc, err := runTrialSteps(ctx, env, st, pat, c, 0, stepPlan{})
@@ -37,7 +38,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		points[pat.Name] = proc.Report.Points
 		windowUS[pat.Name] = KillWindowUS(proc.Record.DurationMS)
 		if len(points[pat.Name]) == 0 {
-			return fmt.Errorf("%w: %s: discovery passed no crash point", harness.ErrHarness, c.Name)
+			return fmt.Errorf("%w: %s: discovery passed no crash point", errclass.ErrHarness, c.Name)
 		}
 	}
 	var jobs []func(context.Context) error
@@ -123,14 +124,14 @@ type trialEnv struct {
 func newTrial(env scenario.Env, pat Pattern, c Condition) (*trialEnv, error) {
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-explore-")
 	if err != nil {
-		return nil, fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: create database folder: %w", errclass.ErrHarness, err)
 	}
 	t := &trialEnv{dir: dir, files: Files{DB: filepath.Join(dir, DBName)}}
 	if pat.Sends {
 		t.rcv, err = batch.StartReceiver(batch.ReceiverConfig{Fence: pat.Fenced && !c.Unfenced})
 		if err != nil {
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		t.files.Receiver = t.rcv.URL
 	}
@@ -199,13 +200,13 @@ func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Patte
 func (t *trialEnv) lookUp(ctx context.Context, key string) (Lookup, error) {
 	parts := strings.SplitN(key, ":", 3)
 	if t.rcv == nil || len(parts) != 3 {
-		return Lookup{}, fmt.Errorf("%w: look up %q: no receiver or not job:item:step", harness.ErrHarness, key)
+		return Lookup{}, fmt.Errorf("%w: look up %q: no receiver or not job:item:step", errclass.ErrHarness, key)
 	}
 	c := wb.NewClient(t.rcv.URL)
 	defer c.CloseIdle()
 	rc, found, err := c.Lookup(ctx, wb.Key{Job: parts[0], Item: parts[1], Step: parts[2]})
 	if err != nil {
-		return Lookup{}, fmt.Errorf("%w: look up %s: %v", harness.ErrHarness, key, err)
+		return Lookup{}, fmt.Errorf("%w: look up %s: %w", errclass.ErrHarness, key, err)
 	}
 	return Lookup{Key: key, Found: found, Receipt: rc}, nil
 }
@@ -226,7 +227,7 @@ func runStep(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, sp
 func observe(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, o Observation) (State, error) {
 	rows, err := pat.Read(ctx, o.DB)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s trial %d %s: read rows: %v", harness.ErrHarness, o.Condition, o.Trial, o.Step, err)
+		return nil, fmt.Errorf("%w: %s trial %d %s: read rows: %w", errclass.ErrHarness, o.Condition, o.Trial, o.Step, err)
 	}
 	if t != nil && t.rcv != nil {
 		log, _ := t.rcv.LogSince(0)
@@ -237,7 +238,7 @@ func observe(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, o 
 	}
 	o.Rows = rows
 	if err := env.Recorder.Observe(o); err != nil {
-		return nil, fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
 	return rows, nil
 }
@@ -247,12 +248,12 @@ func observe(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, o 
 func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int, kills []int64) error {
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-explore-")
 	if err != nil {
-		return fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: create database folder: %w", errclass.ErrHarness, err)
 	}
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, DBName)
 	if err := pat.Prepare(ctx, db); err != nil {
-		return fmt.Errorf("%w: %s round %d: prepare the file: %v", harness.ErrHarness, c.Name, i, err)
+		return fmt.Errorf("%w: %s round %d: prepare the file: %w", errclass.ErrHarness, c.Name, i, err)
 	}
 	racers := make([]harness.Racer, c.Racers)
 	for r := range racers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"idemlab/experiments/errclass"
 	"io"
 	"os"
 	"time"
@@ -41,13 +42,13 @@ func RunBarrier(ctx context.Context, r *Runner, racers []Racer) ([]*Proc, error)
 func RunBarrierThen(ctx context.Context, r *Runner, racers []Racer, between func() error) ([]*Proc, error) {
 	relR, relW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("%w: create release pipe: %v", ErrHarness, err)
+		return nil, fmt.Errorf("%w: create release pipe: %w", errclass.ErrHarness, err)
 	}
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		relR.Close()
 		relW.Close()
-		return nil, fmt.Errorf("%w: create readiness pipe: %v", ErrHarness, err)
+		return nil, fmt.Errorf("%w: create readiness pipe: %w", errclass.ErrHarness, err)
 	}
 	defer readyR.Close()
 	released := false
@@ -144,17 +145,17 @@ func awaitReady(ctx context.Context, readyR io.Reader, n int, exited func() (int
 		select {
 		case err := <-readyCh:
 			if err != nil {
-				return fmt.Errorf("%w: wait for %d racers to be ready: %v", ErrHarness, n, err)
+				return fmt.Errorf("%w: wait for %d racers to be ready: %w", errclass.ErrHarness, n, err)
 			}
 			return nil
 		case <-poll.C:
 			if i, ok := exited(); ok {
-				return fmt.Errorf("%w: racer %d exited before the release", ErrHarness, i)
+				return fmt.Errorf("%w: racer %d exited before the release", errclass.ErrHarness, i)
 			}
 		case <-deadline.C:
-			return fmt.Errorf("%w: racers not ready after %s", ErrHarness, BarrierReadyTimeout)
+			return fmt.Errorf("%w: racers not ready after %s", errclass.ErrHarness, BarrierReadyTimeout)
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %v", ErrHarness, ctx.Err())
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, ctx.Err())
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"idemlab/experiments/errclass"
 	"os"
 	"strings"
 	"time"
@@ -66,7 +67,7 @@ type Round struct {
 func (r *Runner) StartPool(ctx context.Context, s PoolSpec) (*Pool, error) {
 	relR, relW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("%w: create release pipe: %v", ErrHarness, err)
+		return nil, fmt.Errorf("%w: create release pipe: %w", errclass.ErrHarness, err)
 	}
 	defer relR.Close()
 	p := &Pool{spec: s, release: relW}
@@ -82,13 +83,13 @@ func (r *Runner) StartPool(ctx context.Context, s PoolSpec) (*Pool, error) {
 func (p *Pool) start(ctx context.Context, r *Runner, i int, relR *os.File) error {
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("%w: create request pipe: %v", ErrHarness, err)
+		return fmt.Errorf("%w: create request pipe: %w", errclass.ErrHarness, err)
 	}
 	ansR, ansW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return fmt.Errorf("%w: create answer pipe: %v", ErrHarness, err)
+		return fmt.Errorf("%w: create answer pipe: %w", errclass.ErrHarness, err)
 	}
 	h, err := r.Start(ctx, Spec{
 		Scenario: p.spec.Scenario, Condition: p.spec.Condition, Label: p.spec.Label(i),
@@ -119,11 +120,11 @@ func (p *Pool) Race(who []int, requests []string) (Round, error) {
 	seen := map[int]bool{}
 	for k, i := range who {
 		if i < 0 || i >= len(p.members) || seen[i] {
-			return rd, fmt.Errorf("%w: pool: member %d is not a distinct member of %d", ErrHarness, i, len(p.members))
+			return rd, fmt.Errorf("%w: pool: member %d is not a distinct member of %d", errclass.ErrHarness, i, len(p.members))
 		}
 		seen[i] = true
 		if strings.Contains(requests[k], "\n") {
-			return rd, fmt.Errorf("%w: pool: a request must be one line", ErrHarness)
+			return rd, fmt.Errorf("%w: pool: a request must be one line", errclass.ErrHarness)
 		}
 		if _, err := p.members[i].stdin.WriteString(requests[k] + "\n"); err != nil {
 			return rd, p.fail(i, "send request", err)
@@ -138,7 +139,7 @@ func (p *Pool) Race(who []int, requests []string) (Round, error) {
 	}
 	rd.ReleasedAt = time.Now()
 	if _, err := p.release.Write(make([]byte, len(who))); err != nil {
-		return rd, fmt.Errorf("%w: pool: release: %v", ErrHarness, err)
+		return rd, fmt.Errorf("%w: pool: release: %w", errclass.ErrHarness, err)
 	}
 	for _, i := range who {
 		line, err := p.answer(i)
@@ -163,7 +164,7 @@ func (p *Pool) answer(i int) (string, error) {
 }
 
 func (p *Pool) fail(i int, what string, err error) error {
-	return fmt.Errorf("%w: pool member %s: %s: %v", ErrHarness, p.spec.Label(i), what, err)
+	return fmt.Errorf("%w: pool member %s: %s: %w", errclass.ErrHarness, p.spec.Label(i), what, err)
 }
 
 // Close ends every member's input, waits for all of them and returns

@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"idemlab/experiments/errclass"
+	"idemlab/experiments/results"
 	"idemlab/worker/protocol"
 )
 
@@ -45,29 +46,9 @@ type Spec struct {
 	ExtraFiles []*os.File
 }
 
-// ProcessRecord is one line of raw-processes.jsonl.
-type ProcessRecord struct {
-	ID         int               `json:"id"`
-	Scenario   string            `json:"scenario"`
-	Condition  string            `json:"condition"`
-	Label      string            `json:"label"`
-	Worker     string            `json:"worker"`
-	Argv       []string          `json:"argv"`
-	Env        map[string]string `json:"env"`
-	PID        int               `json:"pid"`
-	StartedAt  string            `json:"started_at"`
-	EndedAt    string            `json:"ended_at"`
-	DurationMS float64           `json:"duration_ms"`
-	ExitCode   int               `json:"exit_code"`
-	Signal     string            `json:"signal,omitempty"`
-	KilledBy   string            `json:"killed_by,omitempty"`
-	Stdout     string            `json:"stdout"`
-	Stderr     string            `json:"stderr"`
-}
-
 // Proc is a finished child: its record and its parsed report.
 type Proc struct {
-	Record ProcessRecord
+	Record results.ProcessRecord
 	Report protocol.Report
 }
 
@@ -75,10 +56,10 @@ type Proc struct {
 type Runner struct {
 	// Executable is the harness binary; tests point it at the test binary.
 	Executable string
-	Recorder   *Recorder
+	Recorder   *results.Recorder
 	// OnProcess, when set, is called with each child's record once it is
 	// recorded; the command line uses it to show progress.
-	OnProcess func(ProcessRecord)
+	OnProcess func(results.ProcessRecord)
 }
 
 // Handle is a started child.
@@ -124,7 +105,7 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Handle, error) {
 	cmd.ExtraFiles = s.ExtraFiles
 	h.start = time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: start worker %s: %v", ErrHarness, s.Worker, err)
+		return nil, fmt.Errorf("%w: start worker %s: %w", errclass.ErrHarness, s.Worker, err)
 	}
 	if s.KillAfter > 0 {
 		h.timer = time.AfterFunc(s.KillAfter, func() {
@@ -169,7 +150,7 @@ func (h *Handle) Wait() (*Proc, error) {
 	}
 	end := time.Now()
 	s := h.spec
-	rec := ProcessRecord{
+	rec := results.ProcessRecord{
 		Scenario: s.Scenario, Condition: s.Condition, Label: s.Label, Worker: s.Worker,
 		Argv: h.cmd.Args, Env: s.Env, PID: h.cmd.Process.Pid,
 		StartedAt:  h.start.UTC().Format(time.RFC3339Nano),
@@ -194,8 +175,8 @@ func (h *Handle) Wait() (*Proc, error) {
 		rec.KilledBy = "harness"
 	}
 	if h.r.Recorder != nil {
-		if err := h.r.Recorder.process(&rec); err != nil {
-			return nil, fmt.Errorf("%w: record process: %v", ErrHarness, err)
+		if err := h.r.Recorder.AppendProcess(&rec); err != nil {
+			return nil, fmt.Errorf("%w: record process: %w", errclass.ErrHarness, err)
 		}
 	}
 	if h.r.OnProcess != nil {
@@ -204,58 +185,37 @@ func (h *Handle) Wait() (*Proc, error) {
 	p := &Proc{Record: rec}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
-		return p, fmt.Errorf("%w: wait for worker %s: %v", ErrHarness, s.Worker, werr)
+		return p, fmt.Errorf("%w: wait for worker %s: %w", errclass.ErrHarness, s.Worker, werr)
 	}
 	if h.killed && rec.Signal != "" {
 		return p, nil
 	}
 	if err := h.ctx.Err(); err != nil {
-		return p, fmt.Errorf("%w: worker %s (process %d) stopped: %v", ErrHarness, s.Worker, rec.ID, err)
+		return p, fmt.Errorf("%w: worker %s (process %d) stopped: %w", errclass.ErrHarness, s.Worker, rec.ID, err)
 	}
 	if rec.Signal != "" {
-		return p, fmt.Errorf("%w: worker %s (process %d, %s) died from signal %s%s", ErrHarness, s.Worker, rec.ID, s.Label, rec.Signal, stderrTail(rec.Stderr))
+		return p, fmt.Errorf("%w: worker %s (process %d, %s) died from signal %s%s", errclass.ErrHarness, s.Worker, rec.ID, s.Label, rec.Signal, stderrTail(rec.Stderr))
 	}
 	exits := s.Exits
 	if exits == nil {
 		exits = []int{protocol.ExitACK, protocol.ExitCrash}
 	}
 	if !containsInt(exits, rec.ExitCode) {
-		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d, want one of %v%s", ErrHarness, s.Worker, rec.ID, s.Label, rec.ExitCode, exits, stderrTail(rec.Stderr))
+		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d, want one of %v%s", errclass.ErrHarness, s.Worker, rec.ID, s.Label, rec.ExitCode, exits, stderrTail(rec.Stderr))
 	}
-	rep, err := ParseReport(rec.Stdout)
+	rep, err := protocol.ParseReport(rec.Stdout)
 	if err != nil {
-		return p, fmt.Errorf("%w: worker %s (process %d, %s): %v", ErrHarness, s.Worker, rec.ID, s.Label, err)
+		return p, fmt.Errorf("%w: worker %s (process %d, %s): %w", errclass.ErrHarness, s.Worker, rec.ID, s.Label, err)
 	}
 	p.Report = rep
 	if k, _ := protocol.ParseCrashAfterHits(s.Env[protocol.EnvCrashAfterHits]); k > 0 {
 		if rec.ExitCode == protocol.ExitCrash && (len(rep.Points) != k || rep.CrashedAt != rep.Points[k-1]) {
-			return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q after %d hits, but a crash at hit %d was chosen", ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, len(rep.Points), k)
+			return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q after %d hits, but a crash at hit %d was chosen", errclass.ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, len(rep.Points), k)
 		}
 	} else if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != s.CrashAt {
-		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q, but point %q was chosen", ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, s.CrashAt)
+		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q, but point %q was chosen", errclass.ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, s.CrashAt)
 	}
 	return p, nil
-}
-
-// ParseReport reads the single JSON line a worker writes.
-func ParseReport(stdout string) (protocol.Report, error) {
-	var rep protocol.Report
-	line := strings.TrimRight(stdout, "\n")
-	if line == "" {
-		return rep, errors.New("no report line on stdout")
-	}
-	if strings.Contains(line, "\n") {
-		return rep, fmt.Errorf("%d lines on stdout, want exactly one report line", strings.Count(line, "\n")+1)
-	}
-	dec := json.NewDecoder(strings.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rep); err != nil {
-		return rep, fmt.Errorf("parse report line: %v", err)
-	}
-	if rep.Worker == "" {
-		return rep, errors.New("report line has no worker name")
-	}
-	return rep, nil
 }
 
 func containsInt(xs []int, x int) bool {

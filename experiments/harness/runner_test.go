@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
+	"idemlab/experiments/results"
 	"idemlab/worker"
 	"idemlab/worker/protocol"
 )
@@ -64,13 +66,13 @@ func TestRunnerRejectsProtocolBreaks(t *testing.T) {
 			spec := tt.spec
 			spec.Worker = tt.worker
 			p, err := env.Runner.Run(context.Background(), spec)
-			if !errors.Is(err, harness.ErrHarness) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.Is(err, errclass.ErrHarness) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want a harness failure containing %q", err, tt.want)
 			}
 			if p == nil || p.Record.ID == 0 {
 				t.Fatalf("process not recorded: %+v", p)
 			}
-			if n := len(env.Lines(t, harness.ProcessesFile)); n != 1 {
+			if n := len(env.Lines(t, results.ProcessesFile)); n != 1 {
 				t.Errorf("%d process records, want 1", n)
 			}
 		})
@@ -107,7 +109,7 @@ func TestParseReport(t *testing.T) {
 		{`{"worker":"w"`, false},
 	}
 	for _, tt := range tests {
-		_, err := harness.ParseReport(tt.in)
+		_, err := protocol.ParseReport(tt.in)
 		if (err == nil) != tt.ok {
 			t.Errorf("ParseReport(%q) err = %v, want ok %v", tt.in, err, tt.ok)
 		}

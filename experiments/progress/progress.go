@@ -9,14 +9,13 @@ package progress
 
 import (
 	"fmt"
+	"idemlab/experiments/results"
 	"io"
 	"os"
 	"sync"
 	"time"
 
 	"golang.org/x/term"
-
-	"idemlab/experiments/harness"
 )
 
 // Progress receives the run's events. The zero value prints nothing.
@@ -68,7 +67,7 @@ func (p *Progress) Start(total int) {
 }
 
 // Process is called after each child process is recorded.
-func (p *Progress) Process(rec harness.ProcessRecord) {
+func (p *Progress) Process(rec results.ProcessRecord) {
 	if p == nil || p.w == nil {
 		return
 	}

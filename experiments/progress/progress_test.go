@@ -2,10 +2,9 @@ package progress
 
 import (
 	"bytes"
+	"idemlab/experiments/results"
 	"strings"
 	"testing"
-
-	"idemlab/experiments/harness"
 )
 
 // TestPlainLinesOffATerminal: a log gets the total up front and one line
@@ -17,10 +16,10 @@ func TestPlainLinesOffATerminal(t *testing.T) {
 	p.Start(4)
 	p.Scenario("s")
 	for _, c := range []string{"a", "b", "a"} {
-		p.Process(harness.ProcessRecord{Scenario: "s", Condition: c})
+		p.Process(results.ProcessRecord{Scenario: "s", Condition: c})
 	}
 	p.Scenario("t")
-	p.Process(harness.ProcessRecord{Scenario: "t", Condition: "c"})
+	p.Process(results.ProcessRecord{Scenario: "t", Condition: "c"})
 	p.Done()
 	out := b.String()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -39,7 +38,7 @@ func TestQuietPrintsNothing(t *testing.T) {
 	p := New(&b, true, "experiment")
 	p.Start(1)
 	p.Scenario("s")
-	p.Process(harness.ProcessRecord{Scenario: "s", Condition: "a"})
+	p.Process(results.ProcessRecord{Scenario: "s", Condition: "a"})
 	p.Done()
 	if b.Len() != 0 {
 		t.Errorf("quiet progress printed %q", b.String())

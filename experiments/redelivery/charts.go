@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	"idemlab/experiments/figure"
-	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
 
 // jobsChart draws the follow-up jobs after each delivery, observed as bars
 // and the oracle's expectation as markers: the second job after the
 // redelivery is the duplicate the separate commits allow.
-func jobsChart(res harness.ScenarioResult) ([]scenario.Chart, error) {
+func jobsChart(res results.ScenarioResult) ([]scenario.Chart, error) {
 	c := figure.BarChart{
 		Title: "follow_up_jobs rows after each delivery", YLabel: "rows", XLabel: "condition",
 		ExpectedName: "expected (oracle)",

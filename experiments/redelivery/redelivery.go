@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
 	wr "idemlab/worker/redelivery"
@@ -152,7 +153,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) error {
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-redelivery-")
 	if err != nil {
-		return fmt.Errorf("%w: create database folder: %v", harness.ErrHarness, err)
+		return fmt.Errorf("%w: create database folder: %w", errclass.ErrHarness, err)
 	}
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, DBName)
@@ -170,12 +171,12 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 		}
 		rows, err := ReadRows(ctx, db)
 		if err != nil {
-			return fmt.Errorf("%w: %s delivery %d: %v", harness.ErrHarness, c.Name, d, err)
+			return fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d, err)
 		}
 		if err := env.Recorder.Observe(Observation{
 			Scenario: Name, Condition: c.Name, Delivery: d, ProcessID: proc.Record.ID, DB: db, Rows: rows,
 		}); err != nil {
-			return fmt.Errorf("%w: record observation: %v", harness.ErrHarness, err)
+			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 		}
 	}
 	return nil

@@ -150,7 +150,8 @@ func TestEveryPointRealProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, findings := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), f.Records(Name))
+	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), f.Records(Name))
+	findings := res.AllFindings()
 	if len(findings) > 0 {
 		t.Fatalf("findings: %v", findings)
 	}
@@ -172,7 +173,8 @@ func TestWrongOracleFails(t *testing.T) {
 		}
 		return d
 	}}
-	res, findings := scenario.Evaluate(wrong, nil, out.Settings, out.Records)
+	res := scenario.Evaluate(wrong, nil, out.Settings, out.Records)
+	findings := res.AllFindings()
 	if len(findings) > 0 {
 		t.Fatalf("findings: %v", findings)
 	}
@@ -240,7 +242,8 @@ func TestFoldCatchesTampering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
-			res, findings := scenario.Evaluate(Scenario{}, nil, out.Settings, rec)
+			res := scenario.Evaluate(Scenario{}, nil, out.Settings, rec)
+			findings := res.AllFindings()
 			if tt.file == "" {
 				// The points are the worker's word, checked by the oracle:
 				// the edit must fail the condition instead.
@@ -261,7 +264,7 @@ func TestFoldCatchesTampering(t *testing.T) {
 	extra := out.Records.Processes[0]
 	extra.ID, extra.N = 99, 99
 	rec := results.NewRecords(out.Records.Observations, append(append([]results.Process{}, out.Records.Processes...), extra))
-	if _, findings := scenario.Evaluate(Scenario{}, nil, out.Settings, rec); len(findings) == 0 || !strings.Contains(findings[len(findings)-1].String(), "no observation refers") {
+	if findings := scenario.Evaluate(Scenario{}, nil, out.Settings, rec).AllFindings(); len(findings) == 0 || !strings.Contains(findings[len(findings)-1].String(), "no observation refers") {
 		t.Errorf("an unreferenced process line gave %v", findings)
 	}
 }

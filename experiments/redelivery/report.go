@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
 
@@ -37,7 +38,7 @@ type Published struct {
 
 // Report arranges a derived result: the condition table, the article's
 // table beside it, and the jobs chart.
-func (Scenario) Report(res harness.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 	var sec scenario.Section
 	var st Settings
 	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {

@@ -5,12 +5,16 @@ import (
 	"strings"
 )
 
-// Finding is one reason a folder does not verify. File and Field say where
-// to look, so a reviewer can open the file at the right place.
+// Finding is one contradiction in the records. File and Field say where
+// to look, so a reviewer can open the file at the right place. Condition,
+// when set, is the condition whose records hold it: a run stores such a
+// finding as that condition's failure, since a worker that misbehaves is a
+// result, not a fault of the harness.
 type Finding struct {
-	File    string `json:"file"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
+	File      string `json:"file"`
+	Field     string `json:"field,omitempty"`
+	Condition string `json:"condition,omitempty"`
+	Message   string `json:"message"`
 }
 
 func (f Finding) String() string {

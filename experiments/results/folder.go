@@ -19,8 +19,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"idemlab/experiments/harness"
 )
 
 // Size caps. A results folder from a real run is a few hundred KiB; the caps
@@ -67,7 +65,7 @@ type Line struct {
 // Process is one line of raw-processes.jsonl with its line number.
 type Process struct {
 	N int
-	harness.ProcessRecord
+	ProcessRecord
 }
 
 // Folder is a loaded results folder. Results is nil when results.json could
@@ -76,7 +74,7 @@ type Process struct {
 type Folder struct {
 	Dir          string
 	ResultsRaw   []byte
-	Results      *harness.Results
+	Results      *Results
 	Input        []byte
 	Observations []Line
 	Processes    []Process
@@ -104,7 +102,7 @@ func load(dir string, lim Limits, withResults bool) (*Folder, error) {
 	lim = lim.withDefaults()
 	st, err := os.Lstat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotFolder, dir, errors.Unwrap(err))
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotFolder, dir, errors.Unwrap(err))
 	}
 	if st.Mode()&fs.ModeSymlink != 0 {
 		return nil, fmt.Errorf("%w: %s: is a symbolic link; pass the folder itself", ErrNotFolder, dir)
@@ -192,7 +190,7 @@ func (f *Folder) openRegular(name string, max int64) (*os.File, bool) {
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			f.add(name, "", "missing: a results folder has %s, %s, %s and %s", harness.ResultsFile, harness.ObservationsFile, harness.ProcessesFile, harness.InputCopyFile)
+			f.add(name, "", "missing: a results folder has %s, %s, %s and %s", ResultsFile, ObservationsFile, ProcessesFile, InputCopyFile)
 		case errors.Is(err, syscall.ELOOP):
 			// Already reported by scanEntries as a link.
 		default:
@@ -215,26 +213,26 @@ func (f *Folder) openRegular(name string, max int64) (*os.File, bool) {
 }
 
 func (f *Folder) loadResults(lim Limits) {
-	fh, ok := f.openRegular(harness.ResultsFile, lim.ResultsBytes)
+	fh, ok := f.openRegular(ResultsFile, lim.ResultsBytes)
 	if !ok {
 		return
 	}
 	defer fh.Close()
 	b, err := io.ReadAll(io.LimitReader(fh, lim.ResultsBytes+1))
 	if err != nil {
-		f.add(harness.ResultsFile, "", "cannot read: %v", err)
+		f.add(ResultsFile, "", "cannot read: %v", err)
 		return
 	}
 	if int64(len(b)) > lim.ResultsBytes {
-		f.add(harness.ResultsFile, "", "grew over the cap of %d bytes while being read", lim.ResultsBytes)
+		f.add(ResultsFile, "", "grew over the cap of %d bytes while being read", lim.ResultsBytes)
 		return
 	}
 	f.ResultsRaw = b
-	var r harness.Results
+	var r Results
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		f.add(harness.ResultsFile, "", "does not decode as results: %v", describe(b, err))
+		f.add(ResultsFile, "", "does not decode as results: %v", describe(b, err))
 		return
 	}
 	f.Results = &r
@@ -309,17 +307,17 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 }
 
 func (f *Folder) loadObservations(lim Limits) {
-	f.readLines(harness.ObservationsFile, lim, func(n int, raw []byte) {
+	f.readLines(ObservationsFile, lim, func(n int, raw []byte) {
 		var head struct {
 			Scenario  *string `json:"scenario"`
 			Condition *string `json:"condition"`
 		}
 		if err := json.Unmarshal(raw, &head); err != nil {
-			f.add(harness.ObservationsFile, fmt.Sprintf("line %d", n), "not a JSON object: %v", describe(raw, err))
+			f.add(ObservationsFile, fmt.Sprintf("line %d", n), "not a JSON object: %v", describe(raw, err))
 			return
 		}
 		if head.Scenario == nil || head.Condition == nil {
-			f.add(harness.ObservationsFile, fmt.Sprintf("line %d", n), "has no scenario or no condition")
+			f.add(ObservationsFile, fmt.Sprintf("line %d", n), "has no scenario or no condition")
 			return
 		}
 		f.Observations = append(f.Observations, Line{N: n, Scenario: *head.Scenario, Condition: *head.Condition, Raw: append(json.RawMessage{}, raw...)})
@@ -327,12 +325,12 @@ func (f *Folder) loadObservations(lim Limits) {
 }
 
 func (f *Folder) loadProcesses(lim Limits) {
-	f.readLines(harness.ProcessesFile, lim, func(n int, raw []byte) {
-		var p harness.ProcessRecord
+	f.readLines(ProcessesFile, lim, func(n int, raw []byte) {
+		var p ProcessRecord
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil {
-			f.add(harness.ProcessesFile, fmt.Sprintf("line %d", n), "not a process record: %v", describe(raw, err))
+			f.add(ProcessesFile, fmt.Sprintf("line %d", n), "not a process record: %v", describe(raw, err))
 			return
 		}
 		f.Processes = append(f.Processes, Process{N: n, ProcessRecord: p})
@@ -342,14 +340,14 @@ func (f *Folder) loadProcesses(lim Limits) {
 // loadInput reads the folder's copy of the input file; verify checks its
 // hash against the recorded one.
 func (f *Folder) loadInput(lim Limits) {
-	fh, ok := f.openRegular(harness.InputCopyFile, lim.ResultsBytes)
+	fh, ok := f.openRegular(InputCopyFile, lim.ResultsBytes)
 	if !ok {
 		return
 	}
 	defer fh.Close()
 	b, err := io.ReadAll(io.LimitReader(fh, lim.ResultsBytes+1))
 	if err != nil || int64(len(b)) > lim.ResultsBytes {
-		f.add(harness.InputCopyFile, "", "cannot read within the cap of %d bytes", lim.ResultsBytes)
+		f.add(InputCopyFile, "", "cannot read within the cap of %d bytes", lim.ResultsBytes)
 		return
 	}
 	f.Input = b

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"sort"
 
-	"idemlab/experiments/harness"
 	"idemlab/worker/protocol"
 )
 
@@ -52,9 +51,18 @@ type Checker struct {
 	used     map[int]int
 }
 
-// Add records one finding.
+// Add records one finding that belongs to no single condition.
 func (c *Checker) Add(file, field, format string, args ...any) {
-	c.Findings = append(c.Findings, Finding{File: file, Field: field, Message: fmt.Sprintf(format, args...)})
+	c.add("", file, field, format, args...)
+}
+
+// AddTo records one finding about a condition's records.
+func (c *Checker) AddTo(condition, file, field, format string, args ...any) {
+	c.add(condition, file, field, format, args...)
+}
+
+func (c *Checker) add(condition, file, field, format string, args ...any) {
+	c.Findings = append(c.Findings, Finding{File: file, Field: field, Condition: condition, Message: fmt.Sprintf(format, args...)})
 }
 
 // Obs records a finding about an observation line.
@@ -63,7 +71,7 @@ func (c *Checker) Obs(l Line, field, format string, args ...any) {
 	if field != "" {
 		f += ": " + field
 	}
-	c.Add(harness.ObservationsFile, f, format, args...)
+	c.add(l.Condition, ObservationsFile, f, format, args...)
 }
 
 // Proc records a finding about a process line.
@@ -72,7 +80,7 @@ func (c *Checker) Proc(p Process, field, format string, args ...any) {
 	if field != "" {
 		f += ": " + field
 	}
-	c.Add(harness.ProcessesFile, f, format, args...)
+	c.add(p.Condition, ProcessesFile, f, format, args...)
 }
 
 // Use looks up the process an observation line names and marks it used.
@@ -85,7 +93,7 @@ func (c *Checker) Use(r Records, l Line, id int) (Process, bool) {
 func (c *Checker) UseFor(r Records, l Line, id int, condition string) (Process, bool) {
 	p, ok := r.Process(id)
 	if !ok {
-		c.Obs(l, "process_id", "process %d is not a process of scenario %s in %s", id, l.Scenario, harness.ProcessesFile)
+		c.Obs(l, "process_id", "process %d is not a process of scenario %s in %s", id, l.Scenario, ProcessesFile)
 		return Process{}, false
 	}
 	if c.used == nil {
@@ -93,7 +101,7 @@ func (c *Checker) UseFor(r Records, l Line, id int, condition string) (Process, 
 	}
 	c.used[id]++
 	if p.Condition != condition {
-		c.Obs(l, "process_id", "process %d ran for condition %q (%s line %d), not %q", id, p.Condition, harness.ProcessesFile, p.N, condition)
+		c.Obs(l, "process_id", "process %d ran for condition %q (%s line %d), not %q", id, p.Condition, ProcessesFile, p.N, condition)
 	}
 	return p, true
 }
@@ -118,7 +126,7 @@ func (c *Checker) Unused(r Records, max int) {
 // process record: the worker named, the exit code and the crash point the
 // harness chose. ok is false when there is no usable report.
 func (c *Checker) Report(p Process) (protocol.Report, bool) {
-	rep, err := harness.ParseReport(p.Stdout)
+	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
 		c.Proc(p, "stdout", "%v", err)
 		return rep, false

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -36,17 +36,17 @@ type VerifyConfig struct {
 // that verifies but whose code changed (5).
 func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 	opts := Options{Registry: cfg.Registry, InputPath: cfg.InputPath, ExePath: cfg.ExePath, Limits: cfg.Limits}
-	if root, ok := harness.FindModuleRoot(cfg.Workdir); ok {
+	if root, ok := results.FindModuleRoot(cfg.Workdir); ok {
 		opts.SourceRoot = root
 	}
 	if cfg.InputPath != "" {
 		if _, err := readRegular(cfg.InputPath); err != nil {
-			return fmt.Errorf("%w: --input %s: %v; leave --input out to use the folder's own %s", harness.ErrUsage, cfg.InputPath, unwrapPath(err), harness.InputCopyFile)
+			return fmt.Errorf("%w: --input %s: %w; leave --input out to use the folder's own %s", errclass.ErrUsage, cfg.InputPath, unwrapPath(err), results.InputCopyFile)
 		}
 	}
 	if cfg.ExePath != "" {
 		if _, err := readRegular(cfg.ExePath); err != nil {
-			return fmt.Errorf("%w: --exe %s: %v", harness.ErrUsage, cfg.ExePath, unwrapPath(err))
+			return fmt.Errorf("%w: --exe %s: %w", errclass.ErrUsage, cfg.ExePath, unwrapPath(err))
 		}
 	}
 	out, err := Verify(cfg.Dir, opts)
@@ -78,7 +78,7 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 			}
 		}
 		if !ro.OK() {
-			return fmt.Errorf("%w: %s: the rerun observed differently in %d scenario(s), listed above", harness.ErrResultsDiffer, cfg.Dir, len(ro.Differences))
+			return fmt.Errorf("%w: %s: the rerun observed differently in %d scenario(s), listed above", errclass.ErrResultsDiffer, cfg.Dir, len(ro.Differences))
 		}
 		fmt.Fprintf(w, "rerun: %s reproduced (settings, figures, verdicts, exit codes and crash points equal; times, pids and paths ignored)\n", strings.Join(ro.Scenarios, ", "))
 		out.CodeChanged = append(out.CodeChanged, ro.CodeChanged...)
@@ -120,7 +120,7 @@ func RunReport(cfg ReportConfig) error {
 		}
 		dir := filepath.Dir(p.path)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("%w: %s %s: folder %s does not exist; create it first or choose another path", harness.ErrUsage, p.flag, p.path, dir)
+			return fmt.Errorf("%w: %s %s: folder %s does not exist; create it first or choose another path", errclass.ErrUsage, p.flag, p.path, dir)
 		}
 	}
 	out, err := Verify(cfg.Dir, Options{Registry: cfg.Registry, Limits: cfg.Limits})
@@ -129,7 +129,7 @@ func RunReport(cfg ReportConfig) error {
 	}
 	rep, err := BuildReport(out, cfg.Registry)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v; run idemlab verify %s", harness.ErrFindings, cfg.Dir, err, cfg.Dir)
+		return fmt.Errorf("%w: %s: %v; run idemlab verify %s", errclass.ErrFindings, cfg.Dir, err, cfg.Dir)
 	}
 	if cfg.HTML == "" && cfg.MD == "" {
 		return RenderMarkdown(cfg.Stdout, rep, func(scenario.Chart) string { return "" })
@@ -137,7 +137,7 @@ func RunReport(cfg ReportConfig) error {
 	if cfg.HTML != "" {
 		var b strings.Builder
 		if err := RenderHTML(&b, rep); err != nil {
-			return fmt.Errorf("%w: %v", harness.ErrHarness, err)
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		if err := writeFile(cfg.HTML, []byte(b.String())); err != nil {
 			return err
@@ -156,7 +156,7 @@ func RunReport(cfg ReportConfig) error {
 		}
 		var b strings.Builder
 		if err := RenderMarkdown(&b, rep, ref); err != nil {
-			return fmt.Errorf("%w: %v", harness.ErrHarness, err)
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		if werr != nil {
 			return werr
@@ -167,7 +167,7 @@ func RunReport(cfg ReportConfig) error {
 		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.MD)
 	}
 	if len(rep.Findings) > 0 {
-		return fmt.Errorf("%w: %s: the report was written, with its %d finding(s) under a DOES NOT VERIFY badge; run idemlab verify %s for the list", harness.ErrFindings, cfg.Dir, len(rep.Findings), cfg.Dir)
+		return fmt.Errorf("%w: %s: the report was written, with its %d finding(s) under a DOES NOT VERIFY badge; run idemlab verify %s for the list", errclass.ErrFindings, cfg.Dir, len(rep.Findings), cfg.Dir)
 	}
 	return nil
 }
@@ -178,25 +178,25 @@ func writeFile(path string, b []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
-		return fmt.Errorf("%w: write %s: %v", harness.ErrUsage, path, unwrapPath(err))
+		return fmt.Errorf("%w: write %s: %w", errclass.ErrUsage, path, unwrapPath(err))
 	}
 	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: write %s: %v", harness.ErrHarness, path, err)
+		return fmt.Errorf("%w: write %s: %w", errclass.ErrHarness, path, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: write %s: %v", harness.ErrHarness, path, err)
+		return fmt.Errorf("%w: write %s: %w", errclass.ErrHarness, path, err)
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: write %s: %v", harness.ErrHarness, path, err)
+		return fmt.Errorf("%w: write %s: %w", errclass.ErrHarness, path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: write %s: %v", harness.ErrHarness, path, err)
+		return fmt.Errorf("%w: write %s: %w", errclass.ErrHarness, path, err)
 	}
 	return nil
 }

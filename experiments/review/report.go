@@ -118,7 +118,7 @@ func BuildReport(o *Outcome, reg scenario.Registry) (*Report, error) {
 
 // conditionsTable lists every condition with its verdict and, for a miss,
 // the fields that differ.
-func conditionsTable(s harness.ScenarioResult) Table {
+func conditionsTable(s results.ScenarioResult) Table {
 	t := Table{Header: []string{"condition", "verdict", "differences (expected → observed)"}}
 	for _, c := range s.Conditions {
 		var diffs []string

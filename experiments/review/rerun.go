@@ -9,8 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
+	"idemlab/worker/protocol"
 )
 
 // RunFunc runs the named scenarios with the given input file and overrides
@@ -39,16 +40,16 @@ func (o *RerunOutcome) OK() bool { return len(o.Differences) == 0 }
 func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir string) (*RerunOutcome, error) {
 	f := o.Folder
 	if f == nil || f.Results == nil || f.Input == nil || o.Derived == nil {
-		return nil, fmt.Errorf("%w: rerun needs a readable results.json and the folder's %s", harness.ErrFindings, harness.InputCopyFile)
+		return nil, fmt.Errorf("%w: rerun needs a readable results.json and the folder's %s", errclass.ErrFindings, results.InputCopyFile)
 	}
 	tmp, err := os.MkdirTemp(tempDir, "idemlab-rerun-")
 	if err != nil {
-		return nil, fmt.Errorf("%w: create rerun folder: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: create rerun folder: %w", errclass.ErrHarness, err)
 	}
 	defer os.RemoveAll(tmp)
 	input := filepath.Join(tmp, "input.json")
 	if err := os.WriteFile(input, f.Input, 0o644); err != nil {
-		return nil, fmt.Errorf("%w: write the input copy: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: write the input copy: %w", errclass.ErrHarness, err)
 	}
 	out := &RerunOutcome{Differences: map[string][]string{}}
 	for i, rs := range f.Results.Scenarios {
@@ -59,10 +60,10 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 		}
 		fresh, err := Verify(dir, Options{Registry: opts.Registry, Limits: opts.Limits})
 		if err != nil || fresh.Derived == nil || len(fresh.Derived.Scenarios) != 1 {
-			return nil, fmt.Errorf("%w: rerun of scenario %s: cannot read the fresh folder: %v", harness.ErrHarness, rs.Name, err)
+			return nil, fmt.Errorf("%w: rerun of scenario %s: cannot read the fresh folder: %w", errclass.ErrHarness, rs.Name, err)
 		}
 		if !fresh.OK() {
-			return nil, fmt.Errorf("%w: rerun of scenario %s: the fresh folder does not verify: %s", harness.ErrHarness, rs.Name, fresh.Findings[0])
+			return nil, fmt.Errorf("%w: rerun of scenario %s: the fresh folder does not verify: %s", errclass.ErrHarness, rs.Name, fresh.Findings[0])
 		}
 		a := projection(o.Derived.Scenarios[i], f.Records(rs.Name))
 		b := projection(fresh.Derived.Scenarios[0], fresh.Folder.Records(rs.Name))
@@ -77,10 +78,10 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 }
 
 func isExpectation(err error) bool {
-	return errors.Is(err, harness.ErrExpectation)
+	return errors.Is(err, errclass.ErrExpectation)
 }
 
-func codeDiff(a, b harness.Code) []string {
+func codeDiff(a, b results.Code) []string {
 	var out []string
 	if a.ExecutableSHA256 != b.ExecutableSHA256 {
 		out = append(out, fmt.Sprintf("the executable hashes to %s now, %s in the run", b.ExecutableSHA256, a.ExecutableSHA256))
@@ -110,7 +111,7 @@ type runView struct {
 	Processes  []processView `json:"processes"`
 }
 
-func projection(s harness.ScenarioResult, rec results.Records) runView {
+func projection(s results.ScenarioResult, rec results.Records) runView {
 	v := runView{Settings: stripVolatile(jsonRaw(s.Settings)), Conditions: stripVolatile(s.Conditions), Pass: s.Pass}
 	if len(s.Extra) > 0 {
 		v.Extra = stripVolatile(jsonRaw(s.Extra))
@@ -120,7 +121,7 @@ func projection(s harness.ScenarioResult, rec results.Records) runView {
 			continue
 		}
 		pv := processView{Condition: p.Condition, Label: p.Label, Worker: p.Worker, ExitCode: p.ExitCode, Signal: p.Signal}
-		if rep, err := harness.ParseReport(p.Stdout); err == nil {
+		if rep, err := protocol.ParseReport(p.Stdout); err == nil {
 			pv.CrashedAt, pv.Points = rep.CrashedAt, rep.Points
 		}
 		if p.KilledBy != "" {

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"idemlab/experiments/harness"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/suite"
@@ -41,7 +41,7 @@ type Outcome struct {
 	Notices  []string
 	Folder   *results.Folder
 	// Derived is results.json as the records give it.
-	Derived *harness.Results
+	Derived *results.Results
 	// CodeChanged says that the given executable or source tree differs
 	// from the recorded one.
 	CodeChanged []string
@@ -61,7 +61,7 @@ func (o *Outcome) RunPassed() bool { return o.Derived != nil && o.Derived.Pass }
 func Verify(dir string, opts Options) (*Outcome, error) {
 	f, err := results.Load(dir, opts.Limits)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v; pass the results folder an experiment wrote", harness.ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w; pass the results folder an experiment wrote", errclass.ErrUsage, err)
 	}
 	out := &Outcome{Folder: f}
 	out.Findings = append(out.Findings, f.Findings...)
@@ -69,6 +69,9 @@ func Verify(dir string, opts Options) (*Outcome, error) {
 		return out, nil
 	}
 	c := &check{out: out, f: f, opts: opts}
+	if !c.format() {
+		return out, nil
+	}
 	in, ok := c.input()
 	c.code()
 	c.scenarios(in, ok)
@@ -89,6 +92,27 @@ func (c *check) notice(format string, args ...any) {
 	c.out.Notices = append(c.out.Notices, fmt.Sprintf(format, args...))
 }
 
+// format reads the folder's format version. A newer one than this build
+// writes cannot be judged by its rules, so nothing else is checked; an older
+// one is judged by today's rules, which read every older record alike, and
+// the reviewer is told what changed since.
+func (c *check) format() bool {
+	v := c.f.Results.Format
+	if v == 0 {
+		v = 1
+	}
+	switch {
+	case v > results.FormatVersion:
+		c.add(results.ResultsFile, "format", "is %d, but this idemlab reads formats up to %d; verify it with the idemlab that wrote it, or a newer one", v, results.FormatVersion)
+		return false
+	case v < results.FormatVersion:
+		for n := v + 1; n <= results.FormatVersion; n++ {
+			c.notice("the folder is format %d, this idemlab writes format %d; format %d: %s", v, results.FormatVersion, n, results.FormatChanges[n])
+		}
+	}
+	return true
+}
+
 // input checks the folder's input copy and, when given, --input, and
 // returns the input the settings are derived from.
 func (c *check) input() (suite.Input, bool) {
@@ -96,12 +120,12 @@ func (c *check) input() (suite.Input, bool) {
 	var in suite.Input
 	ok := false
 	if c.f.Input != nil {
-		parsed, err := suite.ParseInput(harness.InputCopyFile, c.f.Input, c.opts.Registry)
+		parsed, err := suite.ParseInput(results.InputCopyFile, c.f.Input, c.opts.Registry)
 		switch {
 		case parsed.SHA256 != r.Inputs.SHA256:
-			c.add(harness.InputCopyFile, "", "hashes to %s, but results.json inputs.sha256 records %s", parsed.SHA256, r.Inputs.SHA256)
+			c.add(results.InputCopyFile, "", "hashes to %s, but results.json inputs.sha256 records %s", parsed.SHA256, r.Inputs.SHA256)
 		case err != nil:
-			c.add(harness.InputCopyFile, "", "%v", err)
+			c.add(results.InputCopyFile, "", "%v", err)
 		default:
 			in, ok = parsed, true
 		}
@@ -113,7 +137,7 @@ func (c *check) input() (suite.Input, bool) {
 		}
 		parsed, err := suite.ParseInput(c.opts.InputPath, b, c.opts.Registry)
 		if parsed.SHA256 != r.Inputs.SHA256 {
-			c.add(harness.ResultsFile, "inputs.sha256", "records %s, but --input %s hashes to %s: the folder was not made from that file", r.Inputs.SHA256, c.opts.InputPath, parsed.SHA256)
+			c.add(results.ResultsFile, "inputs.sha256", "records %s, but --input %s hashes to %s: the folder was not made from that file", r.Inputs.SHA256, c.opts.InputPath, parsed.SHA256)
 			return in, ok
 		}
 		if err == nil && !ok {
@@ -121,7 +145,7 @@ func (c *check) input() (suite.Input, bool) {
 		}
 	}
 	if !ok && c.f.Input == nil && c.opts.InputPath == "" {
-		c.notice("the folder carries no %s and no --input was given, so the settings could not be derived again", harness.InputCopyFile)
+		c.notice("the folder carries no %s and no --input was given, so the settings could not be derived again", results.InputCopyFile)
 	}
 	return in, ok
 }
@@ -141,7 +165,7 @@ func readRegular(path string) ([]byte, error) {
 func (c *check) code() {
 	r := c.f.Results
 	if c.opts.ExePath != "" {
-		sum, err := harness.HashFile(c.opts.ExePath)
+		sum, err := results.HashFile(c.opts.ExePath)
 		switch {
 		case err != nil:
 			c.add("--exe", c.opts.ExePath, "cannot hash it: %v", err)
@@ -157,7 +181,7 @@ func (c *check) code() {
 	case c.opts.SourceRoot == "":
 		c.notice("working tree hash not compared: no idemlab source tree in the working folder")
 	default:
-		got, err := harness.SourceTreeHash(c.opts.SourceRoot)
+		got, err := results.SourceTreeHash(c.opts.SourceRoot)
 		if err != nil {
 			c.notice("working tree hash not compared: %v", err)
 			return
@@ -175,19 +199,19 @@ func (c *check) code() {
 // scenarios derives every scenario again and compares.
 func (c *check) scenarios(in suite.Input, haveInput bool) {
 	r := c.f.Results
-	derived := &harness.Results{Pass: true}
+	derived := &results.Results{Pass: true}
 	seen := map[string]bool{}
 	claimed := map[string]bool{}
 	for i, rs := range r.Scenarios {
 		base := results.Field("scenarios", results.Key(rs.Name))
 		if seen[rs.Name] {
-			c.add(harness.ResultsFile, results.Field("scenarios", i, "name"), "scenario %q appears twice", rs.Name)
+			c.add(results.ResultsFile, results.Field("scenarios", i, "name"), "scenario %q appears twice", rs.Name)
 			continue
 		}
 		seen[rs.Name] = true
 		s, ok := c.opts.Registry.Lookup(rs.Name)
 		if !ok {
-			c.add(harness.ResultsFile, base+".name", "%q is not a scenario of this idemlab (known: %s)", rs.Name, strings.Join(c.opts.Registry.Names(), ", "))
+			c.add(results.ResultsFile, base+".name", "%q is not a scenario of this idemlab (known: %s)", rs.Name, strings.Join(c.opts.Registry.Names(), ", "))
 			continue
 		}
 		for name := range rs.Overrides {
@@ -196,26 +220,25 @@ func (c *check) scenarios(in suite.Input, haveInput bool) {
 		if haveInput {
 			c.settings(s, rs, in)
 		}
-		d, findings := scenario.Evaluate(s, rs.Overrides, rs.Settings, c.f.Records(rs.Name))
-		c.out.Findings = append(c.out.Findings, findings...)
+		d := scenario.Evaluate(s, rs.Overrides, rs.Settings, c.f.Records(rs.Name))
 		c.compare(base, rs, d)
 		derived.Scenarios = append(derived.Scenarios, d)
 		derived.Pass = derived.Pass && d.Pass
 	}
 	if r.Pass != derived.Pass {
-		c.add(harness.ResultsFile, "pass", "is %v, but the records give %v", r.Pass, derived.Pass)
+		c.add(results.ResultsFile, "pass", "is %v, but the records give %v", r.Pass, derived.Pass)
 	}
 	for _, l := range c.f.Observations {
 		if !seen[l.Scenario] {
-			c.add(harness.ObservationsFile, fmt.Sprintf("line %d: scenario", l.N), "%q is not a scenario of %s", l.Scenario, harness.ResultsFile)
+			c.add(results.ObservationsFile, fmt.Sprintf("line %d: scenario", l.N), "%q is not a scenario of %s", l.Scenario, results.ResultsFile)
 		}
 	}
 	for i, p := range c.f.Processes {
 		if p.ID != i+1 {
-			c.add(harness.ProcessesFile, fmt.Sprintf("line %d: id", p.N), "is %d, want %d: ids are given in order from 1, so a line is missing, added or moved", p.ID, i+1)
+			c.add(results.ProcessesFile, fmt.Sprintf("line %d: id", p.N), "is %d, want %d: ids are given in order from 1, so a line is missing, added or moved", p.ID, i+1)
 		}
 		if !seen[p.Scenario] {
-			c.add(harness.ProcessesFile, fmt.Sprintf("line %d: scenario", p.N), "%q is not a scenario of %s", p.Scenario, harness.ResultsFile)
+			c.add(results.ProcessesFile, fmt.Sprintf("line %d: scenario", p.N), "%q is not a scenario of %s", p.Scenario, results.ResultsFile)
 		}
 	}
 	c.out.Derived = derived
@@ -223,16 +246,16 @@ func (c *check) scenarios(in suite.Input, haveInput bool) {
 
 // settings derives the scenario's settings from the input section and the
 // recorded overrides, and compares them with the recorded settings.
-func (c *check) settings(s scenario.Scenario, rs harness.ScenarioResult, in suite.Input) {
+func (c *check) settings(s scenario.Scenario, rs results.ScenarioResult, in suite.Input) {
 	base := results.Field("scenarios", results.Key(rs.Name))
 	plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides)
 	if err != nil {
-		c.add(harness.ResultsFile, base+".overrides", "the input and the recorded overrides give no valid plan: %v", err)
+		c.add(results.ResultsFile, base+".overrides", "the input and the recorded overrides give no valid plan: %v", err)
 		return
 	}
 	want := scenario.Marshal(plans[0].Plan.Settings())
 	for _, d := range results.DiffPaths(base+".settings", want, rs.Settings) {
-		c.add(harness.ResultsFile, d.Path, "is %s, but the input and the recorded overrides give %s", d.B, d.A)
+		c.add(results.ResultsFile, d.Path, "is %s, but the input and the recorded overrides give %s", d.B, d.A)
 	}
 	names := make([]string, 0, len(rs.Overrides))
 	for n := range rs.Overrides {
@@ -246,21 +269,55 @@ func (c *check) settings(s scenario.Scenario, rs harness.ScenarioResult, in suit
 
 // compare reports every field where the recorded result differs from the
 // derived one.
-func (c *check) compare(base string, rec, der harness.ScenarioResult) {
+func (c *check) compare(base string, rec, der results.ScenarioResult) {
 	type view struct {
-		Conditions []harness.ConditionResult `json:"conditions"`
+		Conditions []results.ConditionResult `json:"conditions"`
 		Extra      any                       `json:"extra,omitempty"`
 		Pass       bool                      `json:"pass"`
 	}
-	a := view{Conditions: rec.Conditions, Extra: rawOrNil(rec.Extra), Pass: rec.Pass}
-	b := view{Conditions: der.Conditions, Extra: rawOrNil(der.Extra), Pass: der.Pass}
+	a := view{Conditions: withoutFindings(rec.Conditions), Extra: rawOrNil(rec.Extra), Pass: rec.Pass}
+	b := view{Conditions: withoutFindings(der.Conditions), Extra: rawOrNil(der.Extra), Pass: der.Pass}
+	c.compareFindings(base, rec, der)
 	for _, d := range results.DiffPaths(base, a, b) {
-		c.add(harness.ResultsFile, conditionPath(d.Path, rec), "is %s, but the records give %s", d.A, d.B)
+		c.add(results.ResultsFile, conditionPath(d.Path, rec), "is %s, but the records give %s", d.A, d.B)
 	}
 }
 
+// compareFindings reports each finding the records give that the stored
+// result does not hold, in its own words (the file and field of the
+// contradiction), and each stored finding the records no longer give. A
+// finding both hold is a failed run, not a disagreement.
+func (c *check) compareFindings(base string, rec, der results.ScenarioResult) {
+	stored := map[results.Finding]int{}
+	for _, f := range rec.AllFindings() {
+		stored[f]++
+	}
+	for _, f := range der.AllFindings() {
+		if stored[f] > 0 {
+			stored[f]--
+			continue
+		}
+		c.out.Findings = append(c.out.Findings, f)
+	}
+	for _, f := range rec.AllFindings() {
+		if stored[f] > 0 {
+			stored[f]--
+			c.add(results.ResultsFile, base+".findings", "records %q, but the records do not give it", f.String())
+		}
+	}
+}
+
+func withoutFindings(cs []results.ConditionResult) []results.ConditionResult {
+	out := make([]results.ConditionResult, len(cs))
+	for i, c := range cs {
+		c.Findings = nil
+		out[i] = c
+	}
+	return out
+}
+
 // conditionPath names conditions by name rather than index in a path.
-func conditionPath(p string, rec harness.ScenarioResult) string {
+func conditionPath(p string, rec results.ScenarioResult) string {
 	for i, cr := range rec.Conditions {
 		idx := fmt.Sprintf(".conditions[%d]", i)
 		if strings.Contains(p, idx) {
@@ -286,11 +343,11 @@ func (j jsonRaw) MarshalJSON() ([]byte, error) { return j, nil }
 func Verdict(o *Outcome, dir string) error {
 	switch {
 	case !o.OK():
-		return fmt.Errorf("%w: %s: %d finding(s), listed above; each names the file and the field", harness.ErrFindings, dir, len(o.Findings))
+		return fmt.Errorf("%w: %s: %d finding(s), listed above; each names the file and the field", errclass.ErrFindings, dir, len(o.Findings))
 	case !o.RunPassed():
-		return fmt.Errorf("%w: %s is consistent, but its run failed its expectations (pass: false)", harness.ErrRunFailed, dir)
+		return fmt.Errorf("%w: %s is consistent, but its run failed its expectations (pass: false)", errclass.ErrRunFailed, dir)
 	case len(o.CodeChanged) > 0:
-		return fmt.Errorf("%w: %s verifies, but %s", harness.ErrCodeChanged, dir, strings.Join(o.CodeChanged, "; "))
+		return fmt.Errorf("%w: %s verifies, but %s", errclass.ErrCodeChanged, dir, strings.Join(o.CodeChanged, "; "))
 	}
 	return nil
 }

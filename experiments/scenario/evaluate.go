@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 )
 
@@ -13,25 +12,40 @@ import (
 // the recorded settings, the fold over the records, and the check of one
 // against the other. The experiment calls it on the files it has just
 // written; verify calls it on the folder it is given.
-func Evaluate(s Scenario, overrides map[string]string, settings json.RawMessage, rec results.Records) (harness.ScenarioResult, []results.Finding) {
-	res := harness.ScenarioResult{Name: s.Name(), Overrides: overrides, Settings: settings, Conditions: []harness.ConditionResult{}, Pass: true}
-	var findings []results.Finding
+//
+// The fold's findings are part of the verdict. A finding about one
+// condition's records fails that condition; any other fails the scenario.
+// So a worker that lies, crashes or breaks the protocol gives a failed
+// run with its folder written, and verify, deriving the same findings,
+// agrees with the stored ones; an edited record gives findings the stored
+// result does not hold, which verify reports as a disagreement.
+func Evaluate(s Scenario, overrides map[string]string, settings json.RawMessage, rec results.Records) results.ScenarioResult {
+	res := results.ScenarioResult{Name: s.Name(), Overrides: overrides, Settings: settings, Conditions: []results.ConditionResult{}, Pass: true}
 	base := results.Field("scenarios", results.Key(s.Name()))
 	exp, err := s.Expect(settings)
 	if err != nil {
-		findings = append(findings, results.Finding{File: harness.ResultsFile, Field: base + ".settings", Message: fmt.Sprintf("the oracle cannot read them: %v", err)})
+		res.Findings = append(res.Findings, results.Finding{File: results.ResultsFile, Field: base + ".settings", Message: fmt.Sprintf("the oracle cannot read them: %v", err)})
 		res.Pass = false
-		return res, findings
+		return res
 	}
-	folded, ff := s.Fold(settings, rec)
-	findings = append(findings, ff...)
+	folded, findings := s.Fold(settings, rec)
+	byCond := map[string][]results.Finding{}
 	known := map[string]bool{}
 	for _, e := range exp {
 		known[e.Condition] = true
-		cr := harness.ConditionResult{Name: e.Condition, Expected: Marshal(e.Value)}
+	}
+	for _, f := range findings {
+		if known[f.Condition] {
+			byCond[f.Condition] = append(byCond[f.Condition], f)
+		} else {
+			res.Findings = append(res.Findings, f)
+		}
+	}
+	for _, e := range exp {
+		cr := results.ConditionResult{Name: e.Condition, Expected: Marshal(e.Value), Findings: byCond[e.Condition]}
 		obs, ok := folded.Observed[e.Condition]
 		if !ok {
-			findings = append(findings, results.Finding{File: harness.ObservationsFile, Field: "condition " + e.Condition, Message: "no observation of this condition; every run observes all of them"})
+			cr.Findings = append(cr.Findings, results.Finding{File: results.ObservationsFile, Field: "condition " + e.Condition, Condition: e.Condition, Message: "no observation of this condition; every run observes all of them"})
 			cr.Observed = json.RawMessage("null")
 			res.Conditions = append(res.Conditions, cr)
 			res.Pass = false
@@ -41,36 +55,38 @@ func Evaluate(s Scenario, overrides map[string]string, settings json.RawMessage,
 		if c, ok := s.(Checker); ok {
 			pass, diffs, err := c.Check(e.Condition, cr.Expected, cr.Observed)
 			if err != nil {
-				findings = append(findings, results.Finding{File: harness.ResultsFile, Field: base + ".conditions[" + e.Condition + "]", Message: err.Error()})
+				cr.Findings = append(cr.Findings, results.Finding{File: results.ResultsFile, Field: base + ".conditions[" + e.Condition + "]", Condition: e.Condition, Message: err.Error()})
 			}
 			cr.Pass, cr.Differences = pass, diffs
 		} else {
 			cr.Differences = Differences(e.Value, obs)
 			cr.Pass = len(cr.Differences) == 0
 		}
+		cr.Pass = cr.Pass && len(cr.Findings) == 0
 		res.Conditions = append(res.Conditions, cr)
 		res.Pass = res.Pass && cr.Pass
 	}
 	for name := range folded.Observed {
 		if !known[name] {
-			findings = append(findings, results.Finding{File: harness.ObservationsFile, Field: "condition " + name, Message: fmt.Sprintf("observed, but the settings give no such condition of scenario %s", s.Name())})
+			res.Findings = append(res.Findings, results.Finding{File: results.ObservationsFile, Field: "condition " + name, Message: fmt.Sprintf("observed, but the settings give no such condition of scenario %s", s.Name())})
 		}
 	}
+	res.Pass = res.Pass && len(res.Findings) == 0
 	if folded.Extra != nil {
 		res.Extra = Marshal(folded.Extra)
 	}
-	return res, findings
+	return res
 }
 
 // Differences lists the leaves where observed differs from expected.
-func Differences(expected, observed any) []harness.Difference {
-	var out []harness.Difference
+func Differences(expected, observed any) []results.Difference {
+	var out []results.Difference
 	for _, d := range results.DiffPaths("", expected, observed) {
 		path := d.Path
 		if path == "" {
 			path = "."
 		}
-		out = append(out, harness.Difference{Path: path, Expected: d.A, Observed: d.B})
+		out = append(out, results.Difference{Path: path, Expected: d.A, Observed: d.B})
 	}
 	return out
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -31,7 +30,7 @@ func (fake) Fold(_ json.RawMessage, rec results.Records) (scenario.Folded, []res
 	}
 	return out, nil
 }
-func (fake) Report(harness.ScenarioResult) (scenario.Section, error) { return scenario.Section{}, nil }
+func (fake) Report(results.ScenarioResult) (scenario.Section, error) { return scenario.Section{}, nil }
 
 func lines(conds ...string) results.Records {
 	var obs []results.Line
@@ -46,19 +45,20 @@ func TestEvaluate(t *testing.T) {
 		name     string
 		rec      results.Records
 		pass     []bool
-		diffs    []harness.Difference
+		diffs    []results.Difference
 		findings []string
 	}{
 		{"both met", lines("a", "b", "b"), []bool{true, true}, nil, nil},
-		{"one missed", lines("a", "b"), []bool{true, false}, []harness.Difference{{Path: ".", Expected: "2", Observed: "1"}}, nil},
+		{"one missed", lines("a", "b"), []bool{true, false}, []results.Difference{{Path: ".", Expected: "2", Observed: "1"}}, nil},
 		{"one never observed", lines("a"), []bool{true, false}, nil, []string{"condition b: no observation"}},
 		{"an unknown condition", lines("a", "b", "b", "c"), []bool{true, true}, nil, []string{"condition c: observed, but the settings give no such condition"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, findings := scenario.Evaluate(fake{want: map[string]int{"a": 1, "b": 2}}, nil, json.RawMessage(`{}`), tt.rec)
+			res := scenario.Evaluate(fake{want: map[string]int{"a": 1, "b": 2}}, nil, json.RawMessage(`{}`), tt.rec)
+			findings := res.AllFindings()
 			var pass []bool
-			var diffs []harness.Difference
+			var diffs []results.Difference
 			for _, c := range res.Conditions {
 				pass = append(pass, c.Pass)
 				diffs = append(diffs, c.Differences...)
@@ -69,8 +69,10 @@ func TestEvaluate(t *testing.T) {
 			if d := cmp.Diff(tt.diffs, diffs); d != "" {
 				t.Errorf("differences (-want +got):\n%s", d)
 			}
-			if res.Pass != !strings.Contains(cmp.Diff(tt.pass, []bool{true, true}), "-") {
-				t.Errorf("scenario pass %v disagrees with its conditions %v", res.Pass, pass)
+			// A scenario passes when every condition does and no finding
+			// is left over for the scenario as a whole.
+			if want := !strings.Contains(cmp.Diff(tt.pass, []bool{true, true}), "-") && len(res.Findings) == 0; res.Pass != want {
+				t.Errorf("scenario pass %v, want %v (conditions %v, scenario findings %d)", res.Pass, want, pass, len(res.Findings))
 			}
 			var got []string
 			for _, f := range findings {

@@ -35,13 +35,13 @@ type Scenario interface {
 	Fold(settings json.RawMessage, rec results.Records) (Folded, []results.Finding)
 	// Report arranges a derived result for people: terminal tables, the
 	// article's published figures beside the reproduced ones, and charts.
-	Report(res harness.ScenarioResult) (Section, error)
+	Report(res results.ScenarioResult) (Section, error)
 }
 
 // Checker is implemented by scenarios whose conditions pass by a rule other
 // than equality of expected and observed, such as outcome sets.
 type Checker interface {
-	Check(condition string, expected, observed json.RawMessage) (bool, []harness.Difference, error)
+	Check(condition string, expected, observed json.RawMessage) (bool, []results.Difference, error)
 }
 
 // OptIn is implemented by scenarios that run only when named with
@@ -74,7 +74,7 @@ type Plan interface {
 // Env is what a run gets from the suite.
 type Env struct {
 	Runner   *harness.Runner
-	Recorder *harness.Recorder
+	Recorder *results.Recorder
 	// TempDir holds scratch databases; empty means the system default.
 	TempDir string
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -45,7 +46,7 @@ type Options struct {
 	// OnProcess after each process is recorded.
 	OnStart    func(total int)
 	OnScenario func(name string)
-	OnProcess  func(harness.ProcessRecord)
+	OnProcess  func(results.ProcessRecord)
 }
 
 // Input is a decoded input file: its bytes, hash and sections.
@@ -65,7 +66,7 @@ func ReadInput(path string, reg scenario.Registry) (Input, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return Input{}, fmt.Errorf("%w: --input %s: %v; pass the input file with --input FILE", harness.ErrUsage, path, err)
+		return Input{}, fmt.Errorf("%w: --input %s: %w; pass the input file with --input FILE", errclass.ErrUsage, path, err)
 	}
 	return ParseInput(path, b, reg)
 }
@@ -75,11 +76,11 @@ func ParseInput(path string, b []byte, reg scenario.Registry) (Input, error) {
 	sum := sha256.Sum256(b)
 	in := Input{Path: path, Bytes: b, SHA256: hex.EncodeToString(sum[:])}
 	if err := scenario.DecodeStrict(b, &in.Sections); err != nil {
-		return in, fmt.Errorf("%w: %s: %v", harness.ErrUsage, path, err)
+		return in, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, path, err)
 	}
 	for name := range in.Sections {
 		if _, ok := reg.Lookup(name); !ok {
-			return in, fmt.Errorf("%w: %s: %s: not a scenario (known: %s)", harness.ErrUsage, path, name, strings.Join(reg.Names(), ", "))
+			return in, fmt.Errorf("%w: %s: %s: not a scenario (known: %s)", errclass.ErrUsage, path, name, strings.Join(reg.Names(), ", "))
 		}
 	}
 	return in, nil
@@ -105,7 +106,7 @@ func Choose(reg scenario.Registry, names []string) ([]scenario.Scenario, error) 
 			if strings.Contains(n, ",") {
 				hint = "; repeat the flag for several, as --scenario redelivery --scenario batch"
 			}
-			return nil, fmt.Errorf("%w: --scenario %q: unknown (known: %s)%s", harness.ErrUsage, n, strings.Join(reg.Names(), ", "), hint)
+			return nil, fmt.Errorf("%w: --scenario %q: unknown (known: %s)%s", errclass.ErrUsage, n, strings.Join(reg.Names(), ", "), hint)
 		}
 		want[n] = true
 	}
@@ -140,7 +141,7 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 		}
 		p, err := s.Plan(in.Sections[s.Name()], ov)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", harness.ErrUsage, in.Path, err)
+			return nil, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
 		}
 		if len(ov) == 0 {
 			ov = nil
@@ -159,15 +160,15 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 		for _, s := range chosen {
 			names = append(names, s.Name())
 		}
-		return nil, fmt.Errorf("%w: --%s does not apply to the chosen scenarios (%s); choose the scenario it belongs to with --scenario", harness.ErrUsage, stray[0], strings.Join(names, ", "))
+		return nil, fmt.Errorf("%w: --%s does not apply to the chosen scenarios (%s); choose the scenario it belongs to with --scenario", errclass.ErrUsage, stray[0], strings.Join(names, ", "))
 	}
 	return out, nil
 }
 
 // Run runs the scenarios and writes the results folder. It returns the
 // results even when an expectation failed; the error then wraps
-// harness.ErrExpectation.
-func Run(ctx context.Context, opts Options) (*harness.Results, []Planned, error) {
+// errclass.ErrExpectation.
+func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error) {
 	chosen, err := Choose(opts.Registry, opts.Scenarios)
 	if err != nil {
 		return nil, nil, err
@@ -180,7 +181,7 @@ func Run(ctx context.Context, opts Options) (*harness.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := harness.PrepareOutput(opts.Out)
+	out, err := results.PrepareOutput(opts.Out)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,28 +191,31 @@ func Run(ctx context.Context, opts Options) (*harness.Results, []Planned, error)
 	}
 	if err != nil {
 		out.Abort()
-		if ctx.Err() != nil && !errors.Is(err, harness.ErrUsage) {
-			return nil, nil, fmt.Errorf("%w: stopped by a signal; the workers were stopped and nothing was written to %s", harness.ErrInterrupted, opts.Out)
+		// A cancelled context reaches here through many paths (a killed
+		// child, a closed pipe), not all of which carry it; the context
+		// itself is the witness, and its cause stays in the chain.
+		if cause := ctx.Err(); cause != nil && !errors.Is(err, errclass.ErrUsage) {
+			return nil, nil, fmt.Errorf("%w: stopped by a signal (%w); the workers were stopped and nothing was written to %s", errclass.ErrInterrupted, cause, opts.Out)
 		}
 		return nil, nil, err
 	}
 	if !res.Pass {
-		return res, plans, fmt.Errorf("%w: results written to %s with pass: false", harness.ErrExpectation, opts.Out)
+		return res, plans, fmt.Errorf("%w: results written to %s with pass: false", errclass.ErrExpectation, opts.Out)
 	}
 	return res, plans, nil
 }
 
-func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *harness.Output) (*harness.Results, error) {
-	code, err := harness.CodeHashes(opts.Executable, opts.Workdir)
+func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *results.Output) (*results.Results, error) {
+	code, err := results.CodeHashes(opts.Executable, opts.Workdir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
-	if err := writeFile(filepath.Join(out.Staging, harness.InputCopyFile), in.Bytes); err != nil {
-		return nil, fmt.Errorf("%w: copy the input file: %v", harness.ErrHarness, err)
+	if err := writeFile(filepath.Join(out.Staging, results.InputCopyFile), in.Bytes); err != nil {
+		return nil, fmt.Errorf("%w: copy the input file: %w", errclass.ErrHarness, err)
 	}
-	rec, err := harness.NewRecorder(out.Staging)
+	rec, err := results.NewRecorder(out.Staging)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	started := time.Now().UTC()
 	if opts.OnStart != nil {
@@ -231,35 +235,36 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		}
 		if err := p.Plan.Run(ctx, env); err != nil {
 			rec.Close()
-			if !errors.Is(err, harness.ErrHarness) && !errors.Is(err, harness.ErrUsage) {
-				err = fmt.Errorf("%w: scenario %s: %w", harness.ErrHarness, p.Scenario.Name(), err)
+			if !errors.Is(err, errclass.ErrHarness) && !errors.Is(err, errclass.ErrUsage) {
+				err = fmt.Errorf("%w: scenario %s: %w", errclass.ErrHarness, p.Scenario.Name(), err)
 			}
 			return nil, err
 		}
 	}
 	if err := rec.Close(); err != nil {
-		return nil, fmt.Errorf("%w: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	// The verdict is reached over what was recorded, read back through the
 	// same loader verify uses, never over values held in memory.
 	folder, err := results.LoadRecords(out.Staging, results.Limits{})
 	if err != nil {
-		return nil, fmt.Errorf("%w: read back the records: %v", harness.ErrHarness, err)
+		return nil, fmt.Errorf("%w: read back the records: %w", errclass.ErrHarness, err)
 	}
 	if len(folder.Findings) > 0 {
-		return nil, fmt.Errorf("%w: the records just written do not read back: %s", harness.ErrHarness, folder.Findings[0])
+		return nil, fmt.Errorf("%w: the records just written do not read back: %s", errclass.ErrHarness, folder.Findings[0])
 	}
-	res := &harness.Results{
-		Tool: harness.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
-		Environment: harness.Env(),
-		Inputs:      harness.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: harness.InputCopyFile},
-		Code:        code, Pass: true, Scenarios: []harness.ScenarioResult{},
+	res := &results.Results{
+		Format: results.FormatVersion,
+		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
+		Environment: results.HostEnvironment(),
+		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
+		Code:        code, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
 	for _, p := range plans {
-		sr, findings := scenario.Evaluate(p.Scenario, p.Overrides, scenario.Marshal(p.Plan.Settings()), folder.Records(p.Scenario.Name()))
-		if len(findings) > 0 {
-			return nil, fmt.Errorf("%w: scenario %s: the records are inconsistent (%d finding(s)), first: %s", harness.ErrHarness, p.Scenario.Name(), len(findings), findings[0])
-		}
+		// Findings here are what the workers did (a report that the rows
+		// contradict, an exit outside the protocol): results, stored with
+		// the conditions they fail.
+		sr := scenario.Evaluate(p.Scenario, p.Overrides, scenario.Marshal(p.Plan.Settings()), folder.Records(p.Scenario.Name()))
 		res.Scenarios = append(res.Scenarios, sr)
 		res.Pass = res.Pass && sr.Pass
 	}
@@ -288,7 +293,7 @@ func writeFile(path string, b []byte) error {
 
 // Failures lists one line per failed condition: its name and, for each
 // differing field, what was expected and what was observed.
-func Failures(res *harness.Results) []string {
+func Failures(res *results.Results) []string {
 	var out []string
 	for _, s := range res.Scenarios {
 		for _, c := range s.Conditions {

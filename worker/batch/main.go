@@ -182,10 +182,10 @@ func ResolveFile(ctx context.Context, a ResolveArgs) error {
 	}
 	j, err := OpenJournal(ctx, a.DB, false)
 	if errors.Is(err, ErrNotJournal) {
-		return fmt.Errorf("%w: %v", ErrResolveUsage, err)
+		return fmt.Errorf("%w: %w", ErrResolveUsage, err)
 	}
 	if sqlitedb.IsBusy(err) {
-		return fmt.Errorf("%w: db %s is locked, most likely by a running batch; resolve after it stops: %v", ErrResolveUsage, a.DB, err)
+		return fmt.Errorf("%w: db %s is locked, most likely by a running batch; resolve after it stops: %w", ErrResolveUsage, a.DB, err)
 	}
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func ResolveFile(ctx context.Context, a ResolveArgs) error {
 	err = j.Resolve(ctx, a.Key, a.Delivered, a.Receipt)
 	cerr := j.Close()
 	if errors.Is(err, ErrNoRow) || errors.Is(err, ErrAlreadySucceeded) || errors.Is(err, ErrReceiptRequired) {
-		return fmt.Errorf("%w: %v", ErrResolveUsage, err)
+		return fmt.Errorf("%w: %w", ErrResolveUsage, err)
 	}
 	if err != nil {
 		return err

@@ -283,7 +283,7 @@ func exec(ctx context.Context, db *sql.DB, q string, ev Event, now int64, ttl ti
 		res, err := db.ExecContext(ctx, q, args...)
 		if sqlitedb.IsBusy(err) {
 			if out.BusyRetries >= MaxBusyRetries {
-				return out, fmt.Errorf("claim %s: %w after %d retries: %v", ev.Fingerprint, ErrTooBusy, out.BusyRetries, err)
+				return out, fmt.Errorf("claim %s: %w after %d retries: %w", ev.Fingerprint, ErrTooBusy, out.BusyRetries, err)
 			}
 			out.BusyRetries++
 			continue

@@ -9,10 +9,12 @@ package protocol
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Exit codes a child may use. The parent treats every other code, and every
@@ -212,4 +214,25 @@ func (p *Points) CrashAfterHits(k int) { p.crashAfter = k }
 // Passed returns a copy of the points passed so far, in order.
 func (p *Points) Passed() []string {
 	return append([]string{}, p.passed...)
+}
+
+// ParseReport reads the single JSON line a worker writes.
+func ParseReport(stdout string) (Report, error) {
+	var rep Report
+	line := strings.TrimRight(stdout, "\n")
+	if line == "" {
+		return rep, errors.New("no report line on stdout")
+	}
+	if strings.Contains(line, "\n") {
+		return rep, fmt.Errorf("%d lines on stdout, want exactly one report line", strings.Count(line, "\n")+1)
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		return rep, fmt.Errorf("parse report line: %w", err)
+	}
+	if rep.Worker == "" {
+		return rep, errors.New("report line has no worker name")
+	}
+	return rep, nil
 }

@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 )
 
 // Env is a runner and recorder writing into a temporary folder.
 type Env struct {
 	Dir      string
 	Runner   *harness.Runner
-	Recorder *harness.Recorder
+	Recorder *results.Recorder
 }
 
 // New makes an Env. The package under test must call worker.TestMain from
@@ -28,7 +29,7 @@ func New(tb testing.TB) *Env {
 		tb.Fatal(err)
 	}
 	dir := tb.TempDir()
-	rec, err := harness.NewRecorder(dir)
+	rec, err := results.NewRecorder(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

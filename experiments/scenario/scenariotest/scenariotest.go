@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -16,7 +15,7 @@ import (
 
 // Outcome is one evaluated run.
 type Outcome struct {
-	Result   harness.ScenarioResult
+	Result   results.ScenarioResult
 	Records  results.Records
 	Settings json.RawMessage
 	Findings []results.Finding
@@ -42,13 +41,14 @@ func Run(tb testing.TB, s scenario.Scenario, section string, overrides map[strin
 		tb.Fatal(err)
 	}
 	for _, x := range f.Findings {
-		if x.File != harness.InputCopyFile {
+		if x.File != results.InputCopyFile {
 			tb.Fatalf("records do not load: %s", x)
 		}
 	}
 	rec := f.Records(s.Name())
 	settings := scenario.Marshal(p.Settings())
-	res, findings := scenario.Evaluate(s, overrides, settings, rec)
+	res := scenario.Evaluate(s, overrides, settings, rec)
+	findings := res.AllFindings()
 	return Outcome{Result: res, Records: rec, Settings: settings, Findings: findings}
 }
 
@@ -86,7 +86,7 @@ func Edit(tb testing.TB, rec results.Records, obs bool, index int, edit func(m m
 		if err != nil {
 			tb.Fatal(err)
 		}
-		var pr harness.ProcessRecord
+		var pr results.ProcessRecord
 		if err := json.Unmarshal(b, &pr); err != nil {
 			tb.Fatal(err)
 		}

@@ -1,9 +1,10 @@
-package harness
+package results
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"idemlab/experiments/errclass"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,24 +22,24 @@ type Output struct {
 // the staging folder next to it.
 func PrepareOutput(out string) (*Output, error) {
 	if out == "" {
-		return nil, fmt.Errorf("%w: --out: a folder name is required", ErrUsage)
+		return nil, fmt.Errorf("%w: --out: a folder name is required", errclass.ErrUsage)
 	}
 	parent := filepath.Dir(filepath.Clean(out))
 	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("%w: --out %s: parent folder %s does not exist", ErrUsage, out, parent)
+		return nil, fmt.Errorf("%w: --out %s: parent folder %s does not exist", errclass.ErrUsage, out, parent)
 	}
 	if _, err := os.Lstat(out); err == nil {
-		return nil, fmt.Errorf("%w: --out %s: already exists; choose a new folder", ErrUsage, out)
+		return nil, fmt.Errorf("%w: --out %s: already exists; choose a new folder", errclass.ErrUsage, out)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: --out %s: %v", ErrUsage, out, errors.Unwrap(err))
+		return nil, fmt.Errorf("%w: --out %s: %w", errclass.ErrUsage, out, errors.Unwrap(err))
 	}
 	staging, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".partial-")
 	if err != nil {
-		return nil, fmt.Errorf("%w: --out %s: cannot write in %s: %v", ErrUsage, out, parent, errors.Unwrap(err))
+		return nil, fmt.Errorf("%w: --out %s: cannot write in %s: %w", errclass.ErrUsage, out, parent, errors.Unwrap(err))
 	}
 	if err := os.Chmod(staging, 0o755); err != nil {
 		os.RemoveAll(staging)
-		return nil, fmt.Errorf("%w: --out %s: %v", ErrUsage, out, err)
+		return nil, fmt.Errorf("%w: --out %s: %w", errclass.ErrUsage, out, err)
 	}
 	return &Output{Final: out, Staging: staging}, nil
 }
@@ -47,22 +48,22 @@ func PrepareOutput(out string) (*Output, error) {
 func (o *Output) WriteResults(r *Results) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return fmt.Errorf("%w: encode results: %v", ErrHarness, err)
+		return fmt.Errorf("%w: encode results: %w", errclass.ErrHarness, err)
 	}
 	f, err := os.OpenFile(filepath.Join(o.Staging, ResultsFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("%w: create results: %v", ErrHarness, err)
+		return fmt.Errorf("%w: create results: %w", errclass.ErrHarness, err)
 	}
 	if _, err := f.Write(append(b, '\n')); err != nil {
 		f.Close()
-		return fmt.Errorf("%w: write results: %v", ErrHarness, err)
+		return fmt.Errorf("%w: write results: %w", errclass.ErrHarness, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("%w: sync results: %v", ErrHarness, err)
+		return fmt.Errorf("%w: sync results: %w", errclass.ErrHarness, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("%w: close results: %v", ErrHarness, err)
+		return fmt.Errorf("%w: close results: %w", errclass.ErrHarness, err)
 	}
 	return nil
 }
@@ -71,10 +72,10 @@ func (o *Output) WriteResults(r *Results) error {
 // checked once more, since it may have appeared while the run went on.
 func (o *Output) Commit() error {
 	if _, err := os.Lstat(o.Final); err == nil {
-		return fmt.Errorf("%w: --out %s: appeared during the run; results left in %s", ErrUsage, o.Final, o.Staging)
+		return fmt.Errorf("%w: --out %s: appeared during the run; results left in %s", errclass.ErrUsage, o.Final, o.Staging)
 	}
 	if err := os.Rename(o.Staging, o.Final); err != nil {
-		return fmt.Errorf("%w: move results into %s: %v", ErrHarness, o.Final, err)
+		return fmt.Errorf("%w: move results into %s: %w", errclass.ErrHarness, o.Final, err)
 	}
 	if d, err := os.Open(filepath.Dir(filepath.Clean(o.Final))); err == nil {
 		d.Sync()

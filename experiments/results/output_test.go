@@ -1,7 +1,8 @@
-package harness
+package results
 
 import (
 	"errors"
+	"idemlab/experiments/errclass"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,7 +25,7 @@ func TestPrepareOutputRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before, _ := os.ReadDir(dir)
 			_, err := PrepareOutput(tt.out)
-			if !errors.Is(err, ErrUsage) {
+			if !errors.Is(err, errclass.ErrUsage) {
 				t.Fatalf("err = %v, want a usage error", err)
 			}
 			after, _ := os.ReadDir(dir)

@@ -1,7 +1,7 @@
-// Package harness is the parent side shared by every scenario: it spawns
-// workers by re-executing the harness binary, records every process and
-// observation, and writes the results folder atomically.
-package harness
+// Package errclass holds the error classes that the command maps to exit
+// codes. Wrap one with %w to choose the exit code; the cause stays
+// reachable with errors.Is and errors.As.
+package errclass
 
 import "errors"
 

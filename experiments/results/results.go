@@ -1,4 +1,4 @@
-package harness
+package results
 
 import (
 	"bytes"
@@ -19,8 +19,20 @@ import (
 	"idemlab/worker/sqlitedb"
 )
 
+// FormatVersion is the version of the results-folder format this build
+// writes. A folder without a format field is version 1.
+const FormatVersion = 2
+
+// FormatChanges says what each version changed, so verify can tell a
+// reviewer why an older folder reads as it does.
+var FormatChanges = map[int]string{
+	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing",
+}
+
 // Results is results.json.
 type Results struct {
+	// Format is the folder format's version; absent means 1.
+	Format      int              `json:"format,omitempty"`
 	Tool        Tool             `json:"tool"`
 	StartedAt   string           `json:"started_at"`
 	FinishedAt  string           `json:"finished_at"`
@@ -125,7 +137,10 @@ type ScenarioResult struct {
 	Conditions []ConditionResult `json:"conditions"`
 	// Extra holds scenario-specific derived tables, such as a mutant table.
 	Extra json.RawMessage `json:"extra,omitempty"`
-	Pass  bool            `json:"pass"`
+	// Findings are contradictions in the records that belong to no one
+	// condition; each fails the scenario.
+	Findings []Finding `json:"findings,omitempty"`
+	Pass     bool      `json:"pass"`
 }
 
 // ConditionResult compares what the oracle expected with what was observed.
@@ -136,6 +151,9 @@ type ConditionResult struct {
 	Pass     bool            `json:"pass"`
 	// Differences lists each leaf where observed differs from expected.
 	Differences []Difference `json:"differences,omitempty"`
+	// Findings are contradictions in this condition's records, such as a
+	// worker whose report disagrees with the rows; each fails it.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 // Difference is one field where the observation missed the oracle.
@@ -196,7 +214,7 @@ func ToolInfo(workdir string) Tool {
 }
 
 // Env describes this machine.
-func Env() Environment {
+func HostEnvironment() Environment {
 	return Environment{
 		GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		SQLiteVersion: sqlitedb.Version(), NumCPU: runtime.NumCPU(),
@@ -304,4 +322,14 @@ func CodeHashes(executable, workdir string) (Code, error) {
 	}
 	c.WorkingTree = &src
 	return c, nil
+}
+
+// AllFindings lists the scenario's findings, then each condition's, in
+// order.
+func (s ScenarioResult) AllFindings() []Finding {
+	out := append([]Finding{}, s.Findings...)
+	for _, c := range s.Conditions {
+		out = append(out, c.Findings...)
+	}
+	return out
 }

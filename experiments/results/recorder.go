@@ -1,4 +1,4 @@
-package harness
+package results
 
 import (
 	"bufio"
@@ -15,6 +15,26 @@ const (
 	ObservationsFile = "observations.jsonl"
 	ProcessesFile    = "raw-processes.jsonl"
 )
+
+// ProcessRecord is one line of raw-processes.jsonl.
+type ProcessRecord struct {
+	ID         int               `json:"id"`
+	Scenario   string            `json:"scenario"`
+	Condition  string            `json:"condition"`
+	Label      string            `json:"label"`
+	Worker     string            `json:"worker"`
+	Argv       []string          `json:"argv"`
+	Env        map[string]string `json:"env"`
+	PID        int               `json:"pid"`
+	StartedAt  string            `json:"started_at"`
+	EndedAt    string            `json:"ended_at"`
+	DurationMS float64           `json:"duration_ms"`
+	ExitCode   int               `json:"exit_code"`
+	Signal     string            `json:"signal,omitempty"`
+	KilledBy   string            `json:"killed_by,omitempty"`
+	Stdout     string            `json:"stdout"`
+	Stderr     string            `json:"stderr"`
+}
 
 // Recorder appends observations and process records as JSON lines. It is
 // safe for concurrent use, since racing workers finish in any order.
@@ -80,8 +100,8 @@ func (r *Recorder) Observe(v any) error {
 	return r.obs.put(v)
 }
 
-// process appends one process record and gives it its id.
-func (r *Recorder) process(rec *ProcessRecord) error {
+// AppendProcess appends one process record and gives it its id.
+func (r *Recorder) AppendProcess(rec *ProcessRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nextID++

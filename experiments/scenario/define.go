@@ -1,0 +1,99 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"idemlab/experiments/results"
+)
+
+// Typed is a scenario written against its own settings type S and its own
+// extra table X. Define turns it into a Scenario, so the settings are
+// decoded in one place and every method gets typed values.
+type Typed[S, X any] interface {
+	Name() string
+	Summary() string
+	Flags() []Flag
+	Plan(section json.RawMessage, overrides map[string]string) (Plan, error)
+	// Expect is the oracle over the recorded settings.
+	Expect(st S) ([]Expected, error)
+	// Fold derives the observed figures from the records alone.
+	Fold(st S, rec results.Records) (Folded, []results.Finding)
+	// Report arranges a derived result for people. extra is the derived
+	// extra table, decoded; it is the zero X when the result has none.
+	Report(st S, res results.ScenarioResult, extra X) (Section, error)
+}
+
+// Define adapts a typed scenario to the Scenario interface. It forwards
+// OptIn and Check when the scenario has them.
+func Define[S, X any](t Typed[S, X]) Scenario {
+	return defined[S, X]{t: t}
+}
+
+type defined[S, X any] struct{ t Typed[S, X] }
+
+func (d defined[S, X]) Name() string    { return d.t.Name() }
+func (d defined[S, X]) Summary() string { return d.t.Summary() }
+func (d defined[S, X]) Flags() []Flag   { return d.t.Flags() }
+
+func (d defined[S, X]) Plan(section json.RawMessage, overrides map[string]string) (Plan, error) {
+	return d.t.Plan(section, overrides)
+}
+
+// Settings decodes recorded settings strictly, so a field the scenario does
+// not know is an error rather than silently dropped.
+func (d defined[S, X]) settings(raw json.RawMessage) (S, error) {
+	var st S
+	if err := DecodeStrict(raw, &st); err != nil {
+		return st, fmt.Errorf("not %s settings: %w", d.t.Name(), err)
+	}
+	return st, nil
+}
+
+func (d defined[S, X]) Expect(raw json.RawMessage) ([]Expected, error) {
+	st, err := d.settings(raw)
+	if err != nil {
+		return nil, err
+	}
+	return d.t.Expect(st)
+}
+
+func (d defined[S, X]) Fold(raw json.RawMessage, rec results.Records) (Folded, []results.Finding) {
+	st, err := d.settings(raw)
+	if err != nil {
+		return Folded{Observed: map[string]any{}}, []results.Finding{{
+			File: results.ResultsFile, Field: results.Field("scenarios", results.Key(d.t.Name()), "settings"), Message: err.Error(),
+		}}
+	}
+	return d.t.Fold(st, rec)
+}
+
+func (d defined[S, X]) Report(res results.ScenarioResult) (Section, error) {
+	st, err := d.settings(res.Settings)
+	if err != nil {
+		return Section{}, err
+	}
+	var x X
+	if len(res.Extra) > 0 && string(res.Extra) != "null" {
+		if err := DecodeStrict(res.Extra, &x); err != nil {
+			return Section{}, fmt.Errorf("%s extra: %w", d.t.Name(), err)
+		}
+	}
+	return d.t.Report(st, res, x)
+}
+
+func (d defined[S, X]) OptIn() bool {
+	o, ok := d.t.(OptIn)
+	return ok && o.OptIn()
+}
+
+// Check uses the typed scenario's rule (Checker), or equality of the two
+// JSON values when it has none, which is what Evaluate does for a plain
+// Scenario.
+func (d defined[S, X]) Check(condition string, expected, observed json.RawMessage) (bool, []results.Difference, error) {
+	if c, ok := d.t.(Checker); ok {
+		return c.Check(condition, expected, observed)
+	}
+	diffs := Differences(expected, observed)
+	return len(diffs) == 0, diffs, nil
+}
