@@ -18,6 +18,7 @@ import (
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
@@ -182,7 +183,7 @@ type Observation struct {
 	Receiver string `json:"receiver"`
 	DB       string `json:"db"`
 	// Sends are the receiver's log entries since the previous observation.
-	Sends []SendEntry `json:"sends"`
+	Sends []receiver.Entry `json:"sends"`
 	// Journal is every row of the file as the parent read it after the
 	// process exited; absent for conditions without a journal.
 	Journal []JournalRow `json:"journal,omitempty"`
@@ -352,7 +353,7 @@ type trial struct {
 	dir     string
 	db      string
 	journal bool
-	rcv     *Receiver
+	rcv     *receiver.Receiver
 	client  *wb.Client
 	logged  int
 	rows    []JournalRow
@@ -392,11 +393,11 @@ func (t *trial) prepare() error {
 		return fmt.Errorf("%w: create journal folder: %w", errclass.ErrHarness, err)
 	}
 	params := t.p.s.Params(t.c)
-	rc := ReceiverConfig{SendLatency: wb.MSDuration(t.p.s.LatencyMS.Send)}
+	rc := receiver.Config{SendLatency: wb.MSDuration(t.p.s.LatencyMS.Send)}
 	if Injects(params) {
 		rc.FailItem, rc.FailMode = wb.ItemID(t.p.s.FailAt), t.c.Mode
 	}
-	rcv, err := StartReceiver(rc)
+	rcv, err := receiver.Start(rc)
 	if err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/worker"
 	wb "idemlab/worker/batch"
@@ -187,7 +188,7 @@ func TestReceiverOverHTTP(t *testing.T) {
 	}
 	k := func(job, item string) wb.Key { return wb.Key{Job: job, Item: item, Step: wb.StepNotify} }
 	t.Run("before_accept", func(t *testing.T) {
-		r := startReceiver(t, ReceiverConfig{FailItem: "item-002", FailMode: BeforeAccept})
+		r := startReceiver(t, receiver.Config{FailItem: "item-002", FailMode: BeforeAccept})
 		c := wb.NewClient(r.URL)
 		if _, err := send(c, "job-1", "item-001", ""); err != nil {
 			t.Fatal(err)
@@ -209,7 +210,7 @@ func TestReceiverOverHTTP(t *testing.T) {
 		}
 	})
 	t.Run("after_accept", func(t *testing.T) {
-		r := startReceiver(t, ReceiverConfig{FailItem: "item-002", FailMode: AfterAccept})
+		r := startReceiver(t, receiver.Config{FailItem: "item-002", FailMode: AfterAccept})
 		c := wb.NewClient(r.URL)
 		send(c, "job-1", "item-001", "")
 		_, err := send(c, "job-1", "item-002", "")
@@ -232,7 +233,7 @@ func TestReceiverOverHTTP(t *testing.T) {
 		}
 	})
 	t.Run("idempotency key and job ids", func(t *testing.T) {
-		r := startReceiver(t, ReceiverConfig{})
+		r := startReceiver(t, receiver.Config{})
 		c := wb.NewClient(r.URL)
 		first, _ := send(c, "job-1", "item-001", "job-1:item-001:notify_external")
 		again, err := send(c, "job-1", "item-001", "job-1:item-001:notify_external")
@@ -249,9 +250,9 @@ func TestReceiverOverHTTP(t *testing.T) {
 	})
 }
 
-func startReceiver(t *testing.T, cfg ReceiverConfig) *Receiver {
+func startReceiver(t *testing.T, cfg receiver.Config) *receiver.Receiver {
 	t.Helper()
-	r, err := StartReceiver(cfg)
+	r, err := receiver.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

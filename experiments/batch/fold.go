@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
@@ -138,7 +139,7 @@ type trialFold struct {
 	armed    bool
 	idem     map[string]string
 	accepts  map[wb.Key]string
-	sends    []SendEntry
+	sends    []receiver.Entry
 	rows     []JournalRow
 	runs     []RunObs
 	resolved []ResolveObs
@@ -302,13 +303,13 @@ func (f *folder) checkSends(cf *condFold, tf *trialFold, l results.Line, o Obser
 		var want string
 		switch {
 		case inject && cf.c.Mode == BeforeAccept:
-			want = SendRejected
+			want = receiver.SendRejected
 		case e.IdempotencyKey != "" && tf.idem[e.IdempotencyKey] != "":
-			want = SendReplayed
+			want = receiver.SendReplayed
 		case inject:
-			want = SendAcceptedNoReply
+			want = receiver.SendAcceptedNoReply
 		default:
-			want = SendAccepted
+			want = receiver.SendAccepted
 		}
 		if inject {
 			tf.armed = false
@@ -318,13 +319,13 @@ func (f *folder) checkSends(cf *condFold, tf *trialFold, l results.Line, o Obser
 		}
 		wantRc := ""
 		switch e.Outcome {
-		case SendAccepted, SendAcceptedNoReply:
-			wantRc = Receipt(e.Item, e.Digest)
+		case receiver.SendAccepted, receiver.SendAcceptedNoReply:
+			wantRc = receiver.Receipt(e.Item, e.Digest)
 			tf.accepts[k] = wantRc
 			if e.IdempotencyKey != "" {
 				tf.idem[e.IdempotencyKey] = wantRc
 			}
-		case SendReplayed:
+		case receiver.SendReplayed:
 			wantRc = tf.idem[e.IdempotencyKey]
 		}
 		if e.Receipt != wantRc {
@@ -584,11 +585,11 @@ func (f *folder) runLine(cf *condFold, tf *trialFold, l results.Line, o Observat
 // checkPoints matches the crash points the worker passed with the sends
 // the receiver logged: one before-send per send, in order, then an
 // after-send-accepted for every send that got a receipt back.
-func (f *folder) checkPoints(p results.Process, points []string, sends []SendEntry, crashedAt string) {
+func (f *folder) checkPoints(p results.Process, points []string, sends []receiver.Entry, crashedAt string) {
 	var want []string
 	for _, e := range sends {
 		want = append(want, wb.ItemPoint(wb.PointBeforeSend, e.Item))
-		if e.Outcome == SendAccepted || e.Outcome == SendReplayed {
+		if e.Outcome == receiver.SendAccepted || e.Outcome == receiver.SendReplayed {
 			want = append(want, wb.ItemPoint(wb.PointAfterSendAccepted, e.Item))
 		}
 	}
@@ -613,11 +614,11 @@ func (f *folder) checkFailed(p results.Process, a Action, rr wb.RunResult, o Obs
 		}
 		return
 	}
-	var last SendEntry
+	var last receiver.Entry
 	if n := len(o.Sends); n > 0 {
 		last = o.Sends[n-1]
 	}
-	wantType := map[string]string{SendRejected: "ReceiverUnavailable", SendAcceptedNoReply: "NoReply"}[last.Outcome]
+	wantType := map[string]string{receiver.SendRejected: "ReceiverUnavailable", receiver.SendAcceptedNoReply: "NoReply"}[last.Outcome]
 	if rr.Failed != last.Item+":"+last.Step || rr.ErrorType != wantType || wantType == "" {
 		f.c.Proc(p, "stdout.result.failed", "%s %s, but the receiver's last send in the window is %s:%s %s", rr.Failed, rr.ErrorType, last.Item, last.Step, last.Outcome)
 	}
@@ -809,7 +810,7 @@ func (tf *trialFold) outcome(cf *condFold) Outcome {
 // of one (item, step) beyond the first, across job ids, since a new job id
 // does not make a second notification any less of a duplicate for whoever
 // receives it) and the (item, step) pairs accepted exactly once.
-func AcceptFigures(log []SendEntry) (accepts, duplicates, once int) {
+func AcceptFigures(log []receiver.Entry) (accepts, duplicates, once int) {
 	by := map[[2]string]int{}
 	for _, e := range log {
 		if e.Accepted() {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/harness/harnesstest"
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
@@ -332,7 +333,7 @@ func TestFoldTampered(t *testing.T) {
 		}, results.ObservationsFile, "sends[1].seq"},
 		{"receiver log outcome", func(tb testing.TB, fx *fixture) {
 			s := fx.line(tb, baRerun, "run 2")["sends"].([]any)
-			s[0].(map[string]any)["outcome"] = SendRejected
+			s[0].(map[string]any)["outcome"] = receiver.SendRejected
 		}, results.ObservationsFile, "sends[0].outcome"},
 		{"send outside the process window", func(tb testing.TB, fx *fixture) {
 			s := fx.line(tb, baRerun, "run 2")["sends"].([]any)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
 )
 
@@ -12,10 +13,10 @@ import (
 // send happens relative to the receiver's accept.
 const (
 	// BeforeAccept: the receiver answers 503 and records nothing.
-	BeforeAccept = "before_accept"
+	BeforeAccept = receiver.BeforeAccept
 	// AfterAccept: the receiver records the delivery, then drops the
 	// connection without a reply.
-	AfterAccept = "after_accept"
+	AfterAccept = receiver.AfterAccept
 )
 
 // Modes lists the failure modes in the article's order.

@@ -3,6 +3,7 @@ package batch
 import (
 	"strings"
 
+	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
 )
@@ -198,7 +199,7 @@ func (m *model) execute(a Action, k wb.Key, body string, r *RunObs) {
 	}
 	if idem == "" || !m.keys[idem] {
 		m.accepts[k]++
-		m.receipts[k] = Receipt(k.Item, wb.Digest(wb.Item{ID: k.Item, Body: body}))
+		m.receipts[k] = receiver.Receipt(k.Item, wb.Digest(wb.Item{ID: k.Item, Body: body}))
 		if idem != "" {
 			m.keys[idem] = true
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/batch"
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
@@ -31,7 +32,7 @@ type Facts struct {
 	After      Rows
 	Final      Rows
 	Integrity  []string
-	Sends      []batch.SendEntry
+	Sends      []receiver.Entry
 	// Wins are the claim times of the claim processes after the cut that
 	// say they won; FollowUps the external ids of those that say they
 	// wrote the downstream fields, in order.
@@ -285,7 +286,7 @@ func checkShape(c *results.Checker, l results.Line, cond Condition, st Settings,
 			c.Obs(l, results.Field("steps", i), "a resolve carries the receiver lookup, and only a resolve")
 		}
 		if s.Lookup != nil && s.Lookup.Found {
-			if !slices.ContainsFunc(o.Sends, func(e batch.SendEntry) bool {
+			if !slices.ContainsFunc(o.Sends, func(e receiver.Entry) bool {
 				return e.Accepted() && e.Job+":"+e.Item+":"+e.Step == s.Lookup.Key && e.Receipt == s.Lookup.Receipt
 			}) {
 				c.Obs(l, results.Field("steps", i, "lookup"), "found receipt %q for %s, but the receiver's log has no such accepted send", s.Lookup.Receipt, s.Lookup.Key)

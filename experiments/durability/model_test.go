@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"idemlab/experiments/batch"
+	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
 	wr "idemlab/worker/redelivery"
 )
@@ -26,8 +26,8 @@ func redeliveryRows(jobs, processed int) Rows {
 
 // TestClassify classifies hand-made histories, one per tag.
 func TestClassify(t *testing.T) {
-	accepted := func(item string) batch.SendEntry {
-		return batch.SendEntry{Job: "j", Item: item, Step: wb.StepNotify, Outcome: batch.SendAccepted}
+	accepted := func(item string) receiver.Entry {
+		return receiver.Entry{Job: "j", Item: item, Step: wb.StepNotify, Outcome: receiver.SendAccepted}
 	}
 	done := Rows{TableJournal: []string{"j|item-001|" + wb.StepNotify + "|SUCCEEDED|r"}}
 	tests := []struct {
@@ -42,8 +42,8 @@ func TestClassify(t *testing.T) {
 		{"ACKed record lost, job twice", Facts{Pattern: PatternSeparate, FirstExit: 0, Before: redeliveryRows(1, 1), After: redeliveryRows(1, 0), Final: redeliveryRows(2, 1), Integrity: []string{"ok"}}, "lost-acked+duplicate", 1},
 		{"kill between commits duplicates", Facts{Pattern: PatternSeparate, FirstExit: 17, Before: redeliveryRows(1, 0), After: redeliveryRows(1, 0), Final: redeliveryRows(2, 1), Integrity: []string{"ok"}}, TagDuplicate, 0},
 		{"corrupt and failing", Facts{Pattern: PatternSingle, FirstExit: 17, Before: redeliveryRows(1, 1), After: redeliveryRows(1, 1), Final: redeliveryRows(0, 0), Integrity: []string{"*** in database main ***", "page 2 never used"}, LaterExits: []int{3}}, "corrupt+missing+error", 0},
-		{"batch send accepted twice", Facts{Pattern: PatternBatch, JobID: "j", Items: 1, FirstExit: 17, Before: done, After: Rows{TableJournal: []string{}}, Final: done, Integrity: []string{"ok"}, Sends: []batch.SendEntry{accepted("item-001"), accepted("item-001")}}, "rolled-back+duplicate", 1},
-		{"batch item never sent", Facts{Pattern: PatternBatch, JobID: "j", Items: 2, FirstExit: 0, Before: done, After: done, Final: done, Integrity: []string{"ok"}, Sends: []batch.SendEntry{accepted("item-001")}}, TagMissing, 0},
+		{"batch send accepted twice", Facts{Pattern: PatternBatch, JobID: "j", Items: 1, FirstExit: 17, Before: done, After: Rows{TableJournal: []string{}}, Final: done, Integrity: []string{"ok"}, Sends: []receiver.Entry{accepted("item-001"), accepted("item-001")}}, "rolled-back+duplicate", 1},
+		{"batch item never sent", Facts{Pattern: PatternBatch, JobID: "j", Items: 2, FirstExit: 0, Before: done, After: done, Final: done, Integrity: []string{"ok"}, Sends: []receiver.Entry{accepted("item-001")}}, TagMissing, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"idemlab/experiments/batch"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 	wc "idemlab/worker/claim"
@@ -65,7 +66,7 @@ type Observation struct {
 	// Final is the file after the trial's last process.
 	Final Rows `json:"final"`
 	// Sends is the batch receiver's whole log for the trial.
-	Sends []batch.SendEntry `json:"sends,omitempty"`
+	Sends []receiver.Entry `json:"sends,omitempty"`
 }
 
 // Step is one process of a trial.
@@ -165,7 +166,7 @@ type trial struct {
 	dir string
 	db  string
 	o   Observation
-	rcv *batch.Receiver
+	rcv *receiver.Receiver
 	cl  *wb.Client
 	ctx context.Context
 }
@@ -181,7 +182,7 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, point s
 	t.o = Observation{Scenario: Name, Condition: c.Name, Point: point, Steps: []Step{}}
 	if c.Pattern == PatternBatch {
 		t.db = filepath.Join(dir, DBBatch)
-		if t.rcv, err = batch.StartReceiver(batch.ReceiverConfig{}); err != nil {
+		if t.rcv, err = receiver.Start(receiver.Config{}); err != nil {
 			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		defer t.rcv.Close()

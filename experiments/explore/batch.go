@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/batch"
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/sqlitedb"
@@ -145,7 +146,7 @@ func journalRow(r batch.JournalRow) string {
 }
 
 // SendRow renders one receiver log entry as a state row.
-func SendRow(e batch.SendEntry) string {
+func SendRow(e receiver.Entry) string {
 	return strings.Join([]string{strconv.Itoa(e.Seq), e.Item, e.Step, e.Outcome, strconv.FormatInt(e.Generation, 10), e.Receipt}, "|")
 }
 
@@ -167,7 +168,7 @@ func parseSend(r string) (sendRow, bool) {
 }
 
 func (s sendRow) accepted() bool {
-	return s.Outcome == batch.SendAccepted || s.Outcome == batch.SendAcceptedNoReply
+	return s.Outcome == receiver.SendAccepted || s.Outcome == receiver.SendAcceptedNoReply
 }
 
 func sends(s State) []sendRow {

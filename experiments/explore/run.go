@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"idemlab/experiments/batch"
 	"idemlab/experiments/errclass"
+	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
 
 	"idemlab/experiments/harness"
@@ -116,7 +116,7 @@ type stepPlan struct {
 type trialEnv struct {
 	dir   string
 	files Files
-	rcv   *batch.Receiver
+	rcv   *receiver.Receiver
 }
 
 // newTrial makes a trial's folder and, for a pattern that sends, starts
@@ -128,7 +128,7 @@ func newTrial(env scenario.Env, pat Pattern, c Condition) (*trialEnv, error) {
 	}
 	t := &trialEnv{dir: dir, files: Files{DB: filepath.Join(dir, DBName)}}
 	if pat.Sends {
-		t.rcv, err = batch.StartReceiver(batch.ReceiverConfig{Fence: pat.Fenced && !c.Unfenced})
+		t.rcv, err = receiver.Start(receiver.Config{Fence: pat.Fenced && !c.Unfenced})
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"idemlab/experiments/batch"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	we "idemlab/worker/explore"
@@ -143,7 +143,7 @@ func (f *folder) takeover(pat Pattern, c Condition, points []string, got map[int
 		h := History{Items: f.st.Items, Steps: []Step{s1, s2}}
 		t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st, sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
 		for _, x := range sends(sh.o.Rows) {
-			if x.Outcome == batch.SendStale {
+			if x.Outcome == receiver.SendStale {
 				t.StaleRefused++
 			}
 		}

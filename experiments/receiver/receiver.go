@@ -1,4 +1,7 @@
-package batch
+// Package receiver is the external system the workers send to: a real
+// HTTP server on loopback, run by the parent, whose log is the parent's
+// own witness of every send, kept whatever becomes of the worker.
+package receiver
 
 import (
 	"context"
@@ -14,8 +17,8 @@ import (
 	wb "idemlab/worker/batch"
 )
 
-// ReceiverConfig chooses the receiver's latency and injected failure.
-type ReceiverConfig struct {
+// Config chooses the receiver's latency and injected failure.
+type Config struct {
 	// SendLatency is applied to every send before anything else.
 	SendLatency time.Duration
 	// FailItem's first send fails in FailMode; empty FailItem or FailMode
@@ -35,7 +38,7 @@ type ReceiverConfig struct {
 type Receiver struct {
 	URL string
 
-	cfg      ReceiverConfig
+	cfg      Config
 	srv      *http.Server
 	ln       net.Listener
 	mu       sync.Mutex
@@ -44,9 +47,17 @@ type Receiver struct {
 	receipts map[wb.Key]string
 	byIdem   map[string]string
 	replays  int
-	log      []SendEntry
+	log      []Entry
 	maxGen   map[string]int64
 }
+
+// Failure modes a Config can inject into one item's first send.
+const (
+	// BeforeAccept answers 503 without recording the send.
+	BeforeAccept = "before_accept"
+	// AfterAccept records the send, then drops the connection unanswered.
+	AfterAccept = "after_accept"
+)
 
 // Outcomes of a send in the receiver's log.
 const (
@@ -65,10 +76,10 @@ const (
 	SendStale = "stale"
 )
 
-// SendEntry is one send as the receiver saw it. The receiver runs in the
+// Entry is one send as the receiver saw it. The receiver runs in the
 // parent, so its log is the parent's own witness of every delivery, kept
 // whatever becomes of the worker that sent it.
-type SendEntry struct {
+type Entry struct {
 	Seq            int    `json:"seq"`
 	At             string `json:"at"`
 	Job            string `json:"job_id"`
@@ -83,12 +94,12 @@ type SendEntry struct {
 }
 
 // Accepted reports whether the entry is a delivery the receiver recorded.
-func (e SendEntry) Accepted() bool {
+func (e Entry) Accepted() bool {
 	return e.Outcome == SendAccepted || e.Outcome == SendAcceptedNoReply
 }
 
-// StartReceiver listens on 127.0.0.1 with an ephemeral port.
-func StartReceiver(cfg ReceiverConfig) (*Receiver, error) {
+// Start listens on 127.0.0.1 with an ephemeral port.
+func Start(cfg Config) (*Receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen for receiver: %w", err)
@@ -133,7 +144,7 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 	}
 	wb.PreciseSleep(r.cfg.SendLatency)
 	k := wb.Key{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step}
-	e := SendEntry{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step, Digest: sr.Digest, IdempotencyKey: sr.IdempotencyKey, Generation: sr.Generation}
+	e := Entry{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step, Digest: sr.Digest, IdempotencyKey: sr.IdempotencyKey, Generation: sr.Generation}
 	r.mu.Lock()
 	if sr.Generation > 0 {
 		if r.cfg.Fence && sr.Generation < r.maxGen[sr.JobID] {
@@ -206,20 +217,20 @@ func dropConnection(w http.ResponseWriter) {
 }
 
 // record appends to the log; the caller holds mu.
-func (r *Receiver) record(e SendEntry) {
+func (r *Receiver) record(e Entry) {
 	e.Seq = len(r.log) + 1
 	e.At = time.Now().UTC().Format(time.RFC3339Nano)
 	r.log = append(r.log, e)
 }
 
 // LogSince returns the log entries after the first n, and the new length.
-func (r *Receiver) LogSince(n int) ([]SendEntry, int) {
+func (r *Receiver) LogSince(n int) ([]Entry, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n > len(r.log) {
 		n = len(r.log)
 	}
-	return append([]SendEntry{}, r.log[n:]...), len(r.log)
+	return append([]Entry{}, r.log[n:]...), len(r.log)
 }
 
 func (r *Receiver) handleReceipt(w http.ResponseWriter, req *http.Request) {
