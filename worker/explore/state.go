@@ -117,9 +117,10 @@ func (e LogEntry) Line() string {
 	return join(e.Seq, e.Kind, e.Holder, e.Gen, e.Item, e.Step, e.Status, e.AtMS)
 }
 
-// ParseLogLine reads a recorded Line back. Like the rendering it is
-// lenient about numbers: a cell that is not one reads as 0, and the
-// invariants over the log find the entry out of place.
+// ParseLogLine reads a recorded Line back; ok is false when it does not
+// have the eight cells. It is lenient about numbers, as explore's reading
+// always was: a cell that is not one reads as 0, and the checks over the
+// log then find the entry out of place.
 func ParseLogLine(s string) (LogEntry, bool) {
 	f := strings.Split(s, "|")
 	if len(f) != 8 {
