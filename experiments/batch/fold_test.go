@@ -97,7 +97,7 @@ func TestRunRealProcesses(t *testing.T) {
 	if !*update && lastFirst > firstLater {
 		t.Errorf("line %d is a first run, after line %d, a later one", lastFirst+1, firstLater+1)
 	}
-	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), rec)
+	res := scenario.Evaluate(New(), nil, scenario.Marshal(st), rec)
 	findings := res.AllFindings()
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
@@ -111,14 +111,7 @@ func TestRunRealProcesses(t *testing.T) {
 		t.Errorf("%d processes and %d observations, the plan counts %d", n, len(rec.Observations), (&plan{s: st}).Processes())
 	}
 	// A wrong expectation must fail, naming the field.
-	wrong := func(p Params) Outcome {
-		o := Expect(p)
-		if p.Condition == CondJournal {
-			o.Duplicates = 1
-		}
-		return o
-	}
-	res = scenario.Evaluate(Scenario{Oracle: wrong}, nil, scenario.Marshal(st), rec)
+	res = scenario.Evaluate(scenario.Define[Settings, Extra](wrongOracle{}), nil, scenario.Marshal(st), rec)
 	for _, c := range res.Conditions {
 		failing := strings.HasSuffix(c.Name, "/"+CondJournal)
 		if c.Pass == failing {
@@ -139,6 +132,24 @@ func TestRunRealProcesses(t *testing.T) {
 	if *update {
 		writeFixture(t, dir)
 	}
+}
+
+// wrongOracle is the batch scenario with an oracle that expects a
+// duplicate in every journal condition, which no run leaves.
+type wrongOracle struct{ Scenario }
+
+func (w wrongOracle) Expect(st Settings) ([]scenario.Expected, error) {
+	exp, err := w.Scenario.Expect(st)
+	for i, c := range st.Conditions {
+		if c.Condition != CondJournal {
+			continue
+		}
+		outs := exp[i].Value.([]Outcome)
+		for j := range outs {
+			outs[j].Duplicates = 1
+		}
+	}
+	return exp, err
 }
 
 // writeFixture copies the records into testdata with the machine's paths
@@ -279,7 +290,7 @@ func TestLaneFloor(t *testing.T) {
 // condition's observed figures equal the oracle's.
 func TestFoldClean(t *testing.T) {
 	st := fixtureSettings(t)
-	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), loadFixture(t).records(t))
+	res := scenario.Evaluate(New(), nil, scenario.Marshal(st), loadFixture(t).records(t))
 	findings := res.AllFindings()
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
@@ -418,7 +429,7 @@ func TestFoldTampered(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fx := loadFixture(t)
 			tt.tamper(t, &fx)
-			_, findings := Scenario{}.Fold(scenario.Marshal(st), fx.records(t))
+			_, findings := Scenario{}.Fold(st, fx.records(t))
 			for _, f := range findings {
 				if f.File == tt.file && strings.Contains(f.Field, tt.field) {
 					t.Logf("%s", f)
