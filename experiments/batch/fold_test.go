@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -306,6 +308,50 @@ func TestFoldClean(t *testing.T) {
 			t.Errorf("%s (-oracle +fold):\n%s", c.Name, d)
 		}
 	}
+}
+
+// TestReportHasNoTimingVerdict renders the fixture's report: the timing
+// tables show the measured ratios, and no cell or legend judges them, since
+// the timing targets are make bench's.
+func TestReportHasNoTimingVerdict(t *testing.T) {
+	st := fixtureSettings(t)
+	s := New()
+	res := scenario.Evaluate(s, nil, scenario.Marshal(st), loadFixture(t).records(t))
+	sec, err := s.Report(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratios := 0
+	for _, tb := range sec.Tables {
+		cells := strings.Join(tb.Header, " ")
+		for _, row := range tb.Rows {
+			cells += " " + strings.Join(row, " ")
+		}
+		for _, word := range []string{"MISSED", "met", "target"} {
+			if containsWord(cells, word) {
+				t.Errorf("table %q judges its timings: %q in %s", tb.Title, word, cells)
+			}
+		}
+		if legend := strings.Join(tb.Legend, " "); containsWord(legend, "MISSED") {
+			t.Errorf("table %q's legend judges its timings: %s", tb.Title, legend)
+		}
+		if slices.Contains(tb.Header, "ratio") {
+			ratios++
+		}
+	}
+	for _, kv := range sec.Settings {
+		if strings.Contains(kv[0], "target") {
+			t.Errorf("settings row %q shows a timing target", kv[0])
+		}
+	}
+	if want := len(st.Modes) + 1; ratios != want {
+		t.Errorf("%d tables show a ratio, want %d (a timing table per mode and the wall)", ratios, want)
+	}
+}
+
+// containsWord reports whether word appears in text as a whole word.
+func containsWord(text, word string) bool {
+	return slices.Contains(strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) }), word)
 }
 
 const (
