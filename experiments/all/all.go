@@ -16,7 +16,7 @@ import (
 func Scenarios() scenario.Registry {
 	return scenario.Registry{
 		redelivery.New(),
-		batch.Scenario{},
+		batch.New(),
 		claim.New(),
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.

@@ -40,13 +40,9 @@ type Files struct {
 	Receiver string
 }
 
-// Lookup is the parent's question to the receiver before a resolve: was
-// the send of Key accepted, and with which receipt.
-type Lookup struct {
-	Key     string `json:"key"`
-	Found   bool   `json:"found"`
-	Receipt string `json:"receipt,omitempty"`
-}
+// Lookup is the parent's question to the receiver before a resolve, as
+// the batch worker's contract defines it.
+type Lookup = wb.Lookup
 
 // Action is one process of a recovery.
 type Action struct {
