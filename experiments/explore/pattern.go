@@ -86,6 +86,12 @@ type Pattern struct {
 	Fenced bool
 	// Takeover adds the paused-holder conditions (lease patterns only).
 	Takeover bool
+	// PointCount is how many crash points a normal delivery passes, as
+	// the worker's code places them; the run discovers the points
+	// themselves. TrialProcesses is the most processes one trial starts,
+	// its delivery and whole recovery. Processes counts on both.
+	PointCount     func(st Settings) int
+	TrialProcesses int
 	// Args are the worker's arguments for one delivery.
 	Args func(st Settings, f Files) []string
 	// Recovery gives the next recovery process after the steps done so
@@ -193,6 +199,11 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 		Worker:     wr.WorkerName,
 		Racer:      we.RacerName,
 		TrialShare: 100,
+		PointCount: func(st Settings) int {
+			rs := redelivery.Settings{EventID: st.EventID, JobKey: st.JobKey, Deliveries: 2}
+			return len(redelivery.Expect(rs, redelivery.Condition{Pattern: p})[0].Points)
+		},
+		TrialProcesses: 2,
 		Args: func(st Settings, f Files) []string {
 			return redelivery.Args(redelivery.Settings{EventID: st.EventID, JobKey: st.JobKey}, redelivery.Condition{Pattern: p}, f.DB)
 		},
