@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -168,5 +169,26 @@ func TestPace(t *testing.T) {
 		if got := Pace(tt.finished, costs); got != tt.want {
 			t.Errorf("%s: Pace = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestTerminalLineFits: the redrawn line is cut to the terminal's width by
+// runes, never inside a character, and is cleared at the end.
+func TestTerminalLineFits(t *testing.T) {
+	var b bytes.Buffer
+	p, tick := clocked(&b)
+	p.tty, p.width = true, 40
+	p.Start([]Part{{"explore", 2}})
+	p.Scenario("explore")
+	tick(time.Second)
+	p.Process(results.ProcessRecord{Scenario: "explore", Condition: "single-transaction/timing-race-2-kill → ✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓"})
+	p.Done(nil)
+	for _, l := range strings.Split(b.String(), "\r\x1b[2K") {
+		if n := len([]rune(l)); n > 40 || !utf8.ValidString(l) {
+			t.Errorf("terminal line of %d runes (max 40) or not UTF-8: %q", n, l)
+		}
+	}
+	if !strings.HasSuffix(b.String(), "\r\x1b[2K") || !strings.Contains(b.String(), "1/2 processes") {
+		t.Errorf("terminal output %q: want the count drawn, then the line cleared", b.String())
 	}
 }
