@@ -128,7 +128,6 @@ type Table struct {
 type Article struct {
 	ID     string
 	Title  string
-	URL    string
 	Unit   string
 	Header []string
 	Rows   [][]Cell
