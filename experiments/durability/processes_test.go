@@ -7,11 +7,11 @@ import (
 )
 
 // TestProcessesMatchARun: the progress total is the plan's count. Where
-// the file keeps every commit (a kill, WAL with FULL), a real run of all
-// four patterns starts exactly that many processes.
+// the file keeps every commit (WAL with FULL), a real run of all four
+// patterns starts exactly that many processes.
 func TestProcessesMatchARun(t *testing.T) {
 	ov := map[string]string{FlagPattern: PatternSeparate + "," + PatternSingle + "," + PatternBatch + "," + PatternClaim,
-		FlagJournalMode: "WAL", FlagSynchronous: "FULL", FlagKind: KindKill + "," + KindPower, FlagItems: "1"}
+		FlagJournalMode: "WAL", FlagSynchronous: "FULL", FlagKind: KindPower, FlagItems: "1"}
 	scenariotest.CheckProcesses(t, Scenario{}, "", ov)
 }
 
@@ -20,7 +20,7 @@ func TestProcessesMatchARun(t *testing.T) {
 // resolve), so the plan counts the most a trial may start, and a real run
 // starts no more.
 func TestProcessesBoundALossyRun(t *testing.T) {
-	ov := map[string]string{FlagPattern: PatternBatch, FlagJournalMode: "DELETE,WAL", FlagSynchronous: "OFF", FlagKind: KindPower, FlagItems: "2"}
+	ov := map[string]string{FlagPattern: PatternBatch, FlagJournalMode: "WAL", FlagSynchronous: "OFF", FlagKind: KindPower, FlagItems: "2"}
 	want := scenariotest.Planned(t, Scenario{}, "", ov)
 	out := scenariotest.Run(t, Scenario{}, "", ov)
 	if got := len(out.Records.Processes); got > want || got == 0 {
