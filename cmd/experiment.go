@@ -148,7 +148,7 @@ func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
 		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
 	}
 	res, plans, err := suite.Run(ctx, so)
-	prog.Done()
+	prog.Done(err)
 	if res == nil {
 		return err
 	}

@@ -19,14 +19,15 @@ import (
 // maxWidth is the terminal width tables are fitted to.
 const maxWidth = 100
 
-// printTable prints a table aligned with tabwriter, shortening the widest
-// column until a row fits maxWidth, then its legend.
+// printTable prints a table aligned with tabwriter, wrapping the widest
+// column onto continuation lines until every line fits maxWidth, then its
+// legend. A cell is never cut: its end (the rarest outcome, the last
+// condition part) is often what the reader looks for.
 func printTable(w io.Writer, t scenario.Table) {
 	if t.Title != "" {
 		fmt.Fprintln(w, t.Title)
 	}
-	rows := append([][]string{t.Header}, t.Rows...)
-	fit(rows)
+	rows := fit(append([][]string{t.Header}, t.Rows...))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
@@ -66,37 +67,79 @@ func wrap(text string, width int) []string {
 	return lines
 }
 
-// fit shortens cells of the widest column, with an ellipsis, until every
-// row fits.
-func fit(rows [][]string) {
+// fit wraps the cells of the widest column, narrower each round, until
+// every line fits maxWidth or no column can narrow further, and returns
+// the lines to print: a row's continuation lines have its wrapped cells'
+// later lines and empty cells elsewhere.
+func fit(rows [][]string) [][]string {
+	limit := map[int]int{}
+	lines := func(i, j int) []string {
+		if l, ok := limit[j]; ok {
+			return cellLines(rows[i][j], l)
+		}
+		return []string{rows[i][j]}
+	}
 	for {
 		widths := map[int]int{}
-		for _, r := range rows {
-			for i, c := range r {
-				widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		for i, r := range rows {
+			for j := range r {
+				for _, l := range lines(i, j) {
+					widths[j] = max(widths[j], utf8.RuneCountInString(l))
+				}
 			}
 		}
 		total, widest := 0, 0
-		for i, n := range widths {
+		for j, n := range widths {
 			total += n + 2
-			if n > widths[widest] {
-				widest = i
+			if n > widths[widest] || n == widths[widest] && j < widest {
+				widest = j
 			}
 		}
-		if total <= maxWidth || widths[widest] <= 8 {
-			return
+		next := max(8, widths[widest]-(total-maxWidth))
+		if total <= maxWidth || next >= widths[widest] {
+			break
 		}
-		limit := widths[widest] - (total - maxWidth)
-		if limit < 8 {
-			limit = 8
+		limit[widest] = next
+	}
+	var out [][]string
+	for i, r := range rows {
+		cells := make([][]string, len(r))
+		n := 1
+		for j := range r {
+			cells[j] = lines(i, j)
+			n = max(n, len(cells[j]))
 		}
-		for _, r := range rows {
-			if widest < len(r) && utf8.RuneCountInString(r[widest]) > limit {
-				rs := []rune(r[widest])
-				r[widest] = string(rs[:limit-1]) + "…"
+		for k := range n {
+			line := make([]string, len(r))
+			for j := range r {
+				if k < len(cells[j]) {
+					line[j] = cells[j][k]
+				}
 			}
+			out = append(out, line)
 		}
 	}
+	return out
+}
+
+// cellLines breaks a cell into lines of at most width runes: after a
+// space, a comma, a slash or a hyphen where it can, anywhere where a
+// word is longer than a line.
+func cellLines(s string, width int) []string {
+	var lines []string
+	for utf8.RuneCountInString(s) > width {
+		r := []rune(s)
+		cut := width
+		for k := width; k > 0; k-- {
+			if strings.ContainsRune(" ,/-", r[k-1]) {
+				cut = k
+				break
+			}
+		}
+		lines = append(lines, strings.TrimRight(string(r[:cut]), " "))
+		s = strings.TrimLeft(string(r[cut:]), " ")
+	}
+	return append(lines, s)
 }
 
 // Summary is the machine-readable summary of a run, for CI.

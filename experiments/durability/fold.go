@@ -122,24 +122,10 @@ type Matrix struct {
 	Rows     []string   `json:"rows"`
 	Columns  []string   `json:"columns"`
 	Outcomes [][]string `json:"outcomes"`
-	// Severity orders outcomes for colour: 0 ok, 1 rolled back, 2 lost
-	// acknowledged work, duplicate, missing or error, 3 corrupt; -1 not run.
+	// Severity is each cell's SeverityOf: 0 nothing lost, 1 rolled back
+	// and redone, 2 committed or ACKed work lost, 3 duplicate, 4 corrupt,
+	// missing or a failed worker; -1 not run.
 	Severity [][]int `json:"severity"`
-}
-
-// Severity ranks an outcome for the heat map.
-func Severity(outcome string) int {
-	switch {
-	case outcome == "":
-		return -1
-	case outcome == OutcomeOK:
-		return 0
-	case strings.Contains(outcome, TagCorrupt):
-		return 3
-	case outcome == TagRolledBack:
-		return 1
-	}
-	return 2
 }
 
 // Fold derives every trial's outcome from the records, checking each
@@ -426,7 +412,7 @@ func BuildMatrix(st Settings, observed map[string]any) Matrix {
 		i := rowIdx[c.JournalMode+"/"+c.Synchronous+"/"+c.Kind]
 		for pt, t := range trials {
 			if j, ok := colIdx[c.Pattern+"/"+pt]; ok {
-				m.Outcomes[i][j], m.Severity[i][j] = t.Outcome, Severity(t.Outcome)
+				m.Outcomes[i][j], m.Severity[i][j] = t.Outcome, int(SeverityOf(t.Outcome))
 			}
 		}
 	}

@@ -84,9 +84,13 @@ type plan struct{ s Settings }
 
 func (p *plan) Settings() any { return p.s }
 
-// Processes counts from the model with no loss: two per redelivery trial;
-// run, resume, one resolve per crash point, and the last run for batch;
-// delivery, probe and re-claim for the claim.
+// Processes counts the most processes each trial may start: two per
+// redelivery trial; delivery, probe and re-claim for the claim; run,
+// resume and last run for the batch, and a resolve where a send may be
+// left in flight: at every crash point, each of which follows a notify's
+// IN_FLIGHT, and after the ACK where a cut may take back a SUCCEEDED. A cut
+// that takes back an IN_FLIGHT leaves nothing to resolve, so a lossy
+// setting may start fewer; the progress total shrinks to them at the end.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
@@ -94,6 +98,9 @@ func (p *plan) Processes() int {
 		switch c.Pattern {
 		case PatternBatch:
 			n += 3*(pts+1) + pts
+			if tr, err := TraceOf(c.Pattern, p.s.Items, PointACK); err == nil && len(Losses(c.Setting(), true, tr.Commits)) > 1 {
+				n++
+			}
 		case PatternClaim:
 			n += 3 * (pts + 1)
 		default:

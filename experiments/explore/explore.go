@@ -280,20 +280,22 @@ type plan struct{ s Settings }
 
 func (p *plan) Settings() any { return p.s }
 
-// Processes estimates the process count for progress. The sweep's size is
-// known only once discovery has run; three points per pattern are assumed.
+// Processes counts from each pattern's points and trial size: exact,
+// but for a kill on the batch journal, which runs a resolve only if the
+// kill left a send in flight, so it counts the most.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
+		pat, _ := LookupPattern(c.Pattern)
 		switch c.Kind {
 		case KindDiscovery:
 			n++
 		case KindSweep:
-			n += 2 * 6
+			n += pat.PointCount(p.s) * pat.TrialProcesses
 		case KindHits, KindKill:
-			n += 2 * len(c.Trials)
+			n += len(c.Trials) * pat.TrialProcesses
 		case KindTakeover:
-			n += 2 * (1 + 2*p.s.Items)
+			n += 2 * pat.PointCount(p.s) // the paused holder and its successor
 		case KindRace:
 			n += (c.Racers + 1) * len(c.Trials)
 		}

@@ -83,6 +83,12 @@ type Pattern struct {
 	Fenced bool
 	// Takeover adds the paused-holder conditions (lease patterns only).
 	Takeover bool
+	// PointCount is how many crash points a normal delivery passes, as
+	// the worker's code places them; the run discovers the points
+	// themselves. TrialProcesses is the most processes one trial starts,
+	// its delivery and whole recovery. Processes counts on both.
+	PointCount     func(st Settings) int
+	TrialProcesses int
 	// Args are the worker's arguments for one delivery.
 	Args func(st Settings, f Files) []string
 	// Recovery gives the next recovery process after the steps done so
@@ -190,6 +196,8 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 		Worker:     wr.WorkerName,
 		Racer:      we.RacerName,
 		TrialShare: 100,
+		PointCount:     func(Settings) int { return len(wr.PointsOf(p)) },
+		TrialProcesses: 2,
 		Args:       func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
 		RacerArgs: func(st Settings, db string) []string {
 			return we.RaceArgs{Delivery: deliveryArgs(st, p, db), ReadyFD: harness.BarrierReadyFD, MaxAttempts: st.MaxAttempts}.Argv()

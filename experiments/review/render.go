@@ -24,6 +24,11 @@ func inlineSVG(svg []byte) template.HTML {
 	return template.HTML(svgProlog().ReplaceAll(svg, nil))
 }
 
+// FontStack is the report's fonts: the platform's UI font, then common
+// Japanese fonts, since the articles' original titles are Japanese and a
+// UI font without Han and kana draws them as boxes; sans-serif last.
+const FontStack = `system-ui, -apple-system, "Segoe UI", "Noto Sans CJK JP", "Noto Sans JP", "Hiragino Sans", "Hiragino Kaku Gothic ProN", "Yu Gothic", YuGothic, Meiryo, "Source Han Sans JP", "Source Han Sans", sans-serif`
+
 // htmlTemplate is parsed on first use, not at start-up: every worker
 // process is this same binary, and parsing the page at init cost each of
 // them 0.5-1 ms.
@@ -34,6 +39,7 @@ func parseHTMLTemplate() *template.Template {
 		"svg":   inlineSVG,
 		"mark":  markClass,
 		"badge": badge,
+		"fonts": func() template.CSS { return template.CSS(FontStack) },
 	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -41,7 +47,7 @@ func parseHTMLTemplate() *template.Template {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>idemlab report: {{.Folder}}</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
+body { font-family: {{fonts}}; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
 h1 { margin-bottom: .2rem; }
 .verdict { display: inline-block; padding: .15rem .6rem; border-radius: .3rem; font-weight: 600; color: #fff; }
 .verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; }
@@ -70,7 +76,7 @@ figcaption { font-size: .88rem; color: #57606a; }
 {{range .Articles}}
 <section class="article" id="article-{{.ID}}">
 <h3>Article {{.ID}}: {{.Title}}</h3>
-<p>{{if .URL}}<a href="{{.URL}}">Original</a>; r{{else}}R{{end}}eproduced by scenario <code>{{.Scenario}}</code>{{if .Unit}}; cells are {{.Unit}}{{end}}. <strong>{{.Matches}} of {{.Cells}}</strong> compared cells match the published figures.</p>
+<p>Reproduced by scenario <code>{{.Scenario}}</code>{{if .Unit}}; cells are {{.Unit}}{{end}}. <strong>{{.Matches}} of {{.Cells}}</strong> compared cells match the published figures.</p>
 {{template "cells" .}}
 {{range .Notes}}<p class="notices">{{.}}</p>{{end}}
 </section>
@@ -169,9 +175,6 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 	}
 	for _, a := range r.Articles {
 		fmt.Fprintf(&b, "### Article %s: %s\n\nReproduced by scenario `%s`", a.ID, mdEscape(a.Title), a.Scenario)
-		if a.URL != "" {
-			fmt.Fprintf(&b, " ([original](%s))", a.URL)
-		}
 		if a.Unit != "" {
 			fmt.Fprintf(&b, "; cells are %s", mdEscape(a.Unit))
 		}

@@ -82,6 +82,8 @@ type check struct {
 	out  *Outcome
 	f    *results.Folder
 	opts Options
+	// format is the folder's format version.
+	formatVersion int
 }
 
 func (c *check) add(file, field, format string, args ...any) {
@@ -101,6 +103,7 @@ func (c *check) format() bool {
 	if v == 0 {
 		v = 1
 	}
+	c.formatVersion = v
 	switch {
 	case v > results.FormatVersion:
 		c.add(results.ResultsFile, "format", "is %d, but this idemlab reads formats up to %d; verify it with the idemlab that wrote it, or a newer one", v, results.FormatVersion)
@@ -279,8 +282,25 @@ func (c *check) compare(base string, rec, der results.ScenarioResult) {
 	b := view{Conditions: withoutFindings(der.Conditions), Extra: rawOrNil(der.Extra), Pass: der.Pass}
 	c.compareFindings(base, rec, der)
 	for _, d := range results.DiffPaths(base, a, b) {
+		if v, ok := c.rederived(d.Path); ok {
+			c.notice("%s: %s as recorded, %s by format %d's rule; format %d changed how it is derived", d.Path, d.A, d.B, v, v)
+			continue
+		}
 		c.add(results.ResultsFile, conditionPath(d.Path, rec), "is %s, but the records give %s", d.A, d.B)
 	}
+}
+
+// rederived says whether a field's derivation changed after the folder's
+// format, and in which version.
+func (c *check) rederived(path string) (int, bool) {
+	for v := c.formatVersion + 1; v <= results.FormatVersion; v++ {
+		for _, prefix := range results.FormatDerivations[v] {
+			if strings.HasPrefix(path, prefix) {
+				return v, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // compareFindings reports each finding the records give that the stored

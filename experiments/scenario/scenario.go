@@ -64,7 +64,9 @@ type Plan interface {
 	// from the input file and the recorded overrides.
 	Settings() any
 	// Processes is how many worker processes Run will start, for
-	// progress with a known total.
+	// progress with a known total; where that depends on how a crash
+	// lands, the most it may start. Each scenario has a test that a real
+	// run records exactly this many (or no more, where it is a bound).
 	Processes() int
 	// Run starts the workers and records what happened. It reaches no
 	// verdict: that is Evaluate's job, over what was recorded.
@@ -126,7 +128,6 @@ type Table struct {
 type Article struct {
 	ID     string
 	Title  string
-	URL    string
 	Unit   string
 	Header []string
 	Rows   [][]Cell

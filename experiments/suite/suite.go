@@ -20,6 +20,7 @@ import (
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/progress"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -41,10 +42,10 @@ type Options struct {
 	// TempDir holds the scenarios' scratch databases; empty means the
 	// system default.
 	TempDir string
-	// OnStart is called once with the number of processes the run will
-	// start, before the first; OnScenario before each scenario runs;
-	// OnProcess after each process is recorded.
-	OnStart    func(total int)
+	// OnStart is called once with the scenarios and the processes each
+	// plan counts, before the first process; OnScenario before each
+	// scenario runs; OnProcess after each process is recorded.
+	OnStart    func(parts []progress.Part)
 	OnScenario func(name string)
 	OnProcess  func(results.ProcessRecord)
 }
@@ -219,11 +220,11 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 	}
 	started := time.Now().UTC()
 	if opts.OnStart != nil {
-		total := 0
+		var parts []progress.Part
 		for _, p := range plans {
-			total += p.Plan.Processes()
+			parts = append(parts, progress.Part{Name: p.Scenario.Name(), Processes: p.Plan.Processes()})
 		}
-		opts.OnStart(total)
+		opts.OnStart(parts)
 	}
 	env := scenario.Env{
 		Runner:   &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess},
