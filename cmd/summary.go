@@ -214,6 +214,7 @@ type junitCase struct {
 
 type junitFailure struct {
 	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
 	Text    string `xml:",chardata"`
 }
 
@@ -254,7 +255,7 @@ func junit(reg scenario.Registry, res *results.Results, runErr error) junitSuite
 	}
 	if st, _ := status(runErr); st == StatusError || st == StatusInterrupted {
 		js := junitSuite{Name: "idemlab", Tests: 1, Errors: 1, Cases: []junitCase{{
-			Name: "run", Classname: "idemlab", Error: &junitFailure{Message: st, Text: runErr.Error()},
+			Name: "run", Classname: "idemlab", Error: &junitFailure{Message: runErr.Error(), Type: st, Text: runErr.Error()},
 		}}}
 		out.Tests++
 		out.Errors++

@@ -58,19 +58,32 @@ func TestVerifyExeOfTemporaryBuild(t *testing.T) {
 // only the hash.
 func TestVerifyNamesTheEditedInputField(t *testing.T) {
 	fresh := freshFolder(t, Hooks{})
+	// byInput is what verify --input says of the same file beside the
+	// untouched folder.
 	tests := []struct {
-		name, input, want string
+		name, input, want, byInput string
 	}{
 		{"a field the settings hold", `{"redelivery":{"event_id":"agent-run-042:completed","job_key":"other"}}`,
-			`✗ input.json: redelivery.job_key: is "other", but the run used "review-agent-run-042" (the copy hashes to`},
+			`✗ input.json: redelivery.job_key: is "other", but the run used "review-agent-run-042" (the copy hashes to`,
+			`the folder was not made from that file; its first difference from what the run used: redelivery.job_key: is "other", but the run used "review-agent-run-042"`},
 		{"a section the run did not use", `{"redelivery":{"event_id":"agent-run-042:completed","job_key":"review-agent-run-042"},"explore":{}}`,
-			`✗ input.json: gives the recorded settings for every scenario the run recorded; the edit is in a section the run did not use (explore)`},
+			`✗ input.json: gives the settings the run recorded for every scenario it ran, so it differs in a section the run did not use (explore) or in spacing`, ""},
+		{"a copy that no longer parses", `{"redelivery":`,
+			`no longer reads as an input file: input.json: (value): malformed JSON`, ""},
 		{"a section that no longer plans", `{"redelivery":{"event_id":"","job_key":"review-agent-run-042"}}`,
-			`✗ input.json: redelivery: gives no valid plan with the recorded overrides:`},
+			`✗ input.json: redelivery: gives no valid plan with the recorded overrides:`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := copyFolder(t, fresh)
+			given := filepath.Join(t.TempDir(), "given.json")
+			os.WriteFile(given, []byte(tt.input), 0o644)
+			if tt.byInput != "" {
+				r := execIn(t, Hooks{}, "verify", "--input", given, fresh)
+				if r.code != 1 || !strings.Contains(r.stdout, tt.byInput) {
+					t.Errorf("--input: exit %d, want 1 and %q:\n%s%s", r.code, tt.byInput, r.stdout, r.stderr)
+				}
+			}
 			os.WriteFile(filepath.Join(dir, "input.json"), []byte(tt.input), 0o644)
 			r := execIn(t, Hooks{}, "verify", dir)
 			if r.code != 1 || !strings.Contains(r.stdout, tt.want) {

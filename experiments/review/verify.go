@@ -127,7 +127,7 @@ func (c *check) input() (suite.Input, bool) {
 			field, msg := c.editedField(parsed)
 			c.add(results.InputCopyFile, field, "%s (the copy hashes to %s, but results.json inputs.sha256 records %s: it was edited after the run)", msg, parsed.SHA256, r.Inputs.SHA256)
 		case parsed.SHA256 != r.Inputs.SHA256:
-			c.add(results.InputCopyFile, "", "hashes to %s, but results.json inputs.sha256 records %s", parsed.SHA256, r.Inputs.SHA256)
+			c.add(results.InputCopyFile, "", "hashes to %s, but results.json inputs.sha256 records %s, and no longer reads as an input file: %s", parsed.SHA256, r.Inputs.SHA256, strings.TrimPrefix(err.Error(), errclass.ErrUsage.Error()+": "))
 		case err != nil:
 			c.add(results.InputCopyFile, "", "%v", err)
 		default:
@@ -141,7 +141,12 @@ func (c *check) input() (suite.Input, bool) {
 		}
 		parsed, err := suite.ParseInput(c.opts.InputPath, b, c.opts.Registry)
 		if parsed.SHA256 != r.Inputs.SHA256 {
-			c.add(results.ResultsFile, "inputs.sha256", "records %s, but --input %s hashes to %s: the folder was not made from that file", r.Inputs.SHA256, c.opts.InputPath, parsed.SHA256)
+			first := ""
+			if err == nil {
+				field, msg := c.editedField(parsed)
+				first = fmt.Sprintf("; its first difference from what the run used: %s %s", strings.TrimSpace(field+":"), msg)
+			}
+			c.add(results.ResultsFile, "inputs.sha256", "records %s, but --input %s hashes to %s: the folder was not made from that file%s", r.Inputs.SHA256, c.opts.InputPath, parsed.SHA256, first)
 			return in, ok
 		}
 		if err == nil && !ok {
@@ -194,9 +199,9 @@ func (c *check) editedField(in suite.Input) (field, msg string) {
 	}
 	sort.Strings(unused)
 	if len(unused) > 0 {
-		return "", fmt.Sprintf("gives the recorded settings for every scenario the run recorded; the edit is in a section the run did not use (%s) or in spacing", strings.Join(unused, ", "))
+		return "", fmt.Sprintf("gives the settings the run recorded for every scenario it ran, so it differs in a section the run did not use (%s) or in spacing", strings.Join(unused, ", "))
 	}
-	return "", "gives the recorded settings for every scenario the run recorded; the edit is in spacing or order"
+	return "", "gives the settings the run recorded for every scenario it ran, so it differs only in spacing or order"
 }
 
 func readRegular(path string) ([]byte, error) {
