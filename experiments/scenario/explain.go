@@ -71,11 +71,17 @@ type Explainer interface {
 }
 
 // Explain returns a failed condition's differences in the reader's words,
-// headline first. A scenario that is no Explainer, or that names none of
-// them, keeps the paths and their order.
+// headline first, as s's Explainer says them (see Explanation).
 func Explain(s Scenario, c results.ConditionResult) []Explained {
+	e, _ := s.(Explainer)
+	return Explanation(e, c)
+}
+
+// Explanation is what e says of c's differences, headline first. A nil e,
+// or one that names none of them, keeps the paths and their order.
+func Explanation(e Explainer, c results.ConditionResult) []Explained {
 	var out []Explained
-	if e, ok := s.(Explainer); ok {
+	if e != nil {
 		out = e.Explain(c)
 	}
 	if len(out) == 0 {
@@ -87,8 +93,13 @@ func Explain(s Scenario, c results.ConditionResult) []Explained {
 
 // ExplainLines is Explain as one line per difference, "words want E got O".
 func ExplainLines(s Scenario, c results.ConditionResult) []string {
-	var out []string
-	for _, e := range Explain(s, c) {
+	return Lines(Explain(s, c))
+}
+
+// Lines renders explained differences one per line.
+func Lines(es []Explained) []string {
+	out := make([]string, 0, len(es))
+	for _, e := range es {
 		out = append(out, e.String())
 	}
 	return out
