@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"idemlab/experiments/all"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -191,4 +192,15 @@ type cancellingPlan struct {
 func (p cancellingPlan) Run(ctx context.Context, env scenario.Env) error {
 	p.cancel()
 	return p.Plan.Run(ctx, env)
+}
+
+// TestEveryScenarioExplains: each registered scenario, as registered (an
+// adapter such as scenario.Define included), says its differences in its
+// own words, so no failure line falls back to bare paths.
+func TestEveryScenarioExplains(t *testing.T) {
+	for _, s := range all.Scenarios() {
+		if _, ok := s.(scenario.Explainer); !ok {
+			t.Errorf("scenario %s is no scenario.Explainer", s.Name())
+		}
+	}
 }
