@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/all"
-	"idemlab/experiments/redelivery"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -42,7 +41,8 @@ func TestCIFilesOnEveryExit(t *testing.T) {
 			return []string{"--input", filepath.Join(dir, "none.json")}
 		}, 2, StatusError, "none.json"},
 		{"interrupted", func(cancel context.CancelFunc) Hooks {
-			return Hooks{Registry: scenario.Registry{cancellingScenario{cancel: cancel}}}
+			redelivery, _ := all.Scenarios().Lookup("redelivery")
+			return Hooks{Registry: scenario.Registry{cancellingScenario{Scenario: redelivery, cancel: cancel}}}
 		}, nil, 130, StatusInterrupted, "stopped by a signal"},
 	}
 	for _, tt := range tests {
@@ -173,10 +173,10 @@ func execCtx(ctx context.Context, t *testing.T, h Hooks, args ...string) run {
 	return run{code, out.String(), errb.String()}
 }
 
-// cancellingScenario is redelivery whose run is stopped as Ctrl-C stops
+// cancellingScenario is a scenario whose run is stopped as Ctrl-C stops
 // it: the context is cancelled once the run has begun.
 type cancellingScenario struct {
-	redelivery.Scenario
+	scenario.Scenario
 	cancel context.CancelFunc
 }
 

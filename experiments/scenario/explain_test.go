@@ -123,24 +123,24 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// typed is a scenario written with Define; withWords adds an Explainer.
-type typed struct{}
+// wordless is a scenario written with Define; withWords adds an Explainer.
+type wordless struct{}
 
-func (typed) Name() string           { return "typed" }
-func (typed) Summary() string        { return "" }
-func (typed) Flags() []scenario.Flag { return nil }
-func (typed) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) {
+func (wordless) Name() string           { return "wordless" }
+func (wordless) Summary() string        { return "" }
+func (wordless) Flags() []scenario.Flag { return nil }
+func (wordless) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) {
 	return nil, nil
 }
-func (typed) Expect(struct{}) ([]scenario.Expected, error) { return nil, nil }
-func (typed) Fold(struct{}, results.Records) (scenario.Folded, []results.Finding) {
+func (wordless) Expect(struct{}) ([]scenario.Expected, error) { return nil, nil }
+func (wordless) Fold(struct{}, results.Records) (scenario.Folded, []results.Finding) {
 	return scenario.Folded{}, nil
 }
-func (typed) Report(struct{}, results.ScenarioResult, struct{}) (scenario.Section, error) {
+func (wordless) Report(struct{}, results.ScenarioResult, struct{}) (scenario.Section, error) {
 	return scenario.Section{}, nil
 }
 
-type withWords struct{ typed }
+type withWords struct{ wordless }
 
 func (withWords) Explain(c results.ConditionResult) []scenario.Explained {
 	return []scenario.Explained{{Words: "delivery 2 follow_up_jobs", Expected: "1", Observed: "2", Rank: scenario.RankJobs}}
@@ -155,7 +155,7 @@ func TestDefineForwardsExplainer(t *testing.T) {
 		want string
 	}{
 		{scenario.Define[struct{}, struct{}](withWords{}), "delivery 2 follow_up_jobs want 1 got 2"},
-		{scenario.Define[struct{}, struct{}](typed{}), "[1].follow_up_jobs want 1 got 2"},
+		{scenario.Define[struct{}, struct{}](wordless{}), "[1].follow_up_jobs want 1 got 2"},
 	} {
 		got := scenario.Explain(tt.s, c)
 		if len(got) != 1 || got[0].String() != tt.want {
