@@ -10,5 +10,5 @@ import (
 // real run must start exactly that many processes: every run and resolve
 // of both modes and all four conditions.
 func TestProcessesMatchARun(t *testing.T) {
-	scenariotest.CheckProcesses(t, Scenario{}, fixtureInput, map[string]string{FlagConcurrentModes: "true"})
+	scenariotest.CheckProcesses(t, New(), fixtureInput, map[string]string{FlagConcurrentModes: "true"})
 }

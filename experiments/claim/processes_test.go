@@ -10,5 +10,5 @@ import (
 // real run must start exactly that many processes: the pool's members.
 func TestProcessesMatchARun(t *testing.T) {
 	in := string(section(t, smallInput(3, 1)))
-	scenariotest.CheckProcesses(t, Scenario{}, in, map[string]string{"repetitions": "1", "mutant-repetitions": "1"})
+	scenariotest.CheckProcesses(t, New(), in, map[string]string{"repetitions": "1", "mutant-repetitions": "1"})
 }

@@ -192,13 +192,13 @@ func Duplicate(n int) string { return "duplicate-" + strconv.Itoa(n) }
 
 func redeliveryPattern(p wr.Pattern) Pattern {
 	pat := Pattern{
-		Name:       string(p),
-		Worker:     wr.WorkerName,
-		Racer:      we.RacerName,
-		TrialShare: 100,
+		Name:           string(p),
+		Worker:         wr.WorkerName,
+		Racer:          we.RacerName,
+		TrialShare:     100,
 		PointCount:     func(Settings) int { return len(wr.PointsOf(p)) },
 		TrialProcesses: 2,
-		Args:       func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
+		Args:           func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
 		RacerArgs: func(st Settings, db string) []string {
 			return we.RaceArgs{Delivery: deliveryArgs(st, p, db), ReadyFD: harness.BarrierReadyFD, MaxAttempts: st.MaxAttempts}.Argv()
 		},
