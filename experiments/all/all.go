@@ -21,6 +21,6 @@ func Scenarios() scenario.Registry {
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.
 		explore.Scenario{},
-		durability.Scenario{},
+		durability.New(),
 	}
 }

@@ -103,6 +103,14 @@ type Folded struct {
 
 // Section is a scenario arranged for people.
 type Section struct {
+	// Verdict names what a pass means where a bare PASS would mislead,
+	// such as "matches the model" above a matrix of losses the model
+	// predicts; empty means PASS or FAIL.
+	Verdict string
+	// Lead says what the scenario found, in sentences, before its tables.
+	Lead []Sentence
+	// Replays are commands that run part of the result again.
+	Replays []Replay
 	// Tables print in the terminal and in the report.
 	Tables []Table
 	// Article compares with the article's published figures; nil when the
@@ -112,6 +120,21 @@ type Section struct {
 	Charts []Chart
 	// Settings are shown as a two-column table.
 	Settings [][2]string
+}
+
+// Sentence is one finding in words, with the cells that show it, named
+// as the tables and the conditions name them.
+type Sentence struct {
+	Text  string
+	Cells []string
+}
+
+// Replay is a command that runs part of a result again, such as one trial
+// that broke an invariant. Args follow "experiment"; the printer adds the
+// binary, --input when the run's was not the default, and a fresh --out.
+type Replay struct {
+	What string
+	Args []string
 }
 
 // Table is a plain table. Legend explains the columns in one line each.
