@@ -20,7 +20,7 @@ func Scenarios() scenario.Registry {
 		claim.Scenario{},
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.
-		explore.Scenario{},
+		explore.New(),
 		durability.New(),
 	}
 }

@@ -81,8 +81,8 @@ func TestRealSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sec.Verdict != VerdictPass {
-		t.Errorf("verdict %q, want %q", sec.Verdict, VerdictPass)
+	if sec.Verdict != scenario.VerdictMatches {
+		t.Errorf("verdict %q, want %q", sec.Verdict, scenario.VerdictMatches)
 	}
 	lost := "A power cut loses ACKed work under DELETE/NORMAL: redelivery-single at ack."
 	if len(sec.Lead) < 2 || sec.Lead[1].Text != lost {

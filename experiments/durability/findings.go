@@ -92,7 +92,11 @@ func modelSentence(cells []cell) scenario.Sentence {
 		}
 	}
 	if len(miss) == 0 {
-		return scenario.Sentence{Text: fmt.Sprintf("Every one of the %d trials ended as the durability model predicts; the losses below are the model's, not surprises.", len(cells))}
+		text := fmt.Sprintf("Every one of the %d trials ended as the durability model predicts", len(cells))
+		if slices.ContainsFunc(cells, func(c cell) bool { return !c.safe() }) {
+			text += "; every loss and duplicate below is one it predicts"
+		}
+		return scenario.Sentence{Text: text + "."}
 	}
 	return scenario.Sentence{Text: fmt.Sprintf("%d of the %d trials ended outside the durability model's allowed outcomes: %s.", len(miss), len(cells), strings.Join(miss, ", ")), Cells: miss}
 }
@@ -257,7 +261,7 @@ func faultsPhrase(cells []cell, all []string) string {
 		}
 	}
 	faults := func(pt string) string {
-		bySetting := map[string][]string{}
+		var phrases, kinds []string // kinds[i] is the crash kinds phrases[i] names
 		for _, k := range AllKinds {
 			var at []cell
 			for _, c := range cells {
@@ -265,24 +269,29 @@ func faultsPhrase(cells []cell, all []string) string {
 					at = append(at, c)
 				}
 			}
-			if len(at) > 0 {
-				s := triedSettings(at)
-				phrase := and(s)
-				if slices.Equal(s, all) {
-					phrase = "every setting"
-				}
-				bySetting[phrase] = append(bySetting[phrase], kindPhrase[k])
+			if len(at) == 0 {
+				continue
 			}
+			s := triedSettings(at)
+			phrase := and(s)
+			if slices.Equal(s, all) {
+				phrase = "every setting"
+			}
+			if i := slices.Index(phrases, phrase); i >= 0 {
+				kinds[i] += " or " + kindPhrase[k]
+				continue
+			}
+			phrases, kinds = append(phrases, phrase), append(kinds, kindPhrase[k])
 		}
 		var parts []string
-		for _, phrase := range sortedKeys(bySetting) {
-			parts = append(parts, "after "+strings.Join(bySetting[phrase], " or ")+" under "+phrase)
+		for i, phrase := range phrases {
+			parts = append(parts, "after "+kinds[i]+" under "+phrase)
 		}
 		return strings.Join(parts, ", and ")
 	}
 	var parts []string
 	for _, group := range groupBy(points, faults) {
-		parts = append(parts, "at "+strings.Join(group, ", ")+" "+faults(group[0]))
+		parts = append(parts, "at "+and(group)+" "+faults(group[0]))
 	}
 	return strings.Join(parts, "; ")
 }

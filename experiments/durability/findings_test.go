@@ -95,7 +95,7 @@ func TestLeadGroupsSettings(t *testing.T) {
 		texts = append(texts, s.Text)
 	}
 	want := []string{
-		"Every one of the 32 trials ended as the durability model predicts; the losses below are the model's, not surprises.",
+		"Every one of the 32 trials ended as the durability model predicts; every loss and duplicate below is one it predicts.",
 		"A power cut loses ACKed work under DELETE/OFF, DELETE/NORMAL, DELETE/FULL and WAL/OFF: redelivery-single at ack.",
 		"redelivery-single leaves a file that fails integrity_check: at ack after a power cut under WAL/OFF.",
 		"redelivery-single is safe under DELETE/EXTRA, WAL/NORMAL, WAL/FULL and WAL/EXTRA: killed or power-cut at every point, nothing was lost, done twice or left missing (at most a crashed worker's commit rolled back and was redone).",

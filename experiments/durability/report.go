@@ -28,23 +28,15 @@ func Code(outcome string) string {
 	return b.String()
 }
 
-// Verdicts: a pass means every outcome is one the model allows, which
-// may well be a loss; the words say so.
-const (
-	VerdictPass = "matches the model"
-	VerdictFail = "does not match the model"
-)
-
 // Report arranges the result: what it found, in sentences, then the
 // matrix, one row per pattern and point, one column per
 // journal_mode/synchronous, each cell "kill/power" in one-letter codes, and
 // the trials outside the model. The matrix itself is in the extra data,
 // for a heat map.
 func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenario.Section, error) {
-	sec := scenario.Section{Verdict: VerdictFail, Lead: Lead(st, res)}
-	if res.Pass {
-		sec.Verdict = VerdictPass
-	}
+	// A pass means every outcome is one the model allows, which may well
+	// be a loss; the verdict says so.
+	sec := scenario.Section{Verdict: scenario.ModelVerdict(res.Pass), Lead: Lead(st, res)}
 	sec.Settings = [][2]string{
 		{"patterns", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Pattern }), ", ")},
 		{"journal_mode × synchronous", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.JournalMode + "/" + c.Synchronous }), ", ")},

@@ -122,19 +122,26 @@ type Section struct {
 	Settings [][2]string
 }
 
+// Verdict words for a scenario whose pass means "every outcome is one the
+// model allows", losses included.
+const (
+	VerdictMatches = "matches the model"
+	VerdictDiffers = "does not match the model"
+)
+
+// ModelVerdict is the Verdict of such a scenario.
+func ModelVerdict(pass bool) string {
+	if pass {
+		return VerdictMatches
+	}
+	return VerdictDiffers
+}
+
 // Sentence is one finding in words, with the cells that show it, named
 // as the tables and the conditions name them.
 type Sentence struct {
 	Text  string
 	Cells []string
-}
-
-// Replay is a command that runs part of a result again, such as one trial
-// that broke an invariant. Args follow "experiment"; the printer adds the
-// binary, --input when the run's was not the default, and a fresh --out.
-type Replay struct {
-	What string
-	Args []string
 }
 
 // Table is a plain table. Legend explains the columns in one line each.
