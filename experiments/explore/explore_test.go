@@ -174,6 +174,12 @@ func TestRunRealProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if sec.Verdict != scenario.VerdictMatches || len(sec.Lead) < 2 || !strings.HasPrefix(sec.Lead[1].Text, "separate-commit breaks one-job: a crash at "+wr.PointAfterJobCommit) {
+		t.Errorf("verdict %q, lead %+v: want the model matched and separate commits leading the violations", sec.Verdict, sec.Lead)
+	}
+	if len(sec.Replays) == 0 || !cmp.Equal(sec.Replays[0].Args, ReplayArgs(Settings{}, extra.Violations[0])) {
+		t.Errorf("replays %+v, want the first violation's first", sec.Replays)
+	}
 	for _, tb := range sec.Tables {
 		for _, r := range tb.Rows {
 			if w := len([]rune(strings.Join(r, "  "))); w > 100 {

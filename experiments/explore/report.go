@@ -88,13 +88,16 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, extra Extra) (sc
 	if err != nil {
 		return sec, err
 	}
-	sec.Tables = []scenario.Table{MatrixTable(m), rt, bt}
 	tt, err := takeoverTable(res)
 	if err != nil {
 		return sec, err
 	}
-	if len(tt.Rows) > 0 {
-		sec.Tables = append(sec.Tables, tt)
+	// A replay of one trial runs no sweep, and one of the sweep no random
+	// trial: a table without rows is left out.
+	for _, t := range []scenario.Table{MatrixTable(m), rt, bt, tt} {
+		if len(t.Rows) > 0 {
+			sec.Tables = append(sec.Tables, t)
+		}
 	}
 	if len(extra.Violations) > 0 {
 		sec.Tables = append(sec.Tables, violationsTable(extra.Violations))
