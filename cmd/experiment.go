@@ -27,6 +27,9 @@ const experimentExitHelp = `Exit codes:
   3    the harness itself failed (e.g. a worker died in a way the protocol does not allow); nothing is written
   130  interrupted (Ctrl-C or SIGTERM); the workers are stopped and nothing is written`
 
+// defaultInput is --input when not given.
+const defaultInput = "input.json"
+
 // ExperimentOptions are the experiment command's flags.
 type ExperimentOptions struct {
 	Streams   Streams
@@ -96,7 +99,7 @@ and the failures.
 		},
 	}
 	c.Flags().StringVar(&opts.Out, "out", "", "results folder to create (must not exist)")
-	c.Flags().StringVar(&opts.Input, "input", "input.json", "input file")
+	c.Flags().StringVar(&opts.Input, "input", defaultInput, "input file")
 	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "print only the one-line result and the failures: no progress, no tables, no next steps")
 	c.Flags().BoolVar(&opts.Verbose, "verbose", false, "print the full expected-vs-observed diff of each failed condition")
 	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE on every exit, with its status (see README for a jq line)")
@@ -216,10 +219,11 @@ func printTables(opts *ExperimentOptions, res *results.Results, plans []suite.Pl
 			fmt.Fprintf(opts.Streams.Err, "idemlab: %s: tables not arranged: %v\n", sr.Name, err)
 			continue
 		}
-		fmt.Fprintf(w, "== %s  %s\n", sr.Name, verdictWord(sr.Pass))
+		printHead(w, sr.Name, sr.Pass, sec)
 		for _, t := range sec.Tables {
 			printTable(w, t)
 		}
+		printReplays(w, sec, opts)
 		if a := sec.Article; a != nil {
 			fmt.Fprintf(w, "article %s: %d of %d published cells reproduced", a.ID, a.Matches, a.Cells)
 			if a.Matches == a.Cells {
@@ -255,17 +259,35 @@ func verdictWord(pass bool) string {
 	return "FAIL"
 }
 
-// selfName is how the user can run this binary again: "go run ." when it
-// was built by go run into a temporary folder.
+// selfName is how the user can run this binary again from here: the path
+// they typed, or, when go run built it into a temporary folder, "go run"
+// with the module's root.
 func selfName() string {
 	exe := os.Args[0]
 	if review.TemporaryBuild(exe) {
-		return "go run ."
+		return "go run " + scenario.ShellQuote(moduleRoot())
 	}
-	if strings.HasSuffix(exe, ".test") {
-		return "idemlab"
+	return scenario.ShellQuote(exe)
+}
+
+// moduleRoot is the folder holding go.mod, relative to the working folder:
+// "." when run from the root, as the README does.
+func moduleRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
 	}
-	return exe
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if rel, err := filepath.Rel(wd, dir); err == nil {
+				return rel
+			}
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			return "."
+		}
+	}
 }
 
 // selfAndWorkdir returns the binary that workers re-execute (exe, unless

@@ -12,7 +12,7 @@ import (
 func TestProcessesMatchARun(t *testing.T) {
 	ov := map[string]string{FlagPattern: PatternSeparate + "," + PatternSingle + "," + PatternBatch + "," + PatternClaim,
 		FlagJournalMode: "WAL", FlagSynchronous: "FULL", FlagKind: KindPower, FlagItems: "1"}
-	scenariotest.CheckProcesses(t, Scenario{}, "", ov)
+	scenariotest.CheckProcesses(t, New(), "", ov)
 }
 
 // TestProcessesBoundALossyRun: with synchronous=OFF a cut may take back a
@@ -21,8 +21,8 @@ func TestProcessesMatchARun(t *testing.T) {
 // starts no more.
 func TestProcessesBoundALossyRun(t *testing.T) {
 	ov := map[string]string{FlagPattern: PatternBatch, FlagJournalMode: "WAL", FlagSynchronous: "OFF", FlagKind: KindPower, FlagItems: "2"}
-	want := scenariotest.Planned(t, Scenario{}, "", ov)
-	out := scenariotest.Run(t, Scenario{}, "", ov)
+	want := scenariotest.Planned(t, New(), "", ov)
+	out := scenariotest.Run(t, New(), "", ov)
 	if got := len(out.Records.Processes); got > want || got == 0 {
 		t.Errorf("the run recorded %d processes; its plan counts at most %d", got, want)
 	}

@@ -109,6 +109,8 @@ type ReportConfig struct {
 	MD       string
 	Limits   results.Limits
 	Stdout   io.Writer
+	// Self is how the user runs idemlab, for the replay commands.
+	Self string
 }
 
 // RunReport renders a folder. Without --html or --md it prints the
@@ -127,6 +129,7 @@ func RunReport(cfg ReportConfig) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v; run idemlab verify %s", errclass.ErrFindings, cfg.Dir, err, cfg.Dir)
 	}
+	rep.AddReplays(cfg.Self)
 	if cfg.HTML == "" && cfg.MD == "" {
 		return RenderMarkdown(cfg.Stdout, rep, func(scenario.Chart) string { return "" })
 	}

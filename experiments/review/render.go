@@ -40,6 +40,7 @@ func parseHTMLTemplate() *template.Template {
 		"mark":  markClass,
 		"badge": badge,
 		"fonts": func() template.CSS { return template.CSS(FontStack) },
+		"join":  strings.Join,
 	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -60,6 +61,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eaeef2; }
 figcaption { font-size: .88rem; color: #57606a; }
 .findings li { color: #cf222e; } .notices li { color: #57606a; }
+.lead li { margin-bottom: .3rem; } .lead details { font-size: .85rem; color: #57606a; }
 </style>
 </head>
 <body>
@@ -86,15 +88,17 @@ figcaption { font-size: .88rem; color: #57606a; }
 <h2>Scenarios</h2>
 {{range .Scenarios}}
 <section class="scenario" id="scenario-{{.Name}}">
-<h3>{{.Name}} {{if .Pass}}<span class="verdict pass">PASS</span>{{else}}<span class="verdict fail">FAIL</span>{{end}}</h3>
+<h3>{{.Name}} <span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{.VerdictText}}</span></h3>
 <p>{{.Summary}}</p>
+{{if .Lead}}<ul class="lead">{{range .Lead}}<li>{{.Text}}{{if .Cells}}<details><summary>{{len .Cells}} cell(s)</summary><span class="mono">{{join .Cells ", "}}</span></details>{{end}}</li>{{end}}</ul>{{end}}
 <table class="settings">{{range .Settings}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
 {{range .Tables}}{{if .Title}}<h4>{{.Title}}</h4>{{end}}
 <table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range .Rows}}<tr>{{range .}}<td{{mark .}}>{{.}}</td>{{end}}</tr>{{end}}</tbody></table>
 {{if .Legend}}<ul class="legend">{{range .Legend}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{end}}
-<h4>Conditions: oracle vs observation</h4>
+{{range .ReplayLines}}<p>Replay {{.Name}}:<br><code>{{.Value}}</code></p>
+{{end}}<h4>Conditions: oracle vs observation</h4>
 {{template "cells" .Conditions}}
 {{range .Charts}}<figure id="chart-{{.Slug}}">{{svg .SVG}}<figcaption><strong>{{.Title}}.</strong> {{.Caption}}</figcaption></figure>{{end}}
 </section>
@@ -186,7 +190,13 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 	}
 	b.WriteString("## Scenarios\n\n")
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(&b, "### %s %s\n\n%s\n\n", s.Name, mark(s.Pass), mdEscape(s.Summary))
+		fmt.Fprintf(&b, "### %s\n\n%s\n\n", strings.TrimSpace(s.Name+" "+mark(s.Pass)+" "+s.Verdict), mdEscape(s.Summary))
+		for _, l := range s.Lead {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(l.Text))
+		}
+		if len(s.Lead) > 0 {
+			b.WriteString("\n")
+		}
 		if len(s.Settings) > 0 {
 			b.WriteString("| setting | value |\n|---|---|\n")
 			for _, kv := range s.Settings {
@@ -205,6 +215,9 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 			if len(t.Legend) > 0 {
 				b.WriteString("\n")
 			}
+		}
+		for _, p := range s.ReplayLines {
+			fmt.Fprintf(&b, "Replay %s:\n\n```\n%s\n```\n\n", mdEscape(p.Name), p.Value)
 		}
 		mdTable(&b, s.Conditions)
 		for _, c := range s.Charts {
