@@ -14,7 +14,7 @@ import (
 // DiscoveryObserved is what a pattern's discovery delivery passed.
 type DiscoveryObserved struct {
 	Points     []string `json:"points"`
-	DurationMS float64  `json:"duration_ms"`
+	DurationMS float64  `json:"duration_ms" idemlab:"measure"`
 }
 
 // PointOutcome is one sweep trial: the crash point, the outcome after the
@@ -53,7 +53,7 @@ type HitsObserved struct {
 // replays; everything the scheduler decided is under Timing.
 type TimingObserved struct {
 	Trials int           `json:"trials"`
-	Timing TimingFigures `json:"timing"`
+	Timing TimingFigures `json:"timing" idemlab:"measure"`
 }
 
 // TimingFigures are a kill or race condition's scheduled figures.
@@ -101,11 +101,11 @@ type Extra struct {
 	Seed       uint64              `json:"seed"`
 	Discovered map[string][]string `json:"discovered_points"`
 	// KillWindowUS is each pattern's kill delay range, from discovery.
-	KillWindowUS map[string]int64 `json:"kill_window_us"`
+	KillWindowUS map[string]int64 `json:"kill_window_us" idemlab:"measure"`
 	// Violations are the replayable ones (sweep, crash-after-hits);
 	// TimingViolations come from kills and races.
 	Violations       []ViolationRecord `json:"violations"`
-	TimingViolations []ViolationRecord `json:"timing_violations"`
+	TimingViolations []ViolationRecord `json:"timing_violations" idemlab:"measure"`
 }
 
 // entry is one line of observations.jsonl, decoded: the one value the

@@ -70,7 +70,7 @@ type TakeoverObserved struct {
 	ViolatingPoints []string        `json:"violating_points"`
 	LeaseLost       int             `json:"lease_lost"`
 	StaleRefused    int             `json:"stale_refused"`
-	Timing          TakeoverTiming  `json:"timing"`
+	Timing          TakeoverTiming  `json:"timing" idemlab:"measure"`
 }
 
 // TakeoverTiming is what the scheduler decided: how often successors
