@@ -137,6 +137,9 @@ func Main(call *protocol.Call) int {
 		fmt.Fprintf(call.Stderr, "worker %s: step %d: %s\n", call.Name, out.FailedStep, out.Error)
 		return call.Finish(res, protocol.ExitStepFailed)
 	}
+	if out.StoppedAt > 0 {
+		call.Points.Disarm()
+	}
 	if err := errors.Join(conn.Close(), db.Close()); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
