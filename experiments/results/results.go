@@ -32,16 +32,16 @@ var FormatChanges = map[int]string{
 // Results is results.json.
 type Results struct {
 	// Format is the folder format's version; absent means 1.
-	Format      int              `json:"format,omitempty"`
-	Tool        Tool             `json:"tool"`
-	StartedAt   string           `json:"started_at"`
-	FinishedAt  string           `json:"finished_at"`
-	Environment Environment      `json:"environment"`
-	Inputs      Inputs           `json:"inputs"`
-	Code        Code             `json:"code"`
+	Format      int         `json:"format,omitempty"`
+	Tool        Tool        `json:"tool"`
+	StartedAt   string      `json:"started_at"`
+	FinishedAt  string      `json:"finished_at"`
+	Environment Environment `json:"environment"`
+	Inputs      Inputs      `json:"inputs"`
+	Code        Code        `json:"code"`
 	// Attachments are the files the plans read besides the input file,
 	// copied into the folder.
-	Attachments []Attachment `json:"attachments,omitempty"`
+	Attachments []Attachment     `json:"attachments,omitempty"`
 	Scenarios   []ScenarioResult `json:"scenarios"`
 	Pass        bool             `json:"pass"`
 }
