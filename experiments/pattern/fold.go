@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -181,6 +182,10 @@ func (f *folder) checkPlan(t *trialLine) bool {
 func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 	p, ok := f.c.Use(f.rec, t.l, d.ProcessID)
 	if !ok {
+		return
+	}
+	if t.pat.File.IsProgram() {
+		f.programDelivery(t, i, d, p)
 		return
 	}
 	f.c.Argv(p, wp.WorkerName, Args(f.st, t.o, d).Argv())
@@ -414,8 +419,8 @@ func (f *folder) result() (scenario.Folded, []results.Finding) {
 	return folded, f.c.Findings
 }
 
-// discovered reads the points a pattern's discovery delivery passed from
-// its report.
+// discovered reads the points a pattern's discovery delivery passed: from
+// its report, or for a program from what the parent saw on its socket.
 func (f *folder) discovered(p Pattern) []string {
 	for _, l := range f.rec.Observations {
 		if l.Condition != p.File.Name+"/"+FaultNone {
@@ -424,6 +429,9 @@ func (f *folder) discovered(p Pattern) []string {
 		var o Observation
 		if results.DecodeStrict(l.Raw, &o) != nil || len(o.Deliveries) == 0 {
 			continue
+		}
+		if p.File.IsProgram() {
+			return append([]string{}, o.Deliveries[0].Points...)
 		}
 		if pr, ok := f.rec.Process(o.Deliveries[0].ProcessID); ok {
 			if rep, err := protocol.ParseReport(pr.Stdout); err == nil {
@@ -453,4 +461,53 @@ func tail(stderr string) string {
 		return ""
 	}
 	return ": " + lines[len(lines)-1]
+}
+
+// programDelivery checks a program's delivery: its command and
+// environment, and that every kill the parent made was one the trial
+// planned, at the planned point. Any exit is an outcome: 0 is the ACK.
+func (f *folder) programDelivery(t *trialLine, i int, d Delivery, p results.Process) {
+	who := fmt.Sprintf("delivery %d", d.Number)
+	if t.o.Kind == KindRace && d.Number == 1 {
+		who = fmt.Sprintf("racer %d", d.Worker)
+	}
+	if p.Worker != harness.ProgramWorker || !slices.Equal(p.Argv, t.pat.File.Command) {
+		f.c.Proc(p, "argv", "is %s %q, the pattern's command is %q", p.Worker, p.Argv, t.pat.File.Command)
+	}
+	f.c.Env(p, ProgramEnv(f.st, t.o, d))
+	for _, line := range d.Stray {
+		f.c.Obs(t.l, results.Field("deliveries", i, "stray"), "%s wrote %q on its points socket, which is not \"point NAME\"", who, line)
+	}
+	if d.KilledAt != "" && !f.plannedKillAt(t, i, d) {
+		f.c.Obs(t.l, results.Field("deliveries", i, "killed_at"), "%s was killed at %q after %d points, which is not where the trial kills it", who, d.KilledAt, len(d.Points))
+	}
+	byHarness := p.KilledBy == "harness"
+	switch {
+	case byHarness && d.KilledAt == "" && !d.TimedOut && !f.killPlanned(t, i):
+		f.c.Proc(p, "killed_by", "%s was killed by the harness, but the trial plans no kill for it", who)
+	case !byHarness && (d.KilledAt != "" || d.TimedOut):
+		f.c.Proc(p, "killed_by", "%s is recorded as killed at a point or on its timeout, but not by the harness", who)
+	}
+	if ackedRecord(p.ProcessRecord) {
+		t.acks++
+	}
+}
+
+// plannedKillAt says whether a kill at d.KilledAt is the trial's.
+func (f *folder) plannedKillAt(t *trialLine, i int, d Delivery) bool {
+	n := len(d.Points)
+	if n == 0 || d.Points[n-1] != d.KilledAt {
+		return false
+	}
+	switch {
+	case i != 0 && t.o.Kind != KindRace:
+		return false
+	case t.o.Kind == KindPoint:
+		return d.KilledAt == t.o.Point
+	case t.o.Kind == KindHits:
+		return n == t.o.K
+	case t.o.Kind == KindRace:
+		return d.Number == 1 && d.Worker < len(t.o.RaceCrashK) && n == t.o.RaceCrashK[d.Worker]
+	}
+	return false
 }

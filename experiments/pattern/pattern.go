@@ -8,6 +8,7 @@ package pattern
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -70,6 +71,12 @@ type Pattern struct {
 	// MaxDeliveries and Power are the file's, with defaults applied.
 	MaxDeliveries int      `json:"max_deliveries"`
 	Power         []string `json:"power"`
+	// Dir is the pattern file's folder, where a program runs; TimeoutMS
+	// its timeout; Files the SHA-256 of every argument of its command that
+	// names a file there.
+	Dir       string            `json:"dir,omitempty"`
+	TimeoutMS int64             `json:"timeout_ms,omitempty"`
+	Files     map[string]string `json:"files,omitempty"`
 }
 
 // Condition is one fault class on one pattern.
@@ -166,8 +173,20 @@ func readPattern(files scenario.Files, name string) (Pattern, error) {
 	if p.MaxDeliveries == 0 {
 		p.MaxDeliveries = wp.DefaultMaxDeliveries
 	}
+	if f.IsProgram() {
+		// A program does not open its files through idemlab's VFS, so no
+		// power cut can be taken from inside it.
+		p.Power = nil
+		p.Dir = filepath.ToSlash(filepath.Dir(name))
+		p.TimeoutMS = f.HandlerTimeoutMS
+		if p.TimeoutMS == 0 {
+			p.TimeoutMS = wp.DefaultHandlerTimeoutMS
+		}
+		p.Files = programFiles(files, p.Dir, f.Command)
+		return p, nil
+	}
 	if len(p.Power) == 0 {
-		p.Power = wp.DefaultPower
+		p.Power = append([]string{}, wp.DefaultPower...)
 	}
 	for i, s := range p.Power {
 		j, sy, _ := wp.ParsePower(s)
@@ -189,6 +208,7 @@ func conditionsOf(p Pattern, faults []string) []Condition {
 		for _, s := range p.Power {
 			out = append(out, Condition{Name: name + "/power:" + s, Pattern: name, Fault: f, Power: s})
 		}
+		// A program gets no power condition; the report says why.
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/seed"
 	"idemlab/worker/faultvfs"
@@ -82,12 +83,19 @@ type Observation struct {
 	Sends []receiver.Entry `json:"sends"`
 }
 
-// Delivery is one delivery's process.
+// Delivery is one delivery's process. A program's delivery also has what
+// the parent saw on its points socket.
 type Delivery struct {
 	ProcessID int   `json:"process_id"`
 	Number    int   `json:"number"`
 	Worker    int   `json:"worker"`
 	OffsetMS  int64 `json:"offset_ms"`
+	// Points are the points a program announced, KilledAt the one at which
+	// the parent killed it, Stray the lines that were not "point NAME".
+	Points   []string `json:"points,omitempty"`
+	KilledAt string   `json:"killed_at,omitempty"`
+	Stray    []string `json:"stray,omitempty"`
+	TimedOut bool     `json:"timed_out,omitempty"`
 }
 
 // Run discovers each pattern's points, then runs its fault classes.
@@ -121,11 +129,19 @@ func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, fi
 		}
 	}
 	r := runner{ctx: ctx, env: env, s: p.s, pat: pat, file: file}
+	if pat.File.IsProgram() {
+		dir, err := filepath.Abs(pat.Dir)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		r.progDir = dir
+	}
 	none := conds[pat.File.Name+"/"+FaultNone]
 	disc, err := r.trial(none, Observation{Kind: KindDiscovery}, nil)
 	if err != nil {
 		return err
 	}
+	r.ready = len(disc.points) > 0 && disc.points[0] == wp.PointReady
 	points, windowUS := disc.points, max(1, int64(disc.durationMS*1000))
 	var jobs []func(context.Context) error
 	var races []Condition
@@ -201,6 +217,10 @@ type runner struct {
 	s    Settings
 	pat  Pattern
 	file string
+	// progDir is where a program runs, and ready whether its discovery
+	// delivery's first point was "ready".
+	progDir string
+	ready   bool
 }
 
 func (r runner) job(c Condition, o Observation) func(context.Context) error {
@@ -240,7 +260,7 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		return d, err
 	}
 	if len(first) == 1 {
-		d.points, d.durationMS = first[0].Report.Points, first[0].Record.DurationMS
+		d.points, d.durationMS = first[0].points, first[0].durationMS
 	}
 	if err := t.redeliver(first); err != nil {
 		return d, err
@@ -347,8 +367,22 @@ func (t *trial) spec(d Delivery) harness.Spec {
 	}
 }
 
+// delivered is what the rest of a trial needs of one delivery.
+type delivered struct {
+	acked      bool
+	points     []string
+	durationMS float64
+}
+
+func ackedRecord(r results.ProcessRecord) bool {
+	return r.ExitCode == protocol.ExitACK && r.Signal == ""
+}
+
 // first runs the trial's first delivery, or its racers.
-func (t *trial) first() ([]*harness.Proc, error) {
+func (t *trial) first() ([]delivered, error) {
+	if t.r.pat.File.IsProgram() {
+		return t.firstProgram()
+	}
 	if t.o.Kind == KindRace {
 		racers := make([]harness.Racer, t.o.Racers)
 		for i := range racers {
@@ -358,10 +392,12 @@ func (t *trial) first() ([]*harness.Proc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s trial %d: %w", t.c.Name, t.o.Trial, err)
 		}
+		var out []delivered
 		for i, p := range procs {
 			t.o.Deliveries = append(t.o.Deliveries, Delivery{ProcessID: p.Record.ID, Number: 1, Worker: i})
+			out = append(out, delivered{acked: ackedRecord(p.Record)})
 		}
-		return procs, nil
+		return out, nil
 	}
 	d := Delivery{Number: 1}
 	spec := t.spec(d)
@@ -382,23 +418,31 @@ func (t *trial) first() ([]*harness.Proc, error) {
 			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 	}
-	return []*harness.Proc{proc}, nil
+	return []delivered{{acked: ackedRecord(proc.Record), points: proc.Report.Points, durationMS: proc.Record.DurationMS}}, nil
 }
 
 // redeliver delivers the event again to fresh processes until one ACKs or
 // the pattern's max_deliveries is reached. A race always gets one
 // recovery delivery, whatever its racers did.
-func (t *trial) redeliver(first []*harness.Proc) error {
-	acked := t.o.Kind != KindRace && first[0].Record.ExitCode == protocol.ExitACK && first[0].Record.Signal == ""
+func (t *trial) redeliver(first []delivered) error {
+	acked := t.o.Kind != KindRace && first[0].acked
 	for n := 2; n <= t.r.pat.MaxDeliveries && !acked; n++ {
 		d := Delivery{Number: n, OffsetMS: t.r.pat.File.RedeliveryAfterMS}
+		if t.r.pat.File.IsProgram() {
+			got, err := t.runProgram(d, nil)
+			if err != nil {
+				return err
+			}
+			acked = got.acked
+			continue
+		}
 		proc, err := t.r.env.Runner.Run(t.r.ctx, t.spec(d))
 		if err != nil {
 			return fmt.Errorf("%s trial %d: %w", t.c.Name, t.o.Trial, err)
 		}
 		d.ProcessID = proc.Record.ID
 		t.o.Deliveries = append(t.o.Deliveries, d)
-		acked = proc.Record.ExitCode == protocol.ExitACK && proc.Record.Signal == ""
+		acked = ackedRecord(proc.Record)
 	}
 	return nil
 }

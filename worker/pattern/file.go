@@ -22,7 +22,14 @@ type File struct {
 	// delivery, one statement per entry.
 	Schema []string `json:"schema"`
 	// Handler is what one delivery runs, step by step.
-	Handler []Step `json:"handler"`
+	Handler []Step `json:"handler,omitempty"`
+	// Command, in place of Handler, is the user's own program (an argv,
+	// run without a shell in the pattern file's folder) that handles one
+	// delivery.
+	Command []string `json:"command,omitempty"`
+	// HandlerTimeoutMS bounds one run of Command; a program still running
+	// then is killed and judged like any other outcome.
+	HandlerTimeoutMS int64 `json:"handler_timeout_ms,omitempty"`
 	// Invariants are checked after a trial's last delivery.
 	Invariants []Invariant `json:"invariants"`
 	// KnownUnsafe lists fault classes where a violation is expected,
@@ -120,9 +127,13 @@ func (s Step) Points(i int) (before, after string) {
 
 // Defaults applied to a file that leaves them out.
 const (
-	DefaultMaxDeliveries = 3
-	MaxMaxDeliveries     = 20
+	DefaultMaxDeliveries    = 3
+	MaxMaxDeliveries        = 20
+	DefaultHandlerTimeoutMS = 10_000
 )
+
+// IsProgram says whether the pattern's handler is the user's own program.
+func (f File) IsProgram() bool { return len(f.Command) > 0 }
 
 // DefaultPower is the power class's settings when the file lists none.
 var DefaultPower = []string{"DELETE/FULL", "WAL/NORMAL", "WAL/FULL", "DELETE/EXTRA"}
@@ -146,7 +157,7 @@ func refuse(path, format string, args ...any) error {
 
 // keys of each object in the file, for refusing unknown ones by path.
 var (
-	fileKeys      = []string{"name", "about", "schema", "handler", "invariants", "known_unsafe", "redelivery_after_ms", "max_deliveries", "power", "command"}
+	fileKeys      = []string{"name", "about", "schema", "handler", "command", "handler_timeout_ms", "invariants", "known_unsafe", "redelivery_after_ms", "max_deliveries", "power"}
 	stepKeys      = []string{"query", "as", "stop_if", "exec", "stop_unless_changed", "begin", "commit", "rollback", "send"}
 	sendKeys      = []string{"step", "key"}
 	invariantKeys = []string{"name", "query", "sends", "equals", "at_most"}
@@ -163,9 +174,6 @@ func Decode(b []byte) (File, error) {
 	}
 	var raw map[string]json.RawMessage
 	_ = json.Unmarshal(b, &raw)
-	if _, ok := raw["command"]; ok {
-		return f, refuse("command", "handler programs are not supported by this idemlab yet; write the handler as steps")
-	}
 	for i, s := range rawList(raw["handler"]) {
 		if err := knownKeys(fmt.Sprintf("handler[%d]", i), s, stepKeys); err != nil {
 			return f, err

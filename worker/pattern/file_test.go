@@ -75,7 +75,9 @@ func TestCheckRefuses(t *testing.T) {
 		{"unknown fault class", "known_unsafe[0]", "want a fault class", func(m map[string]any) { m["known_unsafe"] = []any{"crash"} }},
 		{"bad power setting", "power[0]", "JOURNAL_MODE/SYNCHRONOUS", func(m map[string]any) { m["power"] = []any{"WAL"} }},
 		{"wrong type", "max_deliveries", "want int", func(m map[string]any) { m["max_deliveries"] = "3" }},
-		{"a command", "command", "not supported", func(m map[string]any) { m["command"] = []any{"python3", "h.py"} }},
+		{"both handler and command", "command", "not both", func(m map[string]any) { m["command"] = []any{"python3", "h.py"} }},
+		{"timeout without a command", "handler_timeout_ms", "command only", func(m map[string]any) { m["handler_timeout_ms"] = 5 }},
+		{"two invariants of one name", "invariants[1].name", "earlier invariant", func(m map[string]any) { m["invariants"].([]any)[1].(map[string]any)["name"] = "one job" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,8 +27,17 @@ func (f File) validate() error {
 	if len(f.Schema) == 0 {
 		return refuse("schema", "list at least one CREATE statement")
 	}
-	if len(f.Handler) == 0 {
-		return refuse("handler", "list at least one step")
+	switch {
+	case len(f.Handler) > 0 && len(f.Command) > 0:
+		return refuse("command", "a pattern has a handler of steps or a command, not both")
+	case len(f.Handler) == 0 && len(f.Command) == 0:
+		return refuse("handler", "list at least one step, or name your own program with command")
+	case len(f.Command) > 0 && strings.TrimSpace(f.Command[0]) == "":
+		return refuse("command[0]", "must name the program to run")
+	case f.HandlerTimeoutMS < 0 || f.HandlerTimeoutMS > 600_000:
+		return refuse("handler_timeout_ms", "is %d, want 1 to 600000 (absent means %d)", f.HandlerTimeoutMS, DefaultHandlerTimeoutMS)
+	case f.HandlerTimeoutMS > 0 && len(f.Command) == 0:
+		return refuse("handler_timeout_ms", "applies to a command only")
 	}
 	if len(f.Invariants) == 0 {
 		return refuse("invariants", "list at least one invariant; a pattern with none cannot fail")
@@ -42,8 +51,19 @@ func (f File) validate() error {
 	if err := f.validateSteps(); err != nil {
 		return err
 	}
+	seen := map[string]bool{}
 	for i, iv := range f.Invariants {
-		if err := iv.validate(fmt.Sprintf("invariants[%d]", i), f.sendSteps()); err != nil {
+		if seen[iv.Name] {
+			return refuse(fmt.Sprintf("invariants[%d].name", i), "%q is also an earlier invariant's name", iv.Name)
+		}
+		seen[iv.Name] = true
+		steps := f.sendSteps()
+		if f.anySend() {
+			steps = nil
+		} else if steps == nil {
+			steps = []string{}
+		}
+		if err := iv.validate(fmt.Sprintf("invariants[%d]", i), steps); err != nil {
 			return err
 		}
 	}
@@ -56,6 +76,12 @@ func (f File) validate() error {
 		if err := validUnsafe(k); err != nil {
 			return refuse(fmt.Sprintf("known_unsafe[%d]", i), "%v", err)
 		}
+		if f.IsProgram() && strings.HasPrefix(k, FaultPower) {
+			return refuse(fmt.Sprintf("known_unsafe[%d]", i), "power does not apply to a command: a program does not open its files through idemlab's VFS")
+		}
+	}
+	if f.IsProgram() && len(f.Power) > 0 {
+		return refuse("power", "does not apply to a command: a program does not open its files through idemlab's VFS")
 	}
 	return nil
 }
@@ -116,6 +142,10 @@ func (f File) validateSteps() error {
 	}
 	return nil
 }
+
+// sendSteps of a program are unknown until it runs, so a sends invariant
+// may name any step.
+func (f File) anySend() bool { return f.IsProgram() }
 
 func (s Step) kinds() int {
 	n := 0
@@ -213,7 +243,7 @@ func (iv Invariant) validate(path string, sendSteps []string) error {
 		if iv.Equals != nil || iv.AtMost != nil {
 			return refuse(path, "a sends invariant takes equals or at_most inside sends")
 		}
-		if !contains(sendSteps, iv.Sends.Step) {
+		if sendSteps != nil && !contains(sendSteps, iv.Sends.Step) {
 			return refuse(path+".sends.step", "%q is not a step any send of the handler names (sent: %s)", iv.Sends.Step, strings.Join(sendSteps, ", "))
 		}
 		return bound(path+".sends", iv.Sends.Equals, iv.Sends.AtMost)
