@@ -16,9 +16,9 @@ import (
 // build their own registry with a replaced oracle.
 func Scenarios() scenario.Registry {
 	return scenario.Registry{
-		redelivery.Scenario{},
+		redelivery.New(),
 		batch.Scenario{},
-		claim.Scenario{},
+		claim.New(),
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.
 		explore.Scenario{},

@@ -23,6 +23,7 @@ import (
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // busyTimeoutMS is every worker's default busy timeout; the matrix does not
@@ -137,13 +138,13 @@ func FirstEnv(c Condition, point string) map[string]string {
 	return e
 }
 
-// RedeliveryArgs is a delivery's command line after the worker name.
-func RedeliveryArgs(s Settings, c Condition, db string) []string {
+// RedeliveryArgs are a delivery's worker arguments.
+func RedeliveryArgs(s Settings, c Condition, db string) wr.Args {
 	p := wr.SeparateCommit
 	if c.Pattern == PatternSingle {
 		p = wr.SingleTransaction
 	}
-	return []string{"-db", db, "-pattern", string(p), "-event-id", s.EventID, "-job-key", s.JobKey}
+	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: s.EventID, JobKey: s.JobKey}}
 }
 
 // BatchArgs is a batch run's command line after the worker name: the
@@ -265,9 +266,9 @@ func StepArgs(s Settings, c Condition, role, db, receiver string) (string, []str
 	case PatternBatch:
 		return wb.WorkerRun, BatchArgs(s, db, receiver)
 	case PatternClaim:
-		return we.ClaimName, ClaimArgs(s, db, claimHolders[role])
+		return we.ClaimName, ClaimArgs(s, db, claimHolders[role]).Argv()
 	}
-	return wr.WorkerName, RedeliveryArgs(s, c, db)
+	return wr.WorkerName, RedeliveryArgs(s, c, db).Argv()
 }
 
 func (t *trial) spawn(role string, env map[string]string, exits []int, lk *batch.Lookup) (*harness.Proc, error) {
@@ -370,16 +371,13 @@ func HeldKeys(rows Rows, job string) []wb.Key {
 
 // Table names in Rows.
 const (
-	TableJobs      = "follow_up_jobs"
-	TableProcessed = "processed_events"
+	TableJobs      = wr.TableJobs
+	TableProcessed = wr.TableProcessed
 	TableJournal   = "step_journal"
 )
 
 var queries = map[string]string{
-	TableJobs:      "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid",
-	TableProcessed: "SELECT event_id FROM processed_events ORDER BY event_id",
-	TableJournal:   "SELECT job_id || '|' || item_id || '|' || step_name || '|' || status || '|' || coalesce(receipt, '') FROM step_journal ORDER BY job_id, item_id, step_name",
-	TableClaims:    claimQuery,
+	TableJournal: "SELECT job_id || '|' || item_id || '|' || step_name || '|' || status || '|' || coalesce(receipt, '') FROM step_journal ORDER BY job_id, item_id, step_name",
 }
 
 // Tables lists the tables a pattern's rows hold.
@@ -394,7 +392,9 @@ func Tables(pattern string) []string {
 }
 
 // read opens the trial's file inside dir as the next process would, which
-// rolls back a hot journal or replays a WAL, and reads every row.
+// rolls back a hot journal or replays a WAL, and reads every row: the
+// redelivery and claim tables through the readers of the workers that
+// write them.
 func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
 	db, _, err := sqlitedb.Open(t.ctx, DBOptions(t.c, filepath.Join(dir, filepath.Base(t.db))))
 	if err != nil {
@@ -416,6 +416,20 @@ func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
 			check = append(check, s)
 		}
 		rs.Close()
+	}
+	switch t.c.Pattern {
+	case PatternClaim:
+		c, err := wc.ReadClaims(t.ctx, store.SQLiteDB(db))
+		if err != nil {
+			return nil, nil, err
+		}
+		return Rows(c.Lines()), check, db.Close()
+	case PatternSeparate, PatternSingle:
+		s, err := wr.ReadState(t.ctx, store.SQLiteDB(db))
+		if err != nil {
+			return nil, nil, err
+		}
+		return Rows(s.Lines()), check, db.Close()
 	}
 	rows := Rows{}
 	for _, tb := range Tables(t.c.Pattern) {
