@@ -2,6 +2,7 @@ package pattern
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,6 +36,10 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 		}
 		for _, c := range p.Conditions {
 			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, pass[p.Name+"/"+conditionSuffix(c)]), firstText(c)})
+		}
+		if pat.File.IsProgram() {
+			t.Rows = append(t.Rows, []string{"power", "-", "-", "not applicable", "the program does not open its files through idemlab's VFS"})
+			t.Legend = append(t.Legend, programNotes(st, pat, p)...)
 		}
 		if p.About != "" {
 			t.Legend = append(t.Legend, p.Name+": "+p.About)
@@ -94,4 +99,20 @@ func firstText(c ConditionExtra) string {
 	broken := append([]string{}, f.Broken...)
 	sort.Strings(broken)
 	return fmt.Sprintf("trial %d, %s: %s", f.Trial, what, strings.Join(broken, "; "))
+}
+
+// programNotes say what a program's own protocol use meant for its trials.
+func programNotes(st Settings, pat Pattern, p PatternExtra) []string {
+	notes := []string{fmt.Sprintf("command %q, run in %s, killed after %d ms", pat.File.Command, pat.Dir, pat.TimeoutMS)}
+	if len(p.Points) == 0 {
+		notes = append(notes, "the program announces no points: only the seeded-delay kills apply to it")
+	}
+	if slices.Contains(st.Faults, "concurrent") {
+		if len(p.Points) > 0 && p.Points[0] == "ready" {
+			notes = append(notes, "concurrent: the program's first point is \"ready\"; the racers were released there together")
+		} else {
+			notes = append(notes, "concurrent: the racers were started together, with no barrier (the program's first point is not \"ready\")")
+		}
+	}
+	return notes
 }
