@@ -58,7 +58,7 @@ Run "idemlab experiment --out results-local", then "idemlab verify results-local
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v (see %s --help)", errclass.ErrUsage, err, c.CommandPath())
 	})
-	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newResolveCmd(s))
+	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newMergeCmd(s, h), newResolveCmd(s))
 	return root
 }
 
@@ -92,7 +92,7 @@ func ExitCode(err error, started bool) int {
 		return errclass.ExitInterrupted
 	case errors.Is(err, errclass.ErrUsage):
 		return errclass.ExitUsage
-	case errors.Is(err, errclass.ErrExpectation), errors.Is(err, errclass.ErrFindings), errors.Is(err, errclass.ErrResultsDiffer):
+	case errors.Is(err, errclass.ErrExpectation), errors.Is(err, errclass.ErrFindings), errors.Is(err, errclass.ErrResultsDiffer), errors.Is(err, errclass.ErrShardsMismatch):
 		return errclass.ExitExpectation
 	case errors.Is(err, errclass.ErrRunFailed):
 		return errclass.ExitRunFailed

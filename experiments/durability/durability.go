@@ -81,6 +81,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagSynchronous, Usage: "synchronous levels, comma list, any case: OFF,NORMAL,FULL,EXTRA"},
 		{Name: FlagKind, Usage: "crash kinds, comma list: kill,power"},
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
+		scenario.ShardFlag,
 	}
 }
 
@@ -115,6 +116,9 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 	}
 	st, err := settingsOf(in, from)
 	if err != nil {
+		return nil, err
+	}
+	if st.Shard, err = scenario.ShardOverride(overrides); err != nil {
 		return nil, err
 	}
 	return &plan{s: st}, nil

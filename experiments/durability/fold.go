@@ -1,11 +1,15 @@
 package durability
 
 import (
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/shard"
 	"idemlab/worker/protocol"
 )
 
@@ -17,11 +21,30 @@ type trialLine struct {
 	cond Condition
 }
 
-// conditionFold is what the fold has gathered of one condition so far.
+// conditionFold is what the fold has gathered of one condition so far:
+// each shard's sequence of trials (one, in a folder of one run) and the
+// trials' outcomes.
 type conditionFold struct {
+	seqs map[int]*sequence
+	out  map[string]Trial
+}
+
+// sequence is one shard's trials of a condition: its normal run, which
+// discovers the points, then a crash at each point of its part, in order.
+type sequence struct {
 	points []string // discovered by the normal run
+	want   []string // the points whose trials this shard runs
 	trials int
-	out    map[string]Trial
+	line   results.Line
+}
+
+func (s *conditionFold) seq(l results.Line) *sequence {
+	q := s.seqs[l.Shard]
+	if q == nil {
+		q = &sequence{line: l}
+		s.seqs[l.Shard] = q
+	}
+	return q
 }
 
 // folder carries one fold: the settings, the records, the findings so far
@@ -33,6 +56,10 @@ type folder struct {
 	per map[string]*conditionFold
 	// dirs maps each trial's folder to the line that used it.
 	dirs map[string]int
+	// first is the lowest shard of a merged folder's records, whose
+	// normal runs stand for the plan's; ran are the crash trials held.
+	firstShard int
+	ran        []shard.Ran
 }
 
 // Fold derives every trial's outcome from the records, checking each
@@ -42,6 +69,11 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	conds := map[string]Condition{}
 	for _, cond := range st.Conditions {
 		conds[cond.Name] = cond
+	}
+	for i, l := range rec.Observations {
+		if i == 0 || l.Shard < f.firstShard {
+			f.firstShard = l.Shard
+		}
 	}
 	for _, l := range rec.Observations {
 		var o Observation
@@ -56,20 +88,40 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 		}
 		f.trial(trialLine{l: l, o: o, cond: cond})
 	}
-	folded := scenario.Folded{Observed: map[string]any{}}
+	folded := scenario.Folded{Observed: map[string]any{}, Plan: []shard.Trial{}, Ran: f.ran}
+	discovered := map[string][]string{}
 	for _, cond := range st.Conditions {
 		s := f.per[cond.Name]
 		if s == nil {
 			continue
 		}
-		if s.trials != len(s.points)+1 {
-			f.c.Add("observations.jsonl", "condition "+cond.Name, "%d trials recorded, but the normal run reported %d points (and itself)", s.trials, len(s.points))
+		for _, sh := range slices.Sorted(maps.Keys(s.seqs)) {
+			q := s.seqs[sh]
+			if q.trials != len(q.want)+1 {
+				f.c.Add("observations.jsonl", "condition "+cond.Name, "%d trials recorded%s, but the normal run reported %d points of its part (and itself)", q.trials, inShard(sh), len(q.want))
+			}
+		}
+		var points []string
+		if q, ok := s.seqs[f.firstShard]; ok {
+			points = q.points
+		}
+		discovered[cond.Name] = points
+		for _, pt := range points {
+			folded.Plan = append(folded.Plan, shard.Trial{Condition: cond.Name, ID: TrialID(cond, pt)})
 		}
 		folded.Observed[cond.Name] = s.out
 	}
 	f.c.Unused(rec, 1)
+	folded.Discovered = discovered
 	folded.Extra = Extra{Matrix: BuildMatrix(st, folded.Observed)}
 	return folded, f.c.Findings
+}
+
+func inShard(sh int) string {
+	if sh == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" in shard %d", sh)
 }
 
 // trial folds one trial: its place among its condition's trials, its
@@ -77,7 +129,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 func (f *folder) trial(t trialLine) {
 	s := f.per[t.o.Condition]
 	if s == nil {
-		s = &conditionFold{out: map[string]Trial{}}
+		s = &conditionFold{seqs: map[int]*sequence{}, out: map[string]Trial{}}
 		f.per[t.o.Condition] = s
 	}
 	f.checkOrder(t, s)
@@ -95,28 +147,38 @@ func (f *folder) trial(t trialLine) {
 			}
 		}
 	}
-	s.out[t.o.Point] = tr
+	if t.o.Point != PointACK {
+		f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: t.cond.Name, ID: TrialID(t.cond, t.o.Point)}, Shard: t.l.Shard})
+	}
+	// Every shard runs the normal run; the first shard's stands for the
+	// plan's, the others' are checked as any trial.
+	if t.o.Point != PointACK || t.l.Shard == f.firstShard {
+		s.out[t.o.Point] = tr
+	}
 }
 
 // checkOrder checks the trial's place: the normal run comes first and
 // names the points, the crash trials follow them in order, each once, and
 // each on a fresh folder with the pattern's file.
 func (f *folder) checkOrder(t trialLine, s *conditionFold) {
+	q := s.seq(t.l)
 	switch {
-	case s.trials == 0 && t.o.Point != PointACK:
+	case q.trials == 0 && t.o.Point != PointACK:
 		f.c.Obs(t.l, "point", "%q, but a condition's first trial is the normal run (%q) that discovers the points", t.o.Point, PointACK)
-	case s.trials > 0 && (s.trials > len(s.points) || t.o.Point != s.points[s.trials-1]):
-		f.c.Obs(t.l, "point", "%q, but the normal run reported the points %q, tried in that order", t.o.Point, s.points)
+	case q.trials > 0 && (q.trials > len(q.want) || t.o.Point != q.want[q.trials-1]):
+		f.c.Obs(t.l, "point", "%q, but the normal run reported the points %q, whose part %q is tried in that order", t.o.Point, q.points, q.want)
 	}
-	s.trials++
-	if _, dup := s.out[t.o.Point]; dup {
+	q.trials++
+	if _, dup := s.out[t.o.Point]; dup && (t.o.Point != PointACK || t.l.Shard == f.firstShard) {
 		f.c.Obs(t.l, "point", "%q was already tried in this condition", t.o.Point)
 	}
 	wantDB := DBName(t.cond.Pattern)
 	if filepath.Base(t.o.DB) != wantDB {
 		f.c.Obs(t.l, "db", "%q, but the pattern's file is named %s", t.o.DB, wantDB)
 	}
-	dir := filepath.Dir(t.o.DB)
+	// Shards ran on machines of their own: only one shard's folders
+	// need differ.
+	dir := fmt.Sprintf("%d:%s", t.l.Shard, filepath.Dir(t.o.DB))
 	if prev, dup := f.dirs[dir]; dup {
 		f.c.Obs(t.l, "db", "folder %s is also line %d's; every trial starts on a fresh folder", dir, prev)
 	}
@@ -175,7 +237,17 @@ func (f *folder) first(t trialLine, s *conditionFold, p results.Process, rep pro
 		f.c.Proc(p, "stdout", "the report's crash_kind is %q, the condition's %q", rep.CrashKind, t.cond.Kind)
 	}
 	if t.o.Point == PointACK {
-		s.points = rep.Points
+		q := s.seq(t.l)
+		q.points = rep.Points
+		q.want = []string{}
+		for _, pt := range rep.Points {
+			if shard.Holds(f.st.Shard, f.rec.Shards, t.l.Shard, TrialID(t.cond, pt)) {
+				q.want = append(q.want, pt)
+			}
+		}
+		if firstQ, ok := s.seqs[f.firstShard]; ok && firstQ != q && !slices.Equal(firstQ.points, q.points) {
+			f.c.Obs(t.l, "", "shard %d's normal run reported the points %q, but shard %d's %q: the shards ran different code or inputs", t.l.Shard, q.points, f.firstShard, firstQ.points)
+		}
 		f.checkReadBack(t, p, rep)
 	}
 }

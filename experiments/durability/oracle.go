@@ -26,7 +26,9 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 	var out []scenario.Expected
 	for _, c := range st.Conditions {
 		exp := map[string][]string{}
-		for _, pt := range append([]string{PointACK}, Points(c.Pattern, st.Items)...) {
+		// A shard expects its part of the crash trials; every part has
+		// the normal run.
+		for _, pt := range append([]string{PointACK}, st.share(c, Points(c.Pattern, st.Items))...) {
 			a, err := Allowed(c.Pattern, c.Setting(), st.Items, pt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.Name, err)

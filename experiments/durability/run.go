@@ -36,7 +36,7 @@ func (p *plan) Settings() any { return p.s }
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
-		pts := len(Points(c.Pattern, p.s.Items))
+		pts := len(p.s.share(c, Points(c.Pattern, p.s.Items)))
 		switch c.Pattern {
 		case PatternBatch:
 			n += 3*(pts+1) + pts
@@ -60,7 +60,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", c.Name, PointACK, err)
 		}
-		for _, pt := range first {
+		for _, pt := range p.s.share(c, first) {
 			if _, err := p.trial(ctx, env, c, pt); err != nil {
 				return fmt.Errorf("%s %s: %w", c.Name, pt, err)
 			}

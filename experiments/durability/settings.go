@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/shard"
 	"idemlab/worker/sqlitedb"
 )
 
@@ -51,6 +52,24 @@ type Settings struct {
 	// BusyTimeoutMS is what every worker reads back; the journal mode and
 	// synchronous level come from the condition.
 	BusyTimeoutMS int `json:"busy_timeout_ms"`
+	// Shard is the part of the crash trials this run runs (--shard); nil
+	// runs them all. Every condition's normal run, which discovers the
+	// points, runs in every part.
+	Shard *shard.Part `json:"shard,omitempty"`
+}
+
+// TrialID is a crash trial's id in the plan: "condition@point".
+func TrialID(c Condition, point string) string { return c.Name + "@" + point }
+
+// share lists the points of c whose trials this run runs.
+func (st Settings) share(c Condition, points []string) []string {
+	var out []string
+	for _, pt := range points {
+		if st.Shard.Runs(TrialID(c, pt)) {
+			out = append(out, pt)
+		}
+	}
+	return out
 }
 
 func splitList(s string) []string {

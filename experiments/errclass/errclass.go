@@ -23,6 +23,10 @@ var (
 	// ErrResultsDiffer means verify --rerun observed different results
 	// (exit 1).
 	ErrResultsDiffer = errors.New("the results differ")
+	// ErrShardsMismatch means idemlab merge was given shard folders that
+	// are not the parts of one plan: one missing, given twice, from
+	// another input, seed or binary, or not verifying (exit 1).
+	ErrShardsMismatch = errors.New("the shard folders do not fit together")
 	// ErrRunFailed means a folder is consistent, but the run it records
 	// failed its expectations (verify, exit 4).
 	ErrRunFailed = errors.New("the recorded run failed")

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/shard"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 )
@@ -75,7 +76,10 @@ type Settings struct {
 	// OnlyTrial, when 0 or more, runs that one index of every random
 	// condition that has it, and no sweep or takeover, to replay a
 	// violation alone; -1 runs them all.
-	OnlyTrial  int              `json:"only_trial"`
+	OnlyTrial int `json:"only_trial"`
+	// Shard is the part of the trials this run runs (--shard); nil runs
+	// them all. The discovery runs run in every part.
+	Shard      *shard.Part      `json:"shard,omitempty"`
 	Patterns   []PatternSetting `json:"patterns"`
 	Conditions []Condition      `json:"conditions"`
 	// SQLite is what every acknowledging worker must read back.
@@ -154,6 +158,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: "seed", Usage: "seed of every k and delay; the same seed replays the same schedule"},
 		{Name: "rounds", Usage: "races per pattern, racer count and kill mode"},
 		{Name: "only-trial", Usage: "run only this trial of each random condition that has it, no sweep or takeover, to replay one violation"},
+		scenario.ShardFlag,
 	}
 }
 
@@ -192,7 +197,13 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 	if err := checkOnlyTrial(in, only); err != nil {
 		return nil, err
 	}
-	return &plan{s: NewSettings(in, only)}, nil
+	part, err := scenario.ShardOverride(overrides)
+	if err != nil {
+		return nil, err
+	}
+	st := NewSettings(in, only)
+	st.Shard = part
+	return &plan{s: st}, nil
 }
 
 // checkOnlyTrial refuses an --only-trial index that is not a trial of the
@@ -326,13 +337,13 @@ func (p *plan) Processes() int {
 		case KindDiscovery:
 			n++
 		case KindSweep:
-			n += pat.PointCount(p.s) * pat.TrialProcesses
+			n += p.s.pointShare(c, pat.PointCount(p.s)) * pat.TrialProcesses
 		case KindHits, KindKill:
-			n += len(c.Trials) * pat.TrialProcesses
+			n += len(p.s.share(c)) * pat.TrialProcesses
 		case KindTakeover:
-			n += 2 * pat.PointCount(p.s) // the paused holder and its successor
+			n += 2 * p.s.pointShare(c, pat.PointCount(p.s)) // the paused holder and its successor
 		case KindRace:
-			n += (c.Racers + 1) * len(c.Trials)
+			n += (c.Racers + 1) * len(p.s.share(c))
 		}
 	}
 	return n
@@ -371,6 +382,30 @@ const (
 	StepSuccessor = "successor"
 	StepStale     = "stale-holder"
 )
+
+// share lists the condition's trials this run runs: all of c.Trials, or
+// the shard's part of them.
+func (st Settings) share(c Condition) []int {
+	var out []int
+	for _, i := range c.Trials {
+		if st.Shard.Runs(shard.TrialID(c.Name, i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// pointShare counts the trials of a sweep or takeover over n points that
+// this run runs.
+func (st Settings) pointShare(c Condition, n int) int {
+	k := 0
+	for i := range n {
+		if st.Shard.Runs(shard.TrialID(c.Name, i)) {
+			k++
+		}
+	}
+	return k
+}
 
 // conditionsByName indexes the settings' conditions.
 func (st Settings) conditionsByName() map[string]Condition {

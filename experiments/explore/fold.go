@@ -8,6 +8,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/shard"
 	"idemlab/worker/protocol"
 )
 
@@ -131,6 +132,10 @@ type folder struct {
 	rec   results.Records
 	dbs   map[string]string
 	extra Extra
+	// windows are each pattern's kill windows by shard: in a merged
+	// folder every shard measured its own discovery run.
+	windows map[string]map[int]int64
+	ran     []shard.Ran
 }
 
 // Fold derives every condition from the records alone: the points each
@@ -139,7 +144,7 @@ type folder struct {
 // exit and report, the rows against the settings and the workers' claims,
 // and the invariants over each trial's history.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, dbs: map[string]string{}, extra: Extra{
+	f := &folder{st: st, rec: rec, dbs: map[string]string{}, windows: map[string]map[int]int64{}, extra: Extra{
 		Seed: st.Seed, Discovered: map[string][]string{}, KillWindowUS: map[string]int64{},
 		Violations: []ViolationRecord{}, TimingViolations: []ViolationRecord{},
 	}}
@@ -157,8 +162,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 		f.checkTrials(cf)
 		switch c.Kind {
 		case KindDiscovery:
-			if es := cf.trials[0]; len(es) > 0 {
-				obs := f.discovery(cf, es)
+			if obs, ok := f.discoveries(cf); ok {
 				points[c.Pattern] = obs.Points
 				f.extra.Discovered[c.Pattern] = obs.Points
 				f.extra.KillWindowUS[c.Pattern] = KillWindowUS(obs.DurationMS)
@@ -178,7 +182,71 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	}
 	f.c.Unused(rec, 1)
 	folded.Extra = f.extra
+	folded.Plan, folded.Discovered, folded.Ran = f.plan(points), f.extra.Discovered, f.ran
 	return folded, f.c.Findings
+}
+
+// discoveries folds each shard's discovery run of a pattern: one in a
+// folder of one run, one per shard in a merged folder. The first stands
+// for the plan's; every other must have passed the same points, and
+// gives its shard's kill window.
+func (f *folder) discoveries(cf condFold) (DiscoveryObserved, bool) {
+	byShard := map[int][]entry{}
+	var order []int
+	for _, e := range cf.trials[0] {
+		if byShard[e.l.Shard] == nil {
+			order = append(order, e.l.Shard)
+		}
+		byShard[e.l.Shard] = append(byShard[e.l.Shard], e)
+	}
+	if len(order) == 0 {
+		return DiscoveryObserved{}, false
+	}
+	slices.Sort(order)
+	first := f.discovery(cf, byShard[order[0]])
+	for _, sh := range order {
+		obs := first
+		if sh != order[0] {
+			obs = f.discovery(cf, byShard[sh])
+			if !slices.Equal(obs.Points, first.Points) {
+				f.c.Obs(byShard[sh][0].l, "", "shard %d's discovery passed %v, but shard %d's passed %v: the shards ran different code or inputs", sh, obs.Points, order[0], first.Points)
+			}
+		}
+		if f.windows[cf.c.Pattern] == nil {
+			f.windows[cf.c.Pattern] = map[int]int64{}
+		}
+		f.windows[cf.c.Pattern][sh] = KillWindowUS(obs.DurationMS)
+	}
+	return first, true
+}
+
+// window is the kill window the trial of line l was drawn over: its
+// shard's discovery run's.
+func (f *folder) window(pattern string, l results.Line) int64 {
+	return f.windows[pattern][l.Shard]
+}
+
+// plan lists every trial of the whole plan, and the points it depends on;
+// discovery runs are not trials of it, since every shard runs them.
+func (f *folder) plan(points map[string][]string) []shard.Trial {
+	out := []shard.Trial{}
+	for _, c := range f.st.Conditions {
+		n := 0
+		switch c.Kind {
+		case KindDiscovery:
+			continue
+		case KindSweep, KindTakeover:
+			n = len(points[c.Pattern])
+		}
+		add := func(i int) { out = append(out, shard.Trial{Condition: c.Name, ID: shard.TrialID(c.Name, i)}) }
+		for i := range n {
+			add(i)
+		}
+		for _, i := range c.Trials {
+			add(i)
+		}
+	}
+	return out
 }
 
 // group decodes the observations and groups them by condition and trial,
@@ -222,8 +290,11 @@ func (f *folder) patterns() map[string]Pattern {
 	return pats
 }
 
-// checkTrials checks that the condition's recorded trials are exactly the
-// ones the settings (and, for a sweep or takeover, the points) run.
+// checkTrials checks that each recorded trial is one the settings (and,
+// for a sweep or takeover, the points) give the condition, and lists it
+// as ran; scenario.JudgePlan names the trials of the plan that are
+// missing. A discovery run is not a trial of the plan: its absence is
+// named here.
 func (f *folder) checkTrials(cf condFold) {
 	var want []int
 	switch cf.c.Kind {
@@ -240,6 +311,14 @@ func (f *folder) checkTrials(cf condFold) {
 		if !slices.Contains(want, i) {
 			f.c.Obs(cf.trials[i][0].l, "trial", "%d is not a trial of condition %s", i, cf.c.Name)
 		}
+		if cf.c.Kind != KindDiscovery {
+			f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: cf.c.Name, ID: shard.TrialID(cf.c.Name, i)}, Shard: cf.trials[i][0].l.Shard})
+		}
+	}
+	if cf.c.Kind != KindDiscovery {
+		// scenario.JudgePlan names the plan's trials that are missing,
+		// in this run's part of the plan.
+		return
 	}
 	var missing []int
 	for _, i := range want {
@@ -386,10 +465,13 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 // fresh says a trial's file is its own.
 func (f *folder) fresh(e entry) {
 	key := fmt.Sprintf("%s trial %d", e.o.Condition, e.o.Trial)
-	if other, dup := f.dbs[e.o.DB]; dup && other != key {
+	// Shards ran on machines of their own, so only one shard's files
+	// need differ.
+	db := fmt.Sprintf("%d:%s", e.l.Shard, e.o.DB)
+	if other, dup := f.dbs[db]; dup && other != key {
 		f.c.Obs(e.l, "db", "%s is also %s's file; every trial starts on a fresh file", e.o.DB, other)
 	}
-	f.dbs[e.o.DB] = key
+	f.dbs[db] = key
 }
 
 func label(i int, step string) string { return fmt.Sprintf("trial %06d %s", i, step) }
@@ -581,12 +663,12 @@ func (f *folder) hits(cf condFold) HitsObserved {
 func (f *folder) kills(cf condFold) TimingObserved {
 	c, points := cf.c, cf.points
 	obs := TimingObserved{Timing: TimingFigures{Histogram: map[string]int{}, PerTrial: []TimingTrial{}}}
-	window := f.extra.KillWindowUS[c.Pattern]
 	for _, i := range c.Trials {
 		es, ok := cf.trials[i]
 		if !ok {
 			continue
 		}
+		window := f.window(c.Pattern, es[0].l)
 		d := KillDelayUS(f.st.Seed, c.Name, i, window)
 		if !slices.Equal(es[0].o.KillDelaysUS, []int64{d}) || es[0].o.Point != "" || es[0].o.K != 0 {
 			f.c.Obs(es[0].l, "kill_delays_us", "%v, but seed %d gives trial %d of %s a delay of %d µs over the measured %d µs", es[0].o.KillDelaysUS, f.st.Seed, i, c.Name, d, window)

@@ -9,6 +9,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/shard"
 	wb "idemlab/worker/batch"
 )
 
@@ -29,6 +30,9 @@ type Expected struct {
 	// every point and every send it retries must be refused as stale;
 	// unfenced, neither happens.
 	Fenced bool `json:"fenced,omitempty"`
+	// Shard, for a sweep or takeover run in shards, is the part whose
+	// points the run tried; the rest are other shards' to try.
+	Shard *shard.Part `json:"shard,omitempty"`
 }
 
 // Expect is the oracle over the recorded settings.
@@ -63,6 +67,9 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 		return Expected{}, fmt.Errorf("condition %s: pattern %q is not in the settings' patterns", c.Name, c.Pattern)
 	}
 	e := Expected{Kind: c.Kind}
+	if c.Kind == KindSweep || c.Kind == KindTakeover {
+		e.Shard = st.Shard
+	}
 	switch c.Kind {
 	case KindDiscovery:
 		w := ps.Window
@@ -150,7 +157,8 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		for i, po := range o.Outcomes {
 			outcomes[i] = [2]string{po.Point, po.Outcome}
 		}
-		checkPoints(add, e, o.Points, win, outcomes, o.ViolatingPoints)
+		points, win := pointShare(e.Shard, condition, o.Points, win)
+		checkPoints(add, e, points, win, outcomes, o.ViolatingPoints)
 	case KindTakeover:
 		var o TakeoverObserved
 		if err := json.Unmarshal(rawObs, &o); err != nil {
@@ -162,7 +170,9 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 			break
 		}
 		// Inside the window the paused holder writes or sends again:
-		// fenced, each attempt is refused; unfenced, each lands.
+		// fenced, each attempt is refused; unfenced, each lands. A shard
+		// tried the points of its part.
+		points, win := pointShare(e.Shard, condition, o.Points, win)
 		violating, lost, refused := win, 0, 0
 		if e.Fenced {
 			violating, lost = []string{}, len(win)
@@ -176,7 +186,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		for i, t := range o.Outcomes {
 			outcomes[i] = [2]string{t.Point, t.Outcome}
 		}
-		checkPoints(add, e, o.Points, violating, outcomes, o.ViolatingPoints)
+		checkPoints(add, e, points, violating, outcomes, o.ViolatingPoints)
 		if o.LeaseLost != lost {
 			add("lease_lost", fmt.Sprint(lost), fmt.Sprint(o.LeaseLost))
 		}
@@ -236,6 +246,25 @@ func checkPoints(add func(path, exp, obs string), e Expected, points, violating 
 	if !slices.Equal(violating, observedViolating) {
 		add("violating_points", setString(violating), setString(observedViolating))
 	}
+}
+
+// pointShare keeps the points, and the violating points among them, whose
+// trials the shard runs; without a shard, all of them.
+func pointShare(part *shard.Part, condition string, points, violating []string) (mine, mineViolating []string) {
+	if part == nil {
+		return points, violating
+	}
+	mine, mineViolating = []string{}, []string{}
+	for i, p := range points {
+		if !part.Runs(shard.TrialID(condition, i)) {
+			continue
+		}
+		mine = append(mine, p)
+		if slices.Contains(violating, p) {
+			mineViolating = append(mineViolating, p)
+		}
+	}
+	return mine, mineViolating
 }
 
 func setString(xs []string) string { return "{" + strings.Join(xs, ", ") + "}" }

@@ -96,7 +96,7 @@ func (f *folder) raceKills(cf condFold, i int, rc entry) []int64 {
 		}
 		return kills
 	}
-	window := f.extra.KillWindowUS[c.Pattern]
+	window := f.window(c.Pattern, rc.l)
 	kills = RaceKillsUS(f.st.Seed, c.Name, i, c.Racers, window)
 	if !slices.Equal(rc.o.KillDelaysUS, kills) {
 		f.c.Obs(rc.l, "kill_delays_us", "%v, but seed %d gives round %d of %s %v", rc.o.KillDelaysUS, f.st.Seed, i, c.Name, kills)

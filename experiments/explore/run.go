@@ -15,6 +15,7 @@ import (
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/shard"
 	"idemlab/worker/protocol"
 )
 
@@ -48,13 +49,16 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		switch c.Kind {
 		case KindSweep:
 			for i, pt := range pts {
+				if !st.Shard.Runs(shard.TrialID(c.Name, i)) {
+					continue
+				}
 				jobs = append(jobs, func(ctx context.Context) error {
 					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{point: pt})
 					return err
 				})
 			}
 		case KindHits:
-			for _, i := range c.Trials {
+			for _, i := range st.share(c) {
 				k := CrashK(st.Seed, c.Name, i, len(pts))
 				jobs = append(jobs, func(ctx context.Context) error {
 					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{k: k})
@@ -62,7 +66,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 				})
 			}
 		case KindKill:
-			for _, i := range c.Trials {
+			for _, i := range st.share(c) {
 				d := KillDelayUS(st.Seed, c.Name, i, windowUS[c.Pattern])
 				jobs = append(jobs, func(ctx context.Context) error {
 					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{killUS: d})
@@ -71,6 +75,9 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			}
 		case KindTakeover:
 			for i, pt := range pts {
+				if !st.Shard.Runs(shard.TrialID(c.Name, i)) {
+					continue
+				}
 				jobs = append(jobs, func(ctx context.Context) error {
 					return runTakeover(ctx, env, st, pat, c, i, pt)
 				})
@@ -86,7 +93,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			continue
 		}
 		pat, _ := LookupPattern(c.Pattern)
-		for _, i := range c.Trials {
+		for _, i := range st.share(c) {
 			kills := make([]int64, c.Racers)
 			if c.Kills {
 				kills = RaceKillsUS(st.Seed, c.Name, i, c.Racers, windowUS[c.Pattern])

@@ -11,6 +11,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/seed"
+	"idemlab/experiments/shard"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
@@ -45,7 +46,7 @@ type ConditionExtra struct {
 	Violating int    `json:"violating"`
 	// Broken counts the trials that broke each invariant.
 	Broken map[string]int `json:"broken"`
-	// First is the first trial that broke an invariant.
+	// First is the lowest-numbered trial that broke an invariant.
 	First *Violation `json:"first,omitempty"`
 	// Failed counts the deliveries whose step failed, by error class.
 	Failed map[string]int `json:"failed,omitempty"`
@@ -77,6 +78,11 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 		f.conds[c.Name] = c
 		f.extra[c.Name] = &ConditionExtra{Name: c.Name, Fault: c.Fault, Power: c.Power, Broken: map[string]int{}}
 	}
+	for i, l := range rec.Observations {
+		if i == 0 || l.Shard < f.first {
+			f.first = l.Shard
+		}
+	}
 	for _, l := range rec.Observations {
 		f.line(l)
 	}
@@ -92,6 +98,11 @@ type folder struct {
 	pats   map[string]Pattern
 	extra  map[string]*ConditionExtra
 	points map[string][]string
+	// first is the lowest shard of a merged folder's records, whose
+	// discovery runs stand for the plan's; ran are the plan's trials the
+	// records hold.
+	first int
+	ran   []shard.Ran
 }
 
 // trialLine is one observation line with what the fold needs of it.
@@ -122,14 +133,28 @@ func (f *folder) line(l results.Line) {
 		f.delivery(t, i, d)
 	}
 	f.checkSequence(t)
+	broken := f.judge(t)
+	if c.Fault == FaultNone && l.Shard != f.first {
+		// Another shard's discovery run: checked as any trial, it must
+		// have passed the points the first shard's did.
+		if got, _ := f.pointsOf(t.pat, o); !slices.Equal(got, f.discovered(t.pat)) {
+			f.c.Obs(l, "", "shard %d's discovery passed %v, but shard %d's passed %v: the shards ran different code or inputs", l.Shard, got, f.first, f.discovered(t.pat))
+		}
+		return
+	}
+	if c.Fault != FaultNone {
+		f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: c.Name, ID: shard.TrialID(c.Name, o.Trial)}, Shard: l.Shard})
+	}
 	ex := f.extra[c.Name]
 	ex.Trials++
-	if broken := f.judge(t); len(broken) > 0 {
+	if len(broken) > 0 {
 		ex.Violating++
 		for _, b := range broken {
 			ex.Broken[b.name]++
 		}
-		if ex.First == nil {
+		// The first by trial number, not by line: parallel trials, and
+		// shards, record in any order.
+		if ex.First == nil || o.Trial < ex.First.Trial {
 			ex.First = &Violation{Trial: o.Trial, Kind: o.Kind, Point: o.Point, K: o.K, KillUS: o.KillUS, Racers: o.Racers}
 			for _, b := range broken {
 				ex.First.Broken = append(ex.First.Broken, b.text)
@@ -416,7 +441,46 @@ func (f *folder) result() (scenario.Folded, []results.Finding) {
 		ex.Patterns = append(ex.Patterns, pe)
 	}
 	folded.Extra = ex
+	folded.Plan, folded.Discovered, folded.Ran = f.plan(), f.discoveredAll(), f.ran
 	return folded, f.c.Findings
+}
+
+// plan lists every trial of the whole plan from the settings and the
+// points each pattern's discovery passed; the discovery runs are not
+// trials of it, since every shard runs them.
+func (f *folder) plan() []shard.Trial {
+	out := []shard.Trial{}
+	for _, p := range f.st.Patterns {
+		n := len(f.discovered(p))
+		for _, c := range f.st.Conditions {
+			if c.Pattern != p.File.Name {
+				continue
+			}
+			k := 0
+			switch c.Fault {
+			case wp.FaultPoints:
+				k = n
+			case wp.FaultPower:
+				k = n + 1
+			case wp.FaultRandom:
+				k = f.st.HitTrials + f.st.KillTrials
+			case wp.FaultConcurrent:
+				k = len(RacePlan(f.st, c.Name, n))
+			}
+			for i := range k {
+				out = append(out, shard.Trial{Condition: c.Name, ID: shard.TrialID(c.Name, i)})
+			}
+		}
+	}
+	return out
+}
+
+func (f *folder) discoveredAll() map[string][]string {
+	out := map[string][]string{}
+	for _, p := range f.st.Patterns {
+		out[p.File.Name] = f.discovered(p)
+	}
+	return out
 }
 
 // discovered reads the points a pattern's discovery delivery passed: from
@@ -430,16 +494,28 @@ func (f *folder) discovered(p Pattern) []string {
 		if results.DecodeStrict(l.Raw, &o) != nil || len(o.Deliveries) == 0 {
 			continue
 		}
-		if p.File.IsProgram() {
-			return append([]string{}, o.Deliveries[0].Points...)
-		}
-		if pr, ok := f.rec.Process(o.Deliveries[0].ProcessID); ok {
-			if rep, err := protocol.ParseReport(pr.Stdout); err == nil {
-				return rep.Points
-			}
+		if points, ok := f.pointsOf(p, o); ok {
+			return points
 		}
 	}
 	return []string{}
+}
+
+// pointsOf reads the points a discovery delivery passed; ok is false when
+// it has no readable report.
+func (f *folder) pointsOf(p Pattern, o Observation) ([]string, bool) {
+	if len(o.Deliveries) == 0 {
+		return nil, false
+	}
+	if p.File.IsProgram() {
+		return append([]string{}, o.Deliveries[0].Points...), true
+	}
+	if pr, ok := f.rec.Process(o.Deliveries[0].ProcessID); ok {
+		if rep, err := protocol.ParseReport(pr.Stdout); err == nil {
+			return rep.Points, true
+		}
+	}
+	return nil, false
 }
 
 func sortedCopy(xs []string) []string {

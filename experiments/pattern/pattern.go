@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/shard"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/sqlitedb"
 )
@@ -50,14 +51,17 @@ type Input struct {
 // Settings are recorded with the scenario; verify derives them again from
 // the input section, the overrides and the folder's copies of the files.
 type Settings struct {
-	EventID    string      `json:"event_id"`
-	Faults     []string    `json:"faults"`
-	Seed       uint64      `json:"seed"`
-	HitTrials  int         `json:"crash_after_hits_trials"`
-	KillTrials int         `json:"kill_trials"`
-	Racers     []int       `json:"racers"`
-	Rounds     int         `json:"rounds"`
-	Parallel   int         `json:"parallel"`
+	EventID    string   `json:"event_id"`
+	Faults     []string `json:"faults"`
+	Seed       uint64   `json:"seed"`
+	HitTrials  int      `json:"crash_after_hits_trials"`
+	KillTrials int      `json:"kill_trials"`
+	Racers     []int    `json:"racers"`
+	Rounds     int      `json:"rounds"`
+	Parallel   int      `json:"parallel"`
+	// Shard is the part of the trials this run runs (--shard); nil runs
+	// them all. The discovery runs run in every part.
+	Shard      *shard.Part `json:"shard,omitempty"`
 	Patterns   []Pattern   `json:"patterns"`
 	Conditions []Condition `json:"conditions"`
 }
@@ -115,6 +119,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: "seed", Usage: "the seed of the random trials"},
 		{Name: "trials", Usage: "random trials per pattern"},
 		{Name: "rounds", Usage: "races per racer count and kill mode"},
+		scenario.ShardFlag,
 	}
 }
 
@@ -139,7 +144,12 @@ func (Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files s
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
+	part, err := scenario.ShardOverride(ov)
+	if err != nil {
+		return nil, err
+	}
 	st := Settings{
+		Shard:   part,
 		EventID: in.EventID, Faults: in.Faults, Seed: in.Seed,
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
 		Racers: in.Racers, Rounds: in.Rounds, Parallel: in.Parallel,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/seed"
+	"idemlab/experiments/shard"
 	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/protocol"
@@ -171,12 +173,16 @@ func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, fi
 			races = append(races, c)
 		}
 	}
+	jobs = slices.DeleteFunc(jobs, func(j func(context.Context) error) bool { return j == nil })
 	if err := harness.RunJobs(ctx, p.s.Parallel, jobs); err != nil {
 		return err
 	}
 	// A race already runs its racers at once, so one at a time.
 	for _, c := range races {
 		for i, rc := range RacePlan(p.s, c.Name, len(points)) {
+			if !p.s.Shard.Runs(shard.TrialID(c.Name, i)) {
+				continue
+			}
 			if _, err := r.trial(c, Observation{Trial: i, Kind: KindRace, Racers: rc.Racers, RaceCrashK: rc.CrashK}, nil); err != nil {
 				return err
 			}
@@ -224,6 +230,9 @@ type runner struct {
 }
 
 func (r runner) job(c Condition, o Observation) func(context.Context) error {
+	if !r.s.Shard.Runs(shard.TrialID(c.Name, o.Trial)) {
+		return nil
+	}
 	return func(ctx context.Context) error {
 		r.ctx = ctx
 		_, err := r.trial(c, o, nil)

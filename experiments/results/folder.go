@@ -60,11 +60,16 @@ type Line struct {
 	Scenario  string
 	Condition string
 	Raw       json.RawMessage
+	// Shard is the shard whose block of a merged folder holds the line;
+	// 0 in a folder of one run.
+	Shard int
 }
 
-// Process is one line of raw-processes.jsonl with its line number.
+// Process is one line of raw-processes.jsonl with its line number and, in
+// a merged folder, its shard.
 type Process struct {
-	N int
+	N     int
+	Shard int
 	ProcessRecord
 }
 
@@ -354,9 +359,13 @@ func (f *Folder) loadInput(lim Limits) {
 	f.Input = b
 }
 
-// Records returns the lines of one scenario, in file order.
+// Records returns the lines of one scenario, in file order. In a merged
+// folder each line carries its shard, and Shards their number.
 func (f *Folder) Records(scenario string) Records {
 	var r Records
+	if f.Results != nil {
+		r.Shards = f.markShards(f.Results.Shards)
+	}
 	for _, l := range f.Observations {
 		if l.Scenario == scenario {
 			r.Observations = append(r.Observations, l)
@@ -369,4 +378,31 @@ func (f *Folder) Records(scenario string) Records {
 	}
 	r.index()
 	return r
+}
+
+// markShards gives every line the shard whose block holds it, when the
+// blocks cover the files exactly, and returns the number of shards; 0
+// when the folder is not merged or its blocks do not fit, which verify
+// reports.
+func (f *Folder) markShards(shards []ShardRun) int {
+	obs, procs := 0, 0
+	for _, s := range shards {
+		obs += s.Observations
+		procs += s.Processes
+	}
+	if len(shards) == 0 || obs != len(f.Observations) || procs != len(f.Processes) {
+		return 0
+	}
+	o, p := 0, 0
+	for _, s := range shards {
+		for range s.Observations {
+			f.Observations[o].Shard = s.Index
+			o++
+		}
+		for range s.Processes {
+			f.Processes[p].Shard = s.Index
+			p++
+		}
+	}
+	return len(shards)
 }

@@ -79,8 +79,14 @@ func (j *jsonl) close() error {
 	return j.f.Close()
 }
 
-// NewRecorder creates the two JSONL files in dir.
+// NewRecorder creates the two JSONL files in dir; process ids count from 1.
 func NewRecorder(dir string) (*Recorder, error) {
+	return NewRecorderFrom(dir, 1)
+}
+
+// NewRecorderFrom is NewRecorder with process ids counting from first, as
+// a shard's do (shard.Part.FirstProcessID).
+func NewRecorderFrom(dir string, first int) (*Recorder, error) {
 	obs, err := openJSONL(filepath.Join(dir, ObservationsFile))
 	if err != nil {
 		return nil, err
@@ -90,7 +96,7 @@ func NewRecorder(dir string) (*Recorder, error) {
 		obs.close()
 		return nil, err
 	}
-	return &Recorder{obs: obs, procs: procs}, nil
+	return &Recorder{obs: obs, procs: procs, nextID: first - 1}, nil
 }
 
 // Observe appends one observation line.

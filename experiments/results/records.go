@@ -15,7 +15,10 @@ import (
 type Records struct {
 	Observations []Line
 	Processes    []Process
-	byID         map[int]int
+	// Shards is the number of shard folders a merged folder joined; 0 for
+	// the records of one run.
+	Shards int
+	byID   map[int]int
 }
 
 func (r *Records) index() {
@@ -100,6 +103,9 @@ func (c *Checker) UseFor(r Records, l Line, id int, condition string) (Process, 
 		c.used = map[int]int{}
 	}
 	c.used[id]++
+	if p.Shard != l.Shard {
+		c.Obs(l, "process_id", "process %d is in the records of shard %d, but this line is in shard %d's", id, p.Shard, l.Shard)
+	}
 	if p.Condition != condition {
 		c.Obs(l, "process_id", "process %d ran for condition %q (%s line %d), not %q", id, p.Condition, ProcessesFile, p.N, condition)
 	}

@@ -16,25 +16,31 @@ import (
 	"sort"
 	"strings"
 
+	"idemlab/experiments/shard"
 	"idemlab/worker/sqlitedb"
 )
 
 // FormatVersion is the version of the results-folder format this build
 // writes. A folder without a format field is version 1.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
 	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; files a plan reads besides the input file (a pattern file) are carried in attachments/",
+	3: "results.json gained shard (a folder run with --shard i/n, whose process ids start at (i-1)×1,000,000,000+1), shards (a folder joined by idemlab merge: each shard's environment, times and block of records) and, in both, each split scenario's plan (its hash, its number of trials and, in a shard's folder, the trials it ran)",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
-// derivation that version changed, as path prefixes in results.json. In a
+// derivation that version changed, as path prefixes in results.json ("[*]"
+// stands for any index). In a
 // folder of an older format they were derived by the older rule, so verify
 // reports a difference under them as a change of format, not a finding.
 var FormatDerivations = map[int][]string{
 	2: {"scenarios[durability].extra.matrix.severity"},
+	// The first violation of a pattern condition was the first line's,
+	// which parallel trials record in any order; it is the lowest trial's.
+	3: {"scenarios[pattern].extra.patterns[*].conditions[*].first"},
 }
 
 // Results is results.json.
@@ -49,9 +55,38 @@ type Results struct {
 	Code        Code        `json:"code"`
 	// Attachments are the files the plans read besides the input file,
 	// copied into the folder.
-	Attachments []Attachment     `json:"attachments,omitempty"`
-	Scenarios   []ScenarioResult `json:"scenarios"`
-	Pass        bool             `json:"pass"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// Shard is set in a folder that ran one part of the plans, with
+	// --shard i/n.
+	Shard *shard.Part `json:"shard,omitempty"`
+	// Shards are set in a folder that idemlab merge joined: one per shard
+	// folder, in order, each with its own environment and times and the
+	// block of the records it holds.
+	Shards    []ShardRun       `json:"shards,omitempty"`
+	Scenarios []ScenarioResult `json:"scenarios"`
+	Pass      bool             `json:"pass"`
+}
+
+// ShardRun is one shard folder of a merged folder. Its records are the
+// next Observations lines of observations.jsonl and the next Processes
+// lines of raw-processes.jsonl, in shard order; its process ids are its
+// own, kept apart from the others' by shard.Stride.
+type ShardRun struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// Folder is the shard folder as merge was given it, and ResultsSHA256
+	// the hash of its results.json.
+	Folder        string      `json:"folder"`
+	ResultsSHA256 string      `json:"results_sha256"`
+	StartedAt     string      `json:"started_at"`
+	FinishedAt    string      `json:"finished_at"`
+	Environment   Environment `json:"environment"`
+	Tool          Tool        `json:"tool"`
+	Code          Code        `json:"code"`
+	// Pass is the shard's own verdict, over its part alone.
+	Pass         bool `json:"pass"`
+	Observations int  `json:"observations"`
+	Processes    int  `json:"processes"`
 }
 
 // Tool identifies the build that produced the results.
@@ -151,7 +186,25 @@ type ScenarioResult struct {
 	// Findings are contradictions in the records that belong to no one
 	// condition; each fails the scenario.
 	Findings []Finding `json:"findings,omitempty"`
-	Pass     bool      `json:"pass"`
+	// Plan is set for a scenario split into shards: in a shard's folder
+	// and in the merged one.
+	Plan *PlanResult `json:"plan,omitempty"`
+	Pass bool        `json:"pass"`
+}
+
+// PlanResult is a split scenario's plan as the records give it.
+type PlanResult struct {
+	// SHA256 is shard.PlanHash: the settings but the shard, the points
+	// the discovery runs passed, and every trial id.
+	SHA256 string `json:"sha256"`
+	// Trials counts the whole plan's trials.
+	Trials int `json:"trials"`
+	// Index and Count are the shard of a shard's folder; a merged folder
+	// has Count alone.
+	Index int `json:"index,omitempty"`
+	Count int `json:"count"`
+	// Ran are the trial ids a shard's folder holds, in plan order.
+	Ran []string `json:"ran,omitempty"`
 }
 
 // ConditionResult compares what the oracle expected with what was observed.

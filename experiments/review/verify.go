@@ -75,6 +75,7 @@ func Verify(dir string, opts Options) (*Outcome, error) {
 	}
 	in, ok := c.input()
 	c.code()
+	c.shards()
 	c.scenarios(in, ok)
 	return out, nil
 }
@@ -319,9 +320,10 @@ func (c *check) scenarios(in suite.Input, haveInput bool) {
 			c.add(results.ObservationsFile, fmt.Sprintf("line %d: scenario", l.N), "%q is not a scenario of %s", l.Scenario, results.ResultsFile)
 		}
 	}
+	want := c.processIDs()
 	for i, p := range c.f.Processes {
-		if p.ID != i+1 {
-			c.add(results.ProcessesFile, fmt.Sprintf("line %d: id", p.N), "is %d, want %d: ids are given in order from 1, so a line is missing, added or moved", p.ID, i+1)
+		if p.ID != want[i] {
+			c.add(results.ProcessesFile, fmt.Sprintf("line %d: id", p.N), "is %d, want %d: ids are given in order from %d, so a line is missing, added or moved", p.ID, want[i], want[0])
 		}
 		if !seen[p.Scenario] {
 			c.add(results.ProcessesFile, fmt.Sprintf("line %d: scenario", p.N), "%q is not a scenario of %s", p.Scenario, results.ResultsFile)
@@ -359,10 +361,11 @@ func (c *check) compare(base string, rec, der results.ScenarioResult) {
 	type view struct {
 		Conditions []results.ConditionResult `json:"conditions"`
 		Extra      any                       `json:"extra,omitempty"`
+		Plan       *results.PlanResult       `json:"plan,omitempty"`
 		Pass       bool                      `json:"pass"`
 	}
-	a := view{Conditions: withoutFindings(rec.Conditions), Extra: rawOrNil(rec.Extra), Pass: rec.Pass}
-	b := view{Conditions: withoutFindings(der.Conditions), Extra: rawOrNil(der.Extra), Pass: der.Pass}
+	a := view{Conditions: withoutFindings(rec.Conditions), Extra: rawOrNil(rec.Extra), Plan: rec.Plan, Pass: rec.Pass}
+	b := view{Conditions: withoutFindings(der.Conditions), Extra: rawOrNil(der.Extra), Plan: der.Plan, Pass: der.Pass}
 	c.compareFindings(base, rec, der)
 	for _, d := range results.DiffPaths(base, a, b) {
 		if v, ok := c.rederived(d.Path); ok {
@@ -378,12 +381,32 @@ func (c *check) compare(base string, rec, der results.ScenarioResult) {
 func (c *check) rederived(path string) (int, bool) {
 	for v := c.formatVersion + 1; v <= results.FormatVersion; v++ {
 		for _, prefix := range results.FormatDerivations[v] {
-			if strings.HasPrefix(path, prefix) {
+			if hasPathPrefix(path, prefix) {
 				return v, true
 			}
 		}
 	}
 	return 0, false
+}
+
+// hasPathPrefix is strings.HasPrefix where "[*]" in prefix matches any
+// index in path.
+func hasPathPrefix(path, prefix string) bool {
+	for {
+		before, after, wild := strings.Cut(prefix, "[*]")
+		if !strings.HasPrefix(path, before) {
+			return false
+		}
+		if !wild {
+			return true
+		}
+		rest := path[len(before):]
+		end := strings.IndexByte(rest, ']')
+		if !strings.HasPrefix(rest, "[") || end < 0 {
+			return false
+		}
+		path, prefix = rest[end+1:], after
+	}
 }
 
 // compareFindings reports each finding the records give that the stored

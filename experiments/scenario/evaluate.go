@@ -66,6 +66,22 @@ func Evaluate(s Scenario, overrides map[string]string, settings json.RawMessage,
 		res.Conditions = append(res.Conditions, cr)
 		res.Pass = res.Pass && cr.Pass
 	}
+	plan, planFindings := JudgePlan(settings, rec, folded)
+	res.Plan = plan
+	for _, f := range planFindings {
+		placed := false
+		for i := range res.Conditions {
+			if res.Conditions[i].Name == f.Condition {
+				res.Conditions[i].Findings = append(res.Conditions[i].Findings, f)
+				res.Conditions[i].Pass = false
+				placed = true
+			}
+		}
+		if !placed {
+			res.Findings = append(res.Findings, f)
+		}
+		res.Pass = false
+	}
 	for name := range folded.Observed {
 		if !known[name] {
 			res.Findings = append(res.Findings, results.Finding{File: results.ObservationsFile, Field: "condition " + name, Message: fmt.Sprintf("observed, but the settings give no such condition of scenario %s", s.Name())})

@@ -11,6 +11,7 @@ import (
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
+	"idemlab/experiments/shard"
 )
 
 // Scenario is one experiment. Implementations are values with no state, so
@@ -101,6 +102,14 @@ type Folded struct {
 	Observed map[string]any
 	// Extra is any further derived table, recorded under "extra".
 	Extra any
+	// Plan is set by a scenario whose trials can be split with --shard:
+	// every trial of the whole plan, in order, from the settings and what
+	// the discovery runs passed, which is Discovered. Ran lists the
+	// trials the records hold, each with the shard that recorded it.
+	// Evaluate checks one against the other (see JudgePlan).
+	Plan       []shard.Trial
+	Discovered any
+	Ran        []shard.Ran
 }
 
 // Section is a scenario arranged for people.

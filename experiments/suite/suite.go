@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"idemlab/experiments/progress"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/shard"
 )
 
 // Options are the experiment command's settings.
@@ -206,11 +208,15 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
+	part, err := shardOf(chosen, opts.Overrides)
+	if err != nil {
+		return nil, nil, err
+	}
 	out, err := results.PrepareOutput(opts.Out)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := runInto(ctx, opts, plans, in, files, out)
+	res, err := runInto(ctx, opts, plans, in, files, out, part)
 	if err == nil {
 		err = out.Commit()
 	}
@@ -230,7 +236,25 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	return res, plans, nil
 }
 
-func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output) (*results.Results, error) {
+// shardOf reads --shard, which every chosen scenario must take: one that
+// cannot be split would run whole in every shard.
+func shardOf(chosen []scenario.Scenario, overrides map[string]string) (*shard.Part, error) {
+	part, err := scenario.ShardOverride(overrides)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errclass.ErrUsage, err)
+	}
+	if part == nil {
+		return nil, nil
+	}
+	for _, s := range chosen {
+		if !slices.ContainsFunc(s.Flags(), func(f scenario.Flag) bool { return f.Name == scenario.ShardFlag.Name }) {
+			return nil, fmt.Errorf("%w: --shard %s: scenario %s cannot be split into shards; run it without --shard, or choose the scenarios that can (explore, durability, pattern) with --scenario", errclass.ErrUsage, part, s.Name())
+		}
+	}
+	return part, nil
+}
+
+func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output, part *shard.Part) (*results.Results, error) {
 	code, err := results.CodeHashes(opts.Executable, opts.Workdir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
@@ -242,7 +266,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 	if err != nil {
 		return nil, fmt.Errorf("%w: copy the files the plans read: %w", errclass.ErrHarness, err)
 	}
-	rec, err := results.NewRecorder(out.Staging)
+	rec, err := results.NewRecorderFrom(out.Staging, part.FirstProcessID())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
@@ -287,7 +311,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
 		Environment: results.HostEnvironment(),
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
-		Code:        code, Attachments: attachments, Pass: true, Scenarios: []results.ScenarioResult{},
+		Code:        code, Attachments: attachments, Shard: part, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
 	for _, p := range plans {
 		// Findings here are what the workers did (a report that the rows

@@ -1,0 +1,67 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"idemlab/experiments/merge"
+	"idemlab/experiments/suite"
+)
+
+// MergeOptions are the merge command's flags.
+type MergeOptions struct {
+	Streams Streams
+	Out     string
+	Dirs    []string
+	hooks   Hooks
+}
+
+const mergeExitHelp = `Exit codes:
+  0    merged, and the merged run passed
+  1    the folders are not the n parts of one plan (one missing, given twice, from another
+       input, seed or binary, or not verifying): each reason names the folder, and nothing
+       is written; or merged, but the merged run failed its expectations ("pass": false)
+  2    usage error (no --out, --out exists, a DIR that is not a folder); nothing is written
+  3    the harness failed while merging; nothing is written`
+
+func newMergeCmd(s Streams, h Hooks) *cobra.Command {
+	opts := &MergeOptions{Streams: s, hooks: h}
+	c := &cobra.Command{
+		Use:   "merge --out DIR SHARD_DIR...",
+		Short: "Join the folders of a plan run in shards (--shard i/n) into one results folder",
+		Long: `Join the results folders of explore, durability or pattern run as n shards
+(--shard 1/n to --shard n/n, e.g. one per job of a CI matrix) into DIR, one
+folder that verify accepts as a whole.
+
+Every shard folder is verified first, as verify does; a shard whose own run
+failed (verify exit 4) is accepted, since its verdict covers its part alone.
+The folders must be the n parts of one plan: one executable, one input, the
+same settings and flags but --shard, the same points discovered, every i
+from 1 to n exactly once, and their trials the plan's, each once. The
+records are joined unchanged, shard by shard (each shard keeps its own
+process ids and environment), and every verdict is derived again over all
+of them: a known-unsafe class must break in some shard, not in each.
+
+` + mergeExitHelp,
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.Dirs = args
+			return runMerge(opts)
+		},
+	}
+	c.Flags().StringVar(&opts.Out, "out", "", "merged results folder to create (must not exist)")
+	return c
+}
+
+func runMerge(opts *MergeOptions) error {
+	res, err := merge.Run(merge.Config{Registry: opts.hooks.Registry, Out: opts.Out, Dirs: opts.Dirs, Stdout: opts.Streams.Err})
+	if res == nil {
+		return err
+	}
+	for _, f := range suite.Failures(opts.hooks.Registry, res) {
+		fmt.Fprintf(opts.Streams.Err, "FAIL %s\n", f)
+	}
+	fmt.Fprintf(opts.Streams.Out, "%s: %d shards merged into %s\n", verdictWord(res.Pass), len(res.Shards), opts.Out)
+	fmt.Fprintf(opts.Streams.Out, "Check it:   %s verify %s\n", selfName(), opts.Out)
+	return err
+}
