@@ -127,8 +127,9 @@ type Planned struct {
 }
 
 // PlanAll decodes each chosen scenario's section with the overrides that
-// apply to it. A flag that applies to none of them is an error.
-func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) ([]Planned, error) {
+// apply to it. A flag that applies to none of them is an error. files reads
+// the further files a plan names (scenario.FilePlanner).
+func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files) ([]Planned, error) {
 	used := map[string]bool{}
 	var out []Planned
 	for _, s := range chosen {
@@ -139,7 +140,13 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 				used[f.Name] = true
 			}
 		}
-		p, err := s.Plan(in.Sections[s.Name()], ov)
+		var p scenario.Plan
+		var err error
+		if fp, ok := s.(scenario.FilePlanner); ok {
+			p, err = fp.PlanFiles(in.Sections[s.Name()], ov, files)
+		} else {
+			p, err = s.Plan(in.Sections[s.Name()], ov)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
 		}
@@ -177,7 +184,8 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	plans, err := PlanAll(chosen, in, opts.Overrides)
+	files := &DiskFiles{}
+	plans, err := PlanAll(chosen, in, opts.Overrides, files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -185,7 +193,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := runInto(ctx, opts, plans, in, out)
+	res, err := runInto(ctx, opts, plans, in, files, out)
 	if err == nil {
 		err = out.Commit()
 	}
@@ -205,13 +213,17 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	return res, plans, nil
 }
 
-func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *results.Output) (*results.Results, error) {
+func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output) (*results.Results, error) {
 	code, err := results.CodeHashes(opts.Executable, opts.Workdir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	if err := writeFile(filepath.Join(out.Staging, results.InputCopyFile), in.Bytes); err != nil {
 		return nil, fmt.Errorf("%w: copy the input file: %w", errclass.ErrHarness, err)
+	}
+	attachments, err := files.attach(out.Staging)
+	if err != nil {
+		return nil, fmt.Errorf("%w: copy the files the plans read: %w", errclass.ErrHarness, err)
 	}
 	rec, err := results.NewRecorder(out.Staging)
 	if err != nil {
@@ -258,7 +270,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
 		Environment: results.HostEnvironment(),
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
-		Code:        code, Pass: true, Scenarios: []results.ScenarioResult{},
+		Code:        code, Attachments: attachments, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
 	for _, p := range plans {
 		// Findings here are what the workers did (a report that the rows
@@ -273,6 +285,50 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		return nil, err
 	}
 	return res, nil
+}
+
+// DiskFiles reads the files plans name from disk, relative to the working
+// folder, and keeps what it read, so the run can carry the very bytes it
+// planned with into the folder.
+type DiskFiles struct {
+	names []string
+	read  map[string][]byte
+}
+
+// ReadFile reads name once; a second read gives the same bytes.
+func (d *DiskFiles) ReadFile(name string) ([]byte, error) {
+	if b, ok := d.read[name]; ok {
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if d.read == nil {
+		d.read = map[string][]byte{}
+	}
+	d.names = append(d.names, name)
+	d.read[name] = b
+	return b, nil
+}
+
+// attach writes the copies into the staging folder.
+func (d *DiskFiles) attach(staging string) ([]results.Attachment, error) {
+	if len(d.names) == 0 {
+		return nil, nil
+	}
+	if err := os.Mkdir(filepath.Join(staging, results.AttachmentsDir), 0o755); err != nil {
+		return nil, err
+	}
+	var out []results.Attachment
+	for i, name := range d.names {
+		a := results.Attachment{Name: name, File: results.AttachmentFile(i, name), SHA256: results.SHA256Hex(d.read[name])}
+		if err := writeFile(filepath.Join(staging, filepath.FromSlash(a.File)), d.read[name]); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 func writeFile(path string, b []byte) error {
