@@ -21,6 +21,9 @@ func winnersChart(res results.ScenarioResult, st Settings) ([]scenario.Chart, er
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
 			name := RoundCondition(r.ID, v)
+			if _, na := st.notRun(name); na {
+				continue
+			}
 			for _, cr := range res.Conditions {
 				if cr.Name != name {
 					continue

@@ -128,6 +128,11 @@ type Settings struct {
 	// PoolWorker and PoolSize say which processes serve the races.
 	PoolWorker string `json:"pool_worker"`
 	PoolSize   int    `json:"pool_size"`
+	// User is the user's own statement (--claim-sql), which runs in place
+	// of the two shipped claims; nil for the article's run.
+	User *UserClaim `json:"user_claim,omitempty"`
+	// NotRun are the conditions these settings cannot run, with why.
+	NotRun []NotRun `json:"not_run,omitempty"`
 }
 
 // BoundaryReason is recorded next to the choice.
@@ -154,43 +159,68 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagRepetitions, Usage: fmt.Sprintf("claim: repetitions of every round (1 to %d)", MaxReps)},
 		{Name: FlagMutantRepetitions, Usage: fmt.Sprintf("claim: repetitions of every round per mutant (1 to %d)", MaxReps)},
 		{Name: FlagMutants, Usage: "claim: run the mutant table (--mutants=false leaves it out)", Bool: true},
+		{Name: FlagClaimSQL, Usage: "claim: a file with your own claim statement on event_claims, run through every round in place of the shipped claims"},
+		{Name: FlagClaimFallbackSQL, Usage: "claim: a file with the statement your claim falls back to on the old schema (runs round 7)"},
 	}
 }
 
-// Plan decodes the section, applies the flags and derives the settings.
-func (Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+// Plan is PlanFiles for a plan that names no statement file.
+func (s Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	return s.PlanFiles(section, ov, noFiles{})
+}
+
+// PlanFiles decodes the section, applies the flags, reads the user's
+// statements through files, and derives the settings.
+func (Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	st, err := settingsFor(section, ov)
+	if err != nil {
+		return nil, err
+	}
+	u, err := readUserClaim(ov, files)
+	if err != nil {
+		return nil, err
+	}
+	if u != nil {
+		st = st.withUser(*u)
+	}
+	return &plan{s: st}, nil
+}
+
+// settingsFor decodes the section and applies the flags other than the
+// statement files.
+func settingsFor(section json.RawMessage, ov map[string]string) (Settings, error) {
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
-		return nil, err
+		return Settings{}, err
 	}
 	if err := in.Validate(); err != nil {
-		return nil, err
+		return Settings{}, err
 	}
 	if v, ok, err := scenario.IntFlag(ov, FlagWorkers, MinWorkers, MaxWorkers); err != nil {
-		return nil, err
+		return Settings{}, err
 	} else if ok {
 		in.Workers = v
 	}
 	if v, ok, err := scenario.IntFlag(ov, FlagRepetitions, 1, MaxReps); err != nil {
-		return nil, err
+		return Settings{}, err
 	} else if ok {
 		in.Repetitions = v
 	}
 	if v, ok, err := scenario.IntFlag(ov, FlagMutantRepetitions, 1, MaxReps); err != nil {
-		return nil, err
+		return Settings{}, err
 	} else if ok {
 		in.MutantRepetitions = v
 	}
 	mutants := true
 	if v, ok, err := scenario.BoolFlag(ov, FlagMutants); err != nil {
-		return nil, err
+		return Settings{}, err
 	} else if ok {
 		mutants = v
 	}
 	if _, given := ov[FlagMutantRepetitions]; given && !mutants {
-		return nil, fmt.Errorf("--%s: given with --%s=false, which runs no mutant", FlagMutantRepetitions, FlagMutants)
+		return Settings{}, fmt.Errorf("--%s: given with --%s=false, which runs no mutant", FlagMutantRepetitions, FlagMutants)
 	}
-	return &plan{s: Derive(in, mutants)}, nil
+	return Derive(in, mutants), nil
 }
 
 // Derive is the settings an input and the mutant choice imply.
@@ -222,6 +252,7 @@ func (s Settings) PoolArgs(label string) wc.PoolArgs {
 	return wc.PoolArgs{
 		Label: label, Fingerprint: s.Fingerprint, Source: s.Source, Level: s.Level, Message: s.Message,
 		Classification: s.Classification, TTLMS: s.TTLMS, BusyTimeoutMS: int64(s.SQLite.BusyTimeoutMS),
+		ClaimSQL: s.User.claimSQL(), FallbackSQL: s.User.fallbackSQL(),
 	}
 }
 
@@ -270,9 +301,12 @@ func (st Settings) Validate() error {
 		return fmt.Errorf("boundary: %q, but the TTL claim is built with %q", st.Boundary, wc.Chosen)
 	}
 	for i, v := range append(append([]wc.Variant{}, st.Claims...), st.MutantVariants...) {
+		if v == wc.User && st.User != nil {
+			continue
+		}
 		if _, err := wc.ParseVariant(string(v)); err != nil {
 			return fmt.Errorf("claims or mutant_variants[%d]: %w", i, err)
 		}
 	}
-	return nil
+	return st.validateUser()
 }
