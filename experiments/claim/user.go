@@ -200,6 +200,7 @@ func userTable(st Settings, res results.ScenarioResult, ex Extra) scenario.Table
 		Header: []string{"round", "ok", "field (repetitions)", "contract", "got"},
 		Legend: []string{
 			"contract: what the TTL claim's oracle expects of the round; got: what your statement did",
+			"field (repetitions): race and field that differ, and the repetitions that showed them",
 			"a passing round shows its winners per race; race A sets the row up, B is under test",
 			"X:now is race X's winner's clock, X:event its caller timestamp, X:winner its follow-up",
 		},
@@ -213,7 +214,8 @@ func userTable(st Settings, res results.ScenarioResult, ex Extra) scenario.Table
 	for _, r := range st.Rounds {
 		name := RoundCondition(r.ID, wc.User)
 		if reason, ok := st.notRun(name); ok {
-			t.Rows = append(t.Rows, []string{r.ID, "n/a", "not applicable", "", cut(reason, 40)})
+			t.Rows = append(t.Rows, []string{r.ID, "n/a", "not applicable", "", cut(reason, 24)})
+			t.Legend = append(t.Legend, fmt.Sprintf("n/a: %s is not run: %s", r.ID, reason))
 			continue
 		}
 		c, ok := conds[name]
@@ -247,16 +249,20 @@ func userRoundRows(c results.ConditionResult, claimErr string) [][]string {
 	var exp, obs []Group
 	json.Unmarshal(c.Expected, &exp)
 	json.Unmarshal(c.Observed, &obs)
-	head := []string{c.Name[:strings.IndexByte(c.Name, '/')], harness.Mark(c.Pass)}
+	round, _, _ := strings.Cut(c.Name, "/")
+	head := []string{round, harness.Mark(c.Pass)}
 	if c.Pass && len(exp) > 0 && len(obs) > 0 {
 		return [][]string{append(head, "winners", Winners(exp[0].Outcome), Winners(obs[0].Outcome))}
 	}
 	var rows [][]string
 	add := func(field, want, got string) {
-		rows = append(rows, append(append([]string{}, head...), field, cut(want, 22), cut(got, 22)))
+		rows = append(rows, append(append([]string{}, head...), field, cut(want, 22), cut(got, 24)))
 	}
 	if claimErr != "" {
-		rows = append(rows, append(append([]string{}, head...), "error", "none", cut(claimErr, 40)))
+		add("error", "none", claimErr)
+	}
+	for _, f := range c.Findings {
+		add("finding", "", f.Message)
 	}
 	if len(exp) > 0 {
 		for _, g := range obs {
@@ -266,9 +272,6 @@ func userRoundRows(c results.ConditionResult, claimErr string) [][]string {
 				add(raceField(d.Path, exp[0].Outcome)+" ("+repsText(g.Repetitions)+")", unquote(d.Expected), unquote(d.Observed))
 			}
 		}
-	}
-	for _, f := range c.Findings {
-		add("finding", "", f.Message)
 	}
 	if len(rows) > userRows {
 		n := len(rows) - userRows + 1
@@ -324,7 +327,7 @@ func repsText(reps []int) string {
 		}
 		i = j + 1
 	}
-	return "reps " + strings.Join(parts, ", ")
+	return strings.Join(parts, ",")
 }
 
 // cut shortens s to n runes, so a table keeps its width.
