@@ -164,63 +164,44 @@ func (Scenario) Flags() []scenario.Flag {
 	}
 }
 
-// Plan is PlanFiles for a plan that names no statement file.
-func (s Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
-	return s.PlanFiles(section, ov, noFiles{})
-}
-
-// PlanFiles decodes the section, applies the flags, reads the user's
-// statements through files, and derives the settings.
-func (Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
-	st, err := settingsFor(section, ov)
-	if err != nil {
+// Plan decodes the section, applies the flags and derives the settings.
+// The user's statement files are read by PlanFiles (user.go).
+func (Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	if err := noStatementFiles(ov); err != nil {
 		return nil, err
 	}
-	u, err := readUserClaim(ov, files)
-	if err != nil {
-		return nil, err
-	}
-	if u != nil {
-		st = st.withUser(*u)
-	}
-	return &plan{s: st}, nil
-}
-
-// settingsFor decodes the section and applies the flags other than the
-// statement files.
-func settingsFor(section json.RawMessage, ov map[string]string) (Settings, error) {
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
-		return Settings{}, err
+		return nil, err
 	}
 	if err := in.Validate(); err != nil {
-		return Settings{}, err
+		return nil, err
 	}
 	if v, ok, err := scenario.IntFlag(ov, FlagWorkers, MinWorkers, MaxWorkers); err != nil {
-		return Settings{}, err
+		return nil, err
 	} else if ok {
 		in.Workers = v
 	}
 	if v, ok, err := scenario.IntFlag(ov, FlagRepetitions, 1, MaxReps); err != nil {
-		return Settings{}, err
+		return nil, err
 	} else if ok {
 		in.Repetitions = v
 	}
 	if v, ok, err := scenario.IntFlag(ov, FlagMutantRepetitions, 1, MaxReps); err != nil {
-		return Settings{}, err
+		return nil, err
 	} else if ok {
 		in.MutantRepetitions = v
 	}
 	mutants := true
 	if v, ok, err := scenario.BoolFlag(ov, FlagMutants); err != nil {
-		return Settings{}, err
+		return nil, err
 	} else if ok {
 		mutants = v
 	}
 	if _, given := ov[FlagMutantRepetitions]; given && !mutants {
-		return Settings{}, fmt.Errorf("--%s: given with --%s=false, which runs no mutant", FlagMutantRepetitions, FlagMutants)
+		return nil, fmt.Errorf("--%s: given with --%s=false, which runs no mutant", FlagMutantRepetitions, FlagMutants)
 	}
-	return Derive(in, mutants), nil
+	return &plan{s: Derive(in, mutants)}, nil
 }
 
 // Derive is the settings an input and the mutant choice imply.

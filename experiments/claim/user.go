@@ -62,12 +62,39 @@ type NotApplicable struct {
 // noFallbackReason is why round 7 does not run a statement given alone.
 const noFallbackReason = "the old schema has no claimed_at, and no --" + FlagClaimFallbackSQL + " says how to claim without it"
 
-// noFiles is the Files of a plan made without any: naming a statement
-// file there is an error.
-type noFiles struct{}
+// PlanFiles plans as Plan does, then reads and checks the statements the
+// flags name through files and puts them under test.
+func (s Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	rest := map[string]string{}
+	for k, v := range ov {
+		if k != FlagClaimSQL && k != FlagClaimFallbackSQL {
+			rest[k] = v
+		}
+	}
+	p, err := s.Plan(section, rest)
+	if err != nil {
+		return nil, err
+	}
+	u, err := readUserClaim(ov, files)
+	if err != nil {
+		return nil, err
+	}
+	pl := p.(*plan)
+	if u != nil {
+		pl.s = pl.s.withUser(*u)
+	}
+	return pl, nil
+}
 
-func (noFiles) ReadFile(name string) ([]byte, error) {
-	return nil, errors.New("this plan reads no files")
+// noStatementFiles refuses the statement flags in a plan that reads no
+// files, rather than leave them unread.
+func noStatementFiles(ov map[string]string) error {
+	for _, f := range []string{FlagClaimSQL, FlagClaimFallbackSQL} {
+		if _, ok := ov[f]; ok {
+			return fmt.Errorf("--%s: reads a file; plan the claim scenario with PlanFiles", f)
+		}
+	}
+	return nil
 }
 
 // readUserClaim reads and checks the statements the flags name; nil when
