@@ -250,3 +250,30 @@ func checkUserTable(tb testing.TB, sec scenario.Section, failed []string) {
 		tb.Errorf("%d rounds marked failed, want %d", len(marked), len(failed))
 	}
 }
+
+// TestFoldClaimErrors: only the user's statement's failure is a result;
+// an error on another claim's entry, or a path and an error that
+// disagree, is a finding.
+func TestFoldClaimErrors(t *testing.T) {
+	st := planUser(t, shippedFiles(t), map[string]string{FlagClaimSQL: "ttl.sql"})
+	tests := []struct {
+		name string
+		v    wc.Variant
+		edit func(e *wc.Entry)
+	}{
+		{"an error on a mutant's claim", wc.MutantNoWhere, func(e *wc.Entry) { e.ClaimError, e.Outcome.Path = "boom", wc.PathError }},
+		{"the error path without an error", wc.User, func(e *wc.Entry) { e.Outcome.Path = wc.PathError }},
+		{"an error on a claim that took the upsert", wc.User, func(e *wc.Entry) { e.ClaimError = "boom" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := history(t, st)
+			i := h.find(t, RoundCondition("1-fresh", tt.v), "A")
+			tt.edit(h.entry(t, i, 0))
+			_, findings := fold(t, st, h.records(t))
+			if !slices.ContainsFunc(findings, func(f results.Finding) bool { return strings.Contains(f.Field, "claim_error") }) {
+				t.Errorf("no claim_error finding among %v", findings)
+			}
+		})
+	}
+}
