@@ -207,6 +207,9 @@ func printSummary(opts *ExperimentOptions, res *results.Results, plans []suite.P
 	fmt.Fprintf(w, "Check it:   %s verify %s\n", self, opts.Out)
 	fmt.Fprintf(w, "            (add --rerun to run it again and compare)\n")
 	fmt.Fprintf(w, "Read it:    %s report %s --html %s\n", self, opts.Out, filepath.Join(opts.Out, "report.html"))
+	if res.Shard != nil {
+		fmt.Fprintf(w, "Join it:    %s merge --out DIR, then the folders of shards 1/%d to %d/%d (this is %s)\n", self, res.Shard.Count, res.Shard.Count, res.Shard.Count, res.Shard)
+	}
 }
 
 // printTables prints each scenario's tables and how the run compares with

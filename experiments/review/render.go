@@ -66,7 +66,7 @@ figcaption { font-size: .88rem; color: #57606a; }
 </head>
 <body>
 <h1>idemlab report</h1>
-<p>Folder <code>{{.Folder}}</code> · run {{.StartedAt}} → {{.FinishedAt}} · {{badge .Verdict}}</p>
+<p>Folder <code>{{.Folder}}</code> · run {{.StartedAt}} → {{.FinishedAt}}{{if .Made}} · {{.Made}}{{end}} · {{badge .Verdict}}</p>
 
 <h2>Consistency</h2>
 {{if .Findings}}<p>The folder does not hold together, so its verdict cannot be trusted; <code>idemlab verify</code> exits 1:</p>
@@ -156,7 +156,11 @@ func RenderHTML(w io.Writer, r *Report) error {
 // to; an empty name leaves the chart out.
 func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# idemlab report\n\nFolder `%s` · run %s → %s · **%s**\n\n", r.Folder, r.StartedAt, r.FinishedAt, r.Verdict)
+	made := ""
+	if r.Made != "" {
+		made = " · " + r.Made
+	}
+	fmt.Fprintf(&b, "# idemlab report\n\nFolder `%s` · run %s → %s%s · **%s**\n\n", r.Folder, r.StartedAt, r.FinishedAt, made, r.Verdict)
 	b.WriteString("## Consistency\n\n")
 	if len(r.Findings) == 0 {
 		b.WriteString("Every figure and verdict derives from the folder's records and its input copy.\n\n")

@@ -19,7 +19,10 @@ type Report struct {
 	FinishedAt string
 	// Verdict is PASS, FAIL, or DOES NOT VERIFY when there are findings,
 	// so the badge never contradicts the findings.
-	Verdict     string
+	Verdict string
+	// Made says how many shards made a merged folder, or which shard a
+	// shard's folder is; empty for a folder of one whole run.
+	Made        string
 	Environment []Pair
 	Hashes      []Pair
 	Articles    []ArticleSection
@@ -115,6 +118,7 @@ func BuildReport(o *Outcome, reg scenario.Registry) (*Report, error) {
 		}
 		rep.Environment = append(rep.Environment, Pair{"VCS revision", r.Tool.VCSRevision + mod})
 	}
+	rep.Made, rep.Environment = made(r, rep.Environment)
 	rep.Hashes = []Pair{
 		{"input " + r.Inputs.Path + " (sha256; the folder's copy: " + r.Inputs.Copy + ")", r.Inputs.SHA256},
 		{"executable (sha256)", r.Code.ExecutableSHA256},
@@ -141,6 +145,30 @@ func BuildReport(o *Outcome, reg scenario.Registry) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// made says how the run was split, and adds each shard's environment:
+// a merged folder reads as one run, made by n machines.
+func made(r *results.Results, env []Pair) (string, []Pair) {
+	switch {
+	case r.Shard != nil:
+		return fmt.Sprintf("shard %s: one part of the plan; join the parts with idemlab merge", r.Shard), env
+	case len(r.Shards) == 0:
+		return "", env
+	}
+	for _, s := range r.Shards {
+		e := s.Environment
+		env = append(env, Pair{fmt.Sprintf("shard %d/%d", s.Index, s.Count), fmt.Sprintf("%s, %s/%s, SQLite %s, %d CPUs; %s → %s; %d processes; its own part %s",
+			e.GoVersion, e.GOOS, e.GOARCH, e.SQLiteVersion, e.NumCPU, s.StartedAt, s.FinishedAt, s.Processes, verdictOf(s.Pass))})
+	}
+	return fmt.Sprintf("merged from %d shards", len(r.Shards)), env
+}
+
+func verdictOf(pass bool) string {
+	if pass {
+		return "passed"
+	}
+	return "failed"
 }
 
 // conditionsTable lists every condition with its verdict and, for a miss,

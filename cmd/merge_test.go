@@ -1,0 +1,239 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/all"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+)
+
+// shardFlags are explore's small settings with a fixed seed: every
+// shard, and the unsharded run, plans the same trials.
+var shardFlags = []string{"--input", "../input.json", "--scenario", "explore", "--trials", "6", "--rounds", "1", "--seed", "11"}
+
+// flagsWith is shardFlags with one flag's value replaced.
+func flagsWith(name, value string) []string {
+	out := append([]string{}, shardFlags...)
+	for i := range out {
+		if out[i] == name {
+			out[i+1] = value
+		}
+	}
+	return out
+}
+
+// runShards runs the plan as n shards, two at a time, as the README's
+// xargs -P 2 line does, and returns their folders in shard order. Shard
+// i runs with flags[i] instead of shardFlags when given.
+func runShards(t *testing.T, n int, flags map[int][]string) []string {
+	t.Helper()
+	dirs := make([]string, n)
+	codes := make([]run, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i := range n {
+		dirs[i] = filepath.Join(t.TempDir(), fmt.Sprintf("shard-%d", i+1))
+		f, ok := flags[i+1]
+		if !ok {
+			f = shardFlags
+		}
+		args := append([]string{"experiment", "--quiet", "--shard", fmt.Sprintf("%d/%d", i+1, n), "--out", dirs[i]}, f...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			codes[i] = execIn(t, Hooks{}, args...)
+		}()
+	}
+	wg.Wait()
+	for i, r := range codes {
+		// A shard's own part may fail; merge judges the whole plan.
+		if r.code != 0 && r.code != 1 {
+			t.Fatalf("shard %d/%d: exit %d\n%s%s", i+1, n, r.code, r.stdout, r.stderr)
+		}
+	}
+	return dirs
+}
+
+// replayable is a folder's one scenario as verify --rerun compares it:
+// without the fields the scenario declares measurements, in either
+// folder.
+func replayable(t *testing.T, a, b string) (results.ScenarioResult, results.ScenarioResult) {
+	t.Helper()
+	fa, fb := loadFolder(t, a), loadFolder(t, b)
+	s, _ := all.Scenarios().Lookup("explore")
+	ra, rb := fa.Results.Scenarios[0], fb.Results.Scenarios[0]
+	m := scenario.Measurements(s, ra.Settings, fa.Records("explore"))
+	m.Union(scenario.Measurements(s, rb.Settings, fb.Records("explore")))
+	return scenario.Replayable(ra, m), scenario.Replayable(rb, m)
+}
+
+func loadFolder(t *testing.T, dir string) *results.Folder {
+	t.Helper()
+	f, err := results.Load(dir, results.Limits{})
+	if err != nil || f.Results == nil || len(f.Findings) > 0 {
+		t.Fatalf("load %s: %v %v", dir, err, f.Findings)
+	}
+	return f
+}
+
+// TestMergeEqualsUnsharded: explore with a fixed seed, run whole and as 4
+// shards joined by merge, gives the same settings, conditions, figures,
+// findings and verdict, measurements aside; the merged folder verifies as
+// a whole, keeps every shard's records and ids apart, and its report says
+// how many shards made it.
+func TestMergeEqualsUnsharded(t *testing.T) {
+	whole := filepath.Join(t.TempDir(), "whole")
+	if r := execIn(t, Hooks{}, append([]string{"experiment", "--quiet", "--out", whole}, shardFlags...)...); r.code != 0 && r.code != 1 {
+		t.Fatalf("unsharded: exit %d\n%s", r.code, r.stderr)
+	}
+	shards := runShards(t, 4, nil)
+	merged := filepath.Join(t.TempDir(), "merged")
+	if r := execIn(t, Hooks{}, append([]string{"merge", "--out", merged}, shards...)...); r.code != 0 && r.code != 1 {
+		t.Fatalf("merge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	a, b := replayable(t, whole, merged)
+	type view struct {
+		Overrides  map[string]string
+		Settings   string
+		Conditions []results.ConditionResult
+		Extra      string
+		Findings   []results.Finding
+		Pass       bool
+	}
+	va := view{a.Overrides, string(a.Settings), a.Conditions, string(a.Extra), a.Findings, a.Pass}
+	vb := view{b.Overrides, string(b.Settings), b.Conditions, string(b.Extra), b.Findings, b.Pass}
+	if d := cmp.Diff(va, vb); d != "" {
+		t.Errorf("merged folder differs from the unsharded one (-unsharded +merged):\n%s", d)
+	}
+	if b.Plan == nil || b.Plan.Count != 4 || b.Plan.Trials == 0 {
+		t.Errorf("merged plan %+v, want one of 4 shards", b.Plan)
+	}
+	if r := execIn(t, Hooks{}, "verify", merged); r.code != 0 && r.code != 4 {
+		t.Errorf("verify merged: exit %d\n%s", r.code, r.stdout)
+	}
+	rec := loadFolder(t, merged).Records("explore")
+	if rec.Shards != 4 {
+		t.Errorf("the merged records come from %d shards, want 4", rec.Shards)
+	}
+	for _, p := range rec.Processes {
+		if want := (p.ID-1)/1_000_000_000 + 1; p.Shard != want {
+			t.Errorf("process %d is in shard %d's block, want %d", p.ID, p.Shard, want)
+		}
+	}
+	if r := execIn(t, Hooks{}, "report", merged); !strings.Contains(r.stdout, "merged from 4 shards") || !strings.Contains(r.stdout, "shard 4/4") {
+		t.Errorf("report of the merged folder does not say it was made by 4 shards:\n%s", r.stdout)
+	}
+	t.Run("refusals", func(t *testing.T) { testMergeRefusals(t, shards) })
+	t.Run("tampered merged folder", func(t *testing.T) {
+		c := copyFolder(t, merged)
+		editJSON(t, filepath.Join(c, "results.json"), func(m map[string]any) {
+			s := m["shards"].([]any)
+			s[0].(map[string]any)["observations"] = s[0].(map[string]any)["observations"].(float64) + 1
+			s[1].(map[string]any)["observations"] = s[1].(map[string]any)["observations"].(float64) - 1
+		})
+		// The first line of shard 2's block, its discovery run, now reads
+		// as shard 1's second.
+		if r := execIn(t, Hooks{}, "verify", c); r.code != 1 || !strings.Contains(r.stdout, "discovery has 2 steps") {
+			t.Errorf("verify of a folder whose blocks moved a line: exit %d, want 1 naming the line\n%s", r.code, r.stdout)
+		}
+	})
+}
+
+// testMergeRefusals: each folder set that is not the parts of one plan is
+// refused with exit 1 and the reason, naming the folder, and nothing is
+// written.
+func testMergeRefusals(t *testing.T, shards []string) {
+	other := filepath.Join(t.TempDir(), "input.json")
+	b, err := os.ReadFile("../input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same sections, another file: its hash differs.
+	if err := os.WriteFile(other, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	foreign := runShards(t, 4, map[int][]string{2: flagsWith("--input", other), 3: flagsWith("--seed", "12")})
+	tampered := copyFolder(t, shards[1])
+	tamper(t, filepath.Join(tampered, results.ProcessesFile), `"exit_code":0`, `"exit_code":1`)
+	tests := []struct {
+		name string
+		dirs []string
+		want []string
+	}{
+		{"a shard missing", shards[:3], []string{"shard 4/4 is missing"}},
+		{"a shard given twice", append(append([]string{}, shards...), copyFolder(t, shards[1])), []string{"shard 2/4 is given twice", shards[1]}},
+		{"a shard of another input", []string{shards[0], foreign[1], shards[2], shards[3]}, []string{foreign[1], "another input"}},
+		{"a shard of another seed", []string{shards[0], shards[1], foreign[2], shards[3]}, []string{foreign[2], "seed"}},
+		{"a tampered shard", []string{shards[0], tampered, shards[2], shards[3]}, []string{tampered, "does not verify"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "merged")
+			r := execIn(t, Hooks{}, append([]string{"merge", "--out", out}, tt.dirs...)...)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written", out)
+			}
+		})
+	}
+}
+
+// tamper replaces the first old in a file with new.
+func tamper(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s has no %s", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShardFlagRefused: a --shard that names no part of a plan, or a
+// scenario that cannot be split, is a usage error and writes nothing.
+func TestShardFlagRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"shard 0", []string{"--scenario", "explore", "--shard", "0/4"}, "--shard 0/4"},
+		{"shard past n", []string{"--scenario", "explore", "--shard", "5/4"}, "--shard 5/4"},
+		{"not numbers", []string{"--scenario", "explore", "--shard", "a/b"}, `--shard "a/b"`},
+		{"durability too", []string{"--scenario", "durability", "--shard", "0/2"}, "--shard 0/2"},
+		{"a scenario that cannot be split", []string{"--scenario", "explore", "--scenario", "redelivery", "--shard", "1/2"}, "redelivery cannot be split"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "results")
+			r := execIn(t, Hooks{}, append([]string{"experiment", "--input", "../input.json", "--out", out}, tt.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, want 2 with %q\n%s", r.code, tt.want, r.stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written", out)
+			}
+		})
+	}
+}
