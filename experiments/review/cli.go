@@ -80,6 +80,9 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 		if !ro.OK() {
 			return fmt.Errorf("%w: %s: the rerun observed differently in %d scenario(s), listed above", errclass.ErrResultsDiffer, cfg.Dir, len(ro.Differences))
 		}
+		if ro.Merged {
+			fmt.Fprintf(w, "notice: the folder was merged from shards and the rerun ran the whole plan here, so the process records are not compared, only what they give\n")
+		}
 		fmt.Fprintf(w, "rerun: %s reproduced (settings, figures, verdicts, exit codes and crash points equal; times, pids and paths ignored)\n", strings.Join(ro.Scenarios, ", "))
 		out.CodeChanged = append(out.CodeChanged, ro.CodeChanged...)
 	}

@@ -30,6 +30,11 @@ type RerunOutcome struct {
 	Differences map[string][]string
 	// CodeChanged says how the code of the rerun differs from the run's.
 	CodeChanged []string
+	// Merged says the folder was merged from shards: the rerun runs the
+	// whole plan here, one discovery run per pattern where each shard ran
+	// its own, so the process records are not compared; the derived
+	// result is.
+	Merged bool
 	// Measured lists, per scenario, the derived fields left out because
 	// the scenario declares them measurements (results.MeasureTag), as
 	// JSON paths with array indices as [*].
@@ -83,6 +88,10 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 		out.Measured[rs.Name] = m.Paths()
 		a := projection(scenario.Replayable(o.Derived.Scenarios[i], m), f.Records(rs.Name))
 		b := projection(scenario.Replayable(fresh.Derived.Scenarios[0], m), fresh.Folder.Records(rs.Name))
+		if out.Merged = len(f.Results.Shards) > 0; out.Merged {
+			a.Processes, b.Processes = nil, nil
+			a.Plan = nil
+		}
 		for _, d := range results.DiffPaths(rs.Name, a, b) {
 			out.Differences[rs.Name] = append(out.Differences[rs.Name], fmt.Sprintf("%s: recorded %s, rerun %s", d.Path, d.A, d.B))
 		}
@@ -126,12 +135,13 @@ type runView struct {
 	Conditions []results.ConditionResult `json:"conditions"`
 	Extra      json.RawMessage           `json:"extra,omitempty"`
 	Findings   []results.Finding         `json:"findings,omitempty"`
+	Plan       *results.PlanResult       `json:"plan,omitempty"`
 	Pass       bool                      `json:"pass"`
 	Processes  []processView             `json:"processes"`
 }
 
 func projection(s results.ScenarioResult, rec results.Records) runView {
-	v := runView{Settings: s.Settings, Conditions: s.Conditions, Extra: s.Extra, Findings: s.Findings, Pass: s.Pass}
+	v := runView{Settings: s.Settings, Conditions: s.Conditions, Extra: s.Extra, Findings: s.Findings, Plan: s.Plan, Pass: s.Pass}
 	for _, p := range rec.Processes {
 		if volatileCondition(p.Condition) {
 			continue
