@@ -81,11 +81,11 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 		var times []TrialTiming
 		for i, tf := range cf.trials {
 			if tf == nil {
-				f.c.Add(results.ObservationsFile, "condition "+c.Name, "trial %d has no lines; the settings give %d trials", i+1, f.st.Trials)
+				f.c.AddTo(c.Name, results.ObservationsFile, "condition "+c.Name, "trial %d has no lines; the settings give %d trials", i+1, f.st.Trials)
 				continue
 			}
 			if !tf.done() {
-				f.c.Add(results.ObservationsFile, "condition "+c.Name, "trial %d stops after %d lines; its script has more runs or resolves", i+1, tf.lines)
+				f.c.AddTo(c.Name, results.ObservationsFile, "condition "+c.Name, "trial %d stops after %d lines; its script has more runs or resolves", i+1, tf.lines)
 			}
 			outs = append(outs, tf.outcome(cf))
 			tt := tf.timing(f.st, c)
@@ -475,7 +475,7 @@ func (f *folder) runLine(cf *condFold, tf *trialFold, l results.Line, o Observat
 	switch p.ExitCode {
 	case protocol.ExitACK, protocol.ExitCrash, protocol.ExitStepFailed:
 	default:
-		f.c.Proc(p, "exit_code", "%d is not an outcome of a run (0, 17 crash or 18 step failed)", p.ExitCode)
+		f.c.Proc(p, "exit_code", "%s %s; a run ends in 0, 17 (crash) or 18 (step failed)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 	rep, ok := f.c.Report(p)
 	floorExec := map[string]int{wb.StepNotify: sent}
@@ -773,7 +773,7 @@ func (f *folder) resolveLine(cf *condFold, tf *trialFold, l results.Line, o Obse
 	f.c.Argv(p, wb.WorkerResolve, ResolveArgs(o.DB, k, lk.Found, lk.Receipt))
 	f.c.Env(p, nil)
 	if p.ExitCode != protocol.ExitACK {
-		f.c.Proc(p, "exit_code", "%d, but a resolve that the run went on from exits 0", p.ExitCode)
+		f.c.Proc(p, "exit_code", "%s %s, but a resolve that the run went on from exits 0", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 	if rep, ok := f.c.Report(p); ok {
 		var rr wb.ResolveResult

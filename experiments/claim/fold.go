@@ -137,6 +137,9 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 		if filepath.Base(o.DB) != DBName {
 			f.c.Obs(l, "db", "%q is not a file named %s", o.DB, DBName)
 		}
+		if o.Broken != "" {
+			f.c.Obs(l, "broken", "race %s of %s repetition %d: %s; the run stopped at this race", s.Race.Name, s.Condition, s.Repetition, o.Broken)
+		}
 		out, m := f.race(l, s, o, cur.prev, cur.marks)
 		cur.marks = append(cur.marks, m)
 		cur.outcomes = append(cur.outcomes, out)
@@ -147,7 +150,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	}
 	if n := len(rec.Observations); n < len(sched) {
 		s := sched[n]
-		f.c.Add(results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
+		f.c.AddTo(s.Condition, results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
 	}
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
@@ -167,6 +170,17 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 	folded.Extra = ex
 	f.unusedEntries()
 	f.c.Unused(rec, len(sched))
+	// A mutant's races are recorded under their round's name; what they
+	// show fails the mutant's condition.
+	for i, x := range f.c.Findings {
+		for _, m := range st.MutantVariants {
+			for _, r := range st.Rounds {
+				if x.Condition == RoundCondition(r.ID, m) {
+					f.c.Findings[i].Condition = MutantCondition(m)
+				}
+			}
+		}
+	}
 	return folded, f.c.Findings
 }
 
@@ -342,35 +356,35 @@ func (f *folder) race(l results.Line, s Slot, o Observation, prev *wc.Row, marks
 		}
 		e, ok := m.entries[o.Race]
 		if !ok {
-			f.c.Proc(p, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", o.Race, results.ObservationsFile, l.N, k)
+			f.c.ProcFor(p, s.Condition, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", o.Race, results.ObservationsFile, l.N, k)
 			continue
 		}
 		m.used[o.Race] = true
 		ef := fmt.Sprintf("stdout: race %d", o.Race)
 		for _, d := range results.DiffPaths("", r.Request, e.Request) {
-			f.c.Proc(p, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, l.N)
+			f.c.ProcFor(p, s.Condition, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, l.N)
 		}
 		if e.SQLite != f.st.SQLite {
-			f.c.Proc(p, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
+			f.c.ProcFor(p, s.Condition, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
 		} else if f.rb == nil {
 			rb := e.SQLite
 			f.rb = &rb
 		}
 		if !(e.ReadyAtUS <= o.ReleasedAtUS && o.ReleasedAtUS <= e.ReleasedAtUS && e.ReleasedAtUS <= o.ReadAtUS) {
-			f.c.Proc(p, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
+			f.c.ProcFor(p, s.Condition, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
 		}
 		wakes = append(wakes, e.ReleasedAtUS)
 		f.checkNow(p, ef, s, r.Request, e, o)
 		oc := e.Outcome
 		if oc.Path != wantPath {
-			f.c.Proc(p, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], wantPath)
+			f.c.ProcFor(p, s.Condition, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], wantPath)
 		}
 		if oc.Won != (oc.Changes == 1) || oc.Changes < 0 || oc.Changes > 1 {
-			f.c.Proc(p, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
+			f.c.ProcFor(p, s.Condition, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
 		}
 		wantFollow := oc.Won && s.Race.FollowUp
 		if e.FollowedUp != wantFollow || (wantFollow && e.ExternalID != wc.ExternalIDFor(r.Request.Label)) || (!wantFollow && e.ExternalID != "") {
-			f.c.Proc(p, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(r.Request.Label))
+			f.c.ProcFor(p, s.Condition, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(r.Request.Label))
 		}
 		out.Paths[oc.Path]++
 		f.busy[s.Condition] += e.BusyRetries
@@ -399,17 +413,17 @@ func (f *folder) checkNow(p results.Process, ef string, s Slot, req wc.Request, 
 	switch {
 	case s.By == wc.MutantCallerTime:
 		if now != req.EventMS {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, s.By, req.EventMS)
+			f.c.ProcFor(p, s.Condition, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, s.By, req.EventMS)
 		}
 	case req.NowMS != wc.NoPin:
 		if now != req.NowMS {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d, but the request pins the clock to %d", now, req.NowMS)
+			f.c.ProcFor(p, s.Condition, ef+": outcome.now_ms", "%d, but the request pins the clock to %d", now, req.NowMS)
 		}
 	default:
 		clock := now - req.ClockOffsetMS
 		lo, hi := o.ReleasedAtUS/1000, (o.ReadAtUS+999)/1000
 		if clock < lo || clock > hi {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d less the offset %d is %d, outside the race's window %d to %d by the parent's clock", now, req.ClockOffsetMS, clock, lo, hi)
+			f.c.ProcFor(p, s.Condition, ef+": outcome.now_ms", "%d less the offset %d is %d, outside the race's window %d to %d by the parent's clock", now, req.ClockOffsetMS, clock, lo, hi)
 		}
 	}
 }
@@ -443,7 +457,7 @@ func (f *folder) checkRow(l results.Line, s Slot, o Observation, prev *wc.Row, m
 		after = row.Count
 	}
 	if after-before != int64(winners) {
-		f.c.Obs(l, "row.count", "went from %d to %d, but %d racers say they won; every win adds one", before, after, winners)
+		f.c.Obs(l, "row.count", "race %s: %d racers reported a win, but count went %d → %d; every win adds one", s.Race.Name, winners, before, after)
 	}
 	if winners == 0 {
 		for _, d := range results.DiffPaths("row", prev, row) {

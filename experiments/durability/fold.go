@@ -227,7 +227,7 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 			if i == 0 {
 				f.FirstExit = p.ExitCode
 				if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash || p.Signal != "" {
-					c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of the first process (0 or 17)", p.ExitCode, p.Signal)
+					c.Proc(p, "exit_code", "%s %s; the first process ends in 0 or 17 (crash)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 				}
 				if (o.Point == PointACK) != (p.ExitCode == protocol.ExitACK) {
 					c.Proc(p, "exit_code", "%d, but the trial's point is %q (the normal run exits 0, a crash 17)", p.ExitCode, o.Point)
@@ -243,7 +243,7 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 			}
 			f.LaterExits = append(f.LaterExits, p.ExitCode)
 			if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitWorkerError || p.Signal != "" {
-				c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of a process after the cut (0, or 3 for a worker error)", p.ExitCode, p.Signal)
+				c.Proc(p, "exit_code", "%s %s; a process after the cut ends in 0, or 3 for a worker error", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 			}
 		}
 		if cond.Pattern == PatternClaim {
@@ -266,7 +266,7 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 			continue
 		}
 		if s.trials != len(s.points)+1 {
-			c.Add("observations.jsonl", "condition "+cond.Name, "%d trials recorded, but the normal run reported %d points (and itself)", s.trials, len(s.points))
+			c.AddTo(cond.Name, "observations.jsonl", "condition "+cond.Name, "%d trials recorded, but the normal run reported %d points (and itself)", s.trials, len(s.points))
 		}
 		folded.Observed[cond.Name] = s.out
 	}

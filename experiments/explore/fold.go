@@ -197,7 +197,7 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 			}
 		}
 		if len(missing) > 0 {
-			f.c.Add(results.ObservationsFile, "condition "+c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
+			f.c.AddTo(c.Name, results.ObservationsFile, "condition "+c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
 		}
 		switch c.Kind {
 		case KindDiscovery:
@@ -262,7 +262,7 @@ func (f *folder) proc(l results.Line, id int, w procWant, role string, rows Stat
 	}
 	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
-		f.c.Proc(p, "stdout", "%v", err)
+		f.c.Proc(p, "stdout", "%s: %v", p.Label, err)
 		return step, nil, false
 	}
 	if rep.Worker != p.Worker {
@@ -289,10 +289,10 @@ func (f *folder) proc(l results.Line, id int, w procWant, role string, rows Stat
 		}
 	case protocol.ExitWorkerError:
 		if !w.racer || len(rep.Result) == 0 {
-			f.c.Proc(p, "exit_code", "3 (worker error %q) is not an outcome of this step", rep.Error)
+			f.c.Proc(p, "exit_code", "%s %s; only a racer ends in 3 (worker error), and with its result", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 		}
 	default:
-		f.c.Proc(p, "exit_code", "%d is not an outcome of a delivery", p.ExitCode)
+		f.c.Proc(p, "exit_code", "%s %s; a delivery ends in 0 (ACK) or 17 (crash)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 	return step, &rep, true
 }

@@ -83,7 +83,7 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 			c.Env(p, env)
 			d.ExitCode = p.ExitCode
 			if p.Signal != "" || (p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash) {
-				c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of a delivery (0 ACK or 17 crash)", p.ExitCode, p.Signal)
+				c.Proc(p, "exit_code", "delivery %d %s; a delivery ends in 0 (ACK) or 17 (crash)", o.Delivery, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 			}
 			if rep, ok := c.Report(p); ok {
 				d.CrashedAt, d.Points = rep.CrashedAt, rep.Points
@@ -100,7 +100,7 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 	}
 	for name, s := range per {
 		if len(s.out) != st.Deliveries {
-			c.Add("observations.jsonl", "condition "+name, "%d deliveries recorded, the settings give %d", len(s.out), st.Deliveries)
+			c.AddTo(name, "observations.jsonl", "condition "+name, "%d deliveries recorded, the settings give %d", len(s.out), st.Deliveries)
 		}
 		folded.Observed[name] = s.out
 	}
@@ -124,8 +124,11 @@ func checkRows(c *results.Checker, l results.Line, st Settings, r Rows) {
 			c.Obs(l, results.Field("rows", "processed_events", i), "is %q, but the only event delivered is %q", id, st.EventID)
 		}
 	}
-	if r.FollowUpJobs == nil || r.ProcessedEvents == nil {
-		c.Obs(l, "rows", "a table is missing; both are listed, empty or not")
+	if r.FollowUpJobs == nil {
+		c.Obs(l, "rows.follow_up_jobs", "is null: the file had no such table after this delivery")
+	}
+	if r.ProcessedEvents == nil {
+		c.Obs(l, "rows.processed_events", "is null: the file had no such table after this delivery")
 	}
 }
 
@@ -145,10 +148,10 @@ func checkClaim(c *results.Checker, p results.Process, rep protocol.Report, st S
 	}
 	added := len(after.FollowUpJobs) - len(before.FollowUpJobs)
 	if r.Outcome.JobInserted != (added == 1) || added < 0 || added > 1 {
-		c.Proc(p, "stdout", "the worker says job_inserted=%v, but the file went from %d to %d jobs", r.Outcome.JobInserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
+		c.Proc(p, "stdout", "%s reported job_inserted=%v, but follow_up_jobs went %d → %d", p.Label, r.Outcome.JobInserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
 	}
 	if r.Outcome.AlreadyProcessed != (len(before.ProcessedEvents) > 0) {
-		c.Proc(p, "stdout", "the worker says already_processed=%v, but the file held %d processed records before it ran", r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
+		c.Proc(p, "stdout", "%s reported already_processed=%v, but processed_events held %d rows before it", p.Label, r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
 	}
 	return &r.Settings
 }

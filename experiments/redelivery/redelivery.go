@@ -6,6 +6,7 @@ package redelivery
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,43 +184,62 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 }
 
 // ReadRows opens the file as the next process would, which also rolls back
-// a hot journal left by a crash, and lists both tables.
+// a hot journal left by a crash, and lists both tables. A table the worker
+// never created is listed as nil (null in the record), which the fold
+// reports: a worker that dies before its schema is a result, not a fault
+// of the parent's read.
 func ReadRows(ctx context.Context, path string) (Rows, error) {
-	rows := Rows{FollowUpJobs: []wr.Event{}, ProcessedEvents: []string{}}
+	rows := Rows{}
 	db, _, err := sqlitedb.Open(ctx, wr.Options(path))
 	if err != nil {
 		return rows, err
 	}
 	defer db.Close()
-	rs, err := db.QueryContext(ctx, "SELECT event_id, job_key FROM follow_up_jobs ORDER BY rowid")
-	if err != nil {
-		return rows, fmt.Errorf("read follow_up_jobs: %w", err)
+	have := map[string]bool{}
+	if err := scan(ctx, db, "SELECT name FROM sqlite_master WHERE type = 'table'", func(rs *sql.Rows) error {
+		var name string
+		err := rs.Scan(&name)
+		have[name] = true
+		return err
+	}); err != nil {
+		return rows, fmt.Errorf("list tables: %w", err)
 	}
-	for rs.Next() {
-		var e wr.Event
-		if err := rs.Scan(&e.ID, &e.JobKey); err != nil {
-			rs.Close()
+	if have["follow_up_jobs"] {
+		rows.FollowUpJobs = []wr.Event{}
+		if err := scan(ctx, db, "SELECT event_id, job_key FROM follow_up_jobs ORDER BY rowid", func(rs *sql.Rows) error {
+			var e wr.Event
+			err := rs.Scan(&e.ID, &e.JobKey)
+			rows.FollowUpJobs = append(rows.FollowUpJobs, e)
+			return err
+		}); err != nil {
 			return rows, fmt.Errorf("read follow_up_jobs: %w", err)
 		}
-		rows.FollowUpJobs = append(rows.FollowUpJobs, e)
 	}
-	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
-		return rows, fmt.Errorf("read follow_up_jobs: %w", err)
-	}
-	rs, err = db.QueryContext(ctx, "SELECT event_id FROM processed_events ORDER BY event_id")
-	if err != nil {
-		return rows, fmt.Errorf("read processed_events: %w", err)
-	}
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			rs.Close()
+	if have["processed_events"] {
+		rows.ProcessedEvents = []string{}
+		if err := scan(ctx, db, "SELECT event_id FROM processed_events ORDER BY event_id", func(rs *sql.Rows) error {
+			var id string
+			err := rs.Scan(&id)
+			rows.ProcessedEvents = append(rows.ProcessedEvents, id)
+			return err
+		}); err != nil {
 			return rows, fmt.Errorf("read processed_events: %w", err)
 		}
-		rows.ProcessedEvents = append(rows.ProcessedEvents, id)
-	}
-	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
-		return rows, fmt.Errorf("read processed_events: %w", err)
 	}
 	return rows, nil
+}
+
+// scan runs a query and calls each for every row.
+func scan(ctx context.Context, db *sql.DB, query string, each func(*sql.Rows) error) error {
+	rs, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	for rs.Next() {
+		if err := each(rs); err != nil {
+			rs.Close()
+			return err
+		}
+	}
+	return errors.Join(rs.Err(), rs.Close())
 }
