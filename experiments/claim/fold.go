@@ -255,7 +255,7 @@ func (f *folder) readPool() {
 		f.c.Argv(p, wc.PoolWorker, wc.PoolArgs(PoolConfig(f.st, p.Label)))
 		f.c.Env(p, map[string]string{})
 		if p.ExitCode != protocol.ExitACK || p.Signal != "" {
-			f.c.Proc(p, "exit_code", "%d (signal %q); a member that served its races exits 0", p.ExitCode, p.Signal)
+			f.c.Proc(p, "exit_code", "%s %s; a member that served its races exits 0", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 		}
 		rep, ok := f.c.Report(p)
 		if !ok {
