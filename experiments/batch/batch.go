@@ -485,6 +485,14 @@ func ReadJournal(ctx context.Context, path string) ([]JournalRow, error) {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}
 	defer db.Close()
+	// A run that died before it made its table left none: no rows.
+	var tables int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'step_journal'").Scan(&tables); err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	if tables == 0 {
+		return rows, nil
+	}
 	rs, err := db.QueryContext(ctx, `SELECT job_id, item_id, step_name, status, payload_digest, receipt, error_type, updated_at
 FROM step_journal ORDER BY job_id, item_id, step_name`)
 	if err != nil {
