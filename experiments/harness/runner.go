@@ -53,10 +53,9 @@ type Proc struct {
 	// parses, or died from a signal.
 	Report protocol.Report
 	// Breach says how the child broke the protocol, in a reader's words;
-	// empty when it kept it. It is not an error of the run: the fold
-	// judges the child from its record. A caller reads it only to decide
-	// whether what follows can still run, as a discovery that passed no
-	// point leaves nothing to sweep.
+	// empty when it kept it. It is not an error of the run, and a
+	// scenario goes on past it: the fold judges the child from its record
+	// and says the same in its finding.
 	Breach string
 }
 

@@ -19,8 +19,9 @@ import (
 	"idemlab/worker/protocol"
 )
 
-// misbehave holds test-only workers that break the protocol in the ways a
-// real child could. They exist only in this test binary.
+// misbehave holds test-only workers: most break the protocol in one of
+// the ways a real child could, test.ok keeps it. They exist only in this
+// test binary.
 var misbehave = map[string]func() int{
 	"test.exit5":   func() int { fmt.Println(`{"worker":"test.exit5","points":[]}`); return 5 },
 	"test.garbage": func() int { fmt.Println("not json"); return 0 },
