@@ -196,16 +196,25 @@ func TestUsageErrors(t *testing.T) {
 	assertOnly(t, dir, "file")
 }
 
-// wrongRegistry has a redelivery oracle that expects one job where the
-// separate commits leave two.
-func wrongRegistry() scenario.Registry {
-	return scenario.Registry{redelivery.Scenario{Oracle: func(st redelivery.Settings, c redelivery.Condition) []redelivery.Delivery {
+// hopefulRedelivery is the redelivery scenario with an oracle that
+// expects one job where the separate commits leave two.
+type hopefulRedelivery struct{ redelivery.Scenario }
+
+func (hopefulRedelivery) Expect(st redelivery.Settings) ([]scenario.Expected, error) {
+	var out []scenario.Expected
+	for _, c := range st.Conditions {
 		d := redelivery.Expect(st, c)
 		if c.Name == "separate-commit/crash-after-job-commit" {
 			d[1].FollowUpJobs = 1
 		}
-		return d
-	}}}
+		out = append(out, scenario.Expected{Condition: c.Name, Value: d})
+	}
+	return out, nil
+}
+
+// wrongRegistry has the hopeful redelivery oracle.
+func wrongRegistry() scenario.Registry {
+	return scenario.Registry{scenario.Define[redelivery.Settings, redelivery.Extra](hopefulRedelivery{})}
 }
 
 // TestWrongOracleExitsOne shows that a deliberately wrong expectation fails
@@ -219,7 +228,7 @@ func TestWrongOracleExitsOne(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", r.code, r.stderr)
 	}
-	want := "FAIL redelivery/separate-commit/crash-after-job-commit: [1].follow_up_jobs want 1 got 2\n"
+	want := "FAIL redelivery/separate-commit/crash-after-job-commit: delivery 2 follow_up_jobs want 1 got 2\n"
 	if !strings.Contains(r.stderr, want) || strings.Count(r.stderr, "FAIL ") != 1 {
 		t.Errorf("stderr lacks the one failure line %q:\n%s", want, r.stderr)
 	}
@@ -232,10 +241,10 @@ func TestWrongOracleExitsOne(t *testing.T) {
 	}
 	var sum Summary
 	sb, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err := json.Unmarshal(sb, &sum); err != nil || sum.Pass || len(sum.Failures) != 1 {
+	if err := json.Unmarshal(sb, &sum); err != nil || sum.Pass || sum.Status != StatusFail || len(sum.Failures) != 1 {
 		t.Errorf("summary.json: %v %+v", err, sum)
 	}
-	if jb, _ := os.ReadFile(filepath.Join(dir, "junit.xml")); !bytes.Contains(jb, []byte(`<failure message="observed differs from the oracle">[1].follow_up_jobs: want 1, got 2</failure>`)) {
+	if jb, _ := os.ReadFile(filepath.Join(dir, "junit.xml")); !bytes.Contains(jb, []byte(`<failure message="delivery 2 follow_up_jobs want 1 got 2">delivery 2 follow_up_jobs want 1 got 2</failure>`)) {
 		t.Errorf("junit.xml lacks the failure:\n%s", jb)
 	}
 }
@@ -295,7 +304,7 @@ func TestInterruptExits130(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb bytes.Buffer
-	h := Hooks{Registry: scenario.Registry{slowScenario{}}}
+	h := Hooks{Registry: scenario.Registry{scenario.Define[redelivery.Settings, redelivery.Extra](slowScenario{})}}
 	go func() {
 		<-slowStarted
 		cancel()

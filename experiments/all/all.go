@@ -7,6 +7,7 @@ import (
 	"idemlab/experiments/claim"
 	"idemlab/experiments/durability"
 	"idemlab/experiments/explore"
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -15,12 +16,14 @@ import (
 // build their own registry with a replaced oracle.
 func Scenarios() scenario.Registry {
 	return scenario.Registry{
-		redelivery.Scenario{},
-		batch.Scenario{},
-		claim.Scenario{},
+		redelivery.New(),
+		batch.New(),
+		claim.New(),
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.
-		explore.Scenario{},
-		durability.Scenario{},
+		explore.New(),
+		durability.New(),
+		// pattern is the user's own pattern file, also opt-in.
+		pattern.New(),
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"testing"
 
 	"idemlab/experiments/scenario"
@@ -30,8 +29,12 @@ var breaks = worker.Breaks{
 	// Runs that open the journal's file, which creates it, and die
 	// before they make its table.
 	"dies-before-schema": {wb.WorkerRun: func(call *protocol.Call) int {
-		if i := slices.Index(call.Args, "-db"); i >= 0 && i+1 < len(call.Args) && call.Args[i+1] != "" {
-			db, _, err := sqlitedb.Open(context.Background(), wb.Options(call.Args[i+1]))
+		a, err := wb.ParseRunArgs(call.Args)
+		if err != nil {
+			return call.Usage(err)
+		}
+		if a.Mode == wb.ModeJournal {
+			db, _, err := sqlitedb.Open(context.Background(), wb.Options(a.DB))
 			if err != nil {
 				return call.Fail(err)
 			}
@@ -61,7 +64,7 @@ func TestMisbehavingRuns(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.brk, func(t *testing.T) {
 			t.Setenv(worker.EnvBreak, tt.brk)
-			res := scenariotest.RunFailing(t, scenario.Registry{Scenario{}}, `{"batch": `+sec+`}`, nil)
+			res := scenariotest.RunFailing(t, scenario.Registry{New()}, `{"batch": `+sec+`}`, nil)
 			for _, c := range p.Settings().(Settings).Conditions {
 				scenariotest.FailsWith(t, res, Name, c.Name, tt.want)
 			}

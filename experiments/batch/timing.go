@@ -1,12 +1,10 @@
 package batch
 
 import (
-	"encoding/json"
 	"math"
 	"time"
 
 	"idemlab/experiments/results"
-	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 )
 
@@ -16,8 +14,8 @@ import (
 // of the steps it executed, from the journal and the receiver's log.
 type RunTiming struct {
 	Run       int      `json:"run"`
-	WorkerMS  *float64 `json:"worker_ms,omitempty"`
-	ProcessMS float64  `json:"process_ms"`
+	WorkerMS  *float64 `json:"worker_ms,omitempty" idemlab:"measure"`
+	ProcessMS float64  `json:"process_ms" idemlab:"measure"`
 	FloorMS   float64  `json:"floor_ms"`
 }
 
@@ -27,10 +25,10 @@ type TrialTiming struct {
 	Condition string      `json:"condition"`
 	Trial     int         `json:"trial"`
 	Runs      []RunTiming `json:"runs"`
-	MS        float64     `json:"ms"`
-	ProcessMS float64     `json:"process_ms"`
+	MS        float64     `json:"ms" idemlab:"measure"`
+	ProcessMS float64     `json:"process_ms" idemlab:"measure"`
 	FloorMS   float64     `json:"floor_ms"`
-	Ratio     float64     `json:"ratio"`
+	Ratio     float64     `json:"ratio" idemlab:"measure"`
 	// AllRunsFloorMS includes run 1, for the scenario's wall time.
 	AllRunsFloorMS float64 `json:"all_runs_floor_ms"`
 }
@@ -38,14 +36,14 @@ type TrialTiming struct {
 // TimingSummary averages a condition's trials.
 type TimingSummary struct {
 	Condition    string    `json:"condition"`
-	MS           []float64 `json:"ms"`
-	AvgMS        float64   `json:"avg_ms"`
-	AvgProcessMS float64   `json:"avg_process_ms"`
+	MS           []float64 `json:"ms" idemlab:"measure"`
+	AvgMS        float64   `json:"avg_ms" idemlab:"measure"`
+	AvgProcessMS float64   `json:"avg_process_ms" idemlab:"measure"`
 	FloorMS      float64   `json:"floor_ms"`
-	Ratio        float64   `json:"ratio"`
+	Ratio        float64   `json:"ratio" idemlab:"measure"`
 	// Target and WithinTarget are set for the journal conditions.
 	Target       float64 `json:"target,omitempty"`
-	WithinTarget *bool   `json:"within_target,omitempty"`
+	WithinTarget *bool   `json:"within_target,omitempty" idemlab:"measure"`
 }
 
 // Wall is the scenario's wall time, first process start to last process
@@ -53,11 +51,11 @@ type TimingSummary struct {
 // latency of the slowest sub-lane of first runs plus that of every later
 // run; the slowest lane when modes run side by side.
 type Wall struct {
-	MS           float64 `json:"ms"`
+	MS           float64 `json:"ms" idemlab:"measure"`
 	FloorMS      float64 `json:"floor_ms"`
-	Ratio        float64 `json:"ratio"`
+	Ratio        float64 `json:"ratio" idemlab:"measure"`
 	Target       float64 `json:"target"`
-	WithinTarget bool    `json:"within_target"`
+	WithinTarget bool    `json:"within_target" idemlab:"measure"`
 }
 
 // Extra is the scenario's timing table.
@@ -71,7 +69,7 @@ func floorOf(lat Latency, exec map[string]int) float64 {
 	return float64(exec[wb.StepValidate])*lat.Validate + float64(exec[wb.StepTransform])*lat.Transform + float64(exec[wb.StepNotify])*lat.Send
 }
 
-func (tf *trialFold) timing(st Settings, c Condition) TrialTiming {
+func (tf *trialFold) timing(c Condition) TrialTiming {
 	t := TrialTiming{Condition: c.Name, Trial: tf.n, Runs: tf.timings}
 	if t.Runs == nil {
 		t.Runs = []RunTiming{}
@@ -144,28 +142,6 @@ func wall(st Settings, rec results.Records, floor float64) Wall {
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-// Expect is the oracle over the recorded settings: the model's outcome
-// for each condition, once per trial.
-func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
-	var st Settings
-	if err := scenario.DecodeStrict(raw, &st); err != nil {
-		return nil, err
-	}
-	in := Input{JobID: st.JobID, Items: st.Items, FailAt: st.FailAt, Modes: st.Modes, Trials: st.Trials, LatencyMS: st.LatencyMS}
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	oracle := s.Oracle
-	if oracle == nil {
-		oracle = Expect
-	}
-	var out []scenario.Expected
-	for _, c := range st.Conditions {
-		out = append(out, scenario.Expected{Condition: c.Name, Value: Repeat(oracle(st.Params(c)), st.Trials)})
-	}
-	return out, nil
-}
-
 // laneFloor is the floor of one lane's critical path, its trials in the
 // order it ran them: the slowest sub-lane of first runs (trial i in
 // sub-lane i mod k), then every later run one after another.
@@ -188,13 +164,4 @@ func laneFloor(ts []TrialTiming, k int) float64 {
 		slowest = max(slowest, f)
 	}
 	return slowest + rest
-}
-
-// laneOf names the lane a condition ran in: its mode when modes ran side by
-// side, else the one lane.
-func laneOf(st Settings, c Condition) string {
-	if st.Lanes > 1 {
-		return c.Mode
-	}
-	return "all"
 }

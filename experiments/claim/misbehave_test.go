@@ -129,7 +129,7 @@ func TestMisbehavingMembers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.brk, func(t *testing.T) {
 			t.Setenv(worker.EnvBreak, tt.brk)
-			res := scenariotest.RunFailing(t, scenario.Registry{Scenario{}}, input, ov)
+			res := scenariotest.RunFailing(t, scenario.Registry{New()}, input, ov)
 			scenariotest.FailsWith(t, res, Name, tt.cond, tt.want)
 			if tt.scenario == "" {
 				return

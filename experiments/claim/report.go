@@ -22,7 +22,6 @@ type Published struct {
 	Article       string `json:"article"`
 	Title         string `json:"title"`
 	TitleOriginal string `json:"title_original"`
-	URL           string `json:"url"`
 	Unit          string `json:"unit"`
 	Cases         []struct {
 		Case       string `json:"case"`
@@ -65,18 +64,8 @@ var cases = map[string][]target{
 // and the article's table beside the reproduced figures. Charts wait for
 // the charts package; when they come, a round has only the races it ran
 // (round 1 has no race B).
-func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scenario.Section, error) {
 	var sec scenario.Section
-	st, err := decodeSettings(res.Settings)
-	if err != nil {
-		return sec, fmt.Errorf("claim settings: %w", err)
-	}
-	var ex Extra
-	if len(res.Extra) > 0 {
-		if err := json.Unmarshal(res.Extra, &ex); err != nil {
-			return sec, fmt.Errorf("claim extra: %w", err)
-		}
-	}
 	sec.Settings = [][2]string{
 		{"racers per race", fmt.Sprintf("%d (a pool of %d %s processes serves every race)", st.Workers, st.PoolSize, st.PoolWorker)},
 		{"repetitions", fmt.Sprintf("%d per round; %d per round and mutant", st.Repetitions, st.MutantRepetitions)},
@@ -205,11 +194,11 @@ func rowCell(r RowSummary) string {
 
 func article(groups map[string][]Group, mutants *MutantTable) (*scenario.Article, error) {
 	var p Published
-	if err := json.Unmarshal(published, &p); err != nil {
+	if err := scenario.DecodeStrict(published, &p); err != nil {
 		return nil, fmt.Errorf("published table of article 003: %w", err)
 	}
 	a := &scenario.Article{
-		ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", URL: p.URL, Unit: p.Unit,
+		ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", Unit: p.Unit,
 		Header: []string{"case (article's wording)", "reproduced by", "published", "reproduced"},
 	}
 	judge := func(cs, by, pub, got string) {

@@ -42,7 +42,7 @@ func TestMisbehavingFirstProcess(t *testing.T) {
 	if len(conds) != 1 {
 		t.Fatalf("%d conditions, want 1", len(conds))
 	}
-	res := scenariotest.RunFailing(t, scenario.Registry{Scenario{}}, `{"durability": {}}`, flags)
+	res := scenariotest.RunFailing(t, scenario.Registry{New()}, `{"durability": {}}`, flags)
 	scenariotest.FailsWith(t, res, Name, conds[0].Name, "ack first exited 5; the first process ends in 0 or 17 (crash)")
 	c, _ := scenariotest.ConditionOf(res, Name, conds[0].Name)
 	var obs map[string]Trial

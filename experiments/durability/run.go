@@ -7,87 +7,32 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"idemlab/experiments/batch"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 	wc "idemlab/worker/claim"
-	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 )
 
-// busyTimeoutMS is every worker's default busy timeout; the matrix does not
-// vary it.
-const busyTimeoutMS = 5000
-
-// File names inside a trial's folder.
-const (
-	DBRedelivery = "events.sqlite3"
-	DBBatch      = "journal.sqlite3"
-)
-
-// Roles of the processes of a trial, in order.
-const (
-	RoleFirst   = "first"   // the process that crashes or ACKs before the cut
-	RoleSecond  = "second"  // the redelivery, or the batch's resume
-	RoleResolve = "resolve" // a batch resolve of a held send
-	RoleThird   = "third"   // the batch run after the resolves
-)
-
-// Observation is one trial: one line of observations.jsonl.
-type Observation struct {
-	Scenario  string `json:"scenario"`
-	Condition string `json:"condition"`
-	// Point is the crash point of the first process, or PointACK.
-	Point string `json:"point"`
-	// DB is the trial's database; each trial has its own folder.
-	DB string `json:"db"`
-	// Receiver is the batch trial's receiver URL.
-	Receiver string `json:"receiver,omitempty"`
-	Steps    []Step `json:"steps"`
-	// Before is what the first process left as a kill leaves it: read by
-	// the parent from a copy of the folder, before any cut.
-	Before Rows `json:"before"`
-	// Recovery is faultvfs's report of the cut; absent for a kill.
-	Recovery *faultvfs.Report `json:"recovery,omitempty"`
-	// After is what the next process finds, and Integrity what PRAGMA
-	// integrity_check said about it.
-	After     Rows     `json:"after"`
-	Integrity []string `json:"integrity"`
-	// Final is the file after the trial's last process.
-	Final Rows `json:"final"`
-	// Sends is the batch receiver's whole log for the trial.
-	Sends []receiver.Entry `json:"sends,omitempty"`
-}
-
-// Step is one process of a trial.
-type Step struct {
-	Role      string `json:"role"`
-	ProcessID int    `json:"process_id"`
-	// Lookup is what the parent asked the receiver before a resolve.
-	Lookup *batch.Lookup `json:"lookup,omitempty"`
-}
-
-// Rows are a file's rows per table, each rendered as "col|col|...", in the
-// table's order.
-type Rows map[string][]string
-
 type plan struct{ s Settings }
 
 func (p *plan) Settings() any { return p.s }
 
-// Processes counts from the model with no loss: two per redelivery trial;
-// run, resume, one resolve per crash point, and the last run for batch;
-// delivery, probe and re-claim for the claim.
+// Processes counts the most processes each trial may start: two per
+// redelivery trial; delivery, probe and re-claim for the claim; run,
+// resume and last run for the batch, and a resolve where a send may be
+// left in flight: at every crash point, each of which follows a notify's
+// IN_FLIGHT, and after the ACK where a cut may take back a SUCCEEDED. A cut
+// that takes back an IN_FLIGHT leaves nothing to resolve, so a lossy
+// setting may start fewer; the progress total shrinks to them at the end.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
@@ -95,6 +40,9 @@ func (p *plan) Processes() int {
 		switch c.Pattern {
 		case PatternBatch:
 			n += 3*(pts+1) + pts
+			if tr, err := TraceOf(c.Pattern, p.s.Items, PointACK); err == nil && len(Losses(c.Setting(), true, tr.Commits)) > 1 {
+				n++
+			}
 		case PatternClaim:
 			n += 3 * (pts + 1)
 		default:
@@ -135,22 +83,6 @@ func FirstEnv(c Condition, point string) map[string]string {
 		e[protocol.EnvCrashAt] = point
 	}
 	return e
-}
-
-// RedeliveryArgs is a delivery's command line after the worker name.
-func RedeliveryArgs(s Settings, c Condition, db string) []string {
-	p := wr.SeparateCommit
-	if c.Pattern == PatternSingle {
-		p = wr.SingleTransaction
-	}
-	return []string{"-db", db, "-pattern", string(p), "-event-id", s.EventID, "-job-key", s.JobKey}
-}
-
-// BatchArgs is a batch run's command line after the worker name: the
-// journal, no latency, no verification, as the batch scenario's resume.
-func BatchArgs(s Settings, db, receiver string) []string {
-	return []string{"-mode", wb.ModeJournal, "-job", s.JobID, "-items", strconv.Itoa(s.Items), "-receiver", receiver,
-		"-validate-ms", "0", "-transform-ms", "0", "-db", db}
 }
 
 // DBOptions is how the parent opens a trial's file: the condition's
@@ -246,37 +178,9 @@ func (t *trial) prepare() error {
 	return faultvfs.Baseline(t.dir)
 }
 
-// DBName is a pattern's file name inside a trial's folder.
-func DBName(pattern string) string {
-	switch pattern {
-	case PatternBatch:
-		return DBBatch
-	case PatternClaim:
-		return DBClaims
-	}
-	return DBRedelivery
-}
-
-// StepArgs is the worker and command line of a trial's process in role;
-// the run and the fold both build them so. A resolve's are built from its
-// lookup instead.
-func StepArgs(s Settings, c Condition, role, db, receiver string) (string, []string) {
-	switch c.Pattern {
-	case PatternBatch:
-		return wb.WorkerRun, BatchArgs(s, db, receiver)
-	case PatternClaim:
-		return we.ClaimName, ClaimArgs(s, db, claimHolders[role])
-	}
-	return wr.WorkerName, RedeliveryArgs(s, c, db)
-}
-
-func (t *trial) spawn(role string, env map[string]string, exits []int, lk *batch.Lookup) (*harness.Proc, error) {
-	w, args := StepArgs(t.p.s, t.c, role, t.db, t.o.Receiver)
-	if role == RoleResolve {
-		k := wb.Key{Job: t.p.s.JobID}
-		k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, t.p.s.JobID+":"), ":")
-		w, args = wb.WorkerResolve, batch.ResolveArgs(t.db, k, lk.Found, lk.Receipt)
-	}
+func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lookup) (*harness.Proc, error) {
+	step := Step{Role: role, Lookup: lk}
+	w, args := ProcessArgs(t.p.s, t.c, t.o, step)
 	crashAt := env[protocol.EnvCrashAt]
 	delete(env, protocol.EnvCrashAt)
 	proc, err := t.env.Runner.Run(t.ctx, harness.Spec{
@@ -286,7 +190,8 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *batch
 	if err != nil {
 		return nil, err
 	}
-	t.o.Steps = append(t.o.Steps, Step{Role: role, ProcessID: proc.Record.ID, Lookup: lk})
+	step.ProcessID = proc.Record.ID
+	t.o.Steps = append(t.o.Steps, step)
 	return proc, nil
 }
 
@@ -338,105 +243,21 @@ func (t *trial) rest() error {
 	if t.c.Pattern != PatternBatch {
 		return nil
 	}
-	rows, _, err := t.read(t.dir, false)
+	rows, err := t.journal()
 	if err != nil {
 		return fmt.Errorf("%w: read the journal after the resume: %w", errclass.ErrHarness, err)
 	}
-	for _, k := range HeldKeys(rows, t.p.s.JobID) {
-		rc, found, err := t.cl.Lookup(t.ctx, k)
+	for _, k := range wb.HeldSends(rows, t.p.s.JobID) {
+		lk, err := t.cl.Ask(t.ctx, k)
 		if err != nil {
 			return fmt.Errorf("%w: check receiver for %s: %w", errclass.ErrHarness, k, err)
 		}
-		if _, err := t.spawn(RoleResolve, Env(t.c), exits, &batch.Lookup{Key: k.String(), Found: found, Receipt: rc}); err != nil {
+		if _, err := t.spawn(RoleResolve, Env(t.c), exits, &lk); err != nil {
 			return err
 		}
 	}
 	_, err = t.spawn(RoleThird, Env(t.c), exits, nil)
 	return err
-}
-
-// HeldKeys lists the notify rows of job that are not SUCCEEDED, from the
-// rendered journal rows: the sends a person resolves.
-func HeldKeys(rows Rows, job string) []wb.Key {
-	var out []wb.Key
-	for _, r := range rows[TableJournal] {
-		f := strings.Split(r, "|")
-		if len(f) >= 4 && f[0] == job && wb.IsSideEffect(f[2]) && f[3] != string(wb.Succeeded) {
-			out = append(out, wb.Key{Job: f[0], Item: f[1], Step: f[2]})
-		}
-	}
-	return out
-}
-
-// Table names in Rows.
-const (
-	TableJobs      = "follow_up_jobs"
-	TableProcessed = "processed_events"
-	TableJournal   = "step_journal"
-)
-
-var queries = map[string]string{
-	TableJobs:      "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid",
-	TableProcessed: "SELECT event_id FROM processed_events ORDER BY event_id",
-	TableJournal:   "SELECT job_id || '|' || item_id || '|' || step_name || '|' || status || '|' || coalesce(receipt, '') FROM step_journal ORDER BY job_id, item_id, step_name",
-	TableClaims:    claimQuery,
-}
-
-// Tables lists the tables a pattern's rows hold.
-func Tables(pattern string) []string {
-	switch pattern {
-	case PatternBatch:
-		return []string{TableJournal}
-	case PatternClaim:
-		return []string{TableClaims}
-	}
-	return []string{TableJobs, TableProcessed}
-}
-
-// read opens the trial's file inside dir as the next process would, which
-// rolls back a hot journal or replays a WAL, and reads every row.
-func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
-	db, _, err := sqlitedb.Open(t.ctx, DBOptions(t.c, filepath.Join(dir, filepath.Base(t.db))))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer db.Close()
-	var check []string
-	if integrity {
-		rs, err := db.QueryContext(t.ctx, "PRAGMA integrity_check")
-		if err != nil {
-			return nil, nil, fmt.Errorf("integrity_check: %w", err)
-		}
-		for rs.Next() {
-			var s string
-			if err := rs.Scan(&s); err != nil {
-				rs.Close()
-				return nil, nil, fmt.Errorf("integrity_check: %w", err)
-			}
-			check = append(check, s)
-		}
-		rs.Close()
-	}
-	rows := Rows{}
-	for _, tb := range Tables(t.c.Pattern) {
-		rows[tb] = []string{}
-		rs, err := db.QueryContext(t.ctx, queries[tb])
-		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", tb, err)
-		}
-		for rs.Next() {
-			var s string
-			if err := rs.Scan(&s); err != nil {
-				rs.Close()
-				return nil, nil, fmt.Errorf("read %s: %w", tb, err)
-			}
-			rows[tb] = append(rows[tb], s)
-		}
-		if err := rs.Close(); err != nil {
-			return nil, nil, err
-		}
-	}
-	return rows, check, db.Close()
 }
 
 // copyFolder copies the folder's regular files but the WAL index, which

@@ -2,7 +2,6 @@ package redelivery
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,37 +44,15 @@ var breaks = worker.Breaks{
 	})},
 }
 
-// delivery is a delivery's arguments as a broken worker reads them.
-type delivery struct {
-	db      string
-	pattern wr.Pattern
-	ev      wr.Event
-}
-
-func parseDelivery(call *protocol.Call) (delivery, error) {
-	var d delivery
-	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&d.db, "db", "", "")
-	p := fs.String("pattern", "", "")
-	fs.StringVar(&d.ev.ID, "event-id", "", "")
-	fs.StringVar(&d.ev.JobKey, "job-key", "", "")
-	if err := fs.Parse(call.Args); err != nil {
-		return d, err
-	}
-	d.pattern = wr.Pattern(*p)
-	return d, nil
-}
-
 // onRedelivery runs broken when the condition's file already exists, that
 // is on every delivery after the first, and the real worker otherwise.
 func onRedelivery(broken worker.Func) worker.Func {
 	return func(call *protocol.Call) int {
-		d, err := parseDelivery(call)
+		d, err := wr.ParseArgs(call.Args)
 		if err != nil {
 			return call.Usage(err)
 		}
-		if _, err := os.Stat(d.db); err == nil {
+		if _, err := os.Stat(d.DB); err == nil {
 			return broken(call)
 		}
 		return wr.Main(call)
@@ -87,12 +64,12 @@ func onRedelivery(broken worker.Func) worker.Func {
 // reports that job.
 func insertAnyway(honest bool) worker.Func {
 	return func(call *protocol.Call) int {
-		d, err := parseDelivery(call)
+		d, err := wr.ParseArgs(call.Args)
 		if err != nil {
 			return call.Usage(err)
 		}
 		ctx := context.Background()
-		db, settings, err := sqlitedb.Open(ctx, wr.Options(d.db))
+		db, settings, err := sqlitedb.Open(ctx, wr.Options(d.DB))
 		if err != nil {
 			return call.Fail(err)
 		}
@@ -104,7 +81,7 @@ func insertAnyway(honest bool) worker.Func {
 		if err != nil {
 			return call.Fail(err)
 		}
-		res, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", d.ev.ID)
+		res, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", d.Event.ID)
 		if err != nil {
 			return call.Fail(err)
 		}
@@ -113,7 +90,7 @@ func insertAnyway(honest bool) worker.Func {
 			return call.Fail(err)
 		}
 		call.Points.Hit(wr.PointAfterProcessedInsert)
-		if _, err := tx.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", d.ev.ID, d.ev.JobKey); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", d.Event.ID, d.Event.JobKey); err != nil {
 			return call.Fail(err)
 		}
 		call.Points.Hit(wr.PointBeforeCommit)
@@ -122,7 +99,7 @@ func insertAnyway(honest bool) worker.Func {
 		}
 		call.Points.Hit(wr.PointAfterCommit)
 		out := wr.Outcome{AlreadyProcessed: n == 0, JobInserted: honest || n == 1}
-		return call.Finish(wr.Result{Pattern: d.pattern, Outcome: out, Settings: settings}, protocol.ExitACK)
+		return call.Finish(wr.Result{Pattern: d.Pattern, Outcome: out, Settings: settings}, protocol.ExitACK)
 	}
 }
 
@@ -130,12 +107,12 @@ func insertAnyway(honest bool) worker.Func {
 // inserts the job before it looks at anything: a redelivery fails on the
 // constraint, and the worker exits with the error.
 func uniqueJob(call *protocol.Call) int {
-	d, err := parseDelivery(call)
+	d, err := wr.ParseArgs(call.Args)
 	if err != nil {
 		return call.Usage(err)
 	}
 	ctx := context.Background()
-	db, settings, err := sqlitedb.Open(ctx, wr.Options(d.db))
+	db, settings, err := sqlitedb.Open(ctx, wr.Options(d.DB))
 	if err != nil {
 		return call.Fail(err)
 	}
@@ -146,10 +123,10 @@ func uniqueJob(call *protocol.Call) int {
 	if _, err := db.ExecContext(ctx, "CREATE UNIQUE INDEX IF NOT EXISTS follow_up_jobs_job_key ON follow_up_jobs (job_key)"); err != nil {
 		return call.Fail(err)
 	}
-	if _, err := db.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", d.ev.ID, d.ev.JobKey); err != nil {
+	if _, err := db.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", d.Event.ID, d.Event.JobKey); err != nil {
 		return call.Fail(fmt.Errorf("insert job: %w", err))
 	}
-	res, err := db.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", d.ev.ID)
+	res, err := db.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", d.Event.ID)
 	if err != nil {
 		return call.Fail(err)
 	}
@@ -157,7 +134,7 @@ func uniqueJob(call *protocol.Call) int {
 	if err != nil {
 		return call.Fail(err)
 	}
-	return call.Finish(wr.Result{Pattern: d.pattern, Outcome: wr.Outcome{AlreadyProcessed: n == 0, JobInserted: true}, Settings: settings}, protocol.ExitACK)
+	return call.Finish(wr.Result{Pattern: d.Pattern, Outcome: wr.Outcome{AlreadyProcessed: n == 0, JobInserted: true}, Settings: settings}, protocol.ExitACK)
 }
 
 // TestMisbehavingWorkers runs the scenario with each broken worker, by
@@ -185,7 +162,7 @@ func TestMisbehavingWorkers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.brk, func(t *testing.T) {
 			t.Setenv(worker.EnvBreak, tt.brk)
-			res := scenariotest.RunFailing(t, scenario.Registry{Scenario{}}, input, nil)
+			res := scenariotest.RunFailing(t, scenario.Registry{New()}, input, nil)
 			if tt.diff == "" {
 				scenariotest.FailsWith(t, res, Name, cond, tt.finding)
 				return
@@ -209,6 +186,6 @@ func TestMisbehavingWorkers(t *testing.T) {
 // not know never runs the real workers: the child exits 2 and says so.
 func TestUnknownBreakRefused(t *testing.T) {
 	t.Setenv(worker.EnvBreak, "no-such-breakage")
-	res := scenariotest.RunFailing(t, scenario.Registry{Scenario{}}, `{"redelivery": `+section+`}`, nil)
+	res := scenariotest.RunFailing(t, scenario.Registry{New()}, `{"redelivery": `+section+`}`, nil)
 	scenariotest.FailsWith(t, res, Name, "separate-commit/normal", `delivery 1 exited 2 (usage error): worker: IDEMLABTEST_BREAK="no-such-breakage" names no breakage`)
 }

@@ -22,7 +22,6 @@ type Published struct {
 	Article       string   `json:"article"`
 	Title         string   `json:"title"`
 	TitleOriginal string   `json:"title_original"`
-	URL           string   `json:"url"`
 	Unit          string   `json:"unit"`
 	Columns       []string `json:"columns"`
 	Rows          []struct {
@@ -38,12 +37,8 @@ type Published struct {
 
 // Report arranges a derived result: the condition table, the article's
 // table beside it, and the jobs chart.
-func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenario.Section, error) {
 	var sec scenario.Section
-	var st Settings
-	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {
-		return sec, fmt.Errorf("redelivery settings: %w", err)
-	}
 	sec.Settings = [][2]string{
 		{"event", st.EventID}, {"job key", st.JobKey},
 		{"deliveries per condition", fmt.Sprint(st.Deliveries)},
@@ -100,10 +95,10 @@ func cell(exp, obs []Delivery, i int) string {
 
 func article(observed map[string][]Delivery) (*scenario.Article, error) {
 	var p Published
-	if err := json.Unmarshal(published, &p); err != nil {
+	if err := scenario.DecodeStrict(published, &p); err != nil {
 		return nil, fmt.Errorf("published table of article 000: %w", err)
 	}
-	a := &scenario.Article{ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", URL: p.URL, Unit: p.Unit}
+	a := &scenario.Article{ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", Unit: p.Unit}
 	a.Header = []string{"condition (article's wording)"}
 	for _, c := range p.Columns {
 		a.Header = append(a.Header, "published: "+c, "reproduced: "+c)

@@ -24,8 +24,15 @@ type Typed[S, X any] interface {
 	Report(st S, res results.ScenarioResult, extra X) (Section, error)
 }
 
+// Validator is implemented by settings whose recorded values have limits
+// beyond their JSON shape. Define checks them right after decoding, so a
+// hand-edited file cannot make a fold or an oracle allocate without bound.
+type Validator interface {
+	Validate() error
+}
+
 // Define adapts a typed scenario to the Scenario interface. It forwards
-// OptIn and Check when the scenario has them.
+// OptIn, Check and Explainer when the scenario has them.
 func Define[S, X any](t Typed[S, X]) Scenario {
 	return defined[S, X]{t: t}
 }
@@ -40,12 +47,27 @@ func (d defined[S, X]) Plan(section json.RawMessage, overrides map[string]string
 	return d.t.Plan(section, overrides)
 }
 
+// PlanFiles plans through the typed scenario's PlanFiles when it reads
+// files, and through its Plan otherwise.
+func (d defined[S, X]) PlanFiles(section json.RawMessage, overrides map[string]string, files Files) (Plan, error) {
+	if fp, ok := d.t.(FilePlanner); ok {
+		return fp.PlanFiles(section, overrides, files)
+	}
+	return d.t.Plan(section, overrides)
+}
+
 // Settings decodes recorded settings strictly, so a field the scenario does
-// not know is an error rather than silently dropped.
+// not know is an error rather than silently dropped, and checks their
+// limits when they have any.
 func (d defined[S, X]) settings(raw json.RawMessage) (S, error) {
 	var st S
 	if err := DecodeStrict(raw, &st); err != nil {
 		return st, fmt.Errorf("not %s settings: %w", d.t.Name(), err)
+	}
+	if v, ok := any(st).(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return st, fmt.Errorf("not %s settings: %w", d.t.Name(), err)
+		}
 	}
 	return st, nil
 }
@@ -96,4 +118,13 @@ func (d defined[S, X]) Check(condition string, expected, observed json.RawMessag
 	}
 	diffs := Differences(expected, observed)
 	return len(diffs) == 0, diffs, nil
+}
+
+// Explain uses the typed scenario's Explainer; without one it names
+// nothing, and Explain keeps the paths.
+func (d defined[S, X]) Explain(c results.ConditionResult) []Explained {
+	if e, ok := d.t.(Explainer); ok {
+		return e.Explain(c)
+	}
+	return nil
 }

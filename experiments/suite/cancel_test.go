@@ -36,7 +36,7 @@ func TestCancelledRunKeepsTheCause(t *testing.T) {
 	processes := 0
 	out := filepath.Join(dir, "results")
 	res, _, err := suite.Run(ctx, suite.Options{
-		Registry: scenario.Registry{redelivery.Scenario{}}, Out: out, InputPath: in,
+		Registry: scenario.Registry{redelivery.New()}, Out: out, InputPath: in,
 		Executable: exe, Workdir: dir, TempDir: t.TempDir(),
 		OnProcess: func(results.ProcessRecord) {
 			processes++

@@ -20,6 +20,7 @@ import (
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/progress"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -41,10 +42,10 @@ type Options struct {
 	// TempDir holds the scenarios' scratch databases; empty means the
 	// system default.
 	TempDir string
-	// OnStart is called once with the number of processes the run will
-	// start, before the first; OnScenario before each scenario runs;
-	// OnProcess after each process is recorded.
-	OnStart    func(total int)
+	// OnStart is called once with the scenarios and the processes each
+	// plan counts, before the first process; OnScenario before each
+	// scenario runs; OnProcess after each process is recorded.
+	OnStart    func(parts []progress.Part)
 	OnScenario func(name string)
 	OnProcess  func(results.ProcessRecord)
 }
@@ -127,8 +128,9 @@ type Planned struct {
 }
 
 // PlanAll decodes each chosen scenario's section with the overrides that
-// apply to it. A flag that applies to none of them is an error.
-func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) ([]Planned, error) {
+// apply to it. A flag that applies to none of them is an error. files reads
+// the further files a plan names (scenario.FilePlanner).
+func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files) ([]Planned, error) {
 	used := map[string]bool{}
 	var out []Planned
 	for _, s := range chosen {
@@ -139,9 +141,9 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 				used[f.Name] = true
 			}
 		}
-		p, err := s.Plan(in.Sections[s.Name()], ov)
+		p, err := planOne(s, in, ov, files)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
+			return nil, planError(s, in, ov, files, err)
 		}
 		if len(ov) == 0 {
 			ov = nil
@@ -165,6 +167,28 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 	return out, nil
 }
 
+// planError names where a plan's error lies. When the section alone plans
+// well, the flags are at fault, and the error (which names the flag) is
+// not led by the input file's name; otherwise the file is named.
+// planOne plans one scenario, with its files when it reads any.
+func planOne(s scenario.Scenario, in Input, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	if fp, ok := s.(scenario.FilePlanner); ok {
+		return fp.PlanFiles(in.Sections[s.Name()], ov, files)
+	}
+	return s.Plan(in.Sections[s.Name()], ov)
+}
+
+// planError names the flag when the section alone plans, else the input
+// file.
+func planError(s scenario.Scenario, in Input, ov map[string]string, files scenario.Files, err error) error {
+	if len(ov) > 0 {
+		if _, alone := planOne(s, in, nil, files); alone == nil {
+			return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
+		}
+	}
+	return fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
+}
+
 // Run runs the scenarios and writes the results folder. It returns the
 // results even when an expectation failed; the error then wraps
 // errclass.ErrExpectation.
@@ -177,7 +201,8 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	plans, err := PlanAll(chosen, in, opts.Overrides)
+	files := &DiskFiles{}
+	plans, err := PlanAll(chosen, in, opts.Overrides, files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -185,7 +210,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := runInto(ctx, opts, plans, in, out)
+	res, err := runInto(ctx, opts, plans, in, files, out)
 	if err == nil {
 		err = out.Commit()
 	}
@@ -205,7 +230,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	return res, plans, nil
 }
 
-func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *results.Output) (*results.Results, error) {
+func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output) (*results.Results, error) {
 	code, err := results.CodeHashes(opts.Executable, opts.Workdir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
@@ -213,17 +238,21 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 	if err := writeFile(filepath.Join(out.Staging, results.InputCopyFile), in.Bytes); err != nil {
 		return nil, fmt.Errorf("%w: copy the input file: %w", errclass.ErrHarness, err)
 	}
+	attachments, err := files.attach(out.Staging)
+	if err != nil {
+		return nil, fmt.Errorf("%w: copy the files the plans read: %w", errclass.ErrHarness, err)
+	}
 	rec, err := results.NewRecorder(out.Staging)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	started := time.Now().UTC()
 	if opts.OnStart != nil {
-		total := 0
+		var parts []progress.Part
 		for _, p := range plans {
-			total += p.Plan.Processes()
+			parts = append(parts, progress.Part{Name: p.Scenario.Name(), Processes: p.Plan.Processes()})
 		}
-		opts.OnStart(total)
+		opts.OnStart(parts)
 	}
 	env := scenario.Env{
 		Runner:   &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess},
@@ -258,7 +287,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
 		Environment: results.HostEnvironment(),
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
-		Code:        code, Pass: true, Scenarios: []results.ScenarioResult{},
+		Code:        code, Attachments: attachments, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
 	for _, p := range plans {
 		// Findings here are what the workers did (a report that the rows
@@ -273,6 +302,50 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		return nil, err
 	}
 	return res, nil
+}
+
+// DiskFiles reads the files plans name from disk, relative to the working
+// folder, and keeps what it read, so the run can carry the very bytes it
+// planned with into the folder.
+type DiskFiles struct {
+	names []string
+	read  map[string][]byte
+}
+
+// ReadFile reads name once; a second read gives the same bytes.
+func (d *DiskFiles) ReadFile(name string) ([]byte, error) {
+	if b, ok := d.read[name]; ok {
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if d.read == nil {
+		d.read = map[string][]byte{}
+	}
+	d.names = append(d.names, name)
+	d.read[name] = b
+	return b, nil
+}
+
+// attach writes the copies into the staging folder.
+func (d *DiskFiles) attach(staging string) ([]results.Attachment, error) {
+	if len(d.names) == 0 {
+		return nil, nil
+	}
+	if err := os.Mkdir(filepath.Join(staging, results.AttachmentsDir), 0o755); err != nil {
+		return nil, err
+	}
+	var out []results.Attachment
+	for i, name := range d.names {
+		a := results.Attachment{Name: name, File: results.AttachmentFile(i, name), SHA256: results.SHA256Hex(d.read[name])}
+		if err := writeFile(filepath.Join(staging, filepath.FromSlash(a.File)), d.read[name]); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 func writeFile(path string, b []byte) error {
@@ -291,25 +364,48 @@ func writeFile(path string, b []byte) error {
 	return f.Close()
 }
 
-// Failures lists one line per failed condition: its name and, for each
-// differing field, what was expected and what was observed.
-func Failures(res *results.Results) []string {
+// failureItems is how many findings and differences a failure line shows
+// before it counts the rest.
+const failureItems = 3
+
+// Failures lists one line per failed condition, leading with the answer:
+// the condition's findings first, since each names a contradiction, then
+// its differences in the scenario's words, headline figure first (see
+// scenario.Explainer). A scenario's findings that belong to no condition
+// get a line of their own. The full lists stay in results.json and the
+// CI summary.
+func Failures(reg scenario.Registry, res *results.Results) []string {
 	var out []string
 	for _, s := range res.Scenarios {
+		sc, _ := reg.Lookup(s.Name)
 		for _, c := range s.Conditions {
 			if c.Pass {
 				continue
 			}
-			line := s.Name + "/" + c.Name + ":"
-			for i, d := range c.Differences {
-				if i == 3 {
-					line += fmt.Sprintf(" (+%d more)", len(c.Differences)-3)
-					break
-				}
-				line += fmt.Sprintf(" %s want %s got %s;", d.Path, d.Expected, d.Observed)
+			var items []string
+			for _, f := range c.Findings {
+				items = append(items, f.Message)
 			}
-			out = append(out, strings.TrimSuffix(line, ";"))
+			items = append(items, scenario.ExplainLines(sc, c)...)
+			out = append(out, failureLine(s.Name+"/"+c.Name, items))
+		}
+		if len(s.Findings) > 0 {
+			var items []string
+			for _, f := range s.Findings {
+				items = append(items, f.String())
+			}
+			out = append(out, failureLine(s.Name, items))
 		}
 	}
 	return out
+}
+
+func failureLine(name string, items []string) string {
+	if len(items) > failureItems {
+		return fmt.Sprintf("%s: %s (+%d more)", name, strings.Join(items[:failureItems], "; "), len(items)-failureItems)
+	}
+	if len(items) == 0 {
+		return name + ": failed"
+	}
+	return name + ": " + strings.Join(items, "; ")
 }
