@@ -310,7 +310,7 @@ func selfAndWorkdir(exe string) (string, string, error) {
 
 // rerunFunc runs scenarios through the suite for verify --rerun.
 func rerunFunc(h Hooks) review.RunFunc {
-	return func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string) error {
+	return func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string, files scenario.Files) error {
 		exe, wd, err := selfAndWorkdir(h.Executable)
 		if err != nil {
 			return err
@@ -320,7 +320,7 @@ func rerunFunc(h Hooks) review.RunFunc {
 		}
 		_, _, err = suite.Run(ctx, suite.Options{
 			Registry: h.Registry, Out: out, InputPath: input, Scenarios: scenarios, Overrides: overrides,
-			Executable: exe, Workdir: wd, TempDir: h.TempDir,
+			Executable: exe, Workdir: wd, TempDir: h.TempDir, Files: files,
 		})
 		return err
 	}

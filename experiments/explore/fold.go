@@ -8,6 +8,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/seed"
 	"idemlab/worker/protocol"
 )
 
@@ -555,7 +556,7 @@ func (f *folder) hits(cf condFold) HitsObserved {
 		if !ok {
 			continue
 		}
-		k := CrashK(f.st.Seed, c.Name, i, len(points))
+		k := seed.CrashK(f.st.Seed, c.Name, i, len(points))
 		if es[0].o.K != k || es[0].o.Point != "" || es[0].o.KillDelaysUS != nil {
 			f.c.Obs(es[0].l, "k", "%d, but seed %d gives trial %d of %s k=%d over %d points", es[0].o.K, f.st.Seed, i, c.Name, k, len(points))
 		}
@@ -587,7 +588,7 @@ func (f *folder) kills(cf condFold) TimingObserved {
 		if !ok {
 			continue
 		}
-		d := KillDelayUS(f.st.Seed, c.Name, i, window)
+		d := seed.KillDelayUS(f.st.Seed, c.Name, i, window)
 		if !slices.Equal(es[0].o.KillDelaysUS, []int64{d}) || es[0].o.Point != "" || es[0].o.K != 0 {
 			f.c.Obs(es[0].l, "kill_delays_us", "%v, but seed %d gives trial %d of %s a delay of %d µs over the measured %d µs", es[0].o.KillDelaysUS, f.st.Seed, i, c.Name, d, window)
 		}

@@ -19,7 +19,8 @@ import (
 // RunFunc runs the named scenarios with the given input file and overrides
 // into a new folder out, as the experiment command does. The caller wires
 // it to the suite, so this package imports no scenario.
-type RunFunc func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string) error
+// and reads the files its plans name through files, the folder's copies.
+type RunFunc func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string, files scenario.Files) error
 
 // RerunOutcome is the comparison of a folder with a fresh run.
 type RerunOutcome struct {
@@ -63,7 +64,7 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 	for i, rs := range f.Results.Scenarios {
 		out.Scenarios = append(out.Scenarios, rs.Name)
 		dir := filepath.Join(tmp, fmt.Sprintf("results-%d", i))
-		if err := run(ctx, dir, input, []string{rs.Name}, rs.Overrides); err != nil && !isExpectation(err) {
+		if err := run(ctx, dir, input, []string{rs.Name}, rs.Overrides, f); err != nil && !isExpectation(err) {
 			return nil, fmt.Errorf("rerun of scenario %s: %w", rs.Name, err)
 		}
 		fresh, err := Verify(dir, Options{Registry: opts.Registry, Limits: opts.Limits})
