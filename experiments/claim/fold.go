@@ -24,6 +24,9 @@ type Extra struct {
 	Release ReleaseStats `json:"release"`
 	// Mutants is the mutant table; nil when it was not run.
 	Mutants *MutantTable `json:"mutants,omitempty"`
+	// ClaimErrors are, per condition, the first error the user's
+	// statement failed with, as a racer reports it.
+	ClaimErrors map[string]string `json:"claim_errors,omitempty"`
 }
 
 // ReleaseStats are taken over the races with more than one racer. Spread
@@ -89,6 +92,9 @@ type folder struct {
 	rb      *sqlitedb.Settings
 	spreads []int64
 	wake    int64
+
+	// claimErrs are the first error of the user's statement per condition.
+	claimErrs map[string]string
 }
 
 // raceLine is one observation line as the fold reads it: the line, the
@@ -107,7 +113,7 @@ type raceLine struct {
 // sent and the rows the parent read, and derives winners from it only
 // once it agrees with them.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}}
+	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}, claimErrs: map[string]string{}}
 	f.readPool()
 	for i, l := range rec.Observations {
 		if rl, ok := f.read(i, l); ok {
@@ -122,13 +128,18 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	folded := scenario.Folded{Observed: map[string]any{}}
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
-			if r.hasKind(v) {
-				name := RoundCondition(r.ID, v)
+			name := RoundCondition(r.ID, v)
+			if reason, ok := st.notRun(name); ok && len(f.perRep[name]) == 0 {
+				folded.Observed[name] = NotApplicable{reason}
+			} else if r.hasKind(v) {
 				folded.Observed[name] = GroupOutcomes(f.perRep[name])
 			}
 		}
 	}
 	ex := Extra{BusyRetries: f.busy, SQLiteReadBack: f.rb, Release: f.release()}
+	if len(f.claimErrs) > 0 {
+		ex.ClaimErrors = f.claimErrs
+	}
 	if st.Mutants {
 		ex.Mutants = mutants(st, f.perRep)
 		for _, row := range ex.Mutants.Rows {
@@ -447,7 +458,10 @@ func (f *folder) racer(sv served, t *tally) {
 	t.wakes = append(t.wakes, e.ReleasedAtUS)
 	f.checkNow(sv)
 	oc := e.Outcome
-	if oc.Path != t.wantPath {
+	f.claimError(sv)
+	// Which statement decided a user's claim is the statement's behaviour,
+	// which the oracle judges; for the shipped claims it is the worker's.
+	if oc.Path != t.wantPath && s.By != wc.User {
 		f.c.ProcFor(p, s.Condition, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], t.wantPath)
 	}
 	if oc.Won != (oc.Changes == 1) || oc.Changes < 0 || oc.Changes > 1 {
@@ -465,6 +479,20 @@ func (f *folder) racer(sv served, t *tally) {
 		if e.FollowedUp {
 			t.mark.ExternalIDs = append(t.mark.ExternalIDs, e.ExternalID)
 		}
+	}
+}
+
+// claimError keeps the first error of the user's statement per condition:
+// only that statement's failure is a result, with PathError.
+func (f *folder) claimError(sv served) {
+	e, s := sv.e, sv.rl.s
+	failed := e.Outcome.Path == wc.PathError
+	if failed != (e.ClaimError != "") || (failed && s.By != wc.User) {
+		f.c.ProcFor(sv.p, s.Condition, sv.ef+": claim_error", "%q with path %q and claim %s; only the user's statement's failure is recorded, with path %q", e.ClaimError, e.Outcome.Path, s.By, wc.PathError)
+		return
+	}
+	if failed && f.claimErrs[s.Condition] == "" {
+		f.claimErrs[s.Condition] = e.ClaimError
 	}
 }
 
