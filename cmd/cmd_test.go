@@ -270,6 +270,21 @@ func TestChildDiesUnexpectedly(t *testing.T) {
 			t.Errorf("results.json lacks %q", want)
 		}
 	}
+	// Each failure line leads with the finding: a condition that fails on
+	// findings alone is never a bare "FAIL redelivery/x:".
+	var fails int
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if !strings.HasPrefix(l, "FAIL ") {
+			continue
+		}
+		fails++
+		if !strings.Contains(l, ": delivery 1 exited 5; a delivery ends in 0 (ACK) or 17 (crash)") {
+			t.Errorf("failure line does not lead with the finding: %q", l)
+		}
+	}
+	if fails == 0 {
+		t.Errorf("no FAIL line on stderr:\n%s", r.stderr)
+	}
 	v := execIn(t, Hooks{}, "verify", out)
 	if v.code != 4 {
 		t.Errorf("verify: exit %d, want 4 (consistent, the run failed); stdout:\n%s\nstderr:\n%s", v.code, v.stdout, v.stderr)

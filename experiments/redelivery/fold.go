@@ -112,11 +112,13 @@ func (f *folder) deliver(ln line) {
 	if want := len(ln.s.out) + 1; o.Delivery != want {
 		f.c.Obs(ln.l, "delivery", "is %d, want %d: deliveries are recorded in order from 1", o.Delivery, want)
 	}
-	f.checkRows(ln)
 	d := Delivery{Delivery: o.Delivery, FollowUpJobs: len(o.Rows.FollowUpJobs), ProcessedEvents: len(o.Rows.ProcessedEvents), Points: []string{}}
+	// The process comes first: how a worker ended is the cause a reader
+	// wants first, and the rows it left follow from it.
 	if p, ok := f.c.Use(f.rec, ln.l, o.ProcessID); ok {
 		f.process(ln, p, &d)
 	}
+	f.checkRows(ln)
 	ln.s.out = append(ln.s.out, d)
 	ln.s.prev = o.Rows
 }
@@ -163,10 +165,10 @@ func (f *folder) checkRows(ln line) {
 		}
 	}
 	if r.FollowUpJobs == nil {
-		f.c.Obs(ln.l, "rows.follow_up_jobs", "is null: the file had no such table after this delivery")
+		f.c.Obs(ln.l, "rows.follow_up_jobs", "after delivery %d the file has no %s table (null in the record)", ln.o.Delivery, wr.TableJobs)
 	}
 	if r.ProcessedEvents == nil {
-		f.c.Obs(ln.l, "rows.processed_events", "is null: the file had no such table after this delivery")
+		f.c.Obs(ln.l, "rows.processed_events", "after delivery %d the file has no %s table (null in the record)", ln.o.Delivery, wr.TableProcessed)
 	}
 }
 

@@ -2,6 +2,7 @@ package redelivery
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -59,17 +60,17 @@ func onRedelivery(broken worker.Func) worker.Func {
 	}
 }
 
-// insertAnyway is the single-transaction pattern that inserts the job
-// whether or not its claim of the event took. honest says whether it then
-// reports that job.
-func insertAnyway(honest bool) worker.Func {
+// handler is a broken handler as a worker: it opens the delivery's file
+// as the real worker does, makes the schema, runs body and reports the
+// outcome body gives; an error from body is the worker's error.
+func handler(body func(ctx context.Context, db *sql.DB, a wr.Args, pts *protocol.Points) (wr.Outcome, error)) worker.Func {
 	return func(call *protocol.Call) int {
-		d, err := wr.ParseArgs(call.Args)
+		a, err := wr.ParseArgs(call.Args)
 		if err != nil {
 			return call.Usage(err)
 		}
 		ctx := context.Background()
-		db, settings, err := sqlitedb.Open(ctx, wr.Options(d.DB))
+		db, settings, err := sqlitedb.Open(ctx, wr.Options(a.DB))
 		if err != nil {
 			return call.Fail(err)
 		}
@@ -77,65 +78,62 @@ func insertAnyway(honest bool) worker.Func {
 		if err := wr.EnsureSchema(ctx, db); err != nil {
 			return call.Fail(err)
 		}
-		tx, err := db.BeginTx(ctx, nil)
+		out, err := body(ctx, db, a, call.Points)
 		if err != nil {
 			return call.Fail(err)
 		}
-		res, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", d.Event.ID)
+		return call.Finish(wr.Result{Pattern: a.Pattern, Outcome: out, Settings: settings}, protocol.ExitACK)
+	}
+}
+
+// insertAnyway is the single-transaction pattern that inserts the job
+// whether or not its claim of the event took. honest says whether it then
+// reports that job.
+func insertAnyway(honest bool) worker.Func {
+	return handler(func(ctx context.Context, db *sql.DB, a wr.Args, pts *protocol.Points) (wr.Outcome, error) {
+		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
-			return call.Fail(err)
+			return wr.Outcome{}, err
+		}
+		defer tx.Rollback()
+		res, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", a.Event.ID)
+		if err != nil {
+			return wr.Outcome{}, err
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return call.Fail(err)
+			return wr.Outcome{}, err
 		}
-		call.Points.Hit(wr.PointAfterProcessedInsert)
-		if _, err := tx.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", d.Event.ID, d.Event.JobKey); err != nil {
-			return call.Fail(err)
+		pts.Hit(wr.PointAfterProcessedInsert)
+		if _, err := tx.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", a.Event.ID, a.Event.JobKey); err != nil {
+			return wr.Outcome{}, err
 		}
-		call.Points.Hit(wr.PointBeforeCommit)
+		pts.Hit(wr.PointBeforeCommit)
 		if err := tx.Commit(); err != nil {
-			return call.Fail(err)
+			return wr.Outcome{}, err
 		}
-		call.Points.Hit(wr.PointAfterCommit)
-		out := wr.Outcome{AlreadyProcessed: n == 0, JobInserted: honest || n == 1}
-		return call.Finish(wr.Result{Pattern: d.Pattern, Outcome: out, Settings: settings}, protocol.ExitACK)
-	}
+		pts.Hit(wr.PointAfterCommit)
+		return wr.Outcome{AlreadyProcessed: n == 0, JobInserted: honest || n == 1}, nil
+	})
 }
 
 // uniqueJob is a handler whose schema makes the job key unique and which
 // inserts the job before it looks at anything: a redelivery fails on the
 // constraint, and the worker exits with the error.
-func uniqueJob(call *protocol.Call) int {
-	d, err := wr.ParseArgs(call.Args)
-	if err != nil {
-		return call.Usage(err)
-	}
-	ctx := context.Background()
-	db, settings, err := sqlitedb.Open(ctx, wr.Options(d.DB))
-	if err != nil {
-		return call.Fail(err)
-	}
-	defer db.Close()
-	if err := wr.EnsureSchema(ctx, db); err != nil {
-		return call.Fail(err)
-	}
+var uniqueJob = handler(func(ctx context.Context, db *sql.DB, a wr.Args, _ *protocol.Points) (wr.Outcome, error) {
 	if _, err := db.ExecContext(ctx, "CREATE UNIQUE INDEX IF NOT EXISTS follow_up_jobs_job_key ON follow_up_jobs (job_key)"); err != nil {
-		return call.Fail(err)
+		return wr.Outcome{}, err
 	}
-	if _, err := db.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", d.Event.ID, d.Event.JobKey); err != nil {
-		return call.Fail(fmt.Errorf("insert job: %w", err))
+	if _, err := db.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", a.Event.ID, a.Event.JobKey); err != nil {
+		return wr.Outcome{}, fmt.Errorf("insert job: %w", err)
 	}
-	res, err := db.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", d.Event.ID)
+	res, err := db.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", a.Event.ID)
 	if err != nil {
-		return call.Fail(err)
+		return wr.Outcome{}, err
 	}
 	n, err := res.RowsAffected()
-	if err != nil {
-		return call.Fail(err)
-	}
-	return call.Finish(wr.Result{Pattern: d.Pattern, Outcome: wr.Outcome{AlreadyProcessed: n == 0, JobInserted: true}, Settings: settings}, protocol.ExitACK)
-}
+	return wr.Outcome{AlreadyProcessed: n == 0, JobInserted: true}, err
+})
 
 // TestMisbehavingWorkers runs the scenario with each broken worker, by
 // real processes: the run records every process and goes on, writes its
