@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
@@ -86,8 +85,8 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 		m := scenario.Measurements(s, rs.Settings, f.Records(rs.Name))
 		m.Union(scenario.Measurements(s, fresh.Derived.Scenarios[0].Settings, fresh.Folder.Records(rs.Name)))
 		out.Measured[rs.Name] = m.Paths()
-		a := projection(scenario.Replayable(o.Derived.Scenarios[i], m), f.Records(rs.Name))
-		b := projection(scenario.Replayable(fresh.Derived.Scenarios[0], m), fresh.Folder.Records(rs.Name))
+		a := projection(s, scenario.Replayable(o.Derived.Scenarios[i], m), f.Records(rs.Name))
+		b := projection(s, scenario.Replayable(fresh.Derived.Scenarios[0], m), fresh.Folder.Records(rs.Name))
 		if out.Merged = len(f.Results.Shards) > 0; out.Merged {
 			a.Processes, b.Processes = nil, nil
 			a.Plan = nil
@@ -140,10 +139,10 @@ type runView struct {
 	Processes  []processView             `json:"processes"`
 }
 
-func projection(s results.ScenarioResult, rec results.Records) runView {
+func projection(sc scenario.Scenario, s results.ScenarioResult, rec results.Records) runView {
 	v := runView{Settings: s.Settings, Conditions: s.Conditions, Extra: s.Extra, Findings: s.Findings, Plan: s.Plan, Pass: s.Pass}
 	for _, p := range rec.Processes {
-		if volatileCondition(p.Condition) {
+		if scenario.IsScheduled(sc, p.Condition) {
 			continue
 		}
 		pv := processView{Condition: p.Condition, Label: p.Label, Worker: p.Worker, ExitCode: p.ExitCode, Signal: p.Signal}
@@ -166,17 +165,4 @@ func projection(s results.ScenarioResult, rec results.Records) runView {
 		return a.Label < b.Label
 	})
 	return v
-}
-
-// volatileCondition says a condition's processes are scheduled by the OS,
-// not by the seed: kills after a delay and racing workers. Such a
-// condition's last name segment starts with "timing" (explore's
-// "separate-commit/timing-kill"). Only its process records are left out;
-// its derived figures are compared like any other, less the fields its
-// scenario declares measurements.
-func volatileCondition(name string) bool {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	return strings.HasPrefix(strings.ToLower(name), "timing")
 }
