@@ -32,8 +32,8 @@ func flagsWith(name, value string) []string {
 
 // runShards runs the plan as n shards, two at a time, as the README's
 // xargs -P 2 line does, and returns their folders in shard order. Shard
-// i runs with flags[i] instead of shardFlags when given.
-func runShards(t *testing.T, n int, flags map[int][]string) []string {
+// i runs with flags[i] instead of base when given.
+func runShards(t *testing.T, base []string, n int, flags map[int][]string) []string {
 	t.Helper()
 	dirs := make([]string, n)
 	codes := make([]run, n)
@@ -43,7 +43,7 @@ func runShards(t *testing.T, n int, flags map[int][]string) []string {
 		dirs[i] = filepath.Join(t.TempDir(), fmt.Sprintf("shard-%d", i+1))
 		f, ok := flags[i+1]
 		if !ok {
-			f = shardFlags
+			f = base
 		}
 		args := append([]string{"experiment", "--quiet", "--shard", fmt.Sprintf("%d/%d", i+1, n), "--out", dirs[i]}, f...)
 		wg.Add(1)
@@ -67,14 +67,52 @@ func runShards(t *testing.T, n int, flags map[int][]string) []string {
 // replayable is a folder's one scenario as verify --rerun compares it:
 // without the fields the scenario declares measurements, in either
 // folder.
-func replayable(t *testing.T, a, b string) (results.ScenarioResult, results.ScenarioResult) {
+func replayable(t *testing.T, name, a, b string) (results.ScenarioResult, results.ScenarioResult) {
 	t.Helper()
 	fa, fb := loadFolder(t, a), loadFolder(t, b)
-	s, _ := all.Scenarios().Lookup("explore")
+	s, _ := all.Scenarios().Lookup(name)
 	ra, rb := fa.Results.Scenarios[0], fb.Results.Scenarios[0]
-	m := scenario.Measurements(s, ra.Settings, fa.Records("explore"))
-	m.Union(scenario.Measurements(s, rb.Settings, fb.Records("explore")))
+	m := scenario.Measurements(s, ra.Settings, fa.Records(name))
+	m.Union(scenario.Measurements(s, rb.Settings, fb.Records(name)))
 	return scenario.Replayable(ra, m), scenario.Replayable(rb, m)
+}
+
+// mergeEqualsWhole runs scenario name with flags whole and as n shards,
+// merges the shards, and fails unless the merged folder gives what the
+// whole run gave, measurements aside, and verifies. It returns the merged
+// folder and the shards'.
+func mergeEqualsWhole(t *testing.T, name string, flags []string, n int) (string, []string) {
+	t.Helper()
+	whole := filepath.Join(t.TempDir(), "whole")
+	if r := execIn(t, Hooks{}, append([]string{"experiment", "--quiet", "--out", whole}, flags...)...); r.code != 0 && r.code != 1 {
+		t.Fatalf("unsharded: exit %d\n%s", r.code, r.stderr)
+	}
+	shards := runShards(t, flags, n, nil)
+	merged := filepath.Join(t.TempDir(), "merged")
+	if r := execIn(t, Hooks{}, append([]string{"merge", "--out", merged}, shards...)...); r.code != 0 && r.code != 1 {
+		t.Fatalf("merge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	a, b := replayable(t, name, whole, merged)
+	type view struct {
+		Overrides  map[string]string
+		Settings   string
+		Conditions []results.ConditionResult
+		Extra      string
+		Findings   []results.Finding
+		Pass       bool
+	}
+	va := view{a.Overrides, string(a.Settings), a.Conditions, string(a.Extra), a.Findings, a.Pass}
+	vb := view{b.Overrides, string(b.Settings), b.Conditions, string(b.Extra), b.Findings, b.Pass}
+	if d := cmp.Diff(va, vb); d != "" {
+		t.Errorf("%s: merged folder differs from the unsharded one (-unsharded +merged):\n%s", name, d)
+	}
+	if b.Plan == nil || b.Plan.Count != n || b.Plan.Trials == 0 {
+		t.Errorf("merged plan %+v, want one of %d shards", b.Plan, n)
+	}
+	if r := execIn(t, Hooks{}, "verify", merged); r.code != 0 && r.code != 4 {
+		t.Errorf("verify merged: exit %d\n%s", r.code, r.stdout)
+	}
+	return merged, shards
 }
 
 func loadFolder(t *testing.T, dir string) *results.Folder {
@@ -92,35 +130,7 @@ func loadFolder(t *testing.T, dir string) *results.Folder {
 // a whole, keeps every shard's records and ids apart, and its report says
 // how many shards made it.
 func TestMergeEqualsUnsharded(t *testing.T) {
-	whole := filepath.Join(t.TempDir(), "whole")
-	if r := execIn(t, Hooks{}, append([]string{"experiment", "--quiet", "--out", whole}, shardFlags...)...); r.code != 0 && r.code != 1 {
-		t.Fatalf("unsharded: exit %d\n%s", r.code, r.stderr)
-	}
-	shards := runShards(t, 4, nil)
-	merged := filepath.Join(t.TempDir(), "merged")
-	if r := execIn(t, Hooks{}, append([]string{"merge", "--out", merged}, shards...)...); r.code != 0 && r.code != 1 {
-		t.Fatalf("merge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	a, b := replayable(t, whole, merged)
-	type view struct {
-		Overrides  map[string]string
-		Settings   string
-		Conditions []results.ConditionResult
-		Extra      string
-		Findings   []results.Finding
-		Pass       bool
-	}
-	va := view{a.Overrides, string(a.Settings), a.Conditions, string(a.Extra), a.Findings, a.Pass}
-	vb := view{b.Overrides, string(b.Settings), b.Conditions, string(b.Extra), b.Findings, b.Pass}
-	if d := cmp.Diff(va, vb); d != "" {
-		t.Errorf("merged folder differs from the unsharded one (-unsharded +merged):\n%s", d)
-	}
-	if b.Plan == nil || b.Plan.Count != 4 || b.Plan.Trials == 0 {
-		t.Errorf("merged plan %+v, want one of 4 shards", b.Plan)
-	}
-	if r := execIn(t, Hooks{}, "verify", merged); r.code != 0 && r.code != 4 {
-		t.Errorf("verify merged: exit %d\n%s", r.code, r.stdout)
-	}
+	merged, shards := mergeEqualsWhole(t, "explore", shardFlags, 4)
 	rec := loadFolder(t, merged).Records("explore")
 	if rec.Shards != 4 {
 		t.Errorf("the merged records come from %d shards, want 4", rec.Shards)
@@ -149,6 +159,22 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 	})
 }
 
+// TestMergeEqualsUnshardedEveryScenario: durability, whose normal runs
+// are trials of their own, and a pattern, whose known-unsafe classes are
+// judged over the whole plan, merge to what one run gives too.
+func TestMergeEqualsUnshardedEveryScenario(t *testing.T) {
+	tests := []struct {
+		name  string
+		flags []string
+	}{
+		{"durability", []string{"--input", "../input.json", "--scenario", "durability", "--pattern", "redelivery-single,batch-journal", "--journal-mode", "WAL", "--synchronous", "NORMAL,FULL"}},
+		{"pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../testdata/patterns/separate-commit.json", "--faults", "points,power"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { mergeEqualsWhole(t, tt.name, tt.flags, 3) })
+	}
+}
+
 // testMergeRefusals: each folder set that is not the parts of one plan is
 // refused with exit 1 and the reason, naming the folder, and nothing is
 // written.
@@ -162,7 +188,7 @@ func testMergeRefusals(t *testing.T, shards []string) {
 	if err := os.WriteFile(other, append(b, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	foreign := runShards(t, 4, map[int][]string{2: flagsWith("--input", other), 3: flagsWith("--seed", "12")})
+	foreign := runShards(t, shardFlags, 4, map[int][]string{2: flagsWith("--input", other), 3: flagsWith("--seed", "12")})
 	tampered := copyFolder(t, shards[1])
 	tamper(t, filepath.Join(tampered, results.ProcessesFile), `"exit_code":0`, `"exit_code":1`)
 	tests := []struct {
