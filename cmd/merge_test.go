@@ -263,3 +263,18 @@ func TestShardFlagRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestFormat2FolderStillVerifies: a folder written before results.json
+// gained shard, shards and plan (format 2) verifies, and verify says what
+// format 3 changed.
+func TestFormat2FolderStillVerifies(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "results")
+	if r := execIn(t, Hooks{}, "experiment", "--quiet", "--scenario", "redelivery", "--input", goodInput, "--out", dir); r.code != 0 {
+		t.Fatalf("experiment: exit %d\n%s", r.code, r.stderr)
+	}
+	editJSON(t, filepath.Join(dir, "results.json"), func(m map[string]any) { m["format"] = 2 })
+	r := execIn(t, Hooks{}, "verify", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "format 3: results.json gained shard") {
+		t.Errorf("verify of a format 2 folder: exit %d, want 0 with format 3's change named\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
