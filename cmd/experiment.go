@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/progress"
 	"idemlab/experiments/results"
@@ -39,7 +40,9 @@ type ExperimentOptions struct {
 	// SummaryJSON and JUnit are files for CI, written after the run.
 	SummaryJSON string
 	JUnit       string
-	hooks       Hooks
+	// Backend says where a PostgreSQL run's database lives.
+	Backend backend.Options
+	hooks   Hooks
 }
 
 // overrideFlag records the raw text of a scenario flag, so the scenario
@@ -48,6 +51,8 @@ type overrideFlag struct {
 	name string
 	into map[string]string
 	bool bool
+	// single flags take one value; the last given wins.
+	single bool
 }
 
 func (f *overrideFlag) String() string { return f.into[f.name] }
@@ -55,7 +60,7 @@ func (f *overrideFlag) String() string { return f.into[f.name] }
 // Set records the value; a repeated flag joins its values with commas, so
 // "--mode a --mode b" means "--mode a,b" and nothing is silently dropped.
 func (f *overrideFlag) Set(v string) error {
-	if old, ok := f.into[f.name]; ok && !f.bool {
+	if old, ok := f.into[f.name]; ok && !f.bool && !f.single {
 		v = old + "," + v
 	}
 	f.into[f.name] = v
@@ -94,6 +99,7 @@ belong to a chosen scenario ("idemlab list" shows them).
 	c.Flags().BoolVar(&opts.Verbose, "verbose", false, "print the full expected-vs-observed diff of each failed condition")
 	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE (see README for a jq line)")
 	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE, one test case per condition")
+	bindBackendFlags(c, opts)
 	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all but the opt-in ones: %s)", strings.Join(defaultNames(h.Registry), ", ")))
 	// A flag several scenarios take is bound once; its help names them all.
 	type decl struct {
@@ -145,6 +151,7 @@ func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
 	so := suite.Options{
 		Registry: opts.hooks.Registry, Out: opts.Out, InputPath: opts.Input, Scenarios: opts.Scenarios,
 		Overrides: opts.Overrides, Executable: exe, Workdir: wd, TempDir: opts.hooks.TempDir,
+		Backend: opts.Backend, OnBackend: opts.hooks.OnBackend,
 		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
 	}
 	res, plans, err := suite.Run(ctx, so)
@@ -157,6 +164,21 @@ func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
 		return werr
 	}
 	return err
+}
+
+// bindBackendFlags declares the backend flags. --backend, --isolation and
+// --synchronous-commit are recorded with the scenarios' overrides, since
+// the settings say which backend ran; --dsn and --keep say only where.
+func bindBackendFlags(c *cobra.Command, opts *ExperimentOptions) {
+	for _, f := range []struct{ name, usage string }{
+		{backend.FlagBackend, "sqlite (default) or postgres; overrides the input file's backend section"},
+		{backend.FlagIsolation, "postgres: default_transaction_isolation, read-committed (default), repeatable-read or serializable"},
+		{backend.FlagSynchronousCommit, "postgres: synchronous_commit, on (default), local or off"},
+	} {
+		c.Flags().Var(&overrideFlag{name: f.name, into: opts.Overrides, single: true}, f.name, f.usage)
+	}
+	c.Flags().StringVar(&opts.Backend.DSN, backend.FlagDSN, "", "postgres: an existing server's connection string; each run makes its own database idemlab_<run> there (default: start a throwaway cluster)")
+	c.Flags().BoolVar(&opts.Backend.Keep, backend.FlagKeep, false, "postgres with --dsn: keep the run's database instead of dropping it")
 }
 
 // printSummary prints each scenario's tables, how the run compares with

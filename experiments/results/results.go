@@ -61,7 +61,10 @@ type Environment struct {
 	GOOS          string `json:"goos"`
 	GOARCH        string `json:"goarch"`
 	SQLiteVersion string `json:"sqlite_version"`
-	NumCPU        int    `json:"num_cpu"`
+	// PostgresVersion is the server's version as the parent read it
+	// back, on a run on PostgreSQL.
+	PostgresVersion string `json:"postgres_version,omitempty"`
+	NumCPU          int    `json:"num_cpu"`
 }
 
 // Inputs names the input file, its hash, and the copy the folder carries,

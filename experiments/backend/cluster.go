@@ -1,0 +1,259 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Cluster is a throwaway PostgreSQL server: a data folder in a temp dir,
+// a unix socket in the same dir and no TCP, owned by this run alone.
+type Cluster struct {
+	// Dir holds the data folder, the socket and the server's log.
+	Dir string
+	// PID is the postmaster's process id; it leads its own process
+	// group, which holds every backend.
+	PID int
+	// Bin is the folder of the server's binaries.
+	Bin string
+	// User is the cluster's superuser, which every connection uses.
+	User string
+	// StartedIn is from nothing to the server accepting connections.
+	StartedIn time.Duration
+	// stopped says the server at PID has been stopped.
+	stopped bool
+	// runAs is the OS user the server runs as, when this process is root.
+	runAs string
+}
+
+// ClusterUser is the superuser initdb creates; trust authentication on
+// the private socket lets any local user connect as it.
+const ClusterUser = "idemlab"
+
+// serverUser is the OS user a root process runs the server as: the server
+// refuses to run as root, and Debian's package creates this user.
+const serverUser = "postgres"
+
+// StartCluster creates and starts a cluster in a new folder under tmp
+// (the system default when empty). settings are extra server settings,
+// "name=value" each. On any failure, everything it started is stopped and
+// the folder removed.
+func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluster, err error) {
+	began := time.Now()
+	bin, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	c = &Cluster{Bin: bin, User: ClusterUser}
+	if os.Geteuid() == 0 {
+		c.runAs = serverUser
+	}
+	uid, gid, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if c.Dir, err = os.MkdirTemp(tmp, "idemlab-pg-"); err != nil {
+		return nil, fmt.Errorf("create the cluster's folder: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Stop())
+		}
+	}()
+	if err := os.Chown(c.Dir, uid, gid); err != nil {
+		return c, fmt.Errorf("give the cluster's folder to %s: %w", c.runAs, err)
+	}
+	if err := c.run(ctx, "initdb", "--no-sync", "-A", "trust", "-U", ClusterUser, "-E", "UTF8", "--locale=C", "-D", c.data()); err != nil {
+		return c, err
+	}
+	opts := []string{"-k", c.Dir, "-c", "listen_addresses=", "-c", "unix_socket_permissions=0777"}
+	for _, s := range settings {
+		opts = append(opts, "-c", s)
+	}
+	if err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.data(), "-l", filepath.Join(c.Dir, "server.log"), "-o", shellJoin(opts)); err != nil {
+		c.readPID()
+		return c, err
+	}
+	if err := c.readPID(); err != nil {
+		return c, err
+	}
+	c.StartedIn = time.Since(began)
+	return c, ctx.Err()
+}
+
+func (c *Cluster) data() string { return filepath.Join(c.Dir, "data") }
+
+// AdminDSN connects to database db over the cluster's socket.
+func (c *Cluster) AdminDSN(db string) string {
+	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", c.Dir, c.User, db)
+}
+
+// owner is the uid and gid the cluster's folder must belong to.
+func (c *Cluster) owner() (int, int, error) {
+	if c.runAs == "" {
+		return os.Getuid(), os.Getgid(), nil
+	}
+	u, err := user.Lookup(c.runAs)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the PostgreSQL server refuses to run as root, and there is no user %q to run it as (the package %s creates it): %w", c.runAs, Package, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return uid, gid, nil
+}
+
+// run runs one of the server's programs as the cluster's OS user, in a
+// process group of its own, so a Ctrl-C at the terminal reaches this
+// process, which then stops everything in order, and not the program
+// half-way.
+func (c *Cluster) run(ctx context.Context, prog string, args ...string) error {
+	path := filepath.Join(c.Bin, prog)
+	argv := append([]string{path}, args...)
+	if c.runAs != "" {
+		argv = append([]string{"runuser", "-u", c.runAs, "--"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Dir = c.Dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", prog, err, lastLines(out.String(), 3))
+	}
+	return ctx.Err()
+}
+
+// readPID reads the postmaster's pid from its pid file.
+func (c *Cluster) readPID() error {
+	b, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+	if err != nil {
+		return fmt.Errorf("read the server's pid: %w", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 1 {
+		return fmt.Errorf("read the server's pid: %q is not a pid", first)
+	}
+	c.PID = pid
+	return nil
+}
+
+// Stop stops the server by its pid and removes the folder. An immediate
+// shutdown (SIGQUIT) is enough for a cluster that is thrown away; a server
+// still alive after a while gets SIGKILL, its whole process group with it.
+// Stop is safe on a cluster that never started.
+func (c *Cluster) Stop() error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	if c.PID > 0 && !c.stopped {
+		errs = append(errs, stopGroup(c.PID, syscall.SIGQUIT, 10*time.Second))
+		c.stopped = true
+	}
+	if c.Dir != "" {
+		errs = append(errs, os.RemoveAll(c.Dir))
+	}
+	return errors.Join(errs...)
+}
+
+// KillGroup sends SIGKILL to the server's whole process group at once,
+// postmaster and backends, as a crash of the server would end them, and
+// waits until they are gone. The folder stays, for a restart.
+func (c *Cluster) KillGroup() error {
+	if c.PID <= 0 || c.stopped {
+		return errors.New("the server is not running")
+	}
+	err := stopGroup(c.PID, syscall.SIGKILL, 10*time.Second)
+	c.stopped = true
+	return err
+}
+
+// stopGroup signals pid, then waits for its whole group to be gone,
+// killing the group if it outlives the wait.
+func stopGroup(pid int, sig syscall.Signal, wait time.Duration) error {
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal the server (pid %d): %w", pid, err)
+	}
+	deadline := time.Now().Add(wait)
+	for GroupAlive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			if time.Now().After(deadline.Add(5 * time.Second)) {
+				return fmt.Errorf("the server's process group %d outlived SIGKILL", pid)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// GroupAlive says whether any live process is in process group pgid. A
+// zombie waiting for its parent to reap it has stopped, so it does not
+// count.
+func GroupAlive(pgid int) bool {
+	return len(GroupMembers(pgid)) > 0
+}
+
+// GroupMembers lists the live processes of process group pgid.
+func GroupMembers(pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		// No /proc: fall back to asking the kernel about the group.
+		if syscall.Kill(-pgid, 0) == nil {
+			return []int{pgid}
+		}
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the parenthesised command: state, ppid, pgrp.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// shellJoin quotes pg_ctl's -o string, which it hands to a shell.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " / ")
+}

@@ -1,0 +1,212 @@
+package backend
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"idemlab/experiments/errclass"
+	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
+)
+
+// Options say where a PostgreSQL run's database lives.
+type Options struct {
+	// DSN names an existing server; empty starts a throwaway cluster.
+	DSN string
+	// Keep leaves the run's database on the server named by DSN.
+	Keep bool
+	// TempDir holds a throwaway cluster; empty means the system default.
+	TempDir string
+	// Settings are extra server settings for a throwaway cluster,
+	// "name=value" each.
+	Settings []string
+}
+
+// Server is a run's PostgreSQL database: one database made for the run,
+// in which every condition gets a schema of its own.
+type Server struct {
+	spec    Spec
+	opts    Options
+	cluster *Cluster
+	// base is the connection string of the run's database.
+	base    string
+	dbName  string
+	admin   *sql.DB
+	version string
+	schemas int
+	// dropOn is the server's maintenance connection string, from which
+	// the run's database is dropped; empty when nothing is to drop.
+	dropOn string
+}
+
+// Info is what a run records about its server.
+type Info struct {
+	ServerVersion string
+	Database      string
+	// Cluster is the throwaway cluster, nil on a server named by --dsn.
+	Cluster *Cluster
+}
+
+// Start makes the run's database on the backend spec names: for SQLite it
+// returns nil, for nothing is shared between SQLite conditions. The caller
+// must Close what it returns, on success, failure and interrupt alike.
+func Start(ctx context.Context, spec Spec, o Options) (*Server, error) {
+	if spec.IsSQLite() {
+		if o.DSN != "" || o.Keep {
+			return nil, fmt.Errorf("%w: --%s and --%s are for --backend postgres", errclass.ErrUsage, FlagDSN, FlagKeep)
+		}
+		return nil, nil
+	}
+	s := &Server{spec: spec, opts: o}
+	maintenance := o.DSN
+	if o.DSN == "" {
+		if o.Keep {
+			return nil, fmt.Errorf("%w: --%s keeps the run's database on a server named by --%s; a throwaway cluster is always removed", errclass.ErrUsage, FlagKeep, FlagDSN)
+		}
+		c, err := StartCluster(ctx, o.TempDir, o.Settings)
+		if err != nil {
+			if errors.Is(err, errclass.ErrUsage) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: start a throwaway PostgreSQL cluster: %w", errclass.ErrHarness, err)
+		}
+		s.cluster = c
+		maintenance = c.AdminDSN("postgres")
+	} else if _, err := pgx.ParseConfig(o.DSN); err != nil {
+		return nil, fmt.Errorf("%w: --%s: %w", errclass.ErrUsage, FlagDSN, err)
+	}
+	if err := s.makeDatabase(ctx, maintenance); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+// makeDatabase creates idemlab_<run> from the maintenance connection and
+// opens the parent's own connection to it.
+func (s *Server) makeDatabase(ctx context.Context, maintenance string) error {
+	var b [4]byte
+	rand.Read(b[:])
+	s.dbName = "idemlab_" + time.Now().UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
+	m, err := sql.Open("pgx", maintenance)
+	if err != nil {
+		return fmt.Errorf("%w: connect to PostgreSQL: %w", errclass.ErrHarness, err)
+	}
+	defer m.Close()
+	if _, err := m.ExecContext(ctx, "CREATE DATABASE "+s.dbName); err != nil {
+		return fmt.Errorf("%w: create the run's database: %w", errclass.ErrHarness, err)
+	}
+	s.dropOn = maintenance
+	s.base = withDatabase(maintenance, s.dbName)
+	if s.admin, err = sql.Open("pgx", s.base); err != nil {
+		return fmt.Errorf("%w: connect to the run's database: %w", errclass.ErrHarness, err)
+	}
+	s.admin.SetMaxOpenConns(1)
+	if err := s.admin.QueryRowContext(ctx, "SHOW server_version").Scan(&s.version); err != nil {
+		return fmt.Errorf("%w: read the server's version: %w", errclass.ErrHarness, err)
+	}
+	return nil
+}
+
+// withDatabase points a connection string at database db.
+func withDatabase(dsn, db string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + db
+		return u.String()
+	}
+	return strings.TrimSpace(dsn) + " dbname=" + db
+}
+
+// Info says which server the run used.
+func (s *Server) Info() Info {
+	return Info{ServerVersion: s.version, Database: s.dbName, Cluster: s.cluster}
+}
+
+// Spec is the backend the server was started for.
+func (s *Server) Spec() Spec { return s.spec }
+
+// Close drops the run's database, unless --keep, and stops a throwaway
+// cluster and removes its folder. It is safe on nil and on a server whose
+// start failed half-way.
+func (s *Server) Close() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	if s.admin != nil {
+		errs = append(errs, s.admin.Close())
+	}
+	if s.dropOn != "" && !s.opts.Keep && s.cluster == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m, err := sql.Open("pgx", s.dropOn)
+		if err == nil {
+			_, err = m.ExecContext(ctx, "DROP DATABASE IF EXISTS "+s.dbName+" WITH (FORCE)")
+			err = errors.Join(err, m.Close())
+		}
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.cluster.Stop())
+	return errors.Join(errs...)
+}
+
+// Database is one condition's fresh database: a file in a folder of its
+// own for SQLite, a schema of its own for PostgreSQL. Target is what a
+// worker opens.
+type Database struct {
+	Backend string
+	Target  string
+	drop    func() error
+}
+
+// Fresh makes a fresh schema for one condition, named prefix with a
+// number.
+func (s *Server) Fresh(ctx context.Context, prefix string) (Database, error) {
+	s.schemas++
+	schema := fmt.Sprintf("%s_%d", strings.ReplaceAll(prefix, "-", "_"), s.schemas)
+	if _, err := s.admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return Database{}, fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	return Database{
+		Backend: store.BackendPostgres,
+		Target:  store.SessionDSN(s.base, schema, *s.spec.Requested()),
+		drop:    func() error { return nil },
+	}, nil
+}
+
+// FreshFile makes a fresh SQLite file named name in a new folder under
+// tmp; Drop removes the folder.
+func FreshFile(tmp, prefix, name string) (Database, error) {
+	dir, err := os.MkdirTemp(tmp, prefix)
+	if err != nil {
+		return Database{}, fmt.Errorf("create database folder: %w", err)
+	}
+	return Database{Backend: store.BackendSQLite, Target: filepath.Join(dir, name), drop: func() error { return os.RemoveAll(dir) }}, nil
+}
+
+// Open opens the database as the next worker would: a SQLite file with
+// the worker's options o, which also rolls back a hot journal left by a
+// crash, or a PostgreSQL session with the run's settings.
+func (d Database) Open(ctx context.Context, o sqlitedb.Options) (store.Store, error) {
+	st, _, err := store.Open(ctx, d.Backend, d.Target, o)
+	return st, err
+}
+
+// Drop removes what Fresh made on disk. A PostgreSQL schema stays until
+// the run's database is dropped.
+func (d Database) Drop() error {
+	if d.drop == nil {
+		return nil
+	}
+	return d.drop()
+}
