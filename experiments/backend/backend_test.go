@@ -63,6 +63,22 @@ func TestStartRefusesSQLiteFlags(t *testing.T) {
 	}
 }
 
+// TestMissingBinaries: with nothing on PATH and nothing in the library
+// folder, the error is a usage error that names the package to install.
+func TestMissingBinaries(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	old := libDirs
+	libDirs = t.TempDir() + "/*/bin"
+	defer func() { libDirs = old }()
+	_, err := FindBinaries()
+	if !errors.Is(err, errclass.ErrUsage) || !strings.Contains(err.Error(), "apt-get install postgresql") {
+		t.Fatalf("FindBinaries() = %v, want a usage error naming the package", err)
+	}
+	if _, err := Start(context.Background(), Spec{Name: "postgres", Isolation: "read-committed", SynchronousCommit: "on"}, Options{}); !errors.Is(err, errclass.ErrUsage) {
+		t.Errorf("Start without binaries = %v, want the usage error", err)
+	}
+}
+
 // NeedBinaries skips a test, saying why, on a machine without the
 // server's binaries.
 func needBinaries(t *testing.T) {

@@ -20,8 +20,8 @@ const Package = "postgresql"
 var serverBinaries = []string{"initdb", "pg_ctl", "postgres"}
 
 // libDirs is where Debian installs each major version's binaries, off
-// PATH; the newest version wins.
-const libDirs = "/usr/lib/postgresql/*/bin"
+// PATH; the newest version wins. A test points it elsewhere.
+var libDirs = "/usr/lib/postgresql/*/bin"
 
 // FindBinaries returns the folder holding initdb, pg_ctl and postgres:
 // the one pg_ctl on PATH resolves into, else the newest version under

@@ -108,6 +108,9 @@ func (s *Server) makeDatabase(ctx context.Context, maintenance string) error {
 	}
 	s.dropOn = maintenance
 	s.base = withDatabase(maintenance, s.dbName)
+	if s.cluster != nil {
+		s.base = s.cluster.AdminDSN(s.dbName)
+	}
 	if s.admin, err = sql.Open("pgx", s.base); err != nil {
 		return fmt.Errorf("%w: connect to the run's database: %w", errclass.ErrHarness, err)
 	}

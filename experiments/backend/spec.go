@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"idemlab/worker/store"
@@ -155,4 +156,53 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// IsTarget says whether target is what a condition's workers open on
+// backend b: a file named file on SQLite, a connection string that names
+// the condition's schema on PostgreSQL.
+func IsTarget(b, target, file string) bool {
+	if b == store.BackendPostgres {
+		return strings.Contains(target, "search_path=")
+	}
+	return filepath.Base(target) == file
+}
+
+// TargetKind says in words what IsTarget wants.
+func TargetKind(b, file string) string {
+	if b == store.BackendPostgres {
+		return "PostgreSQL connection string naming the condition's schema (search_path)"
+	}
+	return "file named " + file
+}
+
+// CheckReadBack compares what a PostgreSQL session read back with what
+// the settings requested, and says how they differ; "" when they agree or
+// when neither is PostgreSQL.
+func CheckReadBack(want *store.PGRequested, got *store.PGSettings) string {
+	switch {
+	case want == nil && got == nil:
+		return ""
+	case want == nil:
+		return "the worker reports PostgreSQL settings, but the run is on SQLite"
+	case got == nil:
+		return fmt.Sprintf("the worker reports no PostgreSQL settings, but the run is on PostgreSQL with %s", compact(*want))
+	case got.Requested() != *want:
+		return fmt.Sprintf("the worker's session read back %s, the settings require %s", compact(got.Requested()), compact(*want))
+	}
+	return ""
+}
+
+func compact(r store.PGRequested) string {
+	return fmt.Sprintf("default_transaction_isolation=%q synchronous_commit=%q", r.Isolation, r.SynchronousCommit)
+}
+
+// Describe is the settings row of a PostgreSQL run: what was requested
+// and, when a worker reported it, what the server read back.
+func Describe(want store.PGRequested, got *store.PGSettings) string {
+	s := fmt.Sprintf("default_transaction_isolation=%s, synchronous_commit=%s", want.Isolation, want.SynchronousCommit)
+	if got != nil {
+		s += fmt.Sprintf("; read back from server %s: fsync=%s, wal_level=%s", got.ServerVersion, got.Fsync, got.WalLevel)
+	}
+	return s
 }

@@ -1,20 +1,23 @@
 package redelivery
 
 import (
-	"path/filepath"
-
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Extra is the scenario's derived extra table.
 type Extra struct {
 	// SQLiteReadBack is what the acknowledging workers said their
 	// connections read back; the fold checks each against the settings.
-	SQLiteReadBack sqlitedb.Settings `json:"sqlite_read_back"`
+	SQLiteReadBack sqlitedb.Settings `json:"sqlite_read_back,omitzero"`
+	// PostgresReadBack is the same on PostgreSQL: the server's version and
+	// the settings its sessions ran with.
+	PostgresReadBack *store.PGSettings `json:"postgres_read_back,omitempty"`
 }
 
 // folder is one fold's state across the observation lines.
@@ -27,7 +30,7 @@ type folder struct {
 	// file belongs to.
 	per      map[string]*condState
 	dbs      map[string]string
-	readBack *sqlitedb.Settings
+	readBack *Extra
 }
 
 // condState is one condition's deliveries so far and the rows the last
@@ -73,7 +76,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	}
 	f.c.Unused(rec, 1)
 	if f.readBack != nil {
-		folded.Extra = Extra{SQLiteReadBack: *f.readBack}
+		folded.Extra = *f.readBack
 	}
 	return folded, f.c.Findings
 }
@@ -106,8 +109,8 @@ func (f *folder) read(l results.Line) (line, bool) {
 // deliver checks one delivery and adds it to its condition.
 func (f *folder) deliver(ln line) {
 	o := ln.o
-	if o.DB != ln.s.db || filepath.Base(o.DB) != DBName {
-		f.c.Obs(ln.l, "db", "%q, but the condition's deliveries go to one file named %s (%q)", o.DB, DBName, ln.s.db)
+	if o.DB != ln.s.db || !backend.IsTarget(f.st.backendName(), o.DB, DBName) {
+		f.c.Obs(ln.l, "db", "%q, but the condition's deliveries go to one %s (%q)", o.DB, backend.TargetKind(f.st.backendName(), DBName), ln.s.db)
 	}
 	if want := len(ln.s.out) + 1; o.Delivery != want {
 		f.c.Obs(ln.l, "delivery", "is %d, want %d: deliveries are recorded in order from 1", o.Delivery, want)
@@ -168,8 +171,9 @@ func (f *folder) checkRows(ln line) {
 }
 
 // checkClaim cross-checks an acknowledging worker's report with the rows
-// the parent read before and after it, and returns the pragmas it claims.
-func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *sqlitedb.Settings {
+// the parent read before and after it, and returns the settings it says
+// its connection read back.
+func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *Extra {
 	var r wr.Result
 	if err := results.DecodeStrict(rep.Result, &r); err != nil {
 		f.c.Proc(p, "stdout", "the report's result is not a delivery result: %v", err)
@@ -182,6 +186,9 @@ func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *sq
 	if r.Settings != f.st.SQLite {
 		f.c.Proc(p, "stdout", "the worker read back %s, the settings require %s", results.Compact(r.Settings), results.Compact(f.st.SQLite))
 	}
+	if msg := backend.CheckReadBack(f.st.Postgres, r.Postgres); msg != "" {
+		f.c.Proc(p, "stdout", "%s", msg)
+	}
 	added := len(after.FollowUpJobs) - len(before.FollowUpJobs)
 	if r.Outcome.JobInserted != (added == 1) || added < 0 || added > 1 {
 		f.c.Proc(p, "stdout", "the worker says job_inserted=%v, but the file went from %d to %d jobs", r.Outcome.JobInserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
@@ -189,5 +196,5 @@ func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *sq
 	if r.Outcome.AlreadyProcessed != (len(before.ProcessedEvents) > 0) {
 		f.c.Proc(p, "stdout", "the worker says already_processed=%v, but the file held %d processed records before it ran", r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
 	}
-	return &r.Settings
+	return &Extra{SQLiteReadBack: r.Settings, PostgresReadBack: r.Postgres}
 }

@@ -9,10 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -74,8 +73,13 @@ type Settings struct {
 	JobKey     string      `json:"job_key"`
 	Deliveries int         `json:"deliveries_per_condition"`
 	Conditions []Condition `json:"conditions"`
-	// SQLite is what every worker must read back from its connection.
-	SQLite sqlitedb.Settings `json:"sqlite"`
+	// SQLite is what every worker must read back from its connection, on
+	// SQLite.
+	SQLite sqlitedb.Settings `json:"sqlite,omitzero"`
+	// Backend is empty for SQLite; on PostgreSQL it is postgres, and
+	// Postgres is what every session must read back.
+	Backend  string             `json:"backend,omitempty"`
+	Postgres *store.PGRequested `json:"postgres,omitempty"`
 }
 
 // Event is the event every condition delivers.
@@ -84,7 +88,13 @@ func (s Settings) Event() wr.Event { return wr.Event{ID: s.EventID, JobKey: s.Jo
 // Args are a delivery's worker arguments; the run renders them and the
 // fold renders them again to check each recorded command line.
 func (s Settings) Args(c Condition, db string) wr.Args {
-	return wr.Args{DB: db, Pattern: c.Pattern, Event: s.Event()}
+	return wr.Args{DB: db, Pattern: c.Pattern, Event: s.Event(), Backend: s.Backend}
+}
+
+// backendName is the backend the settings run on, as store names it.
+func (s Settings) backendName() string {
+	b, _ := store.ParseBackend(s.Backend)
+	return b
 }
 
 // Scenario is the redelivery scenario, written against its own settings;
@@ -104,8 +114,16 @@ func (Scenario) Summary() string {
 
 func (Scenario) Flags() []scenario.Flag { return nil }
 
-// Plan decodes the section. The scenario takes no flags.
-func (Scenario) Plan(section json.RawMessage, _ map[string]string) (scenario.Plan, error) {
+// Plan decodes the section for a run on SQLite. The scenario takes no
+// flags.
+func (sc Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	return sc.PlanOn(backend.SQLite, section, ov)
+}
+
+// PlanOn decodes the section for a run on backend b. Both patterns and
+// every crash point run unchanged on PostgreSQL; the worker's crash is a
+// process exit, and the server rolls back what it had not committed.
+func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, _ map[string]string) (scenario.Plan, error) {
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
 		return nil, err
@@ -113,7 +131,13 @@ func (Scenario) Plan(section json.RawMessage, _ map[string]string) (scenario.Pla
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	return &plan{s: Settings{EventID: in.EventID, JobKey: in.JobKey, Deliveries: Deliveries, Conditions: Conditions(), SQLite: wr.RequestedSQLite()}}, nil
+	st := Settings{EventID: in.EventID, JobKey: in.JobKey, Deliveries: Deliveries, Conditions: Conditions()}
+	if b.IsSQLite() {
+		st.SQLite = wr.RequestedSQLite()
+	} else {
+		st.Backend, st.Postgres = b.Name, b.Requested()
+	}
+	return &plan{s: st}, nil
 }
 
 type plan struct{ s Settings }
@@ -147,12 +171,12 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 }
 
 func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) error {
-	dir, err := os.MkdirTemp(env.TempDir, "idemlab-redelivery-")
+	fresh, err := env.Fresh(ctx, "idemlab-redelivery-", DBName)
 	if err != nil {
-		return fmt.Errorf("%w: create database folder: %w", errclass.ErrHarness, err)
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
-	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, DBName)
+	defer fresh.Drop()
+	db := fresh.Target
 	for d := 1; d <= p.s.Deliveries; d++ {
 		spec := harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("delivery %d", d),
@@ -165,7 +189,7 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 		if err != nil {
 			return fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
 		}
-		rows, err := readState(ctx, db)
+		rows, err := readState(ctx, fresh)
 		if err != nil {
 			return fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d, err)
 		}
@@ -178,10 +202,11 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 	return nil
 }
 
-// readState opens the file as the next process would, which also rolls
-// back a hot journal left by a crash, and lists both tables.
-func readState(ctx context.Context, path string) (wr.State, error) {
-	st, err := store.OpenSQLite(ctx, wr.Options(path))
+// readState opens the database as the next process would, which on
+// SQLite also rolls back a hot journal left by a crash, and lists both
+// tables.
+func readState(ctx context.Context, db backend.Database) (wr.State, error) {
+	st, err := db.Open(ctx, wr.Options(""))
 	if err != nil {
 		return wr.State{}, err
 	}

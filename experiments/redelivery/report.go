@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -38,12 +39,16 @@ type Published struct {
 
 // Report arranges a derived result: the condition table, the article's
 // table beside it, and the jobs chart.
-func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenario.Section, error) {
+func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenario.Section, error) {
 	var sec scenario.Section
 	sec.Settings = [][2]string{
 		{"event", st.EventID}, {"job key", st.JobKey},
 		{"deliveries per condition", fmt.Sprint(st.Deliveries)},
-		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)},
+	}
+	if st.Postgres == nil {
+		sec.Settings = append(sec.Settings, [2]string{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)})
+	} else {
+		sec.Settings = append(sec.Settings, [2]string{"PostgreSQL", backend.Describe(*st.Postgres, x.PostgresReadBack)})
 	}
 	t := scenario.Table{
 		Title:  "rows follow_up_jobs / processed_events (exit code) after each delivery",

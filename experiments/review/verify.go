@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -263,7 +265,11 @@ func (c *check) settings(s scenario.Scenario, rs results.ScenarioResult, in suit
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		c.notice("scenario %s ran with --%s %s, which overrides the input file's %s section", rs.Name, n, rs.Overrides[n], rs.Name)
+		section := rs.Name
+		if slices.Contains(backend.RecordedFlags, n) {
+			section = backend.SectionName
+		}
+		c.notice("scenario %s ran with --%s %s, which overrides the input file's %s section", rs.Name, n, rs.Overrides[n], section)
 	}
 }
 

@@ -1,0 +1,75 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"idemlab/experiments/backend"
+)
+
+// needPostgres skips a test, saying why, where the server's binaries are
+// not installed.
+func needPostgres(t *testing.T) {
+	t.Helper()
+	if _, err := backend.FindBinaries(); err != nil {
+		t.Skipf("PostgreSQL tests skipped: %v", err)
+	}
+}
+
+// TestPostgresLeavesNothing runs on a throwaway cluster three ways, a run
+// that passes, a run whose workers fail, and a run interrupted while the
+// server is up, and after each finds no process of the server's group and
+// no cluster folder; the failed and interrupted runs write no folder.
+func TestPostgresLeavesNothing(t *testing.T) {
+	needPostgres(t)
+	for _, tt := range []struct {
+		name      string
+		env       string
+		interrupt bool
+		code      int
+		stderr    string
+	}{
+		{name: "run", code: 0},
+		{name: "failure", env: "1", code: 3, stderr: "exited 5"},
+		{name: "interrupt", interrupt: true, code: 130, stderr: "interrupted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("CMDTEST_CHILD_EXIT5", tt.env)
+			}
+			dir := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var info *backend.Info
+			h := Hooks{OnBackend: func(i backend.Info) {
+				info = &i
+				if tt.interrupt {
+					cancel()
+				}
+			}}
+			var out, errb bytes.Buffer
+			code := execute(ctx, []string{"experiment", "--quiet", "--backend", "postgres", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(dir, "results")},
+				Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, h)
+			if code != tt.code || !strings.Contains(errb.String(), tt.stderr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tt.code, tt.stderr)
+			}
+			if info == nil || info.Cluster == nil {
+				t.Fatal("the run started no cluster")
+			}
+			if backend.GroupAlive(info.Cluster.PID) {
+				t.Errorf("processes of the server's group %d survive the run: %v", info.Cluster.PID, backend.GroupMembers(info.Cluster.PID))
+			}
+			if _, err := os.Stat(info.Cluster.Dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the cluster's folder %s survives the run (%v)", info.Cluster.Dir, err)
+			}
+			if tt.code != 0 {
+				assertOnly(t, dir)
+			}
+		})
+	}
+}
