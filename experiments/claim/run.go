@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -103,9 +103,12 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, lines *[]pending) error {
 	st := p.s
 	busy := time.Duration(st.SQLite.BusyTimeoutMS) * time.Millisecond
-	tpl, err := templates(ctx, env.TempDir, busy)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	var tpl map[wc.SchemaVersion][]byte
+	if env.Backend == nil {
+		var err error
+		if tpl, err = templates(ctx, env.TempDir, busy); err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
 	}
 	var f *roundFile
 	defer func() { f.close() }()
@@ -115,7 +118,8 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 			return err
 		}
 		if s.Index == 0 {
-			if f, err = newRoundFile(ctx, env.TempDir, busy, tpl[s.Round.Schema]); err != nil {
+			var err error
+			if f, err = newRoundFile(ctx, env, busy, s.Round.Schema, tpl); err != nil {
 				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
 			}
 		}
@@ -150,7 +154,7 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 		}
 		o.ReleasedAtUS = rd.ReleasedAt.UnixMicro()
 		o.ReadAtUS = time.Now().UnixMicro()
-		row, ok, err := wc.ReadRow(ctx, store.SQLiteDB(f.db), st.Fingerprint)
+		row, ok, err := wc.ReadRow(ctx, f.st, st.Fingerprint)
 		if err != nil {
 			return fmt.Errorf("%w: %s repetition %d race %s: %w", errclass.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
 		}
@@ -169,33 +173,45 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 	return nil
 }
 
-// roundFile is a round's fresh file and the parent's own connection to
-// it, which reads the row after each race, and stays
-// open for the whole round. Holding it means no racer's close is the last
+// roundFile is a round's fresh database and the parent's own connection
+// to it, which reads the row after each race, and stays open for the
+// whole round. On SQLite, holding it means no racer's close is the last
 // one, so no racer's close checkpoints the WAL (an fsync per race); the
 // connection is idle during a race and holds no lock.
 type roundFile struct {
-	dir, path string
-	db        *sql.DB
-	base      int64
+	db   backend.Database
+	st   store.Store
+	path string
+	base int64
+	// copied says the file is a copy of a SQLite template.
+	copied bool
 }
 
-func newRoundFile(ctx context.Context, tmp string, busy time.Duration, template []byte) (*roundFile, error) {
-	dir, err := os.MkdirTemp(tmp, "idemlab-claim-")
+// newRoundFile makes the round's database with the round's table layout:
+// on SQLite a copy of the layout's template file (tpl), on PostgreSQL a
+// fresh schema in which the table is created.
+func newRoundFile(ctx context.Context, env scenario.Env, busy time.Duration, v wc.SchemaVersion, tpl map[wc.SchemaVersion][]byte) (*roundFile, error) {
+	db, err := env.Fresh(ctx, "idemlab-claim-", DBName)
 	if err != nil {
-		return nil, fmt.Errorf("create database folder: %w", err)
-	}
-	f := &roundFile{dir: dir, path: filepath.Join(dir, DBName)}
-	if err := os.WriteFile(f.path, template, 0o644); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("write fresh database: %w", err)
-	}
-	db, _, err := sqlitedb.Open(ctx, wc.Options(f.path, busy))
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
-	f.db = db
+	f := &roundFile{db: db, path: db.Target}
+	if template, ok := tpl[v]; ok {
+		if err := os.WriteFile(f.path, template, 0o644); err != nil {
+			db.Drop()
+			return nil, fmt.Errorf("write fresh database: %w", err)
+		}
+		f.copied = true
+	}
+	if f.st, err = db.Open(ctx, wc.Options("", busy)); err != nil {
+		db.Drop()
+		return nil, err
+	}
+	if !f.copied {
+		if err := wc.CreateSchema(ctx, f.st.DB, v); err != nil {
+			return nil, errors.Join(err, f.close())
+		}
+	}
 	f.base = time.Now().UnixMilli()
 	return f, nil
 }
@@ -240,9 +256,12 @@ func (f *roundFile) close() error {
 	if f == nil {
 		return nil
 	}
-	_, err := f.db.Exec("PRAGMA synchronous=OFF")
-	err = errors.Join(err, f.db.Close())
-	return errors.Join(err, os.RemoveAll(f.dir))
+	var err error
+	if f.copied {
+		_, err = f.st.DB.Exec("PRAGMA synchronous=OFF")
+	}
+	err = errors.Join(err, f.st.Close())
+	return errors.Join(err, f.db.Drop())
 }
 
 // checkAnswers makes sure the members answered this race, and without an

@@ -14,6 +14,7 @@ import (
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Registry names of the claim workers, used by the worker registry and by
@@ -65,14 +66,27 @@ const (
 // what its own connection read back, when it was ready and released by
 // its own clock, and what its claim did.
 type Entry struct {
-	Request      Request           `json:"request"`
-	SQLite       sqlitedb.Settings `json:"sqlite"`
+	Request Request           `json:"request"`
+	SQLite  sqlitedb.Settings `json:"sqlite,omitzero"`
+	// Postgres is what the session read back, on PostgreSQL.
+	Postgres     *store.PGSettings `json:"postgres,omitempty"`
 	ReadyAtUS    int64             `json:"ready_at_us"`
 	ReleasedAtUS int64             `json:"released_at_us"`
 	Outcome      Outcome           `json:"outcome"`
 	FollowedUp   bool              `json:"followed_up"`
 	ExternalID   string            `json:"external_id,omitempty"`
 	BusyRetries  int               `json:"busy_retries"`
+	// SerializationRetries and DeadlockRetries are PostgreSQL's, the
+	// claim's and the follow-up's together, as BusyRetries are.
+	SerializationRetries int `json:"serialization_retries,omitempty"`
+	DeadlockRetries      int `json:"deadlock_retries,omitempty"`
+}
+
+// addRetries adds a statement's retries to the entry's.
+func (e *Entry) addRetries(o Outcome) {
+	e.BusyRetries += o.BusyRetries
+	e.SerializationRetries += o.SerializationRetries
+	e.DeadlockRetries += o.DeadlockRetries
 }
 
 // PoolResult is the report payload of "claim.pool": the whole transcript.
@@ -147,12 +161,15 @@ func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, w
 	if err != nil {
 		return e, err
 	}
-	db, settings, err := sqlitedb.Open(ctx, Options(req.DB, time.Duration(c.BusyTimeoutMS)*time.Millisecond))
+	db, rb, err := store.Open(ctx, c.Backend, req.DB, Options(req.DB, time.Duration(c.BusyTimeoutMS)*time.Millisecond))
 	if err != nil {
 		return e, err
 	}
 	defer db.Close()
-	e.SQLite = settings
+	if rb.SQLite != nil {
+		e.SQLite = *rb.SQLite
+	}
+	e.Postgres = rb.Postgres
 	e.ReadyAtUS = time.Now().UnixMicro()
 	if err := answer(answers, Answer{Race: req.Race, State: StateReady}); err != nil {
 		return e, err
@@ -163,15 +180,16 @@ func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, w
 	e.ReleasedAtUS = time.Now().UnixMicro()
 	clock := Clock{OffsetMS: req.ClockOffsetMS, PinnedMS: req.NowMS}
 	ev := Event{Fingerprint: c.Fingerprint, Source: c.Source, Level: c.Level, Message: c.Message, Time: req.EventMS}
-	out, err := Claim(ctx, db, v, ev, clock.Now(), time.Duration(c.TTLMS)*time.Millisecond)
+	out, err := ClaimOn(ctx, db, v, ev, clock.Now(), time.Duration(c.TTLMS)*time.Millisecond)
 	if err != nil {
 		return e, err
 	}
-	e.Outcome, e.BusyRetries = out, out.BusyRetries
+	e.Outcome = out
+	e.addRetries(out)
 	if out.Won && req.FollowUp {
 		e.ExternalID = ExternalIDFor(req.Label)
-		n, err := FollowUp(ctx, db, c.Fingerprint, c.Classification, e.ExternalID)
-		e.BusyRetries += n
+		n, err := FollowUpOn(ctx, db, c.Fingerprint, c.Classification, e.ExternalID)
+		e.addRetries(n)
 		if err != nil {
 			return e, err
 		}

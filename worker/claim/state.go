@@ -100,12 +100,12 @@ func ReadClaims(ctx context.Context, st store.Store) (Rows, error) {
 // HasClaimedAt reports whether event_claims has the claimed_at column.
 func HasClaimedAt(ctx context.Context, st store.Store) (bool, error) {
 	found := false
-	_, err := st.ReadTable(ctx, TableClaims, "SELECT name FROM pragma_table_info('event_claims')", func(scan func(...any) error) error {
+	_, err := st.ReadTable(ctx, TableClaims, st.Dialect.ColumnsQuery(), func(scan func(...any) error) error {
 		var name string
 		err := scan(&name)
 		found = found || name == "claimed_at"
 		return err
-	})
+	}, TableClaims)
 	if err != nil {
 		return false, fmt.Errorf("read table info: %w", err)
 	}
