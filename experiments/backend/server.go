@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,7 +45,8 @@ type Server struct {
 	dbName  string
 	admin   *sql.DB
 	version string
-	schemas int
+	// schemas numbers the schemas made, shared with WithSpec's copies.
+	schemas *atomic.Int64
 	// dropOn is the server's maintenance connection string, from which
 	// the run's database is dropped; empty when nothing is to drop.
 	dropOn string
@@ -68,7 +70,7 @@ func Start(ctx context.Context, spec Spec, o Options) (*Server, error) {
 		}
 		return nil, nil
 	}
-	s := &Server{spec: spec, opts: o}
+	s := &Server{spec: spec, opts: o, schemas: new(atomic.Int64)}
 	maintenance := o.DSN
 	if o.DSN == "" {
 		if o.Keep {
@@ -135,6 +137,16 @@ func (s *Server) Info() Info {
 	return Info{ServerVersion: s.version, Database: s.dbName, Cluster: s.cluster}
 }
 
+// WithSpec is the same server and database handing out schemas whose
+// sessions start with spec's settings instead, which a session takes from
+// its connection string. It shares the original's database: close only
+// the original.
+func (s *Server) WithSpec(spec Spec) *Server {
+	c := *s
+	c.spec = spec
+	return &c
+}
+
 // Spec is the backend the server was started for.
 func (s *Server) Spec() Spec { return s.spec }
 
@@ -175,8 +187,7 @@ type Database struct {
 // Fresh makes a fresh schema for one condition, named prefix with a
 // number.
 func (s *Server) Fresh(ctx context.Context, prefix string) (Database, error) {
-	s.schemas++
-	schema := fmt.Sprintf("%s_%d", strings.ReplaceAll(prefix, "-", "_"), s.schemas)
+	schema := fmt.Sprintf("%s_%d", strings.ReplaceAll(prefix, "-", "_"), s.schemas.Add(1))
 	if _, err := s.admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		return Database{}, fmt.Errorf("create schema %s: %w", schema, err)
 	}

@@ -111,7 +111,10 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 		}
 	}
 	var f *roundFile
-	defer func() { f.close() }()
+	// The parent's own session to the rounds' databases is kept from one
+	// round to the next where the backend allows (store.Sessions).
+	var sessions store.Sessions
+	defer func() { f.close(); sessions.Close() }()
 	var last int64
 	for _, s := range Schedule(st) {
 		if err := ctx.Err(); err != nil {
@@ -119,7 +122,7 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 		}
 		if s.Index == 0 {
 			var err error
-			if f, err = newRoundFile(ctx, env, busy, s.Round.Schema, tpl); err != nil {
+			if f, err = newRoundFile(ctx, env, &sessions, busy, s.Round.Schema, tpl); err != nil {
 				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
 			}
 		}
@@ -179,10 +182,11 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 // one, so no racer's close checkpoints the WAL (an fsync per race); the
 // connection is idle during a race and holds no lock.
 type roundFile struct {
-	db   backend.Database
-	st   store.Store
-	path string
-	base int64
+	db      backend.Database
+	st      store.Store
+	release func() error
+	path    string
+	base    int64
 	// copied says the file is a copy of a SQLite template.
 	copied bool
 }
@@ -190,7 +194,7 @@ type roundFile struct {
 // newRoundFile makes the round's database with the round's table layout:
 // on SQLite a copy of the layout's template file (tpl), on PostgreSQL a
 // fresh schema in which the table is created.
-func newRoundFile(ctx context.Context, env scenario.Env, busy time.Duration, v wc.SchemaVersion, tpl map[wc.SchemaVersion][]byte) (*roundFile, error) {
+func newRoundFile(ctx context.Context, env scenario.Env, sessions *store.Sessions, busy time.Duration, v wc.SchemaVersion, tpl map[wc.SchemaVersion][]byte) (*roundFile, error) {
 	db, err := env.Fresh(ctx, "idemlab-claim-", DBName)
 	if err != nil {
 		return nil, err
@@ -203,7 +207,7 @@ func newRoundFile(ctx context.Context, env scenario.Env, busy time.Duration, v w
 		}
 		f.copied = true
 	}
-	if f.st, err = db.Open(ctx, wc.Options("", busy)); err != nil {
+	if f.st, _, f.release, err = sessions.Open(ctx, db.Backend, db.Target, wc.Options("", busy)); err != nil {
 		db.Drop()
 		return nil, err
 	}
@@ -260,7 +264,7 @@ func (f *roundFile) close() error {
 	if f.copied {
 		_, err = f.st.DB.Exec("PRAGMA synchronous=OFF")
 	}
-	err = errors.Join(err, f.st.Close())
+	err = errors.Join(err, f.release())
 	return errors.Join(err, f.db.Drop())
 }
 

@@ -126,6 +126,8 @@ func Serve(ctx context.Context, c PoolArgs, requests io.Reader, answers io.Write
 	sc := bufio.NewScanner(requests)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	one := make([]byte, 1)
+	var sessions store.Sessions
+	defer sessions.Close()
 	for sc.Scan() {
 		var req Request
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
@@ -133,7 +135,7 @@ func Serve(ctx context.Context, c PoolArgs, requests io.Reader, answers io.Write
 		if err := dec.Decode(&req); err != nil {
 			return res, fmt.Errorf("request %q: %w", sc.Text(), err)
 		}
-		e, err := serveOne(ctx, c, req, answers, func() error {
+		e, err := serveOne(ctx, c, &sessions, req, answers, func() error {
 			_, err := io.ReadFull(release, one)
 			return err
 		})
@@ -154,18 +156,25 @@ func Serve(ctx context.Context, c PoolArgs, requests io.Reader, answers io.Write
 
 // serveOne opens its own connection to the race's file before it says
 // ready, so the open's cost is paid before the release and the claims
-// start as close together as processes can.
-func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, wait func() error) (Entry, error) {
+// start as close together as processes can. On PostgreSQL the member's
+// session is kept from race to race (store.Sessions) and moved to the
+// race's schema.
+func serveOne(ctx context.Context, c PoolArgs, sessions *store.Sessions, req Request, answers io.Writer, wait func() error) (Entry, error) {
 	e := Entry{Request: req}
 	v, err := ParseVariant(string(req.Variant))
 	if err != nil {
 		return e, err
 	}
-	db, rb, err := store.Open(ctx, c.Backend, req.DB, Options(req.DB, time.Duration(c.BusyTimeoutMS)*time.Millisecond))
+	db, rb, release, err := sessions.Open(ctx, c.Backend, req.DB, Options(req.DB, time.Duration(c.BusyTimeoutMS)*time.Millisecond))
 	if err != nil {
 		return e, err
 	}
-	defer db.Close()
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
 	if rb.SQLite != nil {
 		e.SQLite = *rb.SQLite
 	}
@@ -195,7 +204,8 @@ func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, w
 		}
 		e.FollowedUp = true
 	}
-	if err := db.Close(); err != nil {
+	released = true
+	if err := release(); err != nil {
 		return e, fmt.Errorf("close database: %w", err)
 	}
 	return e, nil
