@@ -94,3 +94,21 @@ func TestClassify(t *testing.T) {
 		t.Errorf("retries %+v (total %d), want %+v", r, r.Total(), want)
 	}
 }
+
+// TestSessionKey: two connection strings that differ in their schema
+// alone share a session; one that differs in a setting does not.
+func TestSessionKey(t *testing.T) {
+	base := "host=/tmp/x user=u dbname=d"
+	a := SessionDSN(base, "s1", PGRequested{Isolation: "serializable", SynchronousCommit: "on"})
+	b := SessionDSN(base, "s2", PGRequested{Isolation: "serializable", SynchronousCommit: "on"})
+	c := SessionDSN(base, "s1", PGRequested{Isolation: "read committed", SynchronousCommit: "on"})
+	ka, sa, okA := SessionKey(a)
+	kb, sb, okB := SessionKey(b)
+	kc, _, okC := SessionKey(c)
+	if !okA || !okB || !okC || ka != kb || ka == kc || sa != "s1" || sb != "s2" {
+		t.Errorf("keys %q %q %q, schemas %q %q", ka, kb, kc, sa, sb)
+	}
+	if _, _, ok := SessionKey("host='unterminated"); ok {
+		t.Error("an unparsable string gave a key")
+	}
+}
