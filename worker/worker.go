@@ -12,6 +12,7 @@ import (
 	"idemlab/worker/batch"
 	"idemlab/worker/claim"
 	"idemlab/worker/explore"
+	"idemlab/worker/pattern"
 	"idemlab/worker/protocol"
 	"idemlab/worker/redelivery"
 )
@@ -34,6 +35,7 @@ var registry = map[string]Func{
 	explore.RacerName:     explore.RaceMain,
 	explore.ClaimName:     explore.ClaimMain,
 	explore.LeaseName:     explore.LeaseMain,
+	pattern.WorkerName:    pattern.Main,
 }
 
 // Names lists the registered workers, sorted.

@@ -7,6 +7,7 @@ import (
 	"idemlab/experiments/claim"
 	"idemlab/experiments/durability"
 	"idemlab/experiments/explore"
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -20,7 +21,9 @@ func Scenarios() scenario.Registry {
 		claim.New(),
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.
-		explore.Scenario{},
-		durability.Scenario{},
+		explore.New(),
+		durability.New(),
+		// pattern is the user's own pattern file, also opt-in.
+		pattern.New(),
 	}
 }

@@ -17,7 +17,7 @@ import (
 type Extra struct {
 	// BusyRetries is the SQLITE_BUSY retries the racers report, per
 	// condition.
-	BusyRetries map[string]int `json:"busy_retries"`
+	BusyRetries map[string]int `json:"busy_retries" idemlab:"measure"`
 	// SQLiteReadBack is what the racers' connections read back; the fold
 	// checks every one against the settings.
 	SQLiteReadBack *sqlitedb.Settings `json:"sqlite_read_back,omitempty"`
@@ -31,6 +31,9 @@ type Extra struct {
 	Release ReleaseStats `json:"release"`
 	// Mutants is the mutant table; nil when it was not run.
 	Mutants *MutantTable `json:"mutants,omitempty"`
+	// ClaimErrors are, per condition, the first error the user's
+	// statement failed with, as a racer reports it.
+	ClaimErrors map[string]string `json:"claim_errors,omitempty"`
 }
 
 // ReleaseStats are taken over the races with more than one racer. Spread
@@ -39,9 +42,9 @@ type Extra struct {
 // racer's wake.
 type ReleaseStats struct {
 	Races          int   `json:"races"`
-	MedianSpreadUS int64 `json:"median_spread_us"`
-	MaxSpreadUS    int64 `json:"max_spread_us"`
-	MaxWakeUS      int64 `json:"max_wake_us"`
+	MedianSpreadUS int64 `json:"median_spread_us" idemlab:"measure"`
+	MaxSpreadUS    int64 `json:"max_spread_us" idemlab:"measure"`
+	MaxWakeUS      int64 `json:"max_wake_us" idemlab:"measure"`
 }
 
 // MutantTable records, per mutant, which rounds caught it.
@@ -99,6 +102,9 @@ type folder struct {
 	pgRB    *store.PGSettings
 	spreads []int64
 	wake    int64
+
+	// claimErrs are the first error of the user's statement per condition.
+	claimErrs map[string]string
 }
 
 // raceLine is one observation line as the fold reads it: the line, the
@@ -117,7 +123,7 @@ type raceLine struct {
 // sent and the rows the parent read, and derives winners from it only
 // once it agrees with them.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}, ser: map[string]int{}, dead: map[string]int{}}
+	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}, ser: map[string]int{}, dead: map[string]int{}, claimErrs: map[string]string{}}
 	f.readPool()
 	for i, l := range rec.Observations {
 		if rl, ok := f.read(i, l); ok {
@@ -132,8 +138,10 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	folded := scenario.Folded{Observed: map[string]any{}}
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
-			if r.hasKind(v) {
-				name := RoundCondition(r.ID, v)
+			name := RoundCondition(r.ID, v)
+			if reason, ok := st.notRun(name); ok && len(f.perRep[name]) == 0 {
+				folded.Observed[name] = NotApplicable{reason}
+			} else if r.hasKind(v) {
 				folded.Observed[name] = GroupOutcomes(f.perRep[name])
 			}
 		}
@@ -141,6 +149,9 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	ex := Extra{BusyRetries: f.busy, SQLiteReadBack: f.rb, PostgresReadBack: f.pgRB, Release: f.release()}
 	if st.Postgres != nil {
 		ex.SerializationRetries, ex.DeadlockRetries = f.ser, f.dead
+	}
+	if len(f.claimErrs) > 0 {
+		ex.ClaimErrors = f.claimErrs
 	}
 	if st.Mutants {
 		ex.Mutants = mutants(st, f.perRep)
@@ -454,7 +465,10 @@ func (f *folder) racer(sv served, t *tally) {
 	t.wakes = append(t.wakes, e.ReleasedAtUS)
 	f.checkNow(sv)
 	oc := e.Outcome
-	if oc.Path != t.wantPath {
+	f.claimError(sv)
+	// Which statement decided a user's claim is the statement's behaviour,
+	// which the oracle judges; for the shipped claims it is the worker's.
+	if oc.Path != t.wantPath && s.By != wc.User {
 		f.c.Proc(p, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], t.wantPath)
 	}
 	if oc.Won != (oc.Changes == 1) || oc.Changes < 0 || oc.Changes > 1 {
@@ -475,6 +489,20 @@ func (f *folder) racer(sv served, t *tally) {
 		if e.FollowedUp {
 			t.mark.ExternalIDs = append(t.mark.ExternalIDs, e.ExternalID)
 		}
+	}
+}
+
+// claimError keeps the first error of the user's statement per condition:
+// only that statement's failure is a result, with PathError.
+func (f *folder) claimError(sv served) {
+	e, s := sv.e, sv.rl.s
+	failed := e.Outcome.Path == wc.PathError
+	if failed != (e.ClaimError != "") || (failed && s.By != wc.User) {
+		f.c.Proc(sv.p, sv.ef+": claim_error", "%q with path %q and claim %s; only the user's statement's failure is recorded, with path %q", e.ClaimError, e.Outcome.Path, s.By, wc.PathError)
+		return
+	}
+	if failed && f.claimErrs[s.Condition] == "" {
+		f.claimErrs[s.Condition] = e.ClaimError
 	}
 }
 

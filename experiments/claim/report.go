@@ -23,7 +23,6 @@ type Published struct {
 	Article       string `json:"article"`
 	Title         string `json:"title"`
 	TitleOriginal string `json:"title_original"`
-	URL           string `json:"url"`
 	Unit          string `json:"unit"`
 	Cases         []struct {
 		Case       string `json:"case"`
@@ -108,6 +107,10 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scena
 	}
 	groups := map[string][]Group{}
 	for _, c := range res.Conditions {
+		if reason, ok := st.notRun(c.Name); ok {
+			t.Rows = append(t.Rows, []string{c.Name, "n/a", "n/a", cut("not applicable: "+reason, 24), "", harness.Mark(c.Pass)})
+			continue
+		}
 		var exp, obs []Group
 		if json.Unmarshal(c.Expected, &exp) != nil || json.Unmarshal(c.Observed, &obs) != nil {
 			continue
@@ -128,8 +131,18 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scena
 		t.Rows = append(t.Rows, []string{c.Name, want, strings.Join(got, "; "), last, retriesCell(st, ex, c.Name), harness.Mark(c.Pass)})
 	}
 	sec.Tables = append(sec.Tables, t)
+	if st.User != nil {
+		sec.Settings = append(sec.Settings, userSettings(st.User)...)
+		sec.Tables = append(sec.Tables, userTable(st, res, ex))
+	}
 	if ex.Mutants != nil {
 		sec.Tables = append(sec.Tables, mutantTable(st, ex.Mutants))
+	}
+	if st.User != nil {
+		// The article's table is about its own two claims, not the user's.
+		ch, err := winnersChart(res, st)
+		sec.Charts = ch
+		return sec, err
 	}
 	art, err := article(groups, ex.Mutants)
 	if err != nil {
@@ -217,11 +230,11 @@ func rowCell(r RowSummary) string {
 
 func article(groups map[string][]Group, mutants *MutantTable) (*scenario.Article, error) {
 	var p Published
-	if err := json.Unmarshal(published, &p); err != nil {
+	if err := scenario.DecodeStrict(published, &p); err != nil {
 		return nil, fmt.Errorf("published table of article 003: %w", err)
 	}
 	a := &scenario.Article{
-		ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", URL: p.URL, Unit: p.Unit,
+		ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", Unit: p.Unit,
 		Header: []string{"case (article's wording)", "reproduced by", "published", "reproduced"},
 	}
 	judge := func(cs, by, pub, got string) {

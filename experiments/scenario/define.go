@@ -33,7 +33,7 @@ type Validator interface {
 }
 
 // Define adapts a typed scenario to the Scenario interface. It forwards
-// OptIn and Check when the scenario has them.
+// OptIn, Check and Explainer when the scenario has them.
 func Define[S, X any](t Typed[S, X]) Scenario {
 	return defined[S, X]{t: t}
 }
@@ -45,6 +45,15 @@ func (d defined[S, X]) Summary() string { return d.t.Summary() }
 func (d defined[S, X]) Flags() []Flag   { return d.t.Flags() }
 
 func (d defined[S, X]) Plan(section json.RawMessage, overrides map[string]string) (Plan, error) {
+	return d.t.Plan(section, overrides)
+}
+
+// PlanFiles plans through the typed scenario's PlanFiles when it reads
+// files, and through its Plan otherwise.
+func (d defined[S, X]) PlanFiles(section json.RawMessage, overrides map[string]string, files Files) (Plan, error) {
+	if fp, ok := d.t.(FilePlanner); ok {
+		return fp.PlanFiles(section, overrides, files)
+	}
 	return d.t.Plan(section, overrides)
 }
 
@@ -113,6 +122,11 @@ func (d defined[S, X]) OptIn() bool {
 	return ok && o.OptIn()
 }
 
+func (d defined[S, X]) Scheduled(condition string) bool {
+	sc, ok := d.t.(Scheduled)
+	return ok && sc.Scheduled(condition)
+}
+
 // Check uses the typed scenario's rule (Checker), or equality of the two
 // JSON values when it has none, which is what Evaluate does for a plain
 // Scenario.
@@ -122,4 +136,13 @@ func (d defined[S, X]) Check(condition string, expected, observed json.RawMessag
 	}
 	diffs := Differences(expected, observed)
 	return len(diffs) == 0, diffs, nil
+}
+
+// Explain uses the typed scenario's Explainer; without one it names
+// nothing, and Explain keeps the paths.
+func (d defined[S, X]) Explain(c results.ConditionResult) []Explained {
+	if e, ok := d.t.(Explainer); ok {
+		return e.Explain(c)
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/progress"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -48,10 +49,13 @@ type Options struct {
 	// OnBackend, when set, is called once the run's PostgreSQL server is
 	// up, before the first scenario.
 	OnBackend func(backend.Info)
-	// OnStart is called once with the number of processes the run will
-	// start, before the first; OnScenario before each scenario runs;
-	// OnProcess after each process is recorded.
-	OnStart    func(total int)
+	// Files, when set, is where plans read the files they name (a pattern
+	// file); nil reads them from disk. verify --rerun sets the folder.
+	Files scenario.Files
+	// OnStart is called once with the scenarios and the processes each
+	// plan counts, before the first process; OnScenario before each
+	// scenario runs; OnProcess after each process is recorded.
+	OnStart    func(parts []progress.Part)
 	OnScenario func(name string)
 	OnProcess  func(results.ProcessRecord)
 }
@@ -150,8 +154,9 @@ type Planned struct {
 // flags choose. A flag that applies to none of them is an error, and so
 // is a scenario that cannot run on the chosen backend. The backend flags
 // are recorded with every scenario's overrides, since its settings say
-// which backend it ran on.
-func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) ([]Planned, error) {
+// which backend it ran on. files reads the further files a plan names
+// (scenario.FilePlanner).
+func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files) ([]Planned, error) {
 	bflags, overrides := backend.Split(overrides)
 	spec, err := backend.Resolve(in.Backend, bflags)
 	if err != nil {
@@ -167,9 +172,9 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 				used[f.Name] = true
 			}
 		}
-		p, err := scenario.PlanOn(s, spec, in.Sections[s.Name()], ov)
+		p, err := planOne(s, spec, in, ov, files)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
+			return nil, planError(s, spec, in, ov, files, err)
 		}
 		for k, v := range bflags {
 			ov[k] = v
@@ -196,6 +201,31 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 	return out, nil
 }
 
+// planError names where a plan's error lies. When the section alone plans
+// well, the flags are at fault, and the error (which names the flag) is
+// not led by the input file's name; otherwise the file is named.
+// planOne plans one scenario, with its files when it reads any.
+func planOne(s scenario.Scenario, spec backend.Spec, in Input, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	if !spec.IsSQLite() {
+		return scenario.PlanOn(s, spec, in.Sections[s.Name()], ov)
+	}
+	if fp, ok := s.(scenario.FilePlanner); ok {
+		return fp.PlanFiles(in.Sections[s.Name()], ov, files)
+	}
+	return s.Plan(in.Sections[s.Name()], ov)
+}
+
+// planError names the flag when the section alone plans, else the input
+// file.
+func planError(s scenario.Scenario, spec backend.Spec, in Input, ov map[string]string, files scenario.Files, err error) error {
+	if len(ov) > 0 {
+		if _, alone := planOne(s, spec, in, nil, files); alone == nil {
+			return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
+		}
+	}
+	return fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
+}
+
 // Run runs the scenarios and writes the results folder. It returns the
 // results even when an expectation failed; the error then wraps
 // errclass.ErrExpectation.
@@ -208,7 +238,8 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	plans, err := PlanAll(chosen, in, opts.Overrides)
+	files := &DiskFiles{src: opts.Files}
+	plans, err := PlanAll(chosen, in, opts.Overrides, files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +247,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := startAndRun(ctx, opts, plans, in, out)
+	res, err := startAndRun(ctx, opts, plans, in, files, out)
 	if err == nil {
 		err = out.Commit()
 	}
@@ -239,7 +270,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 // startAndRun starts the run's backend, runs into out, and stops the
 // backend again whatever happened, before the folder is committed: a run
 // whose server could not be stopped and removed has failed.
-func startAndRun(ctx context.Context, opts Options, plans []Planned, in Input, out *results.Output) (*results.Results, error) {
+func startAndRun(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output) (*results.Results, error) {
 	spec := backend.SQLite
 	if len(plans) > 0 {
 		spec = plans[0].Backend
@@ -255,14 +286,14 @@ func startAndRun(ctx context.Context, opts Options, plans []Planned, in Input, o
 	if srv != nil && opts.OnBackend != nil {
 		opts.OnBackend(srv.Info())
 	}
-	res, err := runInto(ctx, opts, plans, in, out, srv)
+	res, err := runInto(ctx, opts, plans, in, files, out, srv)
 	if cerr := srv.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("%w: stop the run's PostgreSQL server: %w", errclass.ErrHarness, cerr)
 	}
 	return res, err
 }
 
-func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *results.Output, srv *backend.Server) (*results.Results, error) {
+func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output, srv *backend.Server) (*results.Results, error) {
 	code, err := results.CodeHashes(opts.Executable, opts.Workdir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
@@ -270,17 +301,21 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 	if err := writeFile(filepath.Join(out.Staging, results.InputCopyFile), in.Bytes); err != nil {
 		return nil, fmt.Errorf("%w: copy the input file: %w", errclass.ErrHarness, err)
 	}
+	attachments, err := files.attach(out.Staging)
+	if err != nil {
+		return nil, fmt.Errorf("%w: copy the files the plans read: %w", errclass.ErrHarness, err)
+	}
 	rec, err := results.NewRecorder(out.Staging)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	started := time.Now().UTC()
 	if opts.OnStart != nil {
-		total := 0
+		var parts []progress.Part
 		for _, p := range plans {
-			total += p.Plan.Processes()
+			parts = append(parts, progress.Part{Name: p.Scenario.Name(), Processes: p.Plan.Processes()})
 		}
-		opts.OnStart(total)
+		opts.OnStart(parts)
 	}
 	env := scenario.Env{
 		Runner:   &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess},
@@ -315,7 +350,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
 		Environment: environment(srv),
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
-		Code:        code, Pass: true, Scenarios: []results.ScenarioResult{},
+		Code:        code, Attachments: attachments, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
 	for _, p := range plans {
 		// Findings here are what the workers did (a report that the rows
@@ -342,6 +377,57 @@ func environment(srv *backend.Server) results.Environment {
 	return env
 }
 
+// DiskFiles reads the files plans name from disk, relative to the working
+// folder, and keeps what it read, so the run can carry the very bytes it
+// planned with into the folder.
+type DiskFiles struct {
+	// src, when set, is read instead of the disk: a rerun reads the
+	// folder's own copies.
+	src   scenario.Files
+	names []string
+	read  map[string][]byte
+}
+
+// ReadFile reads name once; a second read gives the same bytes.
+func (d *DiskFiles) ReadFile(name string) ([]byte, error) {
+	if b, ok := d.read[name]; ok {
+		return b, nil
+	}
+	read := os.ReadFile
+	if d.src != nil {
+		read = d.src.ReadFile
+	}
+	b, err := read(name)
+	if err != nil {
+		return nil, err
+	}
+	if d.read == nil {
+		d.read = map[string][]byte{}
+	}
+	d.names = append(d.names, name)
+	d.read[name] = b
+	return b, nil
+}
+
+// attach writes the copies into the staging folder.
+func (d *DiskFiles) attach(staging string) ([]results.Attachment, error) {
+	if len(d.names) == 0 {
+		return nil, nil
+	}
+	if err := os.Mkdir(filepath.Join(staging, results.AttachmentsDir), 0o755); err != nil {
+		return nil, err
+	}
+	var out []results.Attachment
+	for i, name := range d.names {
+		a := results.Attachment{Name: name, File: results.AttachmentFile(i, name), SHA256: results.SHA256Hex(d.read[name])}
+		if err := writeFile(filepath.Join(staging, filepath.FromSlash(a.File)), d.read[name]); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 func writeFile(path string, b []byte) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -358,25 +444,48 @@ func writeFile(path string, b []byte) error {
 	return f.Close()
 }
 
-// Failures lists one line per failed condition: its name and, for each
-// differing field, what was expected and what was observed.
-func Failures(res *results.Results) []string {
+// failureItems is how many findings and differences a failure line shows
+// before it counts the rest.
+const failureItems = 3
+
+// Failures lists one line per failed condition, leading with the answer:
+// the condition's findings first, since each names a contradiction, then
+// its differences in the scenario's words, headline figure first (see
+// scenario.Explainer). A scenario's findings that belong to no condition
+// get a line of their own. The full lists stay in results.json and the
+// CI summary.
+func Failures(reg scenario.Registry, res *results.Results) []string {
 	var out []string
 	for _, s := range res.Scenarios {
+		sc, _ := reg.Lookup(s.Name)
 		for _, c := range s.Conditions {
 			if c.Pass {
 				continue
 			}
-			line := s.Name + "/" + c.Name + ":"
-			for i, d := range c.Differences {
-				if i == 3 {
-					line += fmt.Sprintf(" (+%d more)", len(c.Differences)-3)
-					break
-				}
-				line += fmt.Sprintf(" %s want %s got %s;", d.Path, d.Expected, d.Observed)
+			var items []string
+			for _, f := range c.Findings {
+				items = append(items, f.Message)
 			}
-			out = append(out, strings.TrimSuffix(line, ";"))
+			items = append(items, scenario.ExplainLines(sc, c)...)
+			out = append(out, failureLine(s.Name+"/"+c.Name, items))
+		}
+		if len(s.Findings) > 0 {
+			var items []string
+			for _, f := range s.Findings {
+				items = append(items, f.String())
+			}
+			out = append(out, failureLine(s.Name, items))
 		}
 	}
 	return out
+}
+
+func failureLine(name string, items []string) string {
+	if len(items) > failureItems {
+		return fmt.Sprintf("%s: %s (+%d more)", name, strings.Join(items[:failureItems], "; "), len(items)-failureItems)
+	}
+	if len(items) == 0 {
+		return name + ": failed"
+	}
+	return name + ": " + strings.Join(items, "; ")
 }
