@@ -23,9 +23,10 @@ import (
 
 const experimentExitHelp = `Exit codes:
   0    every expectation met
-  1    an expectation failed: one line per failed condition on stderr; results written with "pass": false
+  1    an expectation failed, or a worker misbehaved (a finding): one line per failed condition on stderr;
+       results written with "pass": false
   2    usage or input error (bad flag, bad input file, --out exists); nothing is written
-  3    the harness itself failed (e.g. a worker died in a way the protocol does not allow); nothing is written
+  3    the harness itself failed (it could not start a worker or write the folder); nothing is written
   130  interrupted (Ctrl-C or SIGTERM); the workers are stopped and nothing is written`
 
 // defaultInput is --input when not given.

@@ -133,7 +133,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	}
 	if n := len(rec.Observations); n < len(f.sched) {
 		s := f.sched[n]
-		f.c.Add(results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(f.sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
+		f.c.AddTo(s.Condition, results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(f.sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
 	}
 	folded := scenario.Folded{Observed: map[string]any{}}
 	for _, r := range st.Rounds {
@@ -162,7 +162,23 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	folded.Extra = ex
 	f.unusedEntries()
 	f.c.Unused(rec, len(f.sched))
+	f.mutantFindings()
 	return folded, f.c.Findings
+}
+
+// mutantFindings moves the findings about a mutant's races, which are
+// recorded under their round's name, to the mutant's condition: what they
+// show fails the mutant.
+func (f *folder) mutantFindings() {
+	for i, x := range f.c.Findings {
+		for _, m := range f.st.MutantVariants {
+			for _, r := range f.st.Rounds {
+				if x.Condition == RoundCondition(r.ID, m) {
+					f.c.Findings[i].Condition = MutantCondition(m)
+				}
+			}
+		}
+	}
 }
 
 // read decodes line i against the race the schedule puts there; a line
@@ -204,6 +220,9 @@ func (f *folder) place(rl raceLine) {
 	}
 	if !backend.IsTarget(f.st.backendName(), o.DB, DBName) {
 		f.c.Obs(l, "db", "%q is not a %s", o.DB, backend.TargetKind(f.st.backendName(), DBName))
+	}
+	if o.Broken != "" {
+		f.c.Obs(l, "broken", "race %s of %s repetition %d: %s; the run stopped at this race", s.Race.Name, s.Condition, s.Repetition, o.Broken)
 	}
 }
 
@@ -278,7 +297,7 @@ func (f *folder) readPool() {
 		f.c.Argv(p, wc.PoolWorker, f.st.PoolArgs(p.Label).Argv())
 		f.c.Env(p, map[string]string{})
 		if p.ExitCode != protocol.ExitACK || p.Signal != "" {
-			f.c.Proc(p, "exit_code", "%d (signal %q); a member that served its races exits 0", p.ExitCode, p.Signal)
+			f.c.Proc(p, "exit_code", "%s %s; a member that served its races exits 0", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 		}
 		rep, ok := f.c.Report(p)
 		if !ok {
@@ -432,7 +451,7 @@ func (f *folder) entry(rl raceLine, k int, r Racer) (served, bool) {
 	race := rl.o.Race
 	e, ok := m.entries[race]
 	if !ok {
-		f.c.Proc(p, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", race, results.ObservationsFile, rl.l.N, k)
+		f.c.ProcFor(p, rl.s.Condition, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", race, results.ObservationsFile, rl.l.N, k)
 		return sv, false
 	}
 	m.used[race] = true
@@ -446,21 +465,21 @@ func (f *folder) entry(rl raceLine, k int, r Racer) (served, bool) {
 func (f *folder) racer(sv served, t *tally) {
 	p, e, ef, o, s := sv.p, sv.e, sv.ef, sv.rl.o, sv.rl.s
 	for _, d := range results.DiffPaths("", sv.r.Request, e.Request) {
-		f.c.Proc(p, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, sv.rl.l.N)
+		f.c.ProcFor(p, s.Condition, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, sv.rl.l.N)
 	}
 	if e.SQLite != f.st.SQLite {
-		f.c.Proc(p, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
+		f.c.ProcFor(p, s.Condition, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
 	} else if f.rb == nil && f.st.Postgres == nil {
 		rb := e.SQLite
 		f.rb = &rb
 	}
 	if msg := backend.CheckReadBack(f.st.Postgres, e.Postgres); msg != "" {
-		f.c.Proc(p, ef+": postgres", "%s", msg)
+		f.c.ProcFor(p, s.Condition, ef+": postgres", "%s", msg)
 	} else if f.pgRB == nil {
 		f.pgRB = e.Postgres
 	}
 	if !(e.ReadyAtUS <= o.ReleasedAtUS && o.ReleasedAtUS <= e.ReleasedAtUS && e.ReleasedAtUS <= o.ReadAtUS) {
-		f.c.Proc(p, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
+		f.c.ProcFor(p, s.Condition, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
 	}
 	t.wakes = append(t.wakes, e.ReleasedAtUS)
 	f.checkNow(sv)
@@ -469,14 +488,14 @@ func (f *folder) racer(sv served, t *tally) {
 	// Which statement decided a user's claim is the statement's behaviour,
 	// which the oracle judges; for the shipped claims it is the worker's.
 	if oc.Path != t.wantPath && s.By != wc.User {
-		f.c.Proc(p, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], t.wantPath)
+		f.c.ProcFor(p, s.Condition, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], t.wantPath)
 	}
 	if oc.Won != (oc.Changes == 1) || oc.Changes < 0 || oc.Changes > 1 {
-		f.c.Proc(p, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
+		f.c.ProcFor(p, s.Condition, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
 	}
 	wantFollow := oc.Won && s.Race.FollowUp
 	if e.FollowedUp != wantFollow || (wantFollow && e.ExternalID != wc.ExternalIDFor(sv.r.Request.Label)) || (!wantFollow && e.ExternalID != "") {
-		f.c.Proc(p, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(sv.r.Request.Label))
+		f.c.ProcFor(p, s.Condition, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(sv.r.Request.Label))
 	}
 	t.out.Paths[oc.Path]++
 	f.busy[s.Condition] += e.BusyRetries
@@ -498,7 +517,7 @@ func (f *folder) claimError(sv served) {
 	e, s := sv.e, sv.rl.s
 	failed := e.Outcome.Path == wc.PathError
 	if failed != (e.ClaimError != "") || (failed && s.By != wc.User) {
-		f.c.Proc(sv.p, sv.ef+": claim_error", "%q with path %q and claim %s; only the user's statement's failure is recorded, with path %q", e.ClaimError, e.Outcome.Path, s.By, wc.PathError)
+		f.c.ProcFor(sv.p, s.Condition, sv.ef+": claim_error", "%q with path %q and claim %s; only the user's statement's failure is recorded, with path %q", e.ClaimError, e.Outcome.Path, s.By, wc.PathError)
 		return
 	}
 	if failed && f.claimErrs[s.Condition] == "" {
@@ -514,17 +533,17 @@ func (f *folder) checkNow(sv served) {
 	switch {
 	case sv.rl.s.By == wc.MutantCallerTime:
 		if now != req.EventMS {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, sv.rl.s.By, req.EventMS)
+			f.c.ProcFor(p, sv.rl.s.Condition, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, sv.rl.s.By, req.EventMS)
 		}
 	case req.NowMS != wc.NoPin:
 		if now != req.NowMS {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d, but the request pins the clock to %d", now, req.NowMS)
+			f.c.ProcFor(p, sv.rl.s.Condition, ef+": outcome.now_ms", "%d, but the request pins the clock to %d", now, req.NowMS)
 		}
 	default:
 		clock := now - req.ClockOffsetMS
 		lo, hi := o.ReleasedAtUS/1000, (o.ReadAtUS+999)/1000
 		if clock < lo || clock > hi {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d less the offset %d is %d, outside the race's window %d to %d by the parent's clock", now, req.ClockOffsetMS, clock, lo, hi)
+			f.c.ProcFor(p, sv.rl.s.Condition, ef+": outcome.now_ms", "%d less the offset %d is %d, outside the race's window %d to %d by the parent's clock", now, req.ClockOffsetMS, clock, lo, hi)
 		}
 	}
 }
@@ -559,7 +578,7 @@ func (f *folder) checkRow(rl raceLine, mark RaceMarks) {
 		after = row.Count
 	}
 	if after-before != int64(winners) {
-		f.c.Obs(l, "row.count", "went from %d to %d, but %d racers say they won; every win adds one", before, after, winners)
+		f.c.Obs(l, "row.count", "race %s: %d racers reported a win, but count went %d → %d; every win adds one", s.Race.Name, winners, before, after)
 	}
 	if winners == 0 {
 		for _, d := range results.DiffPaths("row", prev, row) {

@@ -249,7 +249,7 @@ func (f *folder) checkTrials(cf condFold) {
 		}
 	}
 	if len(missing) > 0 {
-		f.c.Add(results.ObservationsFile, "condition "+cf.c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
+		f.c.AddTo(cf.c.Name, results.ObservationsFile, "condition "+cf.c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
 	}
 }
 
@@ -301,7 +301,7 @@ func (f *folder) proc(e entry, id int, w procWant) ran {
 	}
 	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
-		f.c.Proc(p, "stdout", "%v", err)
+		f.c.Proc(p, "stdout", "%s: %v", p.Label, err)
 		return r
 	}
 	if rep.Worker != p.Worker {
@@ -337,10 +337,10 @@ func (f *folder) exit(p results.Process, rep protocol.Report, w procWant) {
 		}
 	case protocol.ExitWorkerError:
 		if !w.racer || len(rep.Result) == 0 {
-			f.c.Proc(p, "exit_code", "3 (worker error %q) is not an outcome of this step", rep.Error)
+			f.c.Proc(p, "exit_code", "%s %s; only a racer ends in 3 (worker error), and with its result", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 		}
 	default:
-		f.c.Proc(p, "exit_code", "%d is not an outcome of a delivery", p.ExitCode)
+		f.c.Proc(p, "exit_code", "%s %s; a delivery ends in 0 (ACK) or 17 (crash)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 }
 
