@@ -31,6 +31,8 @@ type Cluster struct {
 	StartedIn time.Duration
 	// stopped says the server at PID has been stopped.
 	stopped bool
+	// serverOpts are pg_ctl's -o, kept for a restart.
+	serverOpts string
 	// runAs is the OS user the server runs as, when this process is root.
 	runAs string
 }
@@ -79,15 +81,59 @@ func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluste
 	for _, s := range settings {
 		opts = append(opts, "-c", s)
 	}
-	if err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.data(), "-l", filepath.Join(c.Dir, "server.log"), "-o", shellJoin(opts)); err != nil {
-		c.readPID()
-		return c, err
-	}
-	if err := c.readPID(); err != nil {
+	c.serverOpts = shellJoin(opts)
+	if err := c.start(ctx); err != nil {
 		return c, err
 	}
 	c.StartedIn = time.Since(began)
 	return c, ctx.Err()
+}
+
+// start starts the server on the cluster's data folder and reads its pid.
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.data(), "-l", filepath.Join(c.Dir, "server.log"), "-o", c.serverOpts); err != nil {
+		c.readPID()
+		return err
+	}
+	c.stopped = false
+	return c.readPID()
+}
+
+// Crash SIGKILLs the server's whole process group, postmaster and
+// backends at once, as a crash of the server ends them, waits until they
+// are gone, and starts the server again on the same data folder, whose
+// recovery replays the WAL that reached the disk. It returns when the
+// recovered server accepts connections.
+func (c *Cluster) Crash(ctx context.Context) error {
+	pid := c.PID
+	if err := c.KillGroup(); err != nil {
+		return err
+	}
+	// The killed postmaster leaves its pid file, and the next start
+	// refuses it while kill(pid, 0) succeeds, which it does for a zombie
+	// its new parent has not reaped yet (the process that adopts orphans
+	// need not reap them promptly). Every process of the group is gone,
+	// so a pid file still naming an unreaped zombie is stale.
+	if !reaped(pid, 500*time.Millisecond) {
+		if err := os.Remove(filepath.Join(c.data(), "postmaster.pid")); err != nil {
+			return fmt.Errorf("remove the dead server's pid file: %w", err)
+		}
+	}
+	return c.start(ctx)
+}
+
+// reaped waits until no process, zombie or not, has pid.
+func reaped(pid int, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (c *Cluster) data() string { return filepath.Join(c.Dir, "data") }

@@ -137,6 +137,25 @@ func (s *Server) Info() Info {
 	return Info{ServerVersion: s.version, Database: s.dbName, Cluster: s.cluster}
 }
 
+// Crash crashes the run's throwaway cluster (Cluster.Crash) and opens the
+// parent's connection again once the server has recovered. A server named
+// by --dsn is not this run's to kill: Crash refuses it.
+func (s *Server) Crash(ctx context.Context) error {
+	if s.cluster == nil {
+		return fmt.Errorf("%w: a server crash needs the run's own throwaway cluster; leave out --%s", errclass.ErrUsage, FlagDSN)
+	}
+	if err := s.cluster.Crash(ctx); err != nil {
+		return fmt.Errorf("crash and restart the server: %w", err)
+	}
+	s.admin.Close()
+	var err error
+	if s.admin, err = sql.Open("pgx", s.base); err != nil {
+		return fmt.Errorf("reconnect after the crash: %w", err)
+	}
+	s.admin.SetMaxOpenConns(1)
+	return s.admin.PingContext(ctx)
+}
+
 // WithSpec is the same server and database handing out schemas whose
 // sessions start with spec's settings instead, which a session takes from
 // its connection string. It shares the original's database: close only
