@@ -129,3 +129,28 @@ func waitForLock(ctx context.Context, db *sql.DB) error {
 	}
 	return fmt.Errorf("the client never reached its sleep")
 }
+
+// BenchmarkClusterStart is a run's throwaway cluster from nothing to its
+// first query: initdb, pg_ctl start, the run's database made and its
+// version read. Stopping and removing it is timed apart (stop_ms).
+func BenchmarkClusterStart(b *testing.B) {
+	if _, err := FindBinaries(); err != nil {
+		b.Skipf("PostgreSQL benchmark skipped: %v", err)
+	}
+	spec := Spec{Name: store.BackendPostgres, Isolation: DefaultIsolation, SynchronousCommit: DefaultSynchronousCommit}
+	var stop time.Duration
+	for i := 0; i < b.N; i++ {
+		srv, err := Start(context.Background(), spec, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		began := time.Now()
+		if err := srv.Close(); err != nil {
+			b.Fatal(err)
+		}
+		stop += time.Since(began)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "stop_ms")
+}

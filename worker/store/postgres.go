@@ -264,12 +264,17 @@ const settingsColumns = `current_setting('server_version'), current_setting('def
   current_setting('synchronous_commit'), current_setting('fsync'), current_setting('wal_level')`
 
 // OpenPostgres opens dsn through pgx's database/sql driver, with at most
-// maxConns connections (0 means 1), and reads the settings back.
+// maxConns connections (0 means 1), and reads the settings back. Every
+// statement is parsed and planned afresh (pgx's exec mode, one round trip
+// still): a session that Sessions moves to another schema must not run a
+// plan cached against the last one, whose table may have other columns.
 func OpenPostgres(ctx context.Context, dsn string, maxConns int) (Store, PGSettings, error) {
-	db, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return Store{}, PGSettings{}, fmt.Errorf("open PostgreSQL: %w", err)
 	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	db := stdlib.OpenDB(*cfg)
 	if maxConns <= 0 {
 		maxConns = 1
 	}
@@ -282,7 +287,3 @@ func OpenPostgres(ctx context.Context, dsn string, maxConns int) (Store, PGSetti
 	}
 	return Store{DB: db, Dialect: Postgres{}}, s, nil
 }
-
-// The pgx driver registers itself as "pgx" when its package loads; the
-// blank use keeps the import when nothing else names it.
-var _ = stdlib.GetDefaultDriver
