@@ -108,11 +108,15 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 	st := p.s
 	busy := time.Duration(st.SQLite.BusyTimeoutMS) * time.Millisecond
 	var tpl map[wc.SchemaVersion][]byte
+	var made []backend.Database
+	var err error
 	if env.Backend == nil {
-		var err error
-		if tpl, err = templates(ctx, env.TempDir, busy); err != nil {
-			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
-		}
+		tpl, err = templates(ctx, env.TempDir, busy)
+	} else {
+		made, err = schemas(ctx, env.Backend, Schedule(st))
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	var f *roundFile
 	// The parent's own session to the rounds' databases is kept from one
@@ -125,8 +129,12 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 			return err
 		}
 		if s.Index == 0 {
+			var db *backend.Database
+			if len(made) > 0 {
+				db, made = &made[0], made[1:]
+			}
 			var err error
-			if f, err = newRoundFile(ctx, env, &sessions, busy, s.Round.Schema, tpl); err != nil {
+			if f, err = newRoundFile(ctx, env, &sessions, busy, s.Round.Schema, tpl, db); err != nil {
 				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
 			}
 		}
@@ -207,32 +215,55 @@ type roundFile struct {
 }
 
 // newRoundFile makes the round's database with the round's table layout:
-// on SQLite a copy of the layout's template file (tpl), on PostgreSQL a
-// fresh schema in which the table is created.
-func newRoundFile(ctx context.Context, env scenario.Env, sessions *store.Sessions, busy time.Duration, v wc.SchemaVersion, tpl map[wc.SchemaVersion][]byte) (*roundFile, error) {
-	db, err := env.Fresh(ctx, "idemlab-claim-", DBName)
-	if err != nil {
+// on SQLite a copy of the layout's template file (tpl), on PostgreSQL the
+// schema made before the races (made, holding the table already), or a
+// fresh one in which the table is created.
+func newRoundFile(ctx context.Context, env scenario.Env, sessions *store.Sessions, busy time.Duration, v wc.SchemaVersion, tpl map[wc.SchemaVersion][]byte, made *backend.Database) (*roundFile, error) {
+	var db backend.Database
+	var err error
+	if made != nil {
+		db = *made
+	} else if db, err = env.Fresh(ctx, "idemlab-claim-", DBName); err != nil {
 		return nil, err
 	}
 	f := &roundFile{db: db, path: db.Target}
-	if template, ok := tpl[v]; ok {
+	hasTable := made != nil
+	if template, ok := tpl[v]; ok && !hasTable {
 		if err := os.WriteFile(f.path, template, 0o644); err != nil {
 			db.Drop()
 			return nil, fmt.Errorf("write fresh database: %w", err)
 		}
-		f.copied = true
+		f.copied, hasTable = true, true
 	}
 	if f.st, _, f.release, err = sessions.Open(ctx, db.Backend, db.Target, wc.Options("", busy)); err != nil {
 		db.Drop()
 		return nil, err
 	}
-	if !f.copied {
+	if !hasTable {
 		if err := wc.CreateSchema(ctx, f.st.DB, v); err != nil {
 			return nil, errors.Join(err, f.close())
 		}
 	}
 	f.base = time.Now().UnixMilli()
 	return f, nil
+}
+
+// schemas makes every round's schema on PostgreSQL, with its table, before
+// the first race, in the schedule's order: a few commits instead of two
+// per round.
+func schemas(ctx context.Context, srv *backend.Server, sched []Slot) ([]backend.Database, error) {
+	var ddls []string
+	for _, s := range sched {
+		if s.Index != 0 {
+			continue
+		}
+		ddl, err := wc.DDL(s.Round.Schema)
+		if err != nil {
+			return nil, err
+		}
+		ddls = append(ddls, ddl)
+	}
+	return srv.FreshMany(ctx, "idemlab-claim", ddls)
 }
 
 // templates creates one empty file per table layout, in WAL mode, and

@@ -211,14 +211,23 @@ func Options(path string, busyTimeout time.Duration) sqlitedb.Options {
 
 // CreateSchema creates event_claims in the given layout.
 func CreateSchema(ctx context.Context, db *sql.DB, v SchemaVersion) error {
-	ddl, ok := schemas[v]
-	if !ok {
-		return fmt.Errorf("create schema: unknown schema version %q", v)
+	ddl, err := DDL(v)
+	if err != nil {
+		return err
 	}
 	if _, err := db.ExecContext(ctx, ddl); err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
 	return nil
+}
+
+// DDL is the statement that creates event_claims in layout v.
+func DDL(v SchemaVersion) (string, error) {
+	ddl, ok := schemas[v]
+	if !ok {
+		return "", fmt.Errorf("create schema: unknown schema version %q", v)
+	}
+	return ddl, nil
 }
 
 const legacySQL = `INSERT INTO event_claims
