@@ -11,8 +11,12 @@ build:
 vet:
 	$(GO) vet ./...
 
-# The test command of the README and of .ci/run.
+# The test command of the README and of .ci/run. The PostgreSQL tests
+# start throwaway clusters; without the server's binaries they skip (t.Skip
+# says why under -v), and this says so once.
 test: vet
+	@command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || \
+		echo "make test: PostgreSQL's server binaries (pg_ctl) are not installed, so the PostgreSQL tests skip; install the package postgresql to run them"
 	$(GO) test -race -count=1 ./...
 
 experiment:

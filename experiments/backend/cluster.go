@@ -93,7 +93,8 @@ func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluste
 func (c *Cluster) start(ctx context.Context) error {
 	if err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.data(), "-l", filepath.Join(c.Dir, "server.log"), "-o", c.serverOpts); err != nil {
 		c.readPID()
-		return err
+		log, _ := os.ReadFile(filepath.Join(c.Dir, "server.log"))
+		return fmt.Errorf("%w; the server's log ends: %s", err, lastLines(string(log), 3))
 	}
 	c.stopped = false
 	return c.readPID()
@@ -109,14 +110,17 @@ func (c *Cluster) Crash(ctx context.Context) error {
 	if err := c.KillGroup(); err != nil {
 		return err
 	}
-	// The killed postmaster leaves its pid file, and the next start
-	// refuses it while kill(pid, 0) succeeds, which it does for a zombie
-	// its new parent has not reaped yet (the process that adopts orphans
-	// need not reap them promptly). Every process of the group is gone,
-	// so a pid file still naming an unreaped zombie is stale.
+	// The killed postmaster leaves its pid file and its socket's lock
+	// file, and the next start refuses them while kill(pid, 0) succeeds,
+	// which it does for a zombie its new parent has not reaped yet (the
+	// process that adopts orphans need not reap them promptly). Every
+	// process of the group is gone, so lock files still naming an
+	// unreaped zombie are stale.
 	if !reaped(pid, 500*time.Millisecond) {
-		if err := os.Remove(filepath.Join(c.data(), "postmaster.pid")); err != nil {
-			return fmt.Errorf("remove the dead server's pid file: %w", err)
+		for _, f := range []string{filepath.Join(c.data(), "postmaster.pid"), filepath.Join(c.Dir, ".s.PGSQL.5432.lock")} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove the dead server's lock file: %w", err)
+			}
 		}
 	}
 	return c.start(ctx)

@@ -18,8 +18,9 @@ import (
 // server's whole process group is SIGKILLed and restarted, recovery runs,
 // and the event is redelivered. With synchronous_commit on or local every
 // commit the worker saw succeed survives, so the outcome is the commit
-// model's; with off, and a wal_writer_delay of 10 s so that no background
-// flush comes between, every commit of the delivery is lost, ACK or not:
+// model's; with off, a wal_writer_delay of 10 s and autovacuum off, so
+// that no background flush and no other session's synchronous commit
+// comes between, every commit of the delivery is lost, ACK or not:
 // the server comes back as before the delivery, tables and all, and the
 // redelivery starts over.
 func TestPostgresServerCrash(t *testing.T) {
@@ -28,7 +29,7 @@ func TestPostgresServerCrash(t *testing.T) {
 	}
 	ctx := context.Background()
 	base := backend.Spec{Name: store.BackendPostgres, Isolation: backend.DefaultIsolation, SynchronousCommit: "on"}
-	srv, err := backend.Start(ctx, base, backend.Options{Settings: []string{"wal_writer_delay=10s"}})
+	srv, err := backend.Start(ctx, base, backend.Options{Settings: []string{"wal_writer_delay=10s", "autovacuum=off"}})
 	if err != nil {
 		t.Fatal(err)
 	}
