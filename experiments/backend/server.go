@@ -166,9 +166,6 @@ func (s *Server) WithSpec(spec Spec) *Server {
 	return &c
 }
 
-// Spec is the backend the server was started for.
-func (s *Server) Spec() Spec { return s.spec }
-
 // Close drops the run's database, unless --keep, and stops a throwaway
 // cluster and removes its folder. It is safe on nil and on a server whose
 // start failed half-way.

@@ -39,36 +39,3 @@ func (c Class) String() string { return classNames[c] }
 func (c Class) Retryable() bool {
 	return c == ClassBusy || c == ClassSerialization || c == ClassDeadlock
 }
-
-// Retries counts the retries of one worker's statements by class, as the
-// claim tables show them.
-type Retries struct {
-	// Busy counts SQLITE_BUSY after the busy timeout.
-	Busy int `json:"busy_retries"`
-	// Serialization counts PostgreSQL's 40001.
-	Serialization int `json:"serialization_retries,omitempty"`
-	// Deadlock counts PostgreSQL's 40P01.
-	Deadlock int `json:"deadlock_retries,omitempty"`
-}
-
-// Count adds one retry of class c.
-func (r *Retries) Count(c Class) {
-	switch c {
-	case ClassBusy:
-		r.Busy++
-	case ClassSerialization:
-		r.Serialization++
-	case ClassDeadlock:
-		r.Deadlock++
-	}
-}
-
-// Total is every retry, whatever its class.
-func (r Retries) Total() int { return r.Busy + r.Serialization + r.Deadlock }
-
-// Add adds o's retries to r.
-func (r *Retries) Add(o Retries) {
-	r.Busy += o.Busy
-	r.Serialization += o.Serialization
-	r.Deadlock += o.Deadlock
-}

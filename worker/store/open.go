@@ -28,14 +28,6 @@ func ParseBackend(s string) (string, error) {
 	return "", fmt.Errorf("unknown backend %q (known: %q)", s, Backends)
 }
 
-// DialectOf is the dialect of a backend name as ParseBackend returns it.
-func DialectOf(backend string) Dialect {
-	if backend == BackendPostgres {
-		return Postgres{}
-	}
-	return SQLite{}
-}
-
 // ReadBack is what a connection read back when it was opened: SQLite's
 // pragmas or PostgreSQL's settings, whichever backend it opened.
 type ReadBack struct {
