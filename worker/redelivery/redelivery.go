@@ -222,8 +222,10 @@ func Main(call *protocol.Call) int {
 	if err != nil {
 		return call.Fail(err)
 	}
+	res := Result{Pattern: p, Outcome: out, Settings: settings}
+	call.AckOpen(res)
 	if err := db.Close(); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
-	return call.Finish(Result{Pattern: p, Outcome: out, Settings: settings}, protocol.ExitACK)
+	return call.Finish(res, protocol.ExitACK)
 }
