@@ -40,9 +40,11 @@ type Result struct {
 	At *Op
 }
 
-// inode is one file's contents in the symbolic directory.
+// inode is one file's contents in the symbolic directory. written says it
+// was written since its last sync, which is what the torn mode decides.
 type inode struct {
 	live, synced Content
+	written      bool
 }
 
 // dir is the symbolic directory: names to inodes, as processes see them
@@ -63,10 +65,11 @@ func replay(ops []Op) *dir {
 			d.inodes = append(d.inodes, inode{})
 			d.live[op.File] = len(d.inodes) - 1
 		case OpWrite:
-			d.inodes[d.live[op.File]].live = op.Content
+			in := &d.inodes[d.live[op.File]]
+			in.live, in.written = op.Content, true
 		case OpSync:
 			in := &d.inodes[d.live[op.File]]
-			in.synced = in.live
+			in.synced, in.written = in.live, false
 			if op.DirSync {
 				d.durable = maps.Clone(d.live)
 			}
@@ -82,6 +85,28 @@ func replay(ops []Op) *dir {
 
 // found is one variant of what the next open finds of each file.
 type found map[string]Content
+
+// Dirty lists the files a torn cut at c decides: those that keep their
+// inode through the cut and were written since their last sync. A view
+// given for any other file changes nothing.
+func Dirty(s Setting, p Process, c Cut) ([]string, error) {
+	ops, err := Schedule(s, p)
+	if err != nil {
+		return nil, err
+	}
+	done, _, err := prefix(ops, c)
+	if err != nil {
+		return nil, err
+	}
+	d := replay(done)
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(d.live)) {
+		if ino, ok := d.durable[n]; ok && ino == d.live[n] && d.inodes[ino].written {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
 
 // PowerCut is what a power cut at c leaves of the process p under s, each
 // file kept as views says.

@@ -206,9 +206,10 @@ func (b *schedule) commit(k int) {
 		return
 	}
 	if b.full() {
-		// The content first, then the header's record count (the write
-		// leaves the symbolic content as it is).
+		// The content first, then the header's record count: a write that
+		// leaves the symbolic content as it is.
 		b.sync(FileJournal, k)
+		b.add(Op{Kind: OpWrite, File: FileJournal, Content: Content{Commit: k}, Commit: k})
 	}
 	b.sync(FileJournal, k)
 	b.add(Op{Kind: OpWrite, File: FileDB, Content: Content{Commit: k}, Commit: k})

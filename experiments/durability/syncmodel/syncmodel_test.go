@@ -217,3 +217,34 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestDirty: the files a torn cut decides are those written since their
+// last sync that keep their inode through the cut.
+func TestDirty(t *testing.T) {
+	tests := []struct {
+		s    Setting
+		p    Process
+		c    Cut
+		want []string
+	}{
+		{set("WAL", "NORMAL", false), open2, Cut{}, []string{FileWAL}},
+		{set("WAL", "NORMAL", false), closed2, Cut{}, nil},
+		{set("DELETE", "FULL", false), closed2, Cut{Sync: 2}, []string{FileJournal}}, // the record count
+		{set("DELETE", "FULL", false), closed2, Cut{Sync: 3}, []string{FileDB}},
+		{set("DELETE", "FULL", false), closed2, Cut{Sync: 1}, nil}, // the new journal is not named yet
+		{set("DELETE", "OFF", false), closed2, Cut{}, []string{FileDB}},
+		{set("DELETE", "NORMAL", true), open2, Cut{}, nil},
+		{set("DELETE", "NORMAL", true), Process{Commits: 1, InTx: true, End: EndOpen}, Cut{}, []string{FileJournal}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%+v %+v %+v", tt.s, tt.p, tt.c), func(t *testing.T) {
+			got, err := Dirty(tt.s, tt.p, tt.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Dirty (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
