@@ -76,18 +76,6 @@ func AuditCut(log []faultvfs.Op, rep faultvfs.Report, want faultvfs.Options) []P
 	return out
 }
 
-// CountSyncs counts a log's syncs: the syncs the trial's first process
-// made, since the trial's folder is baselined just before it.
-func CountSyncs(log []faultvfs.Op) int {
-	n := 0
-	for _, op := range log {
-		if op.Kind == faultvfs.OpSync {
-			n++
-		}
-	}
-	return n
-}
-
 // Views reads, from a torn recovery's decisions, the view of each file the
 // seed decided, as ViewKey names them.
 func Views(db string, torn []faultvfs.TornFile) string {

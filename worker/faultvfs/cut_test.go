@@ -16,17 +16,6 @@ import (
 	"idemlab/worker/sqlitedb"
 )
 
-// syncs counts the sync ops of a log.
-func syncs(ops []faultvfs.Op) int {
-	n := 0
-	for _, op := range ops {
-		if op.Kind == faultvfs.OpSync {
-			n++
-		}
-	}
-	return n
-}
-
 // TestSyncCut stops a real child inside its N-th sync, before and after the
 // fsync, and checks the report and the log: a cut before sync N leaves N-1
 // syncs logged, a cut after it N, and a cut past the last sync is a worker
@@ -72,7 +61,7 @@ func TestSyncCut(t *testing.T) {
 			if tt.cut.After {
 				want = tt.cut.N
 			}
-			if got := syncs(ops); got != want {
+			if got := faultvfs.Syncs(ops); got != want {
 				t.Errorf("%d syncs logged, want %d", got, want)
 			}
 		})

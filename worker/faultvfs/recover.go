@@ -230,6 +230,18 @@ func ReadLog(dir string) ([]Op, error) {
 	return parseLog(raw)
 }
 
+// Syncs counts the syncs of a log: after a Baseline, those of the
+// processes that ran since.
+func Syncs(ops []Op) int {
+	n := 0
+	for _, op := range ops {
+		if op.Kind == OpSync {
+			n++
+		}
+	}
+	return n
+}
+
 // parseLog decodes every whole line of a log.
 func parseLog(raw []byte) ([]Op, error) {
 	ops := []Op{}
