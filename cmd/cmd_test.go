@@ -196,16 +196,25 @@ func TestUsageErrors(t *testing.T) {
 	assertOnly(t, dir, "file")
 }
 
-// wrongRegistry has a redelivery oracle that expects one job where the
-// separate commits leave two.
-func wrongRegistry() scenario.Registry {
-	return scenario.Registry{redelivery.Scenario{Oracle: func(st redelivery.Settings, c redelivery.Condition) []redelivery.Delivery {
+// hopefulRedelivery is the redelivery scenario with an oracle that
+// expects one job where the separate commits leave two.
+type hopefulRedelivery struct{ redelivery.Scenario }
+
+func (hopefulRedelivery) Expect(st redelivery.Settings) ([]scenario.Expected, error) {
+	var out []scenario.Expected
+	for _, c := range st.Conditions {
 		d := redelivery.Expect(st, c)
 		if c.Name == "separate-commit/crash-after-job-commit" {
 			d[1].FollowUpJobs = 1
 		}
-		return d
-	}}}
+		out = append(out, scenario.Expected{Condition: c.Name, Value: d})
+	}
+	return out, nil
+}
+
+// wrongRegistry has the hopeful redelivery oracle.
+func wrongRegistry() scenario.Registry {
+	return scenario.Registry{scenario.Define[redelivery.Settings, redelivery.Extra](hopefulRedelivery{})}
 }
 
 // TestWrongOracleExitsOne shows that a deliberately wrong expectation fails
@@ -280,7 +289,7 @@ func TestInterruptExits130(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb bytes.Buffer
-	h := Hooks{Registry: scenario.Registry{slowScenario{}}}
+	h := Hooks{Registry: scenario.Registry{scenario.Define[redelivery.Settings, redelivery.Extra](slowScenario{})}}
 	go func() {
 		<-slowStarted
 		cancel()

@@ -15,9 +15,9 @@ import (
 // build their own registry with a replaced oracle.
 func Scenarios() scenario.Registry {
 	return scenario.Registry{
-		redelivery.Scenario{},
-		batch.Scenario{},
-		claim.Scenario{},
+		redelivery.New(),
+		batch.New(),
+		claim.New(),
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.
 		explore.Scenario{},

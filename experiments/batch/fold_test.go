@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -97,7 +99,7 @@ func TestRunRealProcesses(t *testing.T) {
 	if !*update && lastFirst > firstLater {
 		t.Errorf("line %d is a first run, after line %d, a later one", lastFirst+1, firstLater+1)
 	}
-	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), rec)
+	res := scenario.Evaluate(New(), nil, scenario.Marshal(st), rec)
 	findings := res.AllFindings()
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
@@ -111,14 +113,7 @@ func TestRunRealProcesses(t *testing.T) {
 		t.Errorf("%d processes and %d observations, the plan counts %d", n, len(rec.Observations), (&plan{s: st}).Processes())
 	}
 	// A wrong expectation must fail, naming the field.
-	wrong := func(p Params) Outcome {
-		o := Expect(p)
-		if p.Condition == CondJournal {
-			o.Duplicates = 1
-		}
-		return o
-	}
-	res = scenario.Evaluate(Scenario{Oracle: wrong}, nil, scenario.Marshal(st), rec)
+	res = scenario.Evaluate(scenario.Define[Settings, Extra](wrongOracle{}), nil, scenario.Marshal(st), rec)
 	for _, c := range res.Conditions {
 		failing := strings.HasSuffix(c.Name, "/"+CondJournal)
 		if c.Pass == failing {
@@ -139,6 +134,24 @@ func TestRunRealProcesses(t *testing.T) {
 	if *update {
 		writeFixture(t, dir)
 	}
+}
+
+// wrongOracle is the batch scenario with an oracle that expects a
+// duplicate in every journal condition, which no run leaves.
+type wrongOracle struct{ Scenario }
+
+func (w wrongOracle) Expect(st Settings) ([]scenario.Expected, error) {
+	exp, err := w.Scenario.Expect(st)
+	for i, c := range st.Conditions {
+		if c.Condition != CondJournal {
+			continue
+		}
+		outs := exp[i].Value.([]Outcome)
+		for j := range outs {
+			outs[j].Duplicates = 1
+		}
+	}
+	return exp, err
 }
 
 // writeFixture copies the records into testdata with the machine's paths
@@ -279,7 +292,7 @@ func TestLaneFloor(t *testing.T) {
 // condition's observed figures equal the oracle's.
 func TestFoldClean(t *testing.T) {
 	st := fixtureSettings(t)
-	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), loadFixture(t).records(t))
+	res := scenario.Evaluate(New(), nil, scenario.Marshal(st), loadFixture(t).records(t))
 	findings := res.AllFindings()
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
@@ -295,6 +308,50 @@ func TestFoldClean(t *testing.T) {
 			t.Errorf("%s (-oracle +fold):\n%s", c.Name, d)
 		}
 	}
+}
+
+// TestReportHasNoTimingVerdict renders the fixture's report: the timing
+// tables show the measured ratios, and no cell or legend judges them, since
+// the timing targets are make bench's.
+func TestReportHasNoTimingVerdict(t *testing.T) {
+	st := fixtureSettings(t)
+	s := New()
+	res := scenario.Evaluate(s, nil, scenario.Marshal(st), loadFixture(t).records(t))
+	sec, err := s.Report(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratios := 0
+	for _, tb := range sec.Tables {
+		cells := strings.Join(tb.Header, " ")
+		for _, row := range tb.Rows {
+			cells += " " + strings.Join(row, " ")
+		}
+		for _, word := range []string{"MISSED", "met", "target"} {
+			if containsWord(cells, word) {
+				t.Errorf("table %q judges its timings: %q in %s", tb.Title, word, cells)
+			}
+		}
+		if legend := strings.Join(tb.Legend, " "); containsWord(legend, "MISSED") {
+			t.Errorf("table %q's legend judges its timings: %s", tb.Title, legend)
+		}
+		if slices.Contains(tb.Header, "ratio") {
+			ratios++
+		}
+	}
+	for _, kv := range sec.Settings {
+		if strings.Contains(kv[0], "target") {
+			t.Errorf("settings row %q shows a timing target", kv[0])
+		}
+	}
+	if want := len(st.Modes) + 1; ratios != want {
+		t.Errorf("%d tables show a ratio, want %d (a timing table per mode and the wall)", ratios, want)
+	}
+}
+
+// containsWord reports whether word appears in text as a whole word.
+func containsWord(text, word string) bool {
+	return slices.Contains(strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) }), word)
 }
 
 const (
@@ -418,7 +475,7 @@ func TestFoldTampered(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fx := loadFixture(t)
 			tt.tamper(t, &fx)
-			_, findings := Scenario{}.Fold(scenario.Marshal(st), fx.records(t))
+			_, findings := Scenario{}.Fold(st, fx.records(t))
 			for _, f := range findings {
 				if f.File == tt.file && strings.Contains(f.Field, tt.field) {
 					t.Logf("%s", f)

@@ -56,18 +56,11 @@ func ReadPublished() (Published, error) {
 
 // Report arranges a derived result: per mode a counts table and a timing
 // table, the scenario's wall time, and article 002's figures beside ours.
-func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
+// Timings are shown as measured ratios with no verdict: the timing
+// targets are make bench's, in BENCHMARKS.md, and a passing run raises no
+// alarm over a shared machine's timings.
+func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scenario.Section, error) {
 	var sec scenario.Section
-	var st Settings
-	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {
-		return sec, fmt.Errorf("batch settings: %w", err)
-	}
-	var ex Extra
-	if len(res.Extra) > 0 {
-		if err := json.Unmarshal(res.Extra, &ex); err != nil {
-			return sec, fmt.Errorf("batch timing table: %w", err)
-		}
-	}
 	sec.Settings = [][2]string{
 		{"job id", st.JobID + " (new-job-id uses " + st.NewJobID + ")"},
 		{"items, fail at", fmt.Sprintf("%d items, item %d's send fails once in run 1", st.Items, st.FailAt)},
@@ -76,7 +69,6 @@ func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, locking_mode=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.LockingMode, st.SQLite.BusyTimeoutMS)},
 		{"lanes", fmt.Sprintf("%d (modes run side by side when more than 1)", st.Lanes)},
 		{"first runs", fmt.Sprintf("%d side by side; every later run (the timed ones) alone, after a file-system sync", max(st.FirstRunLanes, 1))},
-		{"timing targets", fmt.Sprintf("journal runs 2+3 in the worker ≤ %.2f× floor; scenario wall ≤ %.2f× floor", st.Targets.JournalRuns23, st.Targets.Wall)},
 	}
 	conds := map[string]results.ConditionResult{}
 	observed := map[string][]Outcome{}
@@ -155,13 +147,12 @@ func countsTable(st Settings, mode string, conds map[string]results.ConditionRes
 func timingTable(st Settings, mode string, timings map[string]TimingSummary) scenario.Table {
 	t := scenario.Table{
 		Title:  mode + ": time of the runs after run 1, averaged over the trials",
-		Header: []string{"condition", "worker ms", "process ms", "floor ms", "ratio", "target"},
+		Header: []string{"condition", "worker ms", "process ms", "floor ms", "ratio"},
 		Legend: []string{
 			"worker ms: runs 2 (and 3) summed, the batch loop timed inside the worker",
 			"process ms: the same runs as whole processes, timed by the parent",
 			"floor ms: simulated latency of the steps those runs executed",
-			"ratio: worker ms / floor ms",
-			"target: the journal conditions' bound on ratio; MISSED when above it (reported, not failed)",
+			"ratio: worker ms / floor ms, a measurement (make bench and BENCHMARKS.md hold the targets)",
 		},
 	}
 	for _, c := range st.Conditions {
@@ -170,33 +161,23 @@ func timingTable(st Settings, mode string, timings map[string]TimingSummary) sce
 		}
 		s, ok := timings[c.Name]
 		if !ok {
-			t.Rows = append(t.Rows, []string{c.Condition, "-", "-", "-", "-", "-"})
+			t.Rows = append(t.Rows, []string{c.Condition, "-", "-", "-", "-"})
 			continue
 		}
-		t.Rows = append(t.Rows, []string{c.Condition, fmt.Sprintf("%.2f", s.AvgMS), fmt.Sprintf("%.2f", s.AvgProcessMS), fmt.Sprintf("%.2f", s.FloorMS), fmt.Sprintf("%.3f", s.Ratio), targetCell(s.Target, s.WithinTarget)})
+		t.Rows = append(t.Rows, []string{c.Condition, fmt.Sprintf("%.2f", s.AvgMS), fmt.Sprintf("%.2f", s.AvgProcessMS), fmt.Sprintf("%.2f", s.FloorMS), fmt.Sprintf("%.3f", s.Ratio)})
 	}
 	return t
-}
-
-func targetCell(target float64, within *bool) string {
-	switch {
-	case within == nil:
-		return "-"
-	case *within:
-		return fmt.Sprintf("≤%.2f met", target)
-	}
-	return fmt.Sprintf("≤%.2f MISSED", target)
 }
 
 func wallTable(w Wall) scenario.Table {
 	return scenario.Table{
 		Title:  "scenario wall time",
-		Header: []string{"wall ms", "floor ms", "ratio", "target"},
-		Rows:   [][]string{{fmt.Sprintf("%.0f", w.MS), fmt.Sprintf("%.0f", w.FloorMS), fmt.Sprintf("%.3f", w.Ratio), targetCell(w.Target, &w.WithinTarget)}},
+		Header: []string{"wall ms", "floor ms", "ratio"},
+		Rows:   [][]string{{fmt.Sprintf("%.0f", w.MS), fmt.Sprintf("%.0f", w.FloorMS), fmt.Sprintf("%.3f", w.Ratio)}},
 		Legend: []string{
 			"wall ms: first worker's start to last worker's end, from the process records",
 			"floor ms: simulated latency on the critical path: the slowest lane of first runs, then every later run (the slowest mode lane when modes run side by side)",
-			"ratio: wall ms / floor ms; target: MISSED when above it (reported, not failed)",
+			"ratio: wall ms / floor ms, a measurement (make bench and BENCHMARKS.md hold the target)",
 		},
 	}
 }

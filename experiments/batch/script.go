@@ -102,3 +102,13 @@ func Script(p Params) []Action {
 	}
 	return nil
 }
+
+// UsesJournal reports whether any run of the condition keeps a journal.
+func UsesJournal(p Params) bool {
+	for _, a := range Script(p) {
+		if a.Kind == ActRun && a.Mode == wb.ModeJournal {
+			return true
+		}
+	}
+	return false
+}

@@ -1,12 +1,10 @@
 package batch
 
 import (
-	"encoding/json"
 	"math"
 	"time"
 
 	"idemlab/experiments/results"
-	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 )
 
@@ -71,7 +69,7 @@ func floorOf(lat Latency, exec map[string]int) float64 {
 	return float64(exec[wb.StepValidate])*lat.Validate + float64(exec[wb.StepTransform])*lat.Transform + float64(exec[wb.StepNotify])*lat.Send
 }
 
-func (tf *trialFold) timing(st Settings, c Condition) TrialTiming {
+func (tf *trialFold) timing(c Condition) TrialTiming {
 	t := TrialTiming{Condition: c.Name, Trial: tf.n, Runs: tf.timings}
 	if t.Runs == nil {
 		t.Runs = []RunTiming{}
@@ -144,28 +142,6 @@ func wall(st Settings, rec results.Records, floor float64) Wall {
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-// Expect is the oracle over the recorded settings: the model's outcome
-// for each condition, once per trial.
-func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
-	var st Settings
-	if err := scenario.DecodeStrict(raw, &st); err != nil {
-		return nil, err
-	}
-	in := Input{JobID: st.JobID, Items: st.Items, FailAt: st.FailAt, Modes: st.Modes, Trials: st.Trials, LatencyMS: st.LatencyMS}
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	oracle := s.Oracle
-	if oracle == nil {
-		oracle = Expect
-	}
-	var out []scenario.Expected
-	for _, c := range st.Conditions {
-		out = append(out, scenario.Expected{Condition: c.Name, Value: Repeat(oracle(st.Params(c)), st.Trials)})
-	}
-	return out, nil
-}
-
 // laneFloor is the floor of one lane's critical path, its trials in the
 // order it ran them: the slowest sub-lane of first runs (trial i in
 // sub-lane i mod k), then every later run one after another.
@@ -188,13 +164,4 @@ func laneFloor(ts []TrialTiming, k int) float64 {
 		slowest = max(slowest, f)
 	}
 	return slowest + rest
-}
-
-// laneOf names the lane a condition ran in: its mode when modes ran side by
-// side, else the one lane.
-func laneOf(st Settings, c Condition) string {
-	if st.Lanes > 1 {
-		return c.Mode
-	}
-	return "all"
 }

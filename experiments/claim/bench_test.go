@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -66,9 +65,10 @@ func benchRace(b *testing.B, r *harness.Runner, procs, iter int) (int, time.Dura
 	for i := range racers {
 		racers[i] = harness.Racer{Spec: harness.Spec{
 			Scenario: Name, Condition: "bench", Label: fmt.Sprintf("bench-w%d", i+1), Worker: wc.BenchWorker,
-			Args: []string{"-db", path, "-variant", string(wc.TTL), "-fingerprint", "bench",
-				"-source", "bench", "-level", "info", "-message", "m", "-ttl-ms", "300000",
-				"-count", fmt.Sprint(benchClaims), "-ready-fd", strconv.Itoa(harness.BarrierReadyFD)},
+			Args: wc.BenchArgs{Count: benchClaims, ClaimerArgs: wc.ClaimerArgs{
+				DB: path, Variant: wc.TTL, TTLMS: 300000, BusyTimeoutMS: 5000, ReadyFD: harness.BarrierReadyFD,
+				Event: wc.Event{Fingerprint: "bench", Source: "bench", Level: "info", Message: "m"},
+			}}.Argv(),
 		}}
 	}
 	ps, err := harness.RunBarrier(ctx, r, racers)

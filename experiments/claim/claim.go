@@ -12,6 +12,7 @@ package claim
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -132,11 +133,14 @@ type Settings struct {
 // BoundaryReason is recorded next to the choice.
 const BoundaryReason = "a claim taken at T holds through T+ttl inclusive: at the exact boundary the first holder may still be working, and a tie falls on the side of fewer winners, since a second winner is the duplicate downstream work the claim prevents; the cost is 1 ms of extra wait; it is also the article's SQL"
 
-// Scenario is the claim scenario. Oracle, when set, replaces Expect; tests
-// use it to show that a wrong expectation fails the run.
-type Scenario struct {
-	Oracle Oracle
-}
+// Scenario is the claim scenario, written against its own settings; New
+// adapts it for the registry.
+type Scenario struct{}
+
+var _ scenario.Typed[Settings, Extra] = Scenario{}
+
+// New is the scenario as the registry takes it.
+func New() scenario.Scenario { return scenario.Define[Settings, Extra](Scenario{}) }
 
 func (Scenario) Name() string { return Name }
 
@@ -201,7 +205,7 @@ func Derive(in Input, mutants bool) Settings {
 		Clock:      "each racer's own clock (Unix ms) plus the race's offset; the boundary rounds pin it to the exact instant instead",
 		Barrier:    fmt.Sprintf("a pool of %d long-lived racer processes; per race each member opens its own connection to the round's file and answers ready, then all block reading one byte from one shared pipe, which the parent fills with one write of one byte per racer", in.Workers),
 		Rounds:     Rounds(ttl),
-		SQLite:     RequestedSQLite(in.BusyTimeoutMS),
+		SQLite:     wc.RequestedSQLite(in.BusyTimeoutMS),
 		PoolWorker: wc.PoolWorker, PoolSize: in.Workers,
 	}
 	if mutants {
@@ -211,18 +215,13 @@ func Derive(in Input, mutants bool) Settings {
 	return s
 }
 
-// RequestedSQLite is what every racer's connection must read back.
-func RequestedSQLite(busyMS int) sqlitedb.Settings {
-	o := wc.Options("", time.Duration(busyMS)*time.Millisecond)
-	return sqlitedb.Settings{JournalMode: o.JournalMode, Synchronous: o.Synchronous, BusyTimeoutMS: busyMS}
-}
-
-// PoolConfig is member i's fixed configuration, which its argv carries.
-func PoolConfig(s Settings, label string) wc.PoolConfig {
-	return wc.PoolConfig{
+// PoolArgs are the arguments of the member labelled label: what every
+// race it serves shares. The run renders them and the fold renders them
+// again to check each member's recorded command line.
+func (s Settings) PoolArgs(label string) wc.PoolArgs {
+	return wc.PoolArgs{
 		Label: label, Fingerprint: s.Fingerprint, Source: s.Source, Level: s.Level, Message: s.Message,
-		Classification: s.Classification, TTL: time.Duration(s.TTLMS) * time.Millisecond,
-		BusyTimeout: time.Duration(s.SQLite.BusyTimeoutMS) * time.Millisecond,
+		Classification: s.Classification, TTLMS: s.TTLMS, BusyTimeoutMS: int64(s.SQLite.BusyTimeoutMS),
 	}
 }
 
@@ -248,4 +247,32 @@ type Params struct {
 
 func (s Settings) params() Params {
 	return Params{Workers: s.Workers, TTLMS: s.TTLMS, Classification: s.Classification}
+}
+
+// Validate refuses recorded values out of the ranges the input allows, so
+// a hand-edited file cannot make the fold or the oracle allocate without
+// bound; scenario.Define calls it right after decoding.
+func (st Settings) Validate() error {
+	switch {
+	case st.Workers < MinWorkers || st.Workers > MaxWorkers:
+		return fmt.Errorf("workers: %d, want %d to %d", st.Workers, MinWorkers, MaxWorkers)
+	case st.PoolSize != st.Workers:
+		return fmt.Errorf("pool_size: %d, but workers is %d; the pool has one member per racer", st.PoolSize, st.Workers)
+	case st.Repetitions < 1 || st.Repetitions > MaxReps:
+		return fmt.Errorf("repetitions: %d, want 1 to %d", st.Repetitions, MaxReps)
+	case st.Mutants && (st.MutantRepetitions < 1 || st.MutantRepetitions > MaxReps):
+		return fmt.Errorf("mutant_repetitions: %d, want 1 to %d", st.MutantRepetitions, MaxReps)
+	case !st.Mutants && (st.MutantRepetitions != 0 || len(st.MutantVariants) != 0):
+		return errors.New("mutant_repetitions and mutant_variants: set, but mutants is false")
+	case st.TTLMS < MinTTLSeconds*1000:
+		return fmt.Errorf("ttl_ms: %d, want at least %d", st.TTLMS, MinTTLSeconds*1000)
+	case st.Boundary != wc.Chosen:
+		return fmt.Errorf("boundary: %q, but the TTL claim is built with %q", st.Boundary, wc.Chosen)
+	}
+	for i, v := range append(append([]wc.Variant{}, st.Claims...), st.MutantVariants...) {
+		if _, err := wc.ParseVariant(string(v)); err != nil {
+			return fmt.Errorf("claims or mutant_variants[%d]: %w", i, err)
+		}
+	}
+	return nil
 }

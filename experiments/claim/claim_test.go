@@ -48,7 +48,7 @@ func TestPlanRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Scenario{}.Plan(json.RawMessage(tt.section), tt.ov)
+			_, err := New().Plan(json.RawMessage(tt.section), tt.ov)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one naming %q", err, tt.want)
 			}
@@ -58,7 +58,7 @@ func TestPlanRefuses(t *testing.T) {
 
 // TestPlanOverrides checks that flags reach the settings.
 func TestPlanOverrides(t *testing.T) {
-	p, err := Scenario{}.Plan(section(t, smallInput(8, 20)), map[string]string{"workers": "3", "repetitions": "2", "mutants": "false"})
+	p, err := New().Plan(section(t, smallInput(8, 20)), map[string]string{"workers": "3", "repetitions": "2", "mutants": "false"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestPlanOverrides(t *testing.T) {
 func TestRealProcesses(t *testing.T) {
 	env := harnesstest.New(t)
 	ov := map[string]string{"workers": "2", "repetitions": "1", "mutant-repetitions": "1"}
-	p, err := Scenario{}.Plan(section(t, smallInput(8, 20)), ov)
+	p, err := New().Plan(section(t, smallInput(8, 20)), ov)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestRealProcesses(t *testing.T) {
 		t.Fatalf("%d processes, want the pool of 2", len(rec.Processes))
 	}
 	settings := scenario.Marshal(p.Settings())
-	res := scenario.Evaluate(Scenario{}, ov, settings, rec)
+	res := scenario.Evaluate(New(), ov, settings, rec)
 	findings := res.AllFindings()
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
@@ -122,13 +122,7 @@ func TestRealProcesses(t *testing.T) {
 	}
 	// The same records under an oracle that believes the legacy claim
 	// re-claims after the TTL must fail that condition, and only it.
-	wrong := Scenario{Oracle: func(v wc.Variant, r Round, b wc.Boundary, p Params) []RaceOutcome {
-		if v == wc.Legacy && r.ID == "3-after-ttl" {
-			return Expect(wc.TTL, r, b, p)
-		}
-		return Expect(v, r, b, p)
-	}}
-	res = scenario.Evaluate(wrong, ov, settings, rec)
+	res = scenario.Evaluate(scenario.Define[Settings, Extra](reclaiming{}), ov, settings, rec)
 	for _, c := range res.Conditions {
 		if failing := c.Name == "3-after-ttl/legacy"; c.Pass == failing {
 			t.Errorf("%s: pass %v under the wrong oracle", c.Name, c.Pass)
@@ -139,16 +133,34 @@ func TestRealProcesses(t *testing.T) {
 	}
 }
 
+// reclaiming is the scenario with an oracle that believes the legacy
+// claim re-claims after the TTL as the TTL claim does.
+type reclaiming struct{ Scenario }
+
+func (reclaiming) Expect(st Settings) ([]scenario.Expected, error) {
+	exp, err := Scenario{}.Expect(st)
+	for i, e := range exp {
+		if e.Condition == RoundCondition("3-after-ttl", wc.Legacy) {
+			for _, r := range st.Rounds {
+				if r.ID == "3-after-ttl" {
+					exp[i].Value = ExpectedGroups(Expect(wc.TTL, r, wc.Chosen, st.params()), st.Repetitions)
+				}
+			}
+		}
+	}
+	return exp, err
+}
+
 // TestReport renders a clean history's result: tables fit 100 columns,
 // the article's cells all match, and round 1 shows only race A.
 func TestReport(t *testing.T) {
 	st := Derive(smallInput(2, 1), true)
-	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), history(t, st).records(t))
+	res := scenario.Evaluate(New(), nil, scenario.Marshal(st), history(t, st).records(t))
 	findings := res.AllFindings()
 	if len(findings) > 0 || !res.Pass {
 		t.Fatalf("pass %v, findings %v", res.Pass, findings)
 	}
-	sec, err := Scenario{}.Report(res)
+	sec, err := New().Report(res)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package claim
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -79,11 +78,25 @@ type folder struct {
 	c       results.Checker
 	st      Settings
 	rec     results.Records
+	sched   []Slot
 	members map[int]*member
+	// cur is the round the lines are in; perRep each round condition's
+	// outcomes per repetition; dbs the round each file belongs to.
+	cur     round
+	perRep  map[string][][]RaceOutcome
+	dbs     map[string]string
 	busy    map[string]int
 	rb      *sqlitedb.Settings
 	spreads []int64
 	wake    int64
+}
+
+// raceLine is one observation line as the fold reads it: the line, the
+// race the schedule puts there, and what the line says.
+type raceLine struct {
+	l results.Line
+	s Slot
+	o Observation
 }
 
 // Fold derives every figure from the records. The parent's evidence comes
@@ -93,95 +106,94 @@ type folder struct {
 // member's transcript; the fold checks it against the requests the parent
 // sent and the rows the parent read, and derives winners from it only
 // once it agrees with them.
-func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded, []results.Finding) {
-	folded := scenario.Folded{Observed: map[string]any{}}
-	f := &folder{rec: rec, members: map[int]*member{}, busy: map[string]int{}}
-	st, err := decodeSettings(raw)
-	if err != nil {
-		f.c.Add(results.ResultsFile, "scenarios[claim].settings", "%v", err)
-		return folded, f.c.Findings
-	}
-	f.st = st
+func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
+	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}}
 	f.readPool()
-	sched := Schedule(st)
-	perRep := map[string][][]RaceOutcome{}
-	dbs := map[string]string{}
-	var cur round
 	for i, l := range rec.Observations {
-		if i >= len(sched) {
-			f.c.Obs(l, "race", "one race more than the %d the settings give", len(sched))
-			continue
-		}
-		s := sched[i]
-		var o Observation
-		if err := results.DecodeStrict(l.Raw, &o); err != nil {
-			f.c.Obs(l, "", "not a claim observation: %v", err)
-			continue
-		}
-		f.checkPlace(l, s, o)
-		if s.Index == 0 {
-			cur = round{db: o.DB, base: o.BaseMS}
-			key := fmt.Sprintf("%s repetition %d", s.Condition, s.Repetition)
-			if other, dup := dbs[o.DB]; dup {
-				f.c.Obs(l, "db", "%s is also the file of %s; every round starts on a fresh file", o.DB, other)
-			}
-			dbs[o.DB] = key
-		} else {
-			if o.DB != cur.db {
-				f.c.Obs(l, "db", "%q, but race A of this round ran on %q; a round's races share one file", o.DB, cur.db)
-			}
-			if o.BaseMS != cur.base {
-				f.c.Obs(l, "base_ms", "%d, but the round started at %d", o.BaseMS, cur.base)
-			}
-		}
-		if filepath.Base(o.DB) != DBName {
-			f.c.Obs(l, "db", "%q is not a file named %s", o.DB, DBName)
-		}
-		out, m := f.race(l, s, o, cur.prev, cur.marks)
-		cur.marks = append(cur.marks, m)
-		cur.outcomes = append(cur.outcomes, out)
-		cur.prev = o.Row
-		if s.Last() {
-			perRep[s.Condition] = append(perRep[s.Condition], cur.outcomes)
+		if rl, ok := f.read(i, l); ok {
+			f.place(rl)
+			f.race(rl)
 		}
 	}
-	if n := len(rec.Observations); n < len(sched) {
-		s := sched[n]
-		f.c.Add(results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
+	if n := len(rec.Observations); n < len(f.sched) {
+		s := f.sched[n]
+		f.c.Add(results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(f.sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
 	}
+	folded := scenario.Folded{Observed: map[string]any{}}
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
 			if r.hasKind(v) {
 				name := RoundCondition(r.ID, v)
-				folded.Observed[name] = GroupOutcomes(perRep[name])
+				folded.Observed[name] = GroupOutcomes(f.perRep[name])
 			}
 		}
 	}
 	ex := Extra{BusyRetries: f.busy, SQLiteReadBack: f.rb, Release: f.release()}
 	if st.Mutants {
-		ex.Mutants = s.mutants(st, perRep)
+		ex.Mutants = mutants(st, f.perRep)
 		for _, row := range ex.Mutants.Rows {
 			folded.Observed[MutantCondition(row.Mutant)] = MutantVerdict{Killed: row.Killed}
 		}
 	}
 	folded.Extra = ex
 	f.unusedEntries()
-	f.c.Unused(rec, len(sched))
+	f.c.Unused(rec, len(f.sched))
 	return folded, f.c.Findings
+}
+
+// read decodes line i against the race the schedule puts there; a line
+// past the schedule or that does not decode is a finding and nothing more.
+func (f *folder) read(i int, l results.Line) (raceLine, bool) {
+	rl := raceLine{l: l}
+	if i >= len(f.sched) {
+		f.c.Obs(l, "race", "one race more than the %d the settings give", len(f.sched))
+		return rl, false
+	}
+	rl.s = f.sched[i]
+	if err := results.DecodeStrict(l.Raw, &rl.o); err != nil {
+		f.c.Obs(l, "", "not a claim observation: %v", err)
+		return rl, false
+	}
+	return rl, true
+}
+
+// place checks that the line is the race the schedule puts there and that
+// it ran on its round's file, and starts a new round at a round's first
+// race.
+func (f *folder) place(rl raceLine) {
+	l, s, o := rl.l, rl.s, rl.o
+	f.checkPlace(rl)
+	if s.Index == 0 {
+		f.cur = round{db: o.DB, base: o.BaseMS}
+		key := fmt.Sprintf("%s repetition %d", s.Condition, s.Repetition)
+		if other, dup := f.dbs[o.DB]; dup {
+			f.c.Obs(l, "db", "%s is also the file of %s; every round starts on a fresh file", o.DB, other)
+		}
+		f.dbs[o.DB] = key
+	} else {
+		if o.DB != f.cur.db {
+			f.c.Obs(l, "db", "%q, but race A of this round ran on %q; a round's races share one file", o.DB, f.cur.db)
+		}
+		if o.BaseMS != f.cur.base {
+			f.c.Obs(l, "base_ms", "%d, but the round started at %d", o.BaseMS, f.cur.base)
+		}
+	}
+	if filepath.Base(o.DB) != DBName {
+		f.c.Obs(l, "db", "%q is not a file named %s", o.DB, DBName)
+	}
 }
 
 // mutants decides which rounds killed each mutant: a round kills it when
 // the outcomes its races showed differ from the TTL claim's oracle.
-func (s Scenario) mutants(st Settings, perRep map[string][][]RaceOutcome) *MutantTable {
+func mutants(st Settings, perRep map[string][][]RaceOutcome) *MutantTable {
 	t := &MutantTable{Repetitions: st.MutantRepetitions, Oracle: fmt.Sprintf("the oracle of the %s claim with boundary %q", wc.TTL, wc.Chosen)}
-	oracle := s.oracle()
 	for _, m := range st.MutantVariants {
 		row := MutantRow{Mutant: m, KilledBy: []string{}, Survived: []string{}, Differences: map[string][]results.Difference{}}
 		for _, r := range st.Rounds {
 			if !r.hasKind(wc.TTL) {
 				continue
 			}
-			exp := ExpectedGroups(oracle(wc.TTL, r, wc.Chosen, st.params()), st.MutantRepetitions)
+			exp := ExpectedGroups(Expect(wc.TTL, r, wc.Chosen, st.params()), st.MutantRepetitions)
 			obs := GroupOutcomes(perRep[RoundCondition(r.ID, m)])
 			if d := scenario.Differences(exp, obs); len(d) > 0 {
 				row.KilledBy = append(row.KilledBy, r.ID)
@@ -197,7 +209,8 @@ func (s Scenario) mutants(st Settings, perRep map[string][][]RaceOutcome) *Mutan
 }
 
 // checkPlace checks that line i is the race the schedule puts there.
-func (f *folder) checkPlace(l results.Line, s Slot, o Observation) {
+func (f *folder) checkPlace(rl raceLine) {
+	l, s, o := rl.l, rl.s, rl.o
 	checks := []struct {
 		field     string
 		got, want any
@@ -238,7 +251,7 @@ func (f *folder) readPool() {
 		if !validMember(p.Label, f.st.PoolSize) {
 			f.c.Proc(p, "label", "%q is not one of the %d members %s to %s", p.Label, f.st.PoolSize, MemberLabel(0), MemberLabel(f.st.PoolSize-1))
 		}
-		f.c.Argv(p, wc.PoolWorker, wc.PoolArgs(PoolConfig(f.st, p.Label)))
+		f.c.Argv(p, wc.PoolWorker, f.st.PoolArgs(p.Label).Argv())
 		f.c.Env(p, map[string]string{})
 		if p.ExitCode != protocol.ExitACK || p.Signal != "" {
 			f.c.Proc(p, "exit_code", "%d (signal %q); a member that served its races exits 0", p.ExitCode, p.Signal)
@@ -301,105 +314,150 @@ func (f *folder) unusedEntries() {
 	}
 }
 
-// race checks one race and derives its outcome. It returns the marks the
-// race could have left in the row.
-func (f *folder) race(l results.Line, s Slot, o Observation, prev *wc.Row, marks []RaceMarks) (RaceOutcome, RaceMarks) {
-	mark := RaceMarks{Name: s.Race.Name, EventMS: o.StartMS + s.Race.CallerMS}
-	out := RaceOutcome{Race: s.Race.Name, Workers: len(o.Racers), Paths: map[wc.Path]int{}}
-	if len(o.Racers) != s.Racers {
-		f.c.Obs(l, "racers", "%d racers, but race %s of round %s runs %d", len(o.Racers), s.Race.Name, s.Round.ID, s.Racers)
+// tally is what the racers of one race add up to as the fold reads them.
+type tally struct {
+	out      RaceOutcome
+	mark     RaceMarks
+	wantPath wc.Path
+	wakes    []int64
+}
+
+// served is one racer's entry in its member's transcript, beside the slot
+// of the race line that says the member served it.
+type served struct {
+	rl raceLine
+	k  int
+	r  Racer
+	p  results.Process
+	e  wc.Entry
+	ef string
+}
+
+// race checks one race, derives its outcome into the round, and moves the
+// round on.
+func (f *folder) race(rl raceLine) {
+	s, o := rl.s, rl.o
+	t := &tally{
+		mark:     RaceMarks{Name: s.Race.Name, EventMS: o.StartMS + s.Race.CallerMS},
+		out:      RaceOutcome{Race: s.Race.Name, Workers: len(o.Racers), Paths: map[wc.Path]int{}},
+		wantPath: wc.PathUpsert,
 	}
-	wantPath := wc.PathUpsert
+	if len(o.Racers) != s.Racers {
+		f.c.Obs(rl.l, "racers", "%d racers, but race %s of round %s runs %d", len(o.Racers), s.Race.Name, s.Round.ID, s.Racers)
+	}
 	switch {
 	case s.By == wc.Legacy:
-		wantPath = wc.PathLegacy
+		t.wantPath = wc.PathLegacy
 	case !o.ClaimedAtColumn:
-		wantPath = wc.PathFallback
+		t.wantPath = wc.PathFallback
 	}
 	seen := map[int]int{}
-	var wakes []int64
 	for k, r := range o.Racers {
 		field := results.Field("racers", k)
 		if r.Slot != k {
-			f.c.Obs(l, field+".slot", "is %d, want %d", r.Slot, k)
+			f.c.Obs(rl.l, field+".slot", "is %d, want %d", r.Slot, k)
 		}
 		if other, dup := seen[r.ProcessID]; dup {
-			f.c.Obs(l, field+".process_id", "process %d also serves slot %d of this race; the racers of a race are distinct processes", r.ProcessID, other)
+			f.c.Obs(rl.l, field+".process_id", "process %d also serves slot %d of this race; the racers of a race are distinct processes", r.ProcessID, other)
 			continue
 		}
 		seen[r.ProcessID] = k
 		want := RequestFor(s, k, o.DB, o.StartMS, o.BaseMS)
 		for _, d := range results.DiffPaths("", want, r.Request) {
-			f.c.Obs(l, field+".request"+d.Path, "is %s, but the settings give %s", d.B, d.A)
+			f.c.Obs(rl.l, field+".request"+d.Path, "is %s, but the settings give %s", d.B, d.A)
 		}
-		p, ok := f.c.UseFor(f.rec, l, r.ProcessID, PoolCondition)
-		if !ok {
-			continue
-		}
-		m := f.members[p.ID]
-		if m == nil {
-			continue // its own line is already a finding
-		}
-		e, ok := m.entries[o.Race]
-		if !ok {
-			f.c.Proc(p, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", o.Race, results.ObservationsFile, l.N, k)
-			continue
-		}
-		m.used[o.Race] = true
-		ef := fmt.Sprintf("stdout: race %d", o.Race)
-		for _, d := range results.DiffPaths("", r.Request, e.Request) {
-			f.c.Proc(p, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, l.N)
-		}
-		if e.SQLite != f.st.SQLite {
-			f.c.Proc(p, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
-		} else if f.rb == nil {
-			rb := e.SQLite
-			f.rb = &rb
-		}
-		if !(e.ReadyAtUS <= o.ReleasedAtUS && o.ReleasedAtUS <= e.ReleasedAtUS && e.ReleasedAtUS <= o.ReadAtUS) {
-			f.c.Proc(p, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
-		}
-		wakes = append(wakes, e.ReleasedAtUS)
-		f.checkNow(p, ef, s, r.Request, e, o)
-		oc := e.Outcome
-		if oc.Path != wantPath {
-			f.c.Proc(p, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], wantPath)
-		}
-		if oc.Won != (oc.Changes == 1) || oc.Changes < 0 || oc.Changes > 1 {
-			f.c.Proc(p, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
-		}
-		wantFollow := oc.Won && s.Race.FollowUp
-		if e.FollowedUp != wantFollow || (wantFollow && e.ExternalID != wc.ExternalIDFor(r.Request.Label)) || (!wantFollow && e.ExternalID != "") {
-			f.c.Proc(p, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(r.Request.Label))
-		}
-		out.Paths[oc.Path]++
-		f.busy[s.Condition] += e.BusyRetries
-		if oc.Won {
-			out.Winners++
-			mark.WinnerNows = append(mark.WinnerNows, oc.NowMS)
-			if e.FollowedUp {
-				mark.ExternalIDs = append(mark.ExternalIDs, e.ExternalID)
-			}
+		if sv, ok := f.entry(rl, k, r); ok {
+			f.racer(sv, t)
 		}
 	}
-	if len(wakes) > 1 {
-		sort.Slice(wakes, func(i, j int) bool { return wakes[i] < wakes[j] })
-		f.spreads = append(f.spreads, wakes[len(wakes)-1]-wakes[0])
-		f.wake = max(f.wake, wakes[len(wakes)-1]-o.ReleasedAtUS)
+	if w := t.wakes; len(w) > 1 {
+		sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
+		f.spreads = append(f.spreads, w[len(w)-1]-w[0])
+		f.wake = max(f.wake, w[len(w)-1]-o.ReleasedAtUS)
 	}
-	f.checkRow(l, s, o, prev, mark)
-	out.Row = Summarize(o.Row, o.ClaimedAtColumn, append(append([]RaceMarks{}, marks...), mark))
-	return out, mark
+	f.checkRow(rl, t.mark)
+	t.out.Row = Summarize(o.Row, o.ClaimedAtColumn, append(append([]RaceMarks{}, f.cur.marks...), t.mark))
+	f.cur.marks = append(f.cur.marks, t.mark)
+	f.cur.outcomes = append(f.cur.outcomes, t.out)
+	f.cur.prev = o.Row
+	if s.Last() {
+		f.perRep[s.Condition] = append(f.perRep[s.Condition], f.cur.outcomes)
+	}
+}
+
+// entry finds the transcript entry of the member that served slot k, and
+// marks it used; ok is false, with any finding made, when there is none.
+func (f *folder) entry(rl raceLine, k int, r Racer) (served, bool) {
+	sv := served{rl: rl, k: k, r: r}
+	p, ok := f.c.UseFor(f.rec, rl.l, r.ProcessID, PoolCondition)
+	if !ok {
+		return sv, false
+	}
+	m := f.members[p.ID]
+	if m == nil {
+		return sv, false // its own line is already a finding
+	}
+	race := rl.o.Race
+	e, ok := m.entries[race]
+	if !ok {
+		f.c.Proc(p, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", race, results.ObservationsFile, rl.l.N, k)
+		return sv, false
+	}
+	m.used[race] = true
+	sv.p, sv.e, sv.ef = p, e, fmt.Sprintf("stdout: race %d", race)
+	return sv, true
+}
+
+// racer checks what one racer says it received and did against the
+// request the parent sent and the parent's clock, and adds its claim to
+// the race's tally.
+func (f *folder) racer(sv served, t *tally) {
+	p, e, ef, o, s := sv.p, sv.e, sv.ef, sv.rl.o, sv.rl.s
+	for _, d := range results.DiffPaths("", sv.r.Request, e.Request) {
+		f.c.Proc(p, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, sv.rl.l.N)
+	}
+	if e.SQLite != f.st.SQLite {
+		f.c.Proc(p, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
+	} else if f.rb == nil {
+		rb := e.SQLite
+		f.rb = &rb
+	}
+	if !(e.ReadyAtUS <= o.ReleasedAtUS && o.ReleasedAtUS <= e.ReleasedAtUS && e.ReleasedAtUS <= o.ReadAtUS) {
+		f.c.Proc(p, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
+	}
+	t.wakes = append(t.wakes, e.ReleasedAtUS)
+	f.checkNow(sv)
+	oc := e.Outcome
+	if oc.Path != t.wantPath {
+		f.c.Proc(p, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], t.wantPath)
+	}
+	if oc.Won != (oc.Changes == 1) || oc.Changes < 0 || oc.Changes > 1 {
+		f.c.Proc(p, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
+	}
+	wantFollow := oc.Won && s.Race.FollowUp
+	if e.FollowedUp != wantFollow || (wantFollow && e.ExternalID != wc.ExternalIDFor(sv.r.Request.Label)) || (!wantFollow && e.ExternalID != "") {
+		f.c.Proc(p, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(sv.r.Request.Label))
+	}
+	t.out.Paths[oc.Path]++
+	f.busy[s.Condition] += e.BusyRetries
+	if oc.Won {
+		t.out.Winners++
+		t.mark.WinnerNows = append(t.mark.WinnerNows, oc.NowMS)
+		if e.FollowedUp {
+			t.mark.ExternalIDs = append(t.mark.ExternalIDs, e.ExternalID)
+		}
+	}
 }
 
 // checkNow checks the now a racer says it claimed with against the
 // request and the parent's clock around the race.
-func (f *folder) checkNow(p results.Process, ef string, s Slot, req wc.Request, e wc.Entry, o Observation) {
-	now := e.Outcome.NowMS
+func (f *folder) checkNow(sv served) {
+	p, ef, req, o := sv.p, sv.ef, sv.r.Request, sv.rl.o
+	now := sv.e.Outcome.NowMS
 	switch {
-	case s.By == wc.MutantCallerTime:
+	case sv.rl.s.By == wc.MutantCallerTime:
 		if now != req.EventMS {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, s.By, req.EventMS)
+			f.c.Proc(p, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, sv.rl.s.By, req.EventMS)
 		}
 	case req.NowMS != wc.NoPin:
 		if now != req.NowMS {
@@ -418,7 +476,8 @@ func (f *folder) checkNow(p results.Process, ef string, s Slot, req wc.Request, 
 // every win adds one to count, no win leaves the row as it was, a win
 // stamps the race's event time and, through the upsert, a winner's now,
 // and only a follow-up race's winner writes the downstream fields.
-func (f *folder) checkRow(l results.Line, s Slot, o Observation, prev *wc.Row, mark RaceMarks) {
+func (f *folder) checkRow(rl raceLine, mark RaceMarks) {
+	l, s, o, prev := rl.l, rl.s, rl.o, f.cur.prev
 	row := o.Row
 	winners := len(mark.WinnerNows)
 	if row != nil {

@@ -16,6 +16,7 @@ import (
 	wc "idemlab/worker/claim"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // smallInput is a valid claim section for tests.
@@ -95,7 +96,7 @@ func history(tb testing.TB, st Settings) *hist {
 			h.members[m].Races = append(h.members[m].Races, e)
 			o.Racers = append(o.Racers, Racer{Slot: k, ProcessID: m + 1, Request: req})
 		}
-		row, ok, err := wc.ReadRow(ctx, db, st.Fingerprint)
+		row, ok, err := wc.ReadRow(ctx, store.SQLiteDB(db), st.Fingerprint)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -111,7 +112,7 @@ func history(tb testing.TB, st Settings) *hist {
 	for i := range h.members {
 		h.procs = append(h.procs, results.ProcessRecord{
 			ID: i + 1, Scenario: Name, Condition: PoolCondition, Label: MemberLabel(i), Worker: wc.PoolWorker,
-			Argv: append([]string{"idemlab", "worker", wc.PoolWorker}, wc.PoolArgs(PoolConfig(st, MemberLabel(i)))...),
+			Argv: append([]string{"idemlab", "worker", wc.PoolWorker}, st.PoolArgs(MemberLabel(i)).Argv()...),
 			Env:  map[string]string{}, PID: 100 + i,
 		})
 	}
@@ -171,9 +172,9 @@ func mustJSON(tb testing.TB, v any) json.RawMessage {
 	return b
 }
 
-func fold(tb testing.TB, s Scenario, st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
+func fold(tb testing.TB, st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
 	tb.Helper()
-	return s.Fold(scenario.Marshal(st), rec)
+	return New().Fold(scenario.Marshal(st), rec)
 }
 
 // TestFoldCleanHistory folds a clean history, mutants included, and gets
@@ -181,11 +182,11 @@ func fold(tb testing.TB, s Scenario, st Settings, rec results.Records) (scenario
 func TestFoldCleanHistory(t *testing.T) {
 	st := Derive(smallInput(3, 2), true)
 	h := history(t, st)
-	folded, findings := fold(t, Scenario{}, st, h.records(t))
+	folded, findings := fold(t, st, h.records(t))
 	for _, f := range findings {
 		t.Errorf("finding: %s", f)
 	}
-	exp, err := Scenario{}.Expect(scenario.Marshal(st))
+	exp, err := New().Expect(scenario.Marshal(st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestFoldTampered(t *testing.T) {
 		{"extra process line", results.ProcessesFile, "process 3", func(tb testing.TB, h *hist) {
 			p := h.procs[0]
 			p.ID, p.Label = 3, MemberLabel(2)
-			p.Argv = append([]string{"idemlab", "worker", wc.PoolWorker}, wc.PoolArgs(PoolConfig(h.st, p.Label))...)
+			p.Argv = append([]string{"idemlab", "worker", wc.PoolWorker}, h.st.PoolArgs(p.Label).Argv()...)
 			p.Stdout = `{"worker":"claim.pool","points":[],"result":{"label":"pool-3","races":[]}}` + "\n"
 			h.procs = append(h.procs, p)
 		}},
@@ -323,14 +324,14 @@ func TestFoldTampered(t *testing.T) {
 		}},
 	}
 	clean := history(t, st)
-	if _, findings := fold(t, Scenario{}, st, clean.records(t)); len(findings) > 0 {
+	if _, findings := fold(t, st, clean.records(t)); len(findings) > 0 {
 		t.Fatalf("the clean history has findings: %v", findings)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := history(t, st)
 			tt.edit(t, h)
-			_, findings := fold(t, Scenario{}, st, h.records(t))
+			_, findings := fold(t, st, h.records(t))
 			for _, f := range findings {
 				if f.File == tt.file && strings.Contains(f.Field, tt.field) {
 					return

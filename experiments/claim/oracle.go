@@ -1,8 +1,6 @@
 package claim
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -49,9 +47,6 @@ type Group struct {
 	Outcome     []RaceOutcome `json:"outcome"`
 	Repetitions []int         `json:"repetitions"`
 }
-
-// Oracle gives the expected outcome of a round.
-type Oracle func(kind wc.Variant, r Round, b wc.Boundary, p Params) []RaceOutcome
 
 // Expect is the oracle. It is a model of the claim semantics, not a
 // table: the racers of a race are applied one after another, as SQLite
@@ -291,27 +286,15 @@ type MutantVerdict struct {
 	Killed bool `json:"killed"`
 }
 
-func (s Scenario) oracle() Oracle {
-	if s.Oracle != nil {
-		return s.Oracle
-	}
-	return Expect
-}
-
 // Expect is the scenario's oracle over the recorded settings: for every
 // round of each claim the one outcome it must show in every repetition,
 // and for every mutant that it is killed.
-func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
-	st, err := decodeSettings(raw)
-	if err != nil {
-		return nil, err
-	}
-	oracle := s.oracle()
+func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 	var out []scenario.Expected
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
 			if r.hasKind(v) {
-				out = append(out, scenario.Expected{Condition: RoundCondition(r.ID, v), Value: ExpectedGroups(oracle(v, r, wc.Chosen, st.params()), st.Repetitions)})
+				out = append(out, scenario.Expected{Condition: RoundCondition(r.ID, v), Value: ExpectedGroups(Expect(v, r, wc.Chosen, st.params()), st.Repetitions)})
 			}
 		}
 	}
@@ -319,36 +302,4 @@ func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
 		out = append(out, scenario.Expected{Condition: MutantCondition(m), Value: MutantVerdict{Killed: true}})
 	}
 	return out, nil
-}
-
-// decodeSettings reads recorded settings strictly and refuses values out
-// of the ranges the input allows, so a hand-edited file cannot make the
-// fold or the oracle allocate without bound.
-func decodeSettings(raw json.RawMessage) (Settings, error) {
-	var st Settings
-	if err := scenario.DecodeStrict(raw, &st); err != nil {
-		return st, fmt.Errorf("not claim settings: %w", err)
-	}
-	switch {
-	case st.Workers < MinWorkers || st.Workers > MaxWorkers:
-		return st, fmt.Errorf("workers: %d, want %d to %d", st.Workers, MinWorkers, MaxWorkers)
-	case st.PoolSize != st.Workers:
-		return st, fmt.Errorf("pool_size: %d, but workers is %d; the pool has one member per racer", st.PoolSize, st.Workers)
-	case st.Repetitions < 1 || st.Repetitions > MaxReps:
-		return st, fmt.Errorf("repetitions: %d, want 1 to %d", st.Repetitions, MaxReps)
-	case st.Mutants && (st.MutantRepetitions < 1 || st.MutantRepetitions > MaxReps):
-		return st, fmt.Errorf("mutant_repetitions: %d, want 1 to %d", st.MutantRepetitions, MaxReps)
-	case !st.Mutants && (st.MutantRepetitions != 0 || len(st.MutantVariants) != 0):
-		return st, errors.New("mutant_repetitions and mutant_variants: set, but mutants is false")
-	case st.TTLMS < MinTTLSeconds*1000:
-		return st, fmt.Errorf("ttl_ms: %d, want at least %d", st.TTLMS, MinTTLSeconds*1000)
-	case st.Boundary != wc.Chosen:
-		return st, fmt.Errorf("boundary: %q, but the TTL claim is built with %q", st.Boundary, wc.Chosen)
-	}
-	for i, v := range append(append([]wc.Variant{}, st.Claims...), st.MutantVariants...) {
-		if _, err := wc.ParseVariant(string(v)); err != nil {
-			return st, fmt.Errorf("claims or mutant_variants[%d]: %w", i, err)
-		}
-	}
-	return st, nil
 }

@@ -65,18 +65,8 @@ var cases = map[string][]target{
 // and the article's table beside the reproduced figures. Charts wait for
 // the charts package; when they come, a round has only the races it ran
 // (round 1 has no race B).
-func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scenario.Section, error) {
 	var sec scenario.Section
-	st, err := decodeSettings(res.Settings)
-	if err != nil {
-		return sec, fmt.Errorf("claim settings: %w", err)
-	}
-	var ex Extra
-	if len(res.Extra) > 0 {
-		if err := json.Unmarshal(res.Extra, &ex); err != nil {
-			return sec, fmt.Errorf("claim extra: %w", err)
-		}
-	}
 	sec.Settings = [][2]string{
 		{"racers per race", fmt.Sprintf("%d (a pool of %d %s processes serves every race)", st.Workers, st.PoolSize, st.PoolWorker)},
 		{"repetitions", fmt.Sprintf("%d per round; %d per round and mutant", st.Repetitions, st.MutantRepetitions)},

@@ -15,6 +15,7 @@ import (
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Observation is one line of observations.jsonl per race: which pool
@@ -74,7 +75,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	pool, err := env.Runner.StartPool(ctx, harness.PoolSpec{
 		Scenario: Name, Condition: PoolCondition, Worker: wc.PoolWorker, Size: st.PoolSize,
 		Label: MemberLabel,
-		Args:  func(i int) []string { return wc.PoolArgs(PoolConfig(st, MemberLabel(i))) },
+		Args:  func(i int) []string { return st.PoolArgs(MemberLabel(i)).Argv() },
 	})
 	if err != nil {
 		return err
@@ -149,7 +150,7 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 		}
 		o.ReleasedAtUS = rd.ReleasedAt.UnixMicro()
 		o.ReadAtUS = time.Now().UnixMicro()
-		row, ok, err := wc.ReadRow(ctx, f.db, st.Fingerprint)
+		row, ok, err := wc.ReadRow(ctx, store.SQLiteDB(f.db), st.Fingerprint)
 		if err != nil {
 			return fmt.Errorf("%w: %s repetition %d race %s: %w", errclass.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
 		}

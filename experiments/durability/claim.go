@@ -20,7 +20,7 @@ const PatternClaim = "claim-ttl"
 const DBClaims = "claims.sqlite3"
 
 // TableClaims is article 003's table.
-const TableClaims = "event_claims"
+const TableClaims = wc.TableClaims
 
 // ClaimTTLMS is the claim's TTL. It is long, so the probe right after the
 // cut surely runs inside it; the re-claim shifts its clock past it instead
@@ -46,14 +46,14 @@ const (
 // claimHolders maps a claim trial's role to its holder.
 var claimHolders = map[string]string{RoleFirst: HolderDelivery, RoleProbe: HolderProbe, RoleReclaim: HolderReclaim}
 
-// ClaimArgs is a claim process's command line after the worker name; only
-// the re-claim's clock runs past the TTL.
-func ClaimArgs(s Settings, db, holder string) []string {
+// ClaimArgs are a claim process's worker arguments; only the re-claim's
+// clock runs past the TTL.
+func ClaimArgs(s Settings, db, holder string) we.ClaimArgs {
 	var off int64
 	if holder == HolderReclaim {
 		off = ClaimTTLMS + 1
 	}
-	return we.ClaimArgs{DB: db, Fingerprint: s.EventID, Holder: holder, Classification: s.JobKey, TTLMS: ClaimTTLMS, OffsetMS: off}.Flags()
+	return we.ClaimArgs{DB: db, Fingerprint: s.EventID, Holder: holder, Classification: s.JobKey, TTLMS: ClaimTTLMS, OffsetMS: off}
 }
 
 // claimTrace: the delivery commits its claim, then the downstream fields,
@@ -70,22 +70,13 @@ func claimTrace(point string) Trace {
 	}}
 }
 
-// ClaimRow is a rendered event_claims row; NULL columns are "".
-type ClaimRow struct {
-	Fingerprint, Count, ClaimedAt, Classification, ExternalID string
-}
-
 // ClaimOf parses the single row of a claim file's rows; ok is false when
 // there is not exactly one well-formed row.
-func ClaimOf(r Rows) (ClaimRow, bool) {
+func ClaimOf(r Rows) (wc.Cells, bool) {
 	if len(r[TableClaims]) != 1 {
-		return ClaimRow{}, false
+		return wc.Cells{}, false
 	}
-	f := strings.Split(r[TableClaims][0], "|")
-	if len(f) != 5 {
-		return ClaimRow{}, false
-	}
-	return ClaimRow{f[0], f[1], f[2], f[3], f[4]}, true
+	return wc.ParseLine(r[TableClaims][0])
 }
 
 // classifyClaim adds the claim's invariants to tags:
@@ -198,10 +189,6 @@ func checkClaim(c *results.Checker, l results.Line, st Settings, o Observation, 
 		c.Obs(l, results.Field("final", TableClaims), "external_id %q was neither in the file after the cut nor written by a later process (%q)", fin.ExternalID, f.FollowUps)
 	}
 }
-
-// claimQuery renders the claim row as ClaimOf parses it.
-const claimQuery = `SELECT fingerprint || '|' || count || '|' || coalesce(claimed_at, '') || '|' ||
-coalesce(classification, '') || '|' || coalesce(external_id, '') FROM event_claims ORDER BY fingerprint`
 
 // claimShape checks the claim trial's rows: at most one row, the only
 // fingerprint delivered.

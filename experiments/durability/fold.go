@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"idemlab/experiments/batch"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -210,9 +209,7 @@ func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded,
 			}
 			worker, args := StepArgs(st, cond, step.Role, o.DB, o.Receiver)
 			if cond.Pattern == PatternBatch && step.Role == RoleResolve && step.Lookup != nil {
-				k := wb.Key{Job: st.JobID}
-				k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(step.Lookup.Key, st.JobID+":"), ":")
-				worker, args = wb.WorkerResolve, batch.ResolveArgs(o.DB, k, step.Lookup.Found, step.Lookup.Receipt)
+				worker, args = wb.WorkerResolve, ResolveArgs(st, o.DB, *step.Lookup).Argv()
 			}
 			env := Env(cond)
 			if i == 0 {

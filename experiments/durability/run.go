@@ -7,11 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"idemlab/experiments/batch"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
@@ -23,6 +21,7 @@ import (
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // busyTimeoutMS is every worker's default busy timeout; the matrix does not
@@ -74,7 +73,7 @@ type Step struct {
 	Role      string `json:"role"`
 	ProcessID int    `json:"process_id"`
 	// Lookup is what the parent asked the receiver before a resolve.
-	Lookup *batch.Lookup `json:"lookup,omitempty"`
+	Lookup *wb.Lookup `json:"lookup,omitempty"`
 }
 
 // Rows are a file's rows per table, each rendered as "col|col|...", in the
@@ -137,20 +136,19 @@ func FirstEnv(c Condition, point string) map[string]string {
 	return e
 }
 
-// RedeliveryArgs is a delivery's command line after the worker name.
-func RedeliveryArgs(s Settings, c Condition, db string) []string {
+// RedeliveryArgs are a delivery's worker arguments.
+func RedeliveryArgs(s Settings, c Condition, db string) wr.Args {
 	p := wr.SeparateCommit
 	if c.Pattern == PatternSingle {
 		p = wr.SingleTransaction
 	}
-	return []string{"-db", db, "-pattern", string(p), "-event-id", s.EventID, "-job-key", s.JobKey}
+	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: s.EventID, JobKey: s.JobKey}}
 }
 
 // BatchArgs is a batch run's command line after the worker name: the
 // journal, no latency, no verification, as the batch scenario's resume.
 func BatchArgs(s Settings, db, receiver string) []string {
-	return []string{"-mode", wb.ModeJournal, "-job", s.JobID, "-items", strconv.Itoa(s.Items), "-receiver", receiver,
-		"-validate-ms", "0", "-transform-ms", "0", "-db", db}
+	return wb.RunArgs{Mode: wb.ModeJournal, Job: s.JobID, Items: s.Items, Receiver: receiver, DB: db}.Argv()
 }
 
 // DBOptions is how the parent opens a trial's file: the condition's
@@ -265,17 +263,15 @@ func StepArgs(s Settings, c Condition, role, db, receiver string) (string, []str
 	case PatternBatch:
 		return wb.WorkerRun, BatchArgs(s, db, receiver)
 	case PatternClaim:
-		return we.ClaimName, ClaimArgs(s, db, claimHolders[role])
+		return we.ClaimName, ClaimArgs(s, db, claimHolders[role]).Argv()
 	}
-	return wr.WorkerName, RedeliveryArgs(s, c, db)
+	return wr.WorkerName, RedeliveryArgs(s, c, db).Argv()
 }
 
-func (t *trial) spawn(role string, env map[string]string, exits []int, lk *batch.Lookup) (*harness.Proc, error) {
+func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lookup) (*harness.Proc, error) {
 	w, args := StepArgs(t.p.s, t.c, role, t.db, t.o.Receiver)
 	if role == RoleResolve {
-		k := wb.Key{Job: t.p.s.JobID}
-		k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, t.p.s.JobID+":"), ":")
-		w, args = wb.WorkerResolve, batch.ResolveArgs(t.db, k, lk.Found, lk.Receipt)
+		w, args = wb.WorkerResolve, ResolveArgs(t.p.s, t.db, *lk).Argv()
 	}
 	crashAt := env[protocol.EnvCrashAt]
 	delete(env, protocol.EnvCrashAt)
@@ -338,16 +334,16 @@ func (t *trial) rest() error {
 	if t.c.Pattern != PatternBatch {
 		return nil
 	}
-	rows, _, err := t.read(t.dir, false)
+	rows, err := t.journal()
 	if err != nil {
 		return fmt.Errorf("%w: read the journal after the resume: %w", errclass.ErrHarness, err)
 	}
-	for _, k := range HeldKeys(rows, t.p.s.JobID) {
-		rc, found, err := t.cl.Lookup(t.ctx, k)
+	for _, k := range wb.HeldSends(rows, t.p.s.JobID) {
+		lk, err := t.cl.Ask(t.ctx, k)
 		if err != nil {
 			return fmt.Errorf("%w: check receiver for %s: %w", errclass.ErrHarness, k, err)
 		}
-		if _, err := t.spawn(RoleResolve, Env(t.c), exits, &batch.Lookup{Key: k.String(), Found: found, Receipt: rc}); err != nil {
+		if _, err := t.spawn(RoleResolve, Env(t.c), exits, &lk); err != nil {
 			return err
 		}
 	}
@@ -355,32 +351,45 @@ func (t *trial) rest() error {
 	return err
 }
 
-// HeldKeys lists the notify rows of job that are not SUCCEEDED, from the
-// rendered journal rows: the sends a person resolves.
-func HeldKeys(rows Rows, job string) []wb.Key {
-	var out []wb.Key
-	for _, r := range rows[TableJournal] {
-		f := strings.Split(r, "|")
-		if len(f) >= 4 && f[0] == job && wb.IsSideEffect(f[2]) && f[3] != string(wb.Succeeded) {
-			out = append(out, wb.Key{Job: f[0], Item: f[1], Step: f[2]})
-		}
+// ResolveArgs is the command line of the resolve that lookup lk calls
+// for; the run and the fold both build it so.
+func ResolveArgs(s Settings, db string, lk wb.Lookup) wb.ResolveArgs {
+	k := wb.Key{Job: s.JobID}
+	k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, s.JobID+":"), ":")
+	return lk.Resolve(db, k)
+}
+
+// journalRows renders the batch worker's journal, read by its own reader,
+// as Rows hold it: "job|item|step|status|receipt" in key order.
+func journalRows(ctx context.Context, st store.Store) ([]string, error) {
+	rows, err := wb.ReadJournal(ctx, st)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	out := []string{}
+	for _, r := range rows {
+		out = append(out, strings.Join([]string{r.Job, r.Item, r.Step, r.Status, r.Receipt}, "|"))
+	}
+	return out, nil
+}
+
+// journal reads the trial's journal with the worker's reader, opening the
+// file as the next process would.
+func (t *trial) journal() ([]wb.JournalRow, error) {
+	st, err := store.OpenSQLite(t.ctx, DBOptions(t.c, t.db))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return wb.ReadJournal(t.ctx, st)
 }
 
 // Table names in Rows.
 const (
-	TableJobs      = "follow_up_jobs"
-	TableProcessed = "processed_events"
+	TableJobs      = wr.TableJobs
+	TableProcessed = wr.TableProcessed
 	TableJournal   = "step_journal"
 )
-
-var queries = map[string]string{
-	TableJobs:      "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid",
-	TableProcessed: "SELECT event_id FROM processed_events ORDER BY event_id",
-	TableJournal:   "SELECT job_id || '|' || item_id || '|' || step_name || '|' || status || '|' || coalesce(receipt, '') FROM step_journal ORDER BY job_id, item_id, step_name",
-	TableClaims:    claimQuery,
-}
 
 // Tables lists the tables a pattern's rows hold.
 func Tables(pattern string) []string {
@@ -394,7 +403,9 @@ func Tables(pattern string) []string {
 }
 
 // read opens the trial's file inside dir as the next process would, which
-// rolls back a hot journal or replays a WAL, and reads every row.
+// rolls back a hot journal or replays a WAL, and reads every row: the
+// redelivery and claim tables through the readers of the workers that
+// write them.
 func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
 	db, _, err := sqlitedb.Open(t.ctx, DBOptions(t.c, filepath.Join(dir, filepath.Base(t.db))))
 	if err != nil {
@@ -417,24 +428,23 @@ func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
 		}
 		rs.Close()
 	}
-	rows := Rows{}
-	for _, tb := range Tables(t.c.Pattern) {
-		rows[tb] = []string{}
-		rs, err := db.QueryContext(t.ctx, queries[tb])
+	switch t.c.Pattern {
+	case PatternClaim:
+		c, err := wc.ReadClaims(t.ctx, store.SQLiteDB(db))
 		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", tb, err)
-		}
-		for rs.Next() {
-			var s string
-			if err := rs.Scan(&s); err != nil {
-				rs.Close()
-				return nil, nil, fmt.Errorf("read %s: %w", tb, err)
-			}
-			rows[tb] = append(rows[tb], s)
-		}
-		if err := rs.Close(); err != nil {
 			return nil, nil, err
 		}
+		return Rows(c.Lines()), check, db.Close()
+	case PatternSeparate, PatternSingle:
+		s, err := wr.ReadState(t.ctx, store.SQLiteDB(db))
+		if err != nil {
+			return nil, nil, err
+		}
+		return Rows(s.Lines()), check, db.Close()
+	}
+	rows := Rows{}
+	if rows[TableJournal], err = journalRows(t.ctx, store.SQLiteDB(db)); err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", TableJournal, err)
 	}
 	return rows, check, db.Close()
 }

@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"strings"
 
-	"idemlab/experiments/batch"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Tables of the batch patterns. TableSends is not in the file: it is the
@@ -38,12 +38,10 @@ const (
 // Duplicates names a batch outcome with n accepts beyond one per item.
 func Duplicates(n int) string { return "duplicates-" + strconv.Itoa(n) }
 
-// batchSettings are the article's settings for explore's small batch: no
-// simulated latency, so a sweep costs process starts only.
-func batchSettings(st Settings) batch.Settings { return batch.Settings{Items: st.Items} }
-
+// batchArgs is a run of explore's small batch: no simulated latency, so a
+// sweep costs process starts only.
 func batchArgs(st Settings, mode string, f Files) []string {
-	return batch.RunArgs(batchSettings(st), batch.Action{Kind: batch.ActRun, Mode: mode, Job: st.JobKey}, f.DB, f.Receiver)
+	return wb.RunArgs{Mode: mode, Job: st.JobKey, Items: st.Items, Receiver: f.Receiver, DB: f.DB}.Argv()
 }
 
 // batchPattern is article 002's run in one mode. The journal recovers as
@@ -69,7 +67,7 @@ func batchPattern(mode string) Pattern {
 			if ok, err := hasTable(ctx, wb.Options(db), "step_journal"); err != nil || !ok {
 				return s, err
 			}
-			rows, err := batch.ReadJournal(ctx, db)
+			rows, err := readJournal(ctx, db)
 			if err != nil {
 				return nil, err
 			}
@@ -131,7 +129,7 @@ func batchPattern(mode string) Pattern {
 			if held := heldSends(st, s); len(held) > 0 {
 				k := held[0]
 				return Action{Step: StepResolve + " " + k.String(), Role: RoleResolve, Worker: wb.WorkerResolve, LookUp: k.String(),
-					With: func(l Lookup) []string { return batch.ResolveArgs(f.DB, k, l.Found, l.Receipt) }}, true
+					With: func(l Lookup) []string { return l.Resolve(f.DB, k).Argv() }}, true
 			}
 			return Action{Step: StepFinal, Role: RoleRecovery, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
 		}
@@ -141,8 +139,29 @@ func batchPattern(mode string) Pattern {
 	return p
 }
 
-func journalRow(r batch.JournalRow) string {
+// readJournal reads the journal with the worker's reader, opening the file
+// as the next run would.
+func readJournal(ctx context.Context, db string) ([]wb.JournalRow, error) {
+	st, err := store.OpenSQLite(ctx, wb.Options(db))
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer st.Close()
+	return wb.ReadJournal(ctx, st)
+}
+
+// journalRow renders a row of the job as a state row; parseJournalRow reads
+// it back.
+func journalRow(r wb.JournalRow) string {
 	return strings.Join([]string{r.Item, r.Step, r.Status, r.Receipt}, "|")
+}
+
+func parseJournalRow(job, s string) (wb.JournalRow, bool) {
+	f := strings.Split(s, "|")
+	if len(f) != 4 {
+		return wb.JournalRow{}, false
+	}
+	return wb.JournalRow{Job: job, Item: f[0], Step: f[1], Status: f[2], Receipt: f[3]}, true
 }
 
 // SendRow renders one receiver log entry as a state row.
@@ -214,17 +233,16 @@ func lookedUp(s State, key string) Lookup {
 	return l
 }
 
-// heldSends are the side-effect rows not SUCCEEDED, as the batch
-// scenario's parent finds them.
+// heldSends are the sends a person resolves, found by the worker's reader
+// of held sends in the journal rows of the state.
 func heldSends(st Settings, s State) []wb.Key {
-	var out []wb.Key
+	var rows []wb.JournalRow
 	for _, r := range s[TableJournal] {
-		f := strings.Split(r, "|")
-		if len(f) == 4 && wb.IsSideEffect(f[1]) && f[2] != string(wb.Succeeded) {
-			out = append(out, wb.Key{Job: st.JobKey, Item: f[0], Step: f[1]})
+		if x, ok := parseJournalRow(st.JobKey, r); ok {
+			rows = append(rows, x)
 		}
 	}
-	return out
+	return wb.HeldSends(rows, st.JobKey)
 }
 
 func itemIDs(n int) []string {

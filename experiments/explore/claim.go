@@ -3,10 +3,7 @@ package explore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,11 +11,10 @@ import (
 	"idemlab/experiments/results"
 	wc "idemlab/worker/claim"
 	we "idemlab/worker/explore"
-	"idemlab/worker/sqlitedb"
 )
 
 // TableClaims is article 003's table.
-const TableClaims = "event_claims"
+const TableClaims = wc.TableClaims
 
 // ClaimTTLMS is the claim pattern's TTL. It is long, so a probe right
 // after a crash is surely inside it; the re-claim after it shifts its
@@ -41,7 +37,7 @@ func ClaimOutcome(holder string) string { return "done-by-" + holder }
 const OutcomeNotDone = "not-done"
 
 func claimArgs(st Settings, f Files, holder string, offset int64) []string {
-	return we.ClaimArgs{DB: f.DB, Fingerprint: st.EventID, Holder: holder, Classification: st.JobKey, TTLMS: ClaimTTLMS, OffsetMS: offset}.Flags()
+	return we.ClaimArgs{DB: f.DB, Fingerprint: st.EventID, Holder: holder, Classification: st.JobKey, TTLMS: ClaimTTLMS, OffsetMS: offset}.Argv()
 }
 
 // claimPattern is article 003's TTL claim and its downstream write. A
@@ -69,7 +65,7 @@ func claimPattern() Pattern {
 				bad = append(bad, fmt.Sprintf("table %s is missing", TableClaims))
 			}
 			for i, r := range s[TableClaims] {
-				c, ok := parseClaimRow(r)
+				c, ok := wc.ParseLine(r)
 				if !ok || c.Fingerprint != st.EventID || (c.Classification != "" && c.Classification != st.JobKey) {
 					bad = append(bad, fmt.Sprintf("%s[%d] is %q, not a row of fingerprint %s", TableClaims, i, r, st.EventID))
 				}
@@ -128,54 +124,19 @@ func claimModel() []string {
 	return []string{ClaimOutcome(HolderProbe), ClaimOutcome(HolderRecovery), ClaimOutcome(HolderDelivery)}
 }
 
-// claimRow is a parsed event_claims row; NULL columns are "".
-type claimRow struct {
-	Fingerprint, Count, ClaimedAt, Classification, ExternalID string
-}
-
-func parseClaimRow(r string) (claimRow, bool) {
-	f := strings.Split(r, "|")
-	if len(f) != 5 {
-		return claimRow{}, false
-	}
-	return claimRow{f[0], f[1], f[2], f[3], f[4]}, true
-}
-
-func claimOf(s State) (claimRow, bool) {
+// claimOf parses the single claim row of s; ok is false when there is not
+// exactly one well-formed row.
+func claimOf(s State) (wc.Cells, bool) {
 	if len(s[TableClaims]) != 1 {
-		return claimRow{}, false
+		return wc.Cells{}, false
 	}
-	return parseClaimRow(s[TableClaims][0])
+	return wc.ParseLine(s[TableClaims][0])
 }
 
+// readClaims lists the claim table; a file or table a killed worker never
+// created reads as empty.
 func readClaims(ctx context.Context, path string) (State, error) {
-	s := State{TableClaims: []string{}}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
-	db, _, err := sqlitedb.Open(ctx, wc.Options(path, 5*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'event_claims'").Scan(&n); err != nil || n == 0 {
-		return s, err
-	}
-	rs, err := db.QueryContext(ctx, `SELECT fingerprint || '|' || count || '|' || coalesce(claimed_at, '') || '|' ||
-coalesce(classification, '') || '|' || coalesce(external_id, '') FROM event_claims ORDER BY fingerprint`)
-	if err != nil {
-		return nil, fmt.Errorf("read event_claims: %w", err)
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var v string
-		if err := rs.Scan(&v); err != nil {
-			return nil, fmt.Errorf("read event_claims: %w", err)
-		}
-		s[TableClaims] = append(s[TableClaims], v)
-	}
-	return s, rs.Err()
+	return readWith(ctx, path, wc.Options(path, 5*time.Second), wc.ReadClaims)
 }
 
 // oneWinnerPerTTL says two successive claims (claimed_at changing between
@@ -206,7 +167,7 @@ func oneWinnerPerTTL(h History) []string {
 // vanish: a re-claim may take the row, not the work already done.
 func downstreamKept(h History) []string {
 	var out []string
-	var first claimRow
+	var first wc.Cells
 	for i, s := range h.Steps {
 		c, _ := claimOf(s.Rows)
 		if first.ExternalID != "" && (c.ExternalID != first.ExternalID || c.Classification != first.Classification) {

@@ -18,9 +18,8 @@ import (
 	"strconv"
 	"strings"
 
-	"idemlab/experiments/harness"
-	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
+	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 )
 
@@ -232,7 +231,7 @@ func NewSettings(in Input, only int) Settings {
 		EventID: in.EventID, JobKey: in.JobKey, Seed: in.Seed, Trials: in.Trials,
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
 		Racers: append([]int{}, in.Racers...), Rounds: in.Rounds, Parallel: in.Parallel,
-		MaxAttempts: in.MaxAttempts, Items: in.Items, OnlyTrial: only, SQLite: redelivery.RequestedSQLite(),
+		MaxAttempts: in.MaxAttempts, Items: in.Items, OnlyTrial: only, SQLite: wr.RequestedSQLite(),
 	}
 	if st.Racers == nil {
 		st.Racers = []int{}
@@ -346,6 +345,4 @@ func (st Settings) conditionsByName() map[string]Condition {
 }
 
 // RacerArgs are a racer's arguments.
-func RacerArgs(st Settings, p Pattern, db string) []string {
-	return append(p.Args(st, Files{DB: db}), "-ready-fd", strconv.Itoa(harness.BarrierReadyFD), "-max-attempts", strconv.Itoa(st.MaxAttempts))
-}
+func RacerArgs(st Settings, p Pattern, db string) []string { return p.RacerArgs(st, db) }

@@ -3,10 +3,7 @@ package explore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,14 +11,13 @@ import (
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
-	"idemlab/worker/sqlitedb"
 )
 
 // Tables of the lease pattern.
 const (
-	TableLease        = "job_lease"
-	TableLeaseJournal = "lease_journal"
-	TableLeaseLog     = "lease_log"
+	TableLease        = we.TableLease
+	TableLeaseJournal = we.TableLeaseJournal
+	TableLeaseLog     = we.TableLeaseLog
 )
 
 // LeaseTTLMS is the lease's TTL. A takeover waits for it in real time, so
@@ -49,7 +45,7 @@ func leaseArgs(st Settings, f Files, holder string, offset int64, fence bool, pa
 	if pauseAt != "" {
 		a.PauseAt, a.ReadyFD = pauseAt, 3
 	}
-	return a.Flags()
+	return a.Argv()
 }
 
 // leasePattern is articles 002 and 003 combined: the batch journal run
@@ -111,41 +107,20 @@ func leasePattern() Pattern {
 	}
 }
 
+// readLease lists the lease, its journal and its log; a file or table a
+// killed worker never created reads as empty.
 func readLease(ctx context.Context, path string) (State, error) {
-	s := State{TableLease: []string{}, TableLeaseJournal: []string{}, TableLeaseLog: []string{}}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
-	db, _, err := sqlitedb.Open(ctx, we.LeaseOptions(path))
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	return readTables(ctx, db, s, []tableQuery{
-		{TableLease, "SELECT holder || '|' || generation || '|' || claimed_at FROM job_lease ORDER BY job_id"},
-		{TableLeaseJournal, "SELECT item_id || '|' || step_name || '|' || status || '|' || generation FROM lease_journal ORDER BY item_id, step_name"},
-		{TableLeaseLog, "SELECT seq || '|' || kind || '|' || holder || '|' || generation || '|' || item_id || '|' || step_name || '|' || status || '|' || at_ms FROM lease_log ORDER BY seq"},
-	})
+	return readWith(ctx, path, we.LeaseOptions(path), we.ReadLease)
 }
 
-// logEntry is one parsed lease_log row.
-type logEntry struct {
-	Seq                              int
-	Kind, Holder, Item, Step, Status string
-	Gen, AtMS                        int64
-}
-
-func leaseLog(s State) []logEntry {
-	var out []logEntry
+// leaseLog parses the recorded lease_log rows; a row that does not parse
+// is left out, and checkLeaseRows reports it.
+func leaseLog(s State) []we.LogEntry {
+	var out []we.LogEntry
 	for _, r := range s[TableLeaseLog] {
-		f := strings.Split(r, "|")
-		if len(f) != 8 {
-			continue
+		if e, ok := we.ParseLogLine(r); ok {
+			out = append(out, e)
 		}
-		seq, _ := strconv.Atoi(f[0])
-		gen, _ := strconv.ParseInt(f[3], 10, 64)
-		at, _ := strconv.ParseInt(f[7], 10, 64)
-		out = append(out, logEntry{Seq: seq, Kind: f[1], Holder: f[2], Gen: gen, Item: f[4], Step: f[5], Status: f[6], AtMS: at})
 	}
 	return out
 }
@@ -192,8 +167,8 @@ func checkLeaseRows(st Settings, s State) []string {
 
 // staleWrites counts journal writes made with a generation below one
 // granted before them.
-func staleWrites(s State) []logEntry {
-	var out []logEntry
+func staleWrites(s State) []we.LogEntry {
+	var out []we.LogEntry
 	var top int64
 	for _, e := range leaseLog(s) {
 		switch {

@@ -2,7 +2,6 @@ package explore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +9,13 @@ import (
 	"os"
 	"strconv"
 
-	"idemlab/experiments/redelivery"
+	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // State is a pattern's durable tables as the parent read them after a
@@ -40,13 +40,9 @@ type Files struct {
 	Receiver string
 }
 
-// Lookup is the parent's question to the receiver before a resolve: was
-// the send of Key accepted, and with which receipt.
-type Lookup struct {
-	Key     string `json:"key"`
-	Found   bool   `json:"found"`
-	Receipt string `json:"receipt,omitempty"`
-}
+// Lookup is the parent's question to the receiver before a resolve, as
+// the batch worker's contract defines it.
+type Lookup = wb.Lookup
 
 // Action is one process of a recovery.
 type Action struct {
@@ -70,9 +66,10 @@ type Pattern struct {
 	// Worker delivers once; discovery, crashed and killed deliveries and
 	// (unless Recovery says otherwise) every recovery run it.
 	Worker string
-	// Racer delivers behind a barrier; it takes Args plus -ready-fd and
-	// -max-attempts. Empty: the pattern has no races.
-	Racer string
+	// Racer delivers behind a barrier, with RacerArgs. Empty: the pattern
+	// has no races.
+	Racer     string
+	RacerArgs func(st Settings, db string) []string
 	// Window is the commits bounding the violating points; an empty To
 	// runs to the last point.
 	Window Window
@@ -175,8 +172,8 @@ func LookupPattern(name string) (Pattern, bool) {
 
 // Table names of the redelivery patterns.
 const (
-	TableJobs      = "follow_up_jobs"
-	TableProcessed = "processed_events"
+	TableJobs      = wr.TableJobs
+	TableProcessed = wr.TableProcessed
 )
 
 // Outcome names. A duplicate's name carries its job count.
@@ -193,8 +190,9 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 		Worker:     wr.WorkerName,
 		Racer:      we.RacerName,
 		TrialShare: 100,
-		Args: func(st Settings, f Files) []string {
-			return redelivery.Args(redelivery.Settings{EventID: st.EventID, JobKey: st.JobKey}, redelivery.Condition{Pattern: p}, f.DB)
+		Args:       func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
+		RacerArgs: func(st Settings, db string) []string {
+			return we.RaceArgs{Delivery: deliveryArgs(st, p, db), ReadyFD: harness.BarrierReadyFD, MaxAttempts: st.MaxAttempts}.Argv()
 		},
 		Prepare: func(ctx context.Context, db string) error {
 			h, _, err := sqlitedb.Open(ctx, wr.Options(db))
@@ -239,9 +237,7 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 			{"recovery-acknowledged", recoveryAcknowledged},
 			{"ack-leaves-work-done", ackLeavesWorkDone},
 		},
-		Model: func(st Settings) []string {
-			return modelOutcomes(st, p)
-		},
+		Model: func(Settings) []string { return modelOutcomes(p) },
 		Account: func(st Settings, _ string, raw json.RawMessage, before, after State) []string {
 			var r wr.Result
 			if err := results.DecodeStrict(raw, &r); err != nil {
@@ -303,6 +299,12 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 	return pat
 }
 
+// deliveryArgs are the delivering worker's arguments for one delivery of
+// the settings' event with pattern p.
+func deliveryArgs(st Settings, p wr.Pattern, db string) wr.Args {
+	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: st.EventID, JobKey: st.JobKey}}
+}
+
 func jobRow(id, key string) string { return id + "|" + key }
 
 func classifyRedelivery(s State) string {
@@ -316,20 +318,19 @@ func classifyRedelivery(s State) string {
 	return fmt.Sprintf("jobs-%d-processed-%d", j, p)
 }
 
-// modelOutcomes runs redelivery's abstract model (a commit makes pending
-// writes durable, a crash discards the rest) crashed at each point it
-// passes and not at all, each followed by a recovery, and returns the
-// distinct outcomes in order.
-func modelOutcomes(st Settings, p wr.Pattern) []string {
-	rs := redelivery.Settings{EventID: st.EventID, JobKey: st.JobKey, Deliveries: 2}
-	normal := redelivery.Expect(rs, redelivery.Condition{Pattern: p})
-	crashes := append([]string{""}, normal[0].Points...)
+// modelOutcomes runs the patterns' commit model (worker/redelivery's
+// Model, which the redelivery scenario's oracle runs too: a commit makes
+// pending writes durable, a crash discards the rest) crashed at each
+// point it passes and not at all, each followed by a recovery, and
+// returns the distinct outcomes in order.
+func modelOutcomes(p wr.Pattern) []string {
+	crashes := append([]string{""}, wr.PointsOf(p)...)
 	var out []string
 	seen := map[string]bool{}
 	for _, at := range crashes {
-		ds := redelivery.Expect(rs, redelivery.Condition{Pattern: p, CrashAt: at})
-		last := ds[len(ds)-1]
-		o := classifyRedelivery(State{TableJobs: make([]string, last.FollowUpJobs), TableProcessed: make([]string, last.ProcessedEvents)})
+		ds := wr.Deliveries(p, at, 2)
+		last := ds[len(ds)-1].After
+		o := classifyRedelivery(State{TableJobs: make([]string, last.Jobs), TableProcessed: make([]string, last.Processed)})
 		if !seen[o] {
 			seen[o] = true
 			out = append(out, o)
@@ -343,50 +344,29 @@ func modelOutcomes(st Settings, p wr.Pattern) []string {
 // creates nothing, so the recovery finds the file as the killed worker
 // left it.
 func readRedelivery(ctx context.Context, path string) (State, error) {
-	s := State{TableJobs: []string{}, TableProcessed: []string{}}
+	return readWith(ctx, path, wr.Options(path), wr.ReadState)
+}
+
+// lister is a worker's tables as its reader returns them, which renders
+// them as State records them.
+type lister interface{ Lines() map[string][]string }
+
+// readWith reads a pattern's file, opened with o, through the reader of
+// the worker that writes it. A file that does not exist is not created: it
+// reads as the reader's tables, empty.
+func readWith[T lister](ctx context.Context, path string, o sqlitedb.Options, read func(context.Context, store.Store) (T, error)) (State, error) {
+	var none T
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+		return State(none.Lines()), nil
 	}
-	db, _, err := sqlitedb.Open(ctx, wr.Options(path))
+	st, err := store.OpenSQLite(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	return readTables(ctx, db, s, []tableQuery{
-		{TableJobs, "SELECT event_id || '|' || job_key FROM follow_up_jobs ORDER BY rowid"},
-		{TableProcessed, "SELECT event_id FROM processed_events ORDER BY event_id"},
-	})
-}
-
-// tableQuery reads one table as one string per row.
-type tableQuery struct{ table, query string }
-
-// readTables fills s with each table's rows, in order; a table the file
-// does not hold stays as s has it (empty), as a killed worker may leave it.
-func readTables(ctx context.Context, db *sql.DB, s State, qs []tableQuery) (State, error) {
-	for _, q := range qs {
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", q.table).Scan(&n); err != nil {
-			return nil, fmt.Errorf("look up table %s: %w", q.table, err)
-		}
-		if n == 0 {
-			continue
-		}
-		rs, err := db.QueryContext(ctx, q.query)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", q.table, err)
-		}
-		for rs.Next() {
-			var v string
-			if err := rs.Scan(&v); err != nil {
-				rs.Close()
-				return nil, fmt.Errorf("read %s: %w", q.table, err)
-			}
-			s[q.table] = append(s[q.table], v)
-		}
-		if err := errors.Join(rs.Err(), rs.Close()); err != nil {
-			return nil, fmt.Errorf("read %s: %w", q.table, err)
-		}
+	defer st.Close()
+	v, err := read(ctx, st)
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	return State(v.Lines()), nil
 }

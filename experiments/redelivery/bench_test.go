@@ -48,7 +48,7 @@ func BenchmarkChildDelivery(b *testing.B) {
 		start := time.Now()
 		_, err := r.Run(context.Background(), harness.Spec{
 			Worker: wr.WorkerName,
-			Args:   []string{"-db", path, "-pattern", string(wr.SingleTransaction), "-event-id", fmt.Sprint("e", i), "-job-key", "k"},
+			Args:   wr.Args{DB: path, Pattern: wr.SingleTransaction, Event: wr.Event{ID: fmt.Sprint("e", i), JobKey: "k"}}.Argv(),
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -1,7 +1,6 @@
 package redelivery
 
 import (
-	"encoding/json"
 	"path/filepath"
 
 	"idemlab/experiments/results"
@@ -18,6 +17,36 @@ type Extra struct {
 	SQLiteReadBack sqlitedb.Settings `json:"sqlite_read_back"`
 }
 
+// folder is one fold's state across the observation lines.
+type folder struct {
+	c     results.Checker
+	st    Settings
+	rec   results.Records
+	conds map[string]Condition
+	// per is each condition's deliveries so far; dbs the condition each
+	// file belongs to.
+	per      map[string]*condState
+	dbs      map[string]string
+	readBack *sqlitedb.Settings
+}
+
+// condState is one condition's deliveries so far and the rows the last
+// one left.
+type condState struct {
+	db   string
+	prev wr.State
+	out  []Delivery
+}
+
+// line is one observation line as the fold reads it: the line, what it
+// says, its condition and that condition's deliveries before it.
+type line struct {
+	l    results.Line
+	o    Observation
+	cond Condition
+	s    *condState
+}
+
 // Fold derives each condition's deliveries from the records alone. The row
 // counts are the rows the parent read after each process exited; the exit
 // code is the parent's own wait status; the crash point and the points
@@ -25,130 +54,140 @@ type Extra struct {
 // point the harness set and the oracle then checks against the model. The
 // worker's claims about what it did (job inserted, already processed, the
 // pragmas it read back) are checked against the rows before and after.
-func (Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded, []results.Finding) {
-	var c results.Checker
-	folded := scenario.Folded{Observed: map[string]any{}}
-	var st Settings
-	if err := scenario.DecodeStrict(raw, &st); err != nil {
-		c.Add("results.json", "scenarios[redelivery].settings", "not redelivery settings: %v", err)
-		return folded, c.Findings
-	}
-	conds := map[string]Condition{}
+func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
+	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}}
 	for _, cond := range st.Conditions {
-		conds[cond.Name] = cond
+		f.conds[cond.Name] = cond
 	}
-	type state struct {
-		db   string
-		prev Rows
-		out  []Delivery
-	}
-	per := map[string]*state{}
-	dbs := map[string]string{}
-	var readBack *sqlitedb.Settings
 	for _, l := range rec.Observations {
-		var o Observation
-		if err := results.DecodeStrict(l.Raw, &o); err != nil {
-			c.Obs(l, "", "not a redelivery observation: %v", err)
-			continue
+		if ln, ok := f.read(l); ok {
+			f.deliver(ln)
 		}
-		cond, ok := conds[o.Condition]
-		if !ok {
-			c.Obs(l, "condition", "%q is not a condition in the settings", o.Condition)
-			continue
-		}
-		s := per[o.Condition]
-		if s == nil {
-			s = &state{db: o.DB, prev: Rows{FollowUpJobs: []wr.Event{}, ProcessedEvents: []string{}}}
-			per[o.Condition] = s
-			if other, dup := dbs[o.DB]; dup {
-				c.Obs(l, "db", "%s is also condition %s's file; every condition starts on a fresh file", o.DB, other)
-			}
-			dbs[o.DB] = o.Condition
-		}
-		if o.DB != s.db || filepath.Base(o.DB) != DBName {
-			c.Obs(l, "db", "%q, but the condition's deliveries go to one file named %s (%q)", o.DB, DBName, s.db)
-		}
-		if want := len(s.out) + 1; o.Delivery != want {
-			c.Obs(l, "delivery", "is %d, want %d: deliveries are recorded in order from 1", o.Delivery, want)
-		}
-		checkRows(&c, l, st, o.Rows)
-		d := Delivery{Delivery: o.Delivery, FollowUpJobs: len(o.Rows.FollowUpJobs), ProcessedEvents: len(o.Rows.ProcessedEvents), Points: []string{}}
-		p, ok := c.Use(rec, l, o.ProcessID)
-		if ok {
-			c.Argv(p, wr.WorkerName, Args(st, cond, o.DB))
-			env := map[string]string{}
-			if o.Delivery == 1 && cond.CrashAt != "" {
-				env[protocol.EnvCrashAt] = cond.CrashAt
-			}
-			c.Env(p, env)
-			d.ExitCode = p.ExitCode
-			if p.Signal != "" || (p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash) {
-				c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of a delivery (0 ACK or 17 crash)", p.ExitCode, p.Signal)
-			}
-			if rep, ok := c.Report(p); ok {
-				d.CrashedAt, d.Points = rep.CrashedAt, rep.Points
-				if p.ExitCode == protocol.ExitACK {
-					rb := checkClaim(&c, p, rep, st, cond, s.prev, o.Rows)
-					if rb != nil && readBack == nil {
-						readBack = rb
-					}
-				}
-			}
-		}
-		s.out = append(s.out, d)
-		s.prev = o.Rows
 	}
-	for name, s := range per {
+	folded := scenario.Folded{Observed: map[string]any{}}
+	for name, s := range f.per {
 		if len(s.out) != st.Deliveries {
-			c.Add("observations.jsonl", "condition "+name, "%d deliveries recorded, the settings give %d", len(s.out), st.Deliveries)
+			f.c.Add(results.ObservationsFile, "condition "+name, "%d deliveries recorded, the settings give %d", len(s.out), st.Deliveries)
 		}
 		folded.Observed[name] = s.out
 	}
-	c.Unused(rec, 1)
-	if readBack != nil {
-		folded.Extra = Extra{SQLiteReadBack: *readBack}
+	f.c.Unused(rec, 1)
+	if f.readBack != nil {
+		folded.Extra = Extra{SQLiteReadBack: *f.readBack}
 	}
-	return folded, c.Findings
+	return folded, f.c.Findings
+}
+
+// read decodes a line and places it in its condition; a line that is not
+// a delivery of a known condition is a finding and nothing more.
+func (f *folder) read(l results.Line) (line, bool) {
+	ln := line{l: l}
+	if err := results.DecodeStrict(l.Raw, &ln.o); err != nil {
+		f.c.Obs(l, "", "not a redelivery observation: %v", err)
+		return ln, false
+	}
+	var ok bool
+	if ln.cond, ok = f.conds[ln.o.Condition]; !ok {
+		f.c.Obs(l, "condition", "%q is not a condition in the settings", ln.o.Condition)
+		return ln, false
+	}
+	ln.s = f.per[ln.o.Condition]
+	if ln.s == nil {
+		ln.s = &condState{db: ln.o.DB, prev: wr.State{FollowUpJobs: []wr.Event{}, ProcessedEvents: []string{}}}
+		f.per[ln.o.Condition] = ln.s
+		if other, dup := f.dbs[ln.o.DB]; dup {
+			f.c.Obs(l, "db", "%s is also condition %s's file; every condition starts on a fresh file", ln.o.DB, other)
+		}
+		f.dbs[ln.o.DB] = ln.o.Condition
+	}
+	return ln, true
+}
+
+// deliver checks one delivery and adds it to its condition.
+func (f *folder) deliver(ln line) {
+	o := ln.o
+	if o.DB != ln.s.db || filepath.Base(o.DB) != DBName {
+		f.c.Obs(ln.l, "db", "%q, but the condition's deliveries go to one file named %s (%q)", o.DB, DBName, ln.s.db)
+	}
+	if want := len(ln.s.out) + 1; o.Delivery != want {
+		f.c.Obs(ln.l, "delivery", "is %d, want %d: deliveries are recorded in order from 1", o.Delivery, want)
+	}
+	f.checkRows(ln)
+	d := Delivery{Delivery: o.Delivery, FollowUpJobs: len(o.Rows.FollowUpJobs), ProcessedEvents: len(o.Rows.ProcessedEvents), Points: []string{}}
+	if p, ok := f.c.Use(f.rec, ln.l, o.ProcessID); ok {
+		f.process(ln, p, &d)
+	}
+	ln.s.out = append(ln.s.out, d)
+	ln.s.prev = o.Rows
+}
+
+// process checks the delivery's process line: its command line and
+// environment, its exit, and its report, which gives the delivery's crash
+// point and points.
+func (f *folder) process(ln line, p results.Process, d *Delivery) {
+	f.c.Argv(p, wr.WorkerName, f.st.Args(ln.cond, ln.o.DB).Argv())
+	env := map[string]string{}
+	if ln.o.Delivery == 1 && ln.cond.CrashAt != "" {
+		env[protocol.EnvCrashAt] = ln.cond.CrashAt
+	}
+	f.c.Env(p, env)
+	d.ExitCode = p.ExitCode
+	if p.Signal != "" || (p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash) {
+		f.c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of a delivery (0 ACK or 17 crash)", p.ExitCode, p.Signal)
+	}
+	rep, ok := f.c.Report(p)
+	if !ok {
+		return
+	}
+	d.CrashedAt, d.Points = rep.CrashedAt, rep.Points
+	if p.ExitCode != protocol.ExitACK {
+		return
+	}
+	if rb := f.checkClaim(ln, p, rep); rb != nil && f.readBack == nil {
+		f.readBack = rb
+	}
 }
 
 // checkRows checks the rows' contents against the settings: a job or a
 // processed record can only be the delivered event's.
-func checkRows(c *results.Checker, l results.Line, st Settings, r Rows) {
+func (f *folder) checkRows(ln line) {
+	r := ln.o.Rows
 	for i, j := range r.FollowUpJobs {
-		if j.ID != st.EventID || j.JobKey != st.JobKey {
-			c.Obs(l, results.Field("rows", "follow_up_jobs", i), "is %s/%s, but the only event delivered is %s/%s", j.ID, j.JobKey, st.EventID, st.JobKey)
+		if j.ID != f.st.EventID || j.JobKey != f.st.JobKey {
+			f.c.Obs(ln.l, results.Field("rows", "follow_up_jobs", i), "is %s/%s, but the only event delivered is %s/%s", j.ID, j.JobKey, f.st.EventID, f.st.JobKey)
 		}
 	}
 	for i, id := range r.ProcessedEvents {
-		if id != st.EventID {
-			c.Obs(l, results.Field("rows", "processed_events", i), "is %q, but the only event delivered is %q", id, st.EventID)
+		if id != f.st.EventID {
+			f.c.Obs(ln.l, results.Field("rows", "processed_events", i), "is %q, but the only event delivered is %q", id, f.st.EventID)
 		}
 	}
 	if r.FollowUpJobs == nil || r.ProcessedEvents == nil {
-		c.Obs(l, "rows", "a table is missing; both are listed, empty or not")
+		f.c.Obs(ln.l, "rows", "a table is missing; both are listed, empty or not")
 	}
 }
 
 // checkClaim cross-checks an acknowledging worker's report with the rows
 // the parent read before and after it, and returns the pragmas it claims.
-func checkClaim(c *results.Checker, p results.Process, rep protocol.Report, st Settings, cond Condition, before, after Rows) *sqlitedb.Settings {
+func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *sqlitedb.Settings {
 	var r wr.Result
 	if err := results.DecodeStrict(rep.Result, &r); err != nil {
-		c.Proc(p, "stdout", "the report's result is not a delivery result: %v", err)
+		f.c.Proc(p, "stdout", "the report's result is not a delivery result: %v", err)
 		return nil
 	}
-	if r.Pattern != cond.Pattern {
-		c.Proc(p, "stdout", "the worker says it ran %s, the condition is %s", r.Pattern, cond.Pattern)
+	before, after := ln.s.prev, ln.o.Rows
+	if r.Pattern != ln.cond.Pattern {
+		f.c.Proc(p, "stdout", "the worker says it ran %s, the condition is %s", r.Pattern, ln.cond.Pattern)
 	}
-	if r.Settings != st.SQLite {
-		c.Proc(p, "stdout", "the worker read back %s, the settings require %s", results.Compact(r.Settings), results.Compact(st.SQLite))
+	if r.Settings != f.st.SQLite {
+		f.c.Proc(p, "stdout", "the worker read back %s, the settings require %s", results.Compact(r.Settings), results.Compact(f.st.SQLite))
 	}
 	added := len(after.FollowUpJobs) - len(before.FollowUpJobs)
 	if r.Outcome.JobInserted != (added == 1) || added < 0 || added > 1 {
-		c.Proc(p, "stdout", "the worker says job_inserted=%v, but the file went from %d to %d jobs", r.Outcome.JobInserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
+		f.c.Proc(p, "stdout", "the worker says job_inserted=%v, but the file went from %d to %d jobs", r.Outcome.JobInserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
 	}
 	if r.Outcome.AlreadyProcessed != (len(before.ProcessedEvents) > 0) {
-		c.Proc(p, "stdout", "the worker says already_processed=%v, but the file held %d processed records before it ran", r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
+		f.c.Proc(p, "stdout", "the worker says already_processed=%v, but the file held %d processed records before it ran", r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
 	}
 	return &r.Settings
 }

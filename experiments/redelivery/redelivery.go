@@ -18,6 +18,7 @@ import (
 	"idemlab/experiments/scenario"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Name is the scenario's name on the command line.
@@ -77,11 +78,23 @@ type Settings struct {
 	SQLite sqlitedb.Settings `json:"sqlite"`
 }
 
-// Scenario is the redelivery scenario. Oracle, when set, replaces Expect;
-// tests use it to show that a wrong expectation fails the run.
-type Scenario struct {
-	Oracle func(Settings, Condition) []Delivery
+// Event is the event every condition delivers.
+func (s Settings) Event() wr.Event { return wr.Event{ID: s.EventID, JobKey: s.JobKey} }
+
+// Args are a delivery's worker arguments; the run renders them and the
+// fold renders them again to check each recorded command line.
+func (s Settings) Args(c Condition, db string) wr.Args {
+	return wr.Args{DB: db, Pattern: c.Pattern, Event: s.Event()}
 }
+
+// Scenario is the redelivery scenario, written against its own settings;
+// New adapts it for the registry.
+type Scenario struct{}
+
+var _ scenario.Typed[Settings, Extra] = Scenario{}
+
+// New is the scenario as the registry takes it.
+func New() scenario.Scenario { return scenario.Define[Settings, Extra](Scenario{}) }
 
 func (Scenario) Name() string { return Name }
 
@@ -90,13 +103,6 @@ func (Scenario) Summary() string {
 }
 
 func (Scenario) Flags() []scenario.Flag { return nil }
-
-// RequestedSQLite is the article's database settings, which every worker
-// must read back.
-func RequestedSQLite() sqlitedb.Settings {
-	o := wr.Options("")
-	return sqlitedb.Settings{JournalMode: o.JournalMode, Synchronous: o.Synchronous, BusyTimeoutMS: int(o.BusyTimeout.Milliseconds())}
-}
 
 // Plan decodes the section. The scenario takes no flags.
 func (Scenario) Plan(section json.RawMessage, _ map[string]string) (scenario.Plan, error) {
@@ -107,7 +113,7 @@ func (Scenario) Plan(section json.RawMessage, _ map[string]string) (scenario.Pla
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	return &plan{s: Settings{EventID: in.EventID, JobKey: in.JobKey, Deliveries: Deliveries, Conditions: Conditions(), SQLite: RequestedSQLite()}}, nil
+	return &plan{s: Settings{EventID: in.EventID, JobKey: in.JobKey, Deliveries: Deliveries, Conditions: Conditions(), SQLite: wr.RequestedSQLite()}}, nil
 }
 
 type plan struct{ s Settings }
@@ -124,19 +130,9 @@ type Observation struct {
 	Delivery  int    `json:"delivery"`
 	ProcessID int    `json:"process_id"`
 	DB        string `json:"db"`
-	Rows      Rows   `json:"rows"`
-}
-
-// Rows are the two tables' contents after a delivery.
-type Rows struct {
-	FollowUpJobs    []wr.Event `json:"follow_up_jobs"`
-	ProcessedEvents []string   `json:"processed_events"`
-}
-
-// Args is a delivery's worker arguments; the fold rebuilds them to check
-// each recorded command line.
-func Args(s Settings, c Condition, db string) []string {
-	return []string{"-db", db, "-pattern", string(c.Pattern), "-event-id", s.EventID, "-job-key", s.JobKey}
+	// Rows are both tables as the parent read them; a table the file did
+	// not hold is null.
+	Rows wr.State `json:"rows"`
 }
 
 // Run delivers each condition's event twice and records what each delivery
@@ -160,7 +156,7 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 	for d := 1; d <= p.s.Deliveries; d++ {
 		spec := harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("delivery %d", d),
-			Worker: wr.WorkerName, Args: Args(p.s, c, db),
+			Worker: wr.WorkerName, Args: p.s.Args(c, db).Argv(),
 		}
 		if d == 1 {
 			spec.CrashAt = c.CrashAt
@@ -169,7 +165,7 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 		if err != nil {
 			return fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
 		}
-		rows, err := ReadRows(ctx, db)
+		rows, err := readState(ctx, db)
 		if err != nil {
 			return fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d, err)
 		}
@@ -182,44 +178,13 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 	return nil
 }
 
-// ReadRows opens the file as the next process would, which also rolls back
-// a hot journal left by a crash, and lists both tables.
-func ReadRows(ctx context.Context, path string) (Rows, error) {
-	rows := Rows{FollowUpJobs: []wr.Event{}, ProcessedEvents: []string{}}
-	db, _, err := sqlitedb.Open(ctx, wr.Options(path))
+// readState opens the file as the next process would, which also rolls
+// back a hot journal left by a crash, and lists both tables.
+func readState(ctx context.Context, path string) (wr.State, error) {
+	st, err := store.OpenSQLite(ctx, wr.Options(path))
 	if err != nil {
-		return rows, err
+		return wr.State{}, err
 	}
-	defer db.Close()
-	rs, err := db.QueryContext(ctx, "SELECT event_id, job_key FROM follow_up_jobs ORDER BY rowid")
-	if err != nil {
-		return rows, fmt.Errorf("read follow_up_jobs: %w", err)
-	}
-	for rs.Next() {
-		var e wr.Event
-		if err := rs.Scan(&e.ID, &e.JobKey); err != nil {
-			rs.Close()
-			return rows, fmt.Errorf("read follow_up_jobs: %w", err)
-		}
-		rows.FollowUpJobs = append(rows.FollowUpJobs, e)
-	}
-	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
-		return rows, fmt.Errorf("read follow_up_jobs: %w", err)
-	}
-	rs, err = db.QueryContext(ctx, "SELECT event_id FROM processed_events ORDER BY event_id")
-	if err != nil {
-		return rows, fmt.Errorf("read processed_events: %w", err)
-	}
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			rs.Close()
-			return rows, fmt.Errorf("read processed_events: %w", err)
-		}
-		rows.ProcessedEvents = append(rows.ProcessedEvents, id)
-	}
-	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
-		return rows, fmt.Errorf("read processed_events: %w", err)
-	}
-	return rows, nil
+	s, err := wr.ReadState(ctx, st)
+	return s, errors.Join(err, st.Close())
 }

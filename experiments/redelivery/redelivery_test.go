@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { worker.TestMain(m) }
 
 const section = `{"event_id": "agent-run-042:completed", "job_key": "review-agent-run-042"}`
 
-var settings = Settings{EventID: "agent-run-042:completed", JobKey: "review-agent-run-042", Deliveries: 2, Conditions: Conditions(), SQLite: RequestedSQLite()}
+var settings = Settings{EventID: "agent-run-042:completed", JobKey: "review-agent-run-042", Deliveries: 2, Conditions: Conditions(), SQLite: wr.RequestedSQLite()}
 
 // counts is a hand-made observation: rows and exit code only.
 type counts struct{ Exit, Jobs, Processed int }
@@ -75,7 +75,7 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		{``, "redelivery: section is missing"},
 	}
 	for _, tt := range tests {
-		_, err := Scenario{}.Plan(json.RawMessage(tt.section), nil)
+		_, err := New().Plan(json.RawMessage(tt.section), nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s) = %v, want an error containing %q", tt.section, err, tt.want)
 		}
@@ -86,7 +86,7 @@ func TestPlanRefusesBadInput(t *testing.T) {
 // by the tamper table.
 func run(t *testing.T) scenariotest.Outcome {
 	t.Helper()
-	out := scenariotest.Run(t, Scenario{}, section, nil)
+	out := scenariotest.Run(t, New(), section, nil)
 	if len(out.Findings) > 0 {
 		t.Fatalf("a fresh run has findings: %v", out.Findings)
 	}
@@ -113,8 +113,8 @@ func TestRunRealProcesses(t *testing.T) {
 		t.Errorf("separate commits crashed after the job's commit gave %+v, want 2 jobs after the redelivery", obs)
 	}
 	var extra Extra
-	if err := json.Unmarshal(out.Result.Extra, &extra); err != nil || extra.SQLiteReadBack != RequestedSQLite() {
-		t.Errorf("read back %+v (%v), want %+v", extra.SQLiteReadBack, err, RequestedSQLite())
+	if err := json.Unmarshal(out.Result.Extra, &extra); err != nil || extra.SQLiteReadBack != wr.RequestedSQLite() {
+		t.Errorf("read back %+v (%v), want %+v", extra.SQLiteReadBack, err, wr.RequestedSQLite())
 	}
 }
 
@@ -126,7 +126,7 @@ func TestEveryPointRealProcesses(t *testing.T) {
 	for _, p := range wr.Patterns {
 		probe, err := env.Runner.Run(context.Background(), harness.Spec{
 			Scenario: Name, Condition: "probe", Worker: wr.WorkerName,
-			Args: Args(settings, Condition{Pattern: p}, filepath.Join(t.TempDir(), DBName)),
+			Args: settings.Args(Condition{Pattern: p}, filepath.Join(t.TempDir(), DBName)).Argv(),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func TestEveryPointRealProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := scenario.Evaluate(Scenario{}, nil, scenario.Marshal(st), f.Records(Name))
+	res := scenario.Evaluate(New(), nil, scenario.Marshal(st), f.Records(Name))
 	findings := res.AllFindings()
 	if len(findings) > 0 {
 		t.Fatalf("findings: %v", findings)
@@ -162,18 +162,27 @@ func TestEveryPointRealProcesses(t *testing.T) {
 	}
 }
 
+// hopeful is the scenario with an oracle that expects what one might
+// naively hope for: no duplicate job after a crash between the commits.
+type hopeful struct{ Scenario }
+
+func (hopeful) Expect(st Settings) ([]scenario.Expected, error) {
+	var out []scenario.Expected
+	for _, c := range st.Conditions {
+		d := Expect(st, c)
+		if c.CrashAt == wr.PointAfterJobCommit {
+			d[1].FollowUpJobs = 1
+		}
+		out = append(out, scenario.Expected{Condition: c.Name, Value: d})
+	}
+	return out, nil
+}
+
 // TestWrongOracleFails shows that an expectation that does not hold turns
 // into pass: false naming the field.
 func TestWrongOracleFails(t *testing.T) {
 	out := run(t)
-	wrong := Scenario{Oracle: func(s Settings, c Condition) []Delivery {
-		d := Expect(s, c)
-		if c.CrashAt == wr.PointAfterJobCommit {
-			d[1].FollowUpJobs = 1 // what one might naively hope for
-		}
-		return d
-	}}
-	res := scenario.Evaluate(wrong, nil, out.Settings, out.Records)
+	res := scenario.Evaluate(scenario.Define[Settings, Extra](hopeful{}), nil, out.Settings, out.Records)
 	findings := res.AllFindings()
 	if len(findings) > 0 {
 		t.Fatalf("findings: %v", findings)
@@ -242,7 +251,7 @@ func TestFoldCatchesTampering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
-			res := scenario.Evaluate(Scenario{}, nil, out.Settings, rec)
+			res := scenario.Evaluate(New(), nil, out.Settings, rec)
 			findings := res.AllFindings()
 			if tt.file == "" {
 				// The points are the worker's word, checked by the oracle:
@@ -264,7 +273,7 @@ func TestFoldCatchesTampering(t *testing.T) {
 	extra := out.Records.Processes[0]
 	extra.ID, extra.N = 99, 99
 	rec := results.NewRecords(out.Records.Observations, append(append([]results.Process{}, out.Records.Processes...), extra))
-	if findings := scenario.Evaluate(Scenario{}, nil, out.Settings, rec).AllFindings(); len(findings) == 0 || !strings.Contains(findings[len(findings)-1].String(), "no observation refers") {
+	if findings := scenario.Evaluate(New(), nil, out.Settings, rec).AllFindings(); len(findings) == 0 || !strings.Contains(findings[len(findings)-1].String(), "no observation refers") {
 		t.Errorf("an unreferenced process line gave %v", findings)
 	}
 }

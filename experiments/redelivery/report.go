@@ -38,12 +38,8 @@ type Published struct {
 
 // Report arranges a derived result: the condition table, the article's
 // table beside it, and the jobs chart.
-func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
+func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenario.Section, error) {
 	var sec scenario.Section
-	var st Settings
-	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {
-		return sec, fmt.Errorf("redelivery settings: %w", err)
-	}
 	sec.Settings = [][2]string{
 		{"event", st.EventID}, {"job key", st.JobKey},
 		{"deliveries per condition", fmt.Sprint(st.Deliveries)},

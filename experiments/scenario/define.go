@@ -24,6 +24,13 @@ type Typed[S, X any] interface {
 	Report(st S, res results.ScenarioResult, extra X) (Section, error)
 }
 
+// Validator is implemented by settings whose recorded values have limits
+// beyond their JSON shape. Define checks them right after decoding, so a
+// hand-edited file cannot make a fold or an oracle allocate without bound.
+type Validator interface {
+	Validate() error
+}
+
 // Define adapts a typed scenario to the Scenario interface. It forwards
 // OptIn and Check when the scenario has them.
 func Define[S, X any](t Typed[S, X]) Scenario {
@@ -41,11 +48,17 @@ func (d defined[S, X]) Plan(section json.RawMessage, overrides map[string]string
 }
 
 // Settings decodes recorded settings strictly, so a field the scenario does
-// not know is an error rather than silently dropped.
+// not know is an error rather than silently dropped, and checks their
+// limits when they have any.
 func (d defined[S, X]) settings(raw json.RawMessage) (S, error) {
 	var st S
 	if err := DecodeStrict(raw, &st); err != nil {
 		return st, fmt.Errorf("not %s settings: %w", d.t.Name(), err)
+	}
+	if v, ok := any(st).(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return st, fmt.Errorf("not %s settings: %w", d.t.Name(), err)
+		}
 	}
 	return st, nil
 }

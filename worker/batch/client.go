@@ -103,6 +103,26 @@ func (c *Client) Lookup(ctx context.Context, k Key) (string, bool, error) {
 	return c.LookupAt(ctx, k, 0)
 }
 
+// Lookup is the parent's question to the receiver about one held send, as
+// it records it: was the send of Key accepted, and with which receipt.
+type Lookup struct {
+	Key     string `json:"key"`
+	Found   bool   `json:"found"`
+	Receipt string `json:"receipt,omitempty"`
+}
+
+// Resolve is the resolve this answer calls for: delivered when the
+// receiver holds the send, with its receipt.
+func (l Lookup) Resolve(db string, k Key) ResolveArgs {
+	return ResolveArgs{DB: db, Key: k, Delivered: l.Found, Receipt: l.Receipt}
+}
+
+// Ask looks k up at the receiver and returns the answer as recorded.
+func (c *Client) Ask(ctx context.Context, k Key) (Lookup, error) {
+	rc, found, err := c.Lookup(ctx, k)
+	return Lookup{Key: k.String(), Found: found, Receipt: rc}, err
+}
+
 // LookupAt asks for the receipt of k on behalf of a lease holder of
 // generation gen (0: none). A fencing receiver learns the generation from
 // the question, so once a new holder has asked, a missing receipt stays

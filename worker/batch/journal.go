@@ -150,9 +150,6 @@ SELECT step_name, status, payload_digest FROM step_journal WHERE job_id = ? AND 
 	return j, nil
 }
 
-// DB exposes the connection pool for read-only inspection.
-func (j *Journal) DB() *sql.DB { return j.db }
-
 // Close closes the statements and the file.
 func (j *Journal) Close() error {
 	j.upsert.Close()
@@ -297,48 +294,4 @@ WHERE job_id = ? AND item_id = ? AND step_name = ?`, receipt, float64(j.now().Un
 		return fmt.Errorf("resolve %s: commit: %w", k, err)
 	}
 	return nil
-}
-
-// Counts returns the number of rows by status, over every job.
-func (j *Journal) Counts(ctx context.Context) (map[Status]int, error) {
-	rs, err := j.db.QueryContext(ctx, "SELECT status, count(*) FROM step_journal GROUP BY status")
-	if err != nil {
-		return nil, fmt.Errorf("count rows: %w", err)
-	}
-	defer rs.Close()
-	out := map[Status]int{}
-	for rs.Next() {
-		var st string
-		var n int
-		if err := rs.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("count rows: %w", err)
-		}
-		out[Status(st)] = n
-	}
-	return out, rs.Err()
-}
-
-// Unfinished lists up to limit rows that are not SUCCEEDED, as
-// "job:item:step STATUS [error_type]", in key order.
-func (j *Journal) Unfinished(ctx context.Context, limit int) ([]string, error) {
-	rs, err := j.db.QueryContext(ctx, `SELECT job_id, item_id, step_name, status, coalesce(error_type, '')
-FROM step_journal WHERE status != 'SUCCEEDED' ORDER BY job_id, item_id, step_name LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list unfinished rows: %w", err)
-	}
-	defer rs.Close()
-	out := []string{}
-	for rs.Next() {
-		var k Key
-		var st, et string
-		if err := rs.Scan(&k.Job, &k.Item, &k.Step, &st, &et); err != nil {
-			return nil, fmt.Errorf("list unfinished rows: %w", err)
-		}
-		s := k.String() + " " + st
-		if et != "" {
-			s += " " + et
-		}
-		out = append(out, s)
-	}
-	return out, rs.Err()
 }

@@ -3,89 +3,13 @@ package batch
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"time"
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 )
-
-// Registry names of the two workers; the parent builds command lines with
-// them and the fold checks recorded command lines against them.
-const (
-	WorkerRun     = "batch.run"
-	WorkerResolve = "batch.resolve"
-)
-
-// Modes of the batch.run worker.
-const (
-	// ModeJournal keeps the step journal and follows the resume rules.
-	ModeJournal = "journal"
-	// ModeRerunAll is the article's baseline: no journal, every step again.
-	ModeRerunAll = "rerun-all"
-)
-
-// RunResult is the report payload of batch.run.
-type RunResult struct {
-	Mode  string `json:"mode"`
-	JobID string `json:"job_id"`
-	Items int    `json:"items"`
-	Outcome
-	// MS is the time of the batch loop alone, measured in the worker like
-	// the article's in-process timing; opening the journal is excluded.
-	MS     float64            `json:"ms"`
-	SQLite *sqlitedb.Settings `json:"sqlite,omitempty"`
-}
-
-// RunArgs are batch.run's arguments.
-type RunArgs struct {
-	DB, Mode, Job, Receiver string
-	Items, ChangeItem       int
-	ValidateMS, TransformMS float64
-	Verify, IdempotencyKey  bool
-}
-
-func parseRunArgs(args []string) (RunArgs, error) {
-	var a RunArgs
-	fs := flag.NewFlagSet("batch.run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&a.DB, "db", "", "journal file (journal mode)")
-	fs.StringVar(&a.Mode, "mode", ModeJournal, "journal or rerun-all")
-	fs.StringVar(&a.Job, "job", "", "job id")
-	fs.StringVar(&a.Receiver, "receiver", "", "receiver base URL")
-	fs.IntVar(&a.Items, "items", 0, "number of items")
-	fs.IntVar(&a.ChangeItem, "change-item", 0, "item whose body is changed (0: none)")
-	fs.Float64Var(&a.ValidateMS, "validate-ms", 0, "simulated latency of validate")
-	fs.Float64Var(&a.TransformMS, "transform-ms", 0, "simulated latency of transform")
-	fs.BoolVar(&a.Verify, "verify", false, "verify unknown sends with the receiver")
-	fs.BoolVar(&a.IdempotencyKey, "idempotency-key", false, "attach job:item:step to every send")
-	if err := fs.Parse(args); err != nil {
-		return a, err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return a, fmt.Errorf("unexpected arguments %v", fs.Args())
-	case a.Mode != ModeJournal && a.Mode != ModeRerunAll:
-		return a, fmt.Errorf("-mode %q: want %s or %s", a.Mode, ModeJournal, ModeRerunAll)
-	case a.Mode == ModeJournal && a.DB == "":
-		return a, errors.New("-db is required in journal mode")
-	case a.Job == "" || a.Receiver == "":
-		return a, errors.New("-job and -receiver are required")
-	case a.Items < 1:
-		return a, fmt.Errorf("-items %d: want at least 1", a.Items)
-	case a.ChangeItem < 0 || a.ChangeItem > a.Items:
-		return a, fmt.Errorf("-change-item %d: want 0..%d", a.ChangeItem, a.Items)
-	case !validMS(a.ValidateMS) || !validMS(a.TransformMS):
-		return a, errors.New("-validate-ms and -transform-ms must be finite and not negative")
-	}
-	return a, nil
-}
-
-func validMS(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 
 // MSDuration converts milliseconds to a duration.
 func MSDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
@@ -94,7 +18,7 @@ func MSDuration(ms float64) time.Duration { return time.Duration(ms * float64(ti
 // completed or held items for review, and protocol.ExitStepFailed when a
 // step error stopped it.
 func RunMain(call *protocol.Call) int {
-	a, err := parseRunArgs(call.Args)
+	a, err := ParseRunArgs(call.Args)
 	if err != nil {
 		return call.Usage(err)
 	}
@@ -155,22 +79,6 @@ func RunMain(call *protocol.Call) int {
 	return call.Finish(res, protocol.ExitACK)
 }
 
-// ResolveResult is the report payload of batch.resolve.
-type ResolveResult struct {
-	Key       string `json:"key"`
-	Delivered bool   `json:"delivered"`
-	Receipt   string `json:"receipt,omitempty"`
-}
-
-// ResolveArgs are the arguments of resolve, for the worker and the
-// command alike.
-type ResolveArgs struct {
-	DB        string
-	Key       Key
-	Delivered bool
-	Receipt   string
-}
-
 // ErrResolveUsage marks a resolve refused before or by the journal: a bad
 // argument or one of the article's refusals.
 var ErrResolveUsage = errors.New("resolve refused")
@@ -209,19 +117,11 @@ func ResolveFile(ctx context.Context, a ResolveArgs) error {
 // own process, as a person would run the command, so the harness records
 // it with every other process.
 func ResolveMain(call *protocol.Call) int {
-	var a ResolveArgs
-	fs := flag.NewFlagSet("batch.resolve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&a.DB, "db", "", "journal file")
-	fs.StringVar(&a.Key.Job, "job", "", "job id")
-	fs.StringVar(&a.Key.Item, "item", "", "item id")
-	fs.StringVar(&a.Key.Step, "step", "", "step name")
-	fs.BoolVar(&a.Delivered, "delivered", false, "the receiver holds the delivery")
-	fs.StringVar(&a.Receipt, "receipt", "", "the receiver's receipt")
-	if err := fs.Parse(call.Args); err != nil {
+	a, err := ParseResolveArgs(call.Args)
+	if err != nil {
 		return call.Usage(err)
 	}
-	err := ResolveFile(context.Background(), a)
+	err = ResolveFile(context.Background(), a)
 	if errors.Is(err, ErrResolveUsage) {
 		return call.Usage(err)
 	}

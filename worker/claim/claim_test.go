@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 const (
@@ -85,7 +86,7 @@ func TestClaimRounds(t *testing.T) {
 					t.Fatalf("step %d: won=%v but changes=%d", i, out.Won, out.Changes)
 				}
 			}
-			row, ok, err := ReadRow(ctx, db, "fp-1")
+			row, ok, err := ReadRow(ctx, store.SQLiteDB(db), "fp-1")
 			if err != nil || !ok {
 				t.Fatalf("read row: ok=%v err=%v", ok, err)
 			}
@@ -109,7 +110,7 @@ func TestCallerTimeIsStoredNotUsed(t *testing.T) {
 	if _, err := Claim(ctx, db, TTL, event(forged), now, ttl); err != nil {
 		t.Fatal(err)
 	}
-	row, _, err := ReadRow(ctx, db, "fp-1")
+	row, _, err := ReadRow(ctx, store.SQLiteDB(db), "fp-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestReclaimKeepsDownstreamFields(t *testing.T) {
 	if err != nil || !out.Won {
 		t.Fatalf("re-claim: won=%v err=%v", out.Won, err)
 	}
-	row, _, err := ReadRow(ctx, db, "fp-1")
+	row, _, err := ReadRow(ctx, store.SQLiteDB(db), "fp-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestReclaimKeepsDownstreamFields(t *testing.T) {
 func TestFallbackOnOldSchemaNeverAllWinners(t *testing.T) {
 	ctx := context.Background()
 	db := openFile(t, SchemaOld)
-	has, err := HasClaimedAt(ctx, db)
+	has, err := HasClaimedAt(ctx, store.SQLiteDB(db))
 	if err != nil || has {
 		t.Fatalf("old schema has claimed_at=%v err=%v", has, err)
 	}

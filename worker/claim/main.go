@@ -3,8 +3,6 @@ package claim
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -73,52 +71,14 @@ type RaceResult struct {
 // the winner, so the row shows who did the downstream work.
 func ExternalIDFor(label string) string { return "ext-" + label }
 
-// commonFlags are the flags both claim workers take.
-type commonFlags struct {
-	db      string
-	variant string
-	ttlMS   int64
-	busyMS  int64
-	readyFD int
-	ev      Event
-}
-
-func (c *commonFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.db, "db", "", "database file")
-	fs.StringVar(&c.variant, "variant", "", "claim variant")
-	fs.Int64Var(&c.ttlMS, "ttl-ms", 0, "claim TTL in milliseconds")
-	fs.Int64Var(&c.busyMS, "busy-timeout-ms", 5000, "SQLite busy timeout in milliseconds")
-	fs.IntVar(&c.readyFD, "ready-fd", 0, "inherited file descriptor to signal readiness on; 0 means none")
-	fs.StringVar(&c.ev.Fingerprint, "fingerprint", "", "event fingerprint")
-	fs.StringVar(&c.ev.Source, "source", "", "event source")
-	fs.StringVar(&c.ev.Level, "level", "", "event level")
-	fs.StringVar(&c.ev.Message, "message", "", "event message")
-	fs.Int64Var(&c.ev.Time, "event-time-ms", 0, "the caller's event timestamp, Unix milliseconds")
-}
-
-func (c *commonFlags) check() (Variant, error) {
-	v, err := ParseVariant(c.variant)
-	if err != nil {
-		return "", err
-	}
-	if c.db == "" || c.ev.Fingerprint == "" {
-		return "", errors.New("-db and -fingerprint are required")
-	}
-	if c.ttlMS <= 0 {
-		return "", errors.New("-ttl-ms must be positive")
-	}
-	if c.busyMS < 0 {
-		return "", errors.New("-busy-timeout-ms must not be negative")
-	}
-	return v, nil
-}
-
-func (c *commonFlags) barrier(call *protocol.Call) (Barrier, func()) {
+// barrier is the worker's side of the parent's barrier: readiness on the
+// descriptor the arguments name, if any, the release on standard input.
+func (a ClaimerArgs) barrier(call *protocol.Call) (Barrier, func()) {
 	b := Barrier{Release: call.Stdin}
-	if c.readyFD <= 0 {
+	if a.ReadyFD <= 0 {
 		return b, func() {}
 	}
-	f := os.NewFile(uintptr(c.readyFD), "ready")
+	f := os.NewFile(uintptr(a.ReadyFD), "ready")
 	b.Ready = f
 	return b, func() { f.Close() }
 }
@@ -127,40 +87,25 @@ func (c *commonFlags) barrier(call *protocol.Call) (Barrier, func()) {
 // behind the barrier, claims the fingerprint once and, if it won and
 // -follow-up is set, writes the downstream fields.
 func RaceMain(call *protocol.Call) int {
-	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var c commonFlags
-	c.bind(fs)
-	label := fs.String("label", "", "this racer's name")
-	offset := fs.Int64("clock-offset-ms", 0, "added to the worker's clock")
-	pinned := fs.Int64("now-ms", NoPin, "pin the clock to this instant; -1 means the real clock")
-	followUp := fs.Bool("follow-up", false, "the winner writes the downstream fields")
-	classification := fs.String("classification", "", "classification the winner's follow-up writes")
-	if err := fs.Parse(call.Args); err != nil {
-		return call.Usage(err)
-	}
-	v, err := c.check()
+	a, err := ParseRaceArgs(call.Args)
 	if err != nil {
 		return call.Usage(err)
 	}
-	if *label == "" {
-		return call.Usage(errors.New("-label is required"))
-	}
-	clock := Clock{OffsetMS: *offset, PinnedMS: *pinned}
+	clock := Clock{OffsetMS: a.ClockOffsetMS, PinnedMS: a.NowMS}
 	ctx := context.Background()
-	db, settings, err := c.openBehindBarrier(ctx, call)
+	db, settings, err := a.openBehindBarrier(ctx, call)
 	if err != nil {
 		return call.Fail(err)
 	}
 	defer db.Close()
-	out, err := Claim(ctx, db, v, c.ev, clock.Now(), time.Duration(c.ttlMS)*time.Millisecond)
+	out, err := Claim(ctx, db, a.Variant, a.Event, clock.Now(), time.Duration(a.TTLMS)*time.Millisecond)
 	if err != nil {
 		return call.Fail(err)
 	}
-	res := RaceResult{Label: *label, Variant: v, Outcome: out, CallerMS: c.ev.Time, BusyRetries: out.BusyRetries, Settings: settings}
-	if out.Won && *followUp {
-		res.ExternalID = ExternalIDFor(*label)
-		n, err := FollowUp(ctx, db, c.ev.Fingerprint, *classification, res.ExternalID)
+	res := RaceResult{Label: a.Label, Variant: a.Variant, Outcome: out, CallerMS: a.Event.Time, BusyRetries: out.BusyRetries, Settings: settings}
+	if out.Won && a.FollowUp {
+		res.ExternalID = ExternalIDFor(a.Label)
+		n, err := FollowUp(ctx, db, a.Event.Fingerprint, a.Classification, res.ExternalID)
 		res.BusyRetries += n
 		if err != nil {
 			return call.Fail(err)
@@ -188,34 +133,23 @@ func BenchFingerprint(prefix string, i int) string { return fmt.Sprintf("%s-%06d
 // claims -count distinct fingerprints in a loop, each of which the other
 // racing processes claim too, and reports which ones it won.
 func BenchMain(call *protocol.Call) int {
-	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var c commonFlags
-	c.bind(fs)
-	count := fs.Int("count", 0, "number of fingerprints to claim")
-	if err := fs.Parse(call.Args); err != nil {
-		return call.Usage(err)
-	}
-	v, err := c.check()
+	a, err := ParseBenchArgs(call.Args)
 	if err != nil {
 		return call.Usage(err)
 	}
-	if *count <= 0 {
-		return call.Usage(errors.New("-count must be positive"))
-	}
 	ctx := context.Background()
-	db, _, err := c.openBehindBarrier(ctx, call)
+	db, _, err := a.openBehindBarrier(ctx, call)
 	if err != nil {
 		return call.Fail(err)
 	}
 	defer db.Close()
-	res := BenchResult{Claims: *count, Won: []int{}}
-	ttl := time.Duration(c.ttlMS) * time.Millisecond
+	res := BenchResult{Claims: a.Count, Won: []int{}}
+	ttl := time.Duration(a.TTLMS) * time.Millisecond
 	start := time.Now()
-	for i := 0; i < *count; i++ {
-		ev := c.ev
-		ev.Fingerprint = BenchFingerprint(c.ev.Fingerprint, i)
-		out, err := Claim(ctx, db, v, ev, time.Now().UnixMilli(), ttl)
+	for i := 0; i < a.Count; i++ {
+		ev := a.Event
+		ev.Fingerprint = BenchFingerprint(a.Event.Fingerprint, i)
+		out, err := Claim(ctx, db, a.Variant, ev, time.Now().UnixMilli(), ttl)
 		res.BusyRetries += out.BusyRetries
 		if err != nil {
 			return call.Fail(err)
@@ -234,8 +168,8 @@ func BenchMain(call *protocol.Call) int {
 // openBehindBarrier opens the file, then signals readiness and waits for
 // the parent's release, so that the open's cost is paid before the race
 // and every racer claims as close to the same instant as processes can.
-func (c *commonFlags) openBehindBarrier(ctx context.Context, call *protocol.Call) (*sql.DB, sqlitedb.Settings, error) {
-	opts, err := sqlitedb.FromEnv(Options(c.db, time.Duration(c.busyMS)*time.Millisecond))
+func (a ClaimerArgs) openBehindBarrier(ctx context.Context, call *protocol.Call) (*sql.DB, sqlitedb.Settings, error) {
+	opts, err := sqlitedb.FromEnv(Options(a.DB, time.Duration(a.BusyTimeoutMS)*time.Millisecond))
 	if err != nil {
 		return nil, sqlitedb.Settings{}, err
 	}
@@ -243,7 +177,7 @@ func (c *commonFlags) openBehindBarrier(ctx context.Context, call *protocol.Call
 	if err != nil {
 		return nil, settings, err
 	}
-	b, closeReady := c.barrier(call)
+	b, closeReady := a.barrier(call)
 	err = b.Wait()
 	closeReady()
 	if err != nil {

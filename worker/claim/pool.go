@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -82,51 +81,14 @@ type PoolResult struct {
 	Races []Entry `json:"races"`
 }
 
-// PoolConfig is what every race of one member shares; it comes from argv.
-type PoolConfig struct {
-	Label          string
-	Fingerprint    string
-	Source         string
-	Level          string
-	Message        string
-	Classification string
-	TTL            time.Duration
-	BusyTimeout    time.Duration
-}
-
-// PoolArgs is a member's command line after the worker name; the fold
-// rebuilds it to check each recorded argv.
-func PoolArgs(c PoolConfig) []string {
-	return []string{
-		"-label", c.Label, "-fingerprint", c.Fingerprint, "-source", c.Source, "-level", c.Level,
-		"-message", c.Message, "-classification", c.Classification,
-		"-ttl-ms", fmt.Sprint(c.TTL.Milliseconds()), "-busy-timeout-ms", fmt.Sprint(c.BusyTimeout.Milliseconds()),
-	}
-}
-
 // PoolMain is the registered worker "claim.pool". It serves requests from
 // stdin until EOF, answers on descriptor 3, waits for each release on
 // descriptor 4, and reports its transcript on stdout when done.
 func PoolMain(call *protocol.Call) int {
-	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var c PoolConfig
-	var ttlMS, busyMS int64
-	fs.StringVar(&c.Label, "label", "", "this member's name")
-	fs.StringVar(&c.Fingerprint, "fingerprint", "", "event fingerprint")
-	fs.StringVar(&c.Source, "source", "", "event source")
-	fs.StringVar(&c.Level, "level", "", "event level")
-	fs.StringVar(&c.Message, "message", "", "event message")
-	fs.StringVar(&c.Classification, "classification", "", "what a winner's follow-up writes")
-	fs.Int64Var(&ttlMS, "ttl-ms", 0, "claim TTL in milliseconds")
-	fs.Int64Var(&busyMS, "busy-timeout-ms", 0, "SQLite busy timeout in milliseconds")
-	if err := fs.Parse(call.Args); err != nil {
+	a, err := ParsePoolArgs(call.Args)
+	if err != nil {
 		return call.Usage(err)
 	}
-	if c.Label == "" || c.Fingerprint == "" || ttlMS <= 0 || busyMS < 0 {
-		return call.Usage(errors.New("-label, -fingerprint and a positive -ttl-ms are required"))
-	}
-	c.TTL, c.BusyTimeout = time.Duration(ttlMS)*time.Millisecond, time.Duration(busyMS)*time.Millisecond
 	// A member does one thing at a time; one P keeps its idle runtime
 	// threads from spinning on every wake-up, which cost more CPU than
 	// the claims on a machine shared by nine such processes.
@@ -136,7 +98,7 @@ func PoolMain(call *protocol.Call) int {
 	if answers == nil || release == nil {
 		return call.Usage(errors.New("descriptors 3 (answers) and 4 (release) must be inherited"))
 	}
-	res, err := Serve(context.Background(), c, call.Stdin, answers, release)
+	res, err := Serve(context.Background(), a, call.Stdin, answers, release)
 	if err != nil {
 		return call.Fail(err)
 	}
@@ -145,7 +107,7 @@ func PoolMain(call *protocol.Call) int {
 
 // Serve runs a member's loop. It is separate from PoolMain so tests can
 // drive it in-process with pipes.
-func Serve(ctx context.Context, c PoolConfig, requests io.Reader, answers io.Writer, release io.Reader) (PoolResult, error) {
+func Serve(ctx context.Context, c PoolArgs, requests io.Reader, answers io.Writer, release io.Reader) (PoolResult, error) {
 	res := PoolResult{Label: c.Label, Races: []Entry{}}
 	sc := bufio.NewScanner(requests)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -179,13 +141,13 @@ func Serve(ctx context.Context, c PoolConfig, requests io.Reader, answers io.Wri
 // serveOne opens its own connection to the race's file before it says
 // ready, so the open's cost is paid before the release and the claims
 // start as close together as processes can.
-func serveOne(ctx context.Context, c PoolConfig, req Request, answers io.Writer, wait func() error) (Entry, error) {
+func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, wait func() error) (Entry, error) {
 	e := Entry{Request: req}
 	v, err := ParseVariant(string(req.Variant))
 	if err != nil {
 		return e, err
 	}
-	db, settings, err := sqlitedb.Open(ctx, Options(req.DB, c.BusyTimeout))
+	db, settings, err := sqlitedb.Open(ctx, Options(req.DB, time.Duration(c.BusyTimeoutMS)*time.Millisecond))
 	if err != nil {
 		return e, err
 	}
@@ -201,7 +163,7 @@ func serveOne(ctx context.Context, c PoolConfig, req Request, answers io.Writer,
 	e.ReleasedAtUS = time.Now().UnixMicro()
 	clock := Clock{OffsetMS: req.ClockOffsetMS, PinnedMS: req.NowMS}
 	ev := Event{Fingerprint: c.Fingerprint, Source: c.Source, Level: c.Level, Message: c.Message, Time: req.EventMS}
-	out, err := Claim(ctx, db, v, ev, clock.Now(), c.TTL)
+	out, err := Claim(ctx, db, v, ev, clock.Now(), time.Duration(c.TTLMS)*time.Millisecond)
 	if err != nil {
 		return e, err
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	wc "idemlab/worker/claim"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // ClaimName is the registry name of the claiming worker: article 003's TTL
@@ -44,10 +43,30 @@ type ClaimArgs struct {
 	TTLMS, OffsetMS                         int64
 }
 
-// Flags renders the arguments; the parent and the fold both build them so.
-func (a ClaimArgs) Flags() []string {
+// Argv is the command line after the worker name; the parent and the
+// fold both render it so.
+func (a ClaimArgs) Argv() []string {
 	return []string{"-db", a.DB, "-fingerprint", a.Fingerprint, "-holder", a.Holder, "-classification", a.Classification,
 		"-ttl-ms", fmt.Sprint(a.TTLMS), "-clock-offset-ms", fmt.Sprint(a.OffsetMS)}
+}
+
+// ParseClaimArgs reads the command line Argv renders.
+func ParseClaimArgs(argv []string) (ClaimArgs, error) {
+	var a ClaimArgs
+	fs := newFlagSet(ClaimName)
+	fs.StringVar(&a.DB, "db", "", "database file")
+	fs.StringVar(&a.Fingerprint, "fingerprint", "", "event fingerprint")
+	fs.StringVar(&a.Holder, "holder", "", "this claimer's name")
+	fs.StringVar(&a.Classification, "classification", "", "downstream classification")
+	fs.Int64Var(&a.TTLMS, "ttl-ms", 0, "claim TTL")
+	fs.Int64Var(&a.OffsetMS, "clock-offset-ms", 0, "added to the worker's clock")
+	if err := fs.Parse(argv); err != nil {
+		return a, err
+	}
+	if a.DB == "" || a.Fingerprint == "" || a.Holder == "" || a.TTLMS <= 0 {
+		return a, errors.New("-db, -fingerprint, -holder and a positive -ttl-ms are required")
+	}
+	return a, nil
 }
 
 // ClaimMain is the registered worker "explore.claim". It creates the table
@@ -56,20 +75,9 @@ func (a ClaimArgs) Flags() []string {
 // waiting) and, if it won and nobody wrote them yet, writes the downstream
 // fields naming itself.
 func ClaimMain(call *protocol.Call) int {
-	var a ClaimArgs
-	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&a.DB, "db", "", "database file")
-	fs.StringVar(&a.Fingerprint, "fingerprint", "", "event fingerprint")
-	fs.StringVar(&a.Holder, "holder", "", "this claimer's name")
-	fs.StringVar(&a.Classification, "classification", "", "downstream classification")
-	fs.Int64Var(&a.TTLMS, "ttl-ms", 0, "claim TTL")
-	fs.Int64Var(&a.OffsetMS, "clock-offset-ms", 0, "added to the worker's clock")
-	if err := fs.Parse(call.Args); err != nil {
+	a, err := ParseClaimArgs(call.Args)
+	if err != nil {
 		return call.Usage(err)
-	}
-	if a.DB == "" || a.Fingerprint == "" || a.Holder == "" || a.TTLMS <= 0 {
-		return call.Usage(errors.New("-db, -fingerprint, -holder and a positive -ttl-ms are required"))
 	}
 	ctx := context.Background()
 	// The parent may choose the VFS and pragmas (the durability matrix
@@ -96,7 +104,7 @@ func ClaimMain(call *protocol.Call) int {
 	res := ClaimResult{Holder: a.Holder, Claim: out, Settings: settings}
 	if out.Won {
 		call.Points.Hit(PointClaimed)
-		row, ok, err := wc.ReadRow(ctx, db, a.Fingerprint)
+		row, ok, err := wc.ReadRow(ctx, store.SQLiteDB(db), a.Fingerprint)
 		if err != nil || !ok {
 			return call.Fail(fmt.Errorf("read the claimed row (found %v): %w", ok, err))
 		}
@@ -121,12 +129,9 @@ func ClaimMain(call *protocol.Call) int {
 // ensureClaimTable creates event_claims unless the file has it, so every
 // claimer can be the first.
 func ensureClaimTable(ctx context.Context, db *sql.DB) error {
-	var n int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'event_claims'").Scan(&n); err != nil {
-		return fmt.Errorf("look up event_claims: %w", err)
-	}
-	if n > 0 {
-		return nil
+	ok, err := store.SQLiteDB(db).HasTable(ctx, wc.TableClaims)
+	if err != nil || ok {
+		return err
 	}
 	return wc.CreateSchema(ctx, db, wc.SchemaNew)
 }

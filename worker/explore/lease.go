@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -87,8 +86,9 @@ type LeaseArgs struct {
 	WaitMS, PollMS int64
 }
 
-// Flags renders the arguments; the parent and the fold both build them so.
-func (a LeaseArgs) Flags() []string {
+// Argv is the command line after the worker name; the parent and the
+// fold both render it so.
+func (a LeaseArgs) Argv() []string {
 	out := []string{"-db", a.DB, "-job", a.Job, "-receiver", a.Receiver, "-holder", a.Holder, "-items", strconv.Itoa(a.Items),
 		"-ttl-ms", fmt.Sprint(a.TTLMS), "-clock-offset-ms", fmt.Sprint(a.OffsetMS), "-fence=" + strconv.FormatBool(a.Fence),
 		"-wait-ms", fmt.Sprint(a.WaitMS), "-poll-ms", fmt.Sprint(a.PollMS)}
@@ -96,6 +96,31 @@ func (a LeaseArgs) Flags() []string {
 		out = append(out, "-pause-at", a.PauseAt, "-ready-fd", strconv.Itoa(a.ReadyFD))
 	}
 	return out
+}
+
+// ParseLeaseArgs reads the command line Argv renders.
+func ParseLeaseArgs(argv []string) (LeaseArgs, error) {
+	var a LeaseArgs
+	fs := newFlagSet(LeaseName)
+	fs.StringVar(&a.DB, "db", "", "database file")
+	fs.StringVar(&a.Job, "job", "", "job id")
+	fs.StringVar(&a.Receiver, "receiver", "", "receiver base URL")
+	fs.StringVar(&a.Holder, "holder", "", "this worker's name")
+	fs.IntVar(&a.Items, "items", 0, "number of items")
+	fs.Int64Var(&a.TTLMS, "ttl-ms", 0, "lease TTL")
+	fs.Int64Var(&a.OffsetMS, "clock-offset-ms", 0, "added to the worker's clock")
+	fs.BoolVar(&a.Fence, "fence", true, "condition writes on the generation")
+	fs.StringVar(&a.PauseAt, "pause-at", "", "point at which to wait for the parent")
+	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to signal the pause on")
+	fs.Int64Var(&a.WaitMS, "wait-ms", 0, "longest wait for a live lease")
+	fs.Int64Var(&a.PollMS, "poll-ms", 20, "interval between acquire attempts")
+	if err := fs.Parse(argv); err != nil {
+		return a, err
+	}
+	if a.DB == "" || a.Job == "" || a.Receiver == "" || a.Holder == "" || a.Items < 1 || a.TTLMS <= 0 || a.PollMS <= 0 || (a.PauseAt != "" && a.ReadyFD < 3) {
+		return a, errors.New("-db, -job, -receiver, -holder, -items, -ttl-ms, -poll-ms, and -ready-fd with -pause-at are required")
+	}
+	return a, nil
 }
 
 // LeaseResult is the leased worker's report payload.
@@ -142,26 +167,9 @@ func (r *leaseRun) now() int64 { return time.Now().UnixMilli() + r.a.OffsetMS }
 
 // LeaseMain is the registered worker "explore.lease".
 func LeaseMain(call *protocol.Call) int {
-	var a LeaseArgs
-	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&a.DB, "db", "", "database file")
-	fs.StringVar(&a.Job, "job", "", "job id")
-	fs.StringVar(&a.Receiver, "receiver", "", "receiver base URL")
-	fs.StringVar(&a.Holder, "holder", "", "this worker's name")
-	fs.IntVar(&a.Items, "items", 0, "number of items")
-	fs.Int64Var(&a.TTLMS, "ttl-ms", 0, "lease TTL")
-	fs.Int64Var(&a.OffsetMS, "clock-offset-ms", 0, "added to the worker's clock")
-	fs.BoolVar(&a.Fence, "fence", true, "condition writes on the generation")
-	fs.StringVar(&a.PauseAt, "pause-at", "", "point at which to wait for the parent")
-	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to signal the pause on")
-	fs.Int64Var(&a.WaitMS, "wait-ms", 0, "longest wait for a live lease")
-	fs.Int64Var(&a.PollMS, "poll-ms", 20, "interval between acquire attempts")
-	if err := fs.Parse(call.Args); err != nil {
+	a, err := ParseLeaseArgs(call.Args)
+	if err != nil {
 		return call.Usage(err)
-	}
-	if a.DB == "" || a.Job == "" || a.Receiver == "" || a.Holder == "" || a.Items < 1 || a.TTLMS <= 0 || a.PollMS <= 0 || (a.PauseAt != "" && a.ReadyFD < 3) {
-		return call.Usage(errors.New("-db, -job, -receiver, -holder, -items, -ttl-ms, -poll-ms, and -ready-fd with -pause-at are required"))
 	}
 	ctx := context.Background()
 	db, settings, err := sqlitedb.Open(ctx, LeaseOptions(a.DB))

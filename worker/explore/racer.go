@@ -7,10 +7,10 @@ package explore
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -47,6 +47,40 @@ type RaceResult struct {
 	ErrorClass string            `json:"error_class,omitempty"`
 }
 
+// RaceArgs are the racer's arguments: the delivering worker's, the
+// descriptor it says ready on (3 or more), and how often a busy delivery
+// is tried before it gives up.
+type RaceArgs struct {
+	Delivery    wr.Args
+	ReadyFD     int
+	MaxAttempts int
+}
+
+// Argv is the command line after the worker name: the delivering
+// worker's, then the racer's own.
+func (a RaceArgs) Argv() []string {
+	return append(a.Delivery.Argv(), "-ready-fd", strconv.Itoa(a.ReadyFD), "-max-attempts", strconv.Itoa(a.MaxAttempts))
+}
+
+// ParseRaceArgs reads the command line Argv renders.
+func ParseRaceArgs(argv []string) (RaceArgs, error) {
+	var a RaceArgs
+	fs := newFlagSet(RacerName)
+	check := a.Delivery.Bind(fs)
+	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to signal readiness on")
+	fs.IntVar(&a.MaxAttempts, "max-attempts", 3, "attempts before a busy delivery gives up")
+	if err := fs.Parse(argv); err != nil {
+		return a, err
+	}
+	if err := check(); err != nil {
+		return a, err
+	}
+	if a.ReadyFD < 3 || a.MaxAttempts < 1 {
+		return a, errors.New("-ready-fd (3 or more) and -max-attempts (1 or more) are required")
+	}
+	return a, nil
+}
+
 // Classify names the kind of a delivery error.
 func Classify(err error) string {
 	if sqlitedb.IsBusy(err) {
@@ -59,32 +93,17 @@ func Classify(err error) string {
 	return ClassOther
 }
 
-// RaceMain is the registered worker "explore.race". Arguments are the
-// redelivery worker's, plus -ready-fd (the inherited descriptor on which
-// it writes one byte once the file is open) and -max-attempts (how often a
-// busy delivery is tried before the racer gives up).
+// RaceMain is the registered worker "explore.race". It writes one byte on
+// the inherited descriptor -ready-fd once the file is open, waits for the
+// release, and delivers, up to -max-attempts times while the file is busy.
 func RaceMain(call *protocol.Call) int {
-	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	dbPath := fs.String("db", "", "database file")
-	pattern := fs.String("pattern", "", "separate-commit or single-transaction")
-	readyFD := fs.Int("ready-fd", 0, "descriptor to signal readiness on")
-	maxAttempts := fs.Int("max-attempts", 3, "attempts before a busy delivery gives up")
-	var ev wr.Event
-	fs.StringVar(&ev.ID, "event-id", "", "event id")
-	fs.StringVar(&ev.JobKey, "job-key", "", "job key")
-	if err := fs.Parse(call.Args); err != nil {
-		return call.Usage(err)
-	}
-	p, err := wr.ParsePattern(*pattern)
+	a, err := ParseRaceArgs(call.Args)
 	if err != nil {
 		return call.Usage(err)
 	}
-	if *dbPath == "" || ev.ID == "" || ev.JobKey == "" || *readyFD < 3 || *maxAttempts < 1 {
-		return call.Usage(errors.New("-db, -event-id, -job-key, -ready-fd (3 or more) and -max-attempts (1 or more) are required"))
-	}
+	p, ev := a.Delivery.Pattern, a.Delivery.Event
 	ctx := context.Background()
-	db, settings, err := sqlitedb.Open(ctx, wr.Options(*dbPath))
+	db, settings, err := sqlitedb.Open(ctx, wr.Options(a.Delivery.DB))
 	if err != nil {
 		return call.Fail(err)
 	}
@@ -93,7 +112,7 @@ func RaceMain(call *protocol.Call) int {
 	if err := wr.EnsureSchema(ctx, db); err != nil {
 		return call.Fail(err)
 	}
-	if err := waitForRelease(*readyFD, call.Stdin); err != nil {
+	if err := waitForRelease(a.ReadyFD, call.Stdin); err != nil {
 		return call.Fail(err)
 	}
 	res := RaceResult{Pattern: p, Settings: settings}
@@ -107,7 +126,7 @@ func RaceMain(call *protocol.Call) int {
 		class := Classify(err)
 		if class == ClassBusy {
 			res.BusyErrors++
-			if res.Attempts < *maxAttempts {
+			if res.Attempts < a.MaxAttempts {
 				continue
 			}
 		}

@@ -7,10 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"time"
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
@@ -83,11 +80,6 @@ func ParsePattern(s string) (Pattern, error) {
 		}
 	}
 	return "", fmt.Errorf("%w %q", ErrUnknownPattern, s)
-}
-
-// Options returns the article's database settings for path.
-func Options(path string) sqlitedb.Options {
-	return sqlitedb.Options{Path: path, JournalMode: "DELETE", Synchronous: "FULL", BusyTimeout: 5 * time.Second}
 }
 
 // EnsureSchema creates the tables if they are missing.
@@ -189,25 +181,12 @@ func deliverSingle(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Poin
 // Main is the registered worker "redelivery.deliver". It opens the file,
 // delivers the event once and exits 0 as the simulated ACK.
 func Main(call *protocol.Call) int {
-	fs := flag.NewFlagSet(call.Name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	dbPath := fs.String("db", "", "database file")
-	pattern := fs.String("pattern", "", "separate-commit or single-transaction")
-	var ev Event
-	fs.StringVar(&ev.ID, "event-id", "", "event id")
-	fs.StringVar(&ev.JobKey, "job-key", "", "job key")
-	if err := fs.Parse(call.Args); err != nil {
-		return call.Usage(err)
-	}
-	p, err := ParsePattern(*pattern)
+	a, err := ParseArgs(call.Args)
 	if err != nil {
 		return call.Usage(err)
 	}
-	if *dbPath == "" || ev.ID == "" || ev.JobKey == "" {
-		return call.Usage(errors.New("-db, -event-id and -job-key are required"))
-	}
 	ctx := context.Background()
-	opts, err := sqlitedb.FromEnv(Options(*dbPath))
+	opts, err := sqlitedb.FromEnv(Options(a.DB))
 	if err != nil {
 		return call.Usage(err)
 	}
@@ -218,11 +197,11 @@ func Main(call *protocol.Call) int {
 	if err := EnsureSchema(ctx, db); err != nil {
 		return call.Fail(err)
 	}
-	out, err := Deliver(ctx, db, p, ev, call.Points)
+	out, err := Deliver(ctx, db, a.Pattern, a.Event, call.Points)
 	if err != nil {
 		return call.Fail(err)
 	}
-	res := Result{Pattern: p, Outcome: out, Settings: settings}
+	res := Result{Pattern: a.Pattern, Outcome: out, Settings: settings}
 	call.AckOpen(res)
 	if err := db.Close(); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))

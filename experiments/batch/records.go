@@ -1,0 +1,47 @@
+package batch
+
+import (
+	"idemlab/experiments/receiver"
+	wb "idemlab/worker/batch"
+)
+
+// Observation is one line of observations.jsonl: one worker process and
+// what the parent witnessed around it.
+type Observation struct {
+	Scenario  string `json:"scenario"`
+	Condition string `json:"condition"`
+	Trial     int    `json:"trial"`
+	// Step is "run N" or "resolve job:item:step".
+	Step      string `json:"step"`
+	ProcessID int    `json:"process_id"`
+	// Receiver is the trial's receiver URL and DB its journal file; both
+	// appear in the process's command line. DB is empty for conditions
+	// without a journal.
+	Receiver string `json:"receiver"`
+	DB       string `json:"db"`
+	// Sends are the receiver's log entries since the previous observation.
+	Sends []receiver.Entry `json:"sends"`
+	// Journal is every row of the file as the parent read it after the
+	// process exited; absent for conditions without a journal.
+	Journal []wb.JournalRow `json:"journal,omitempty"`
+	// Lookup is what the parent found at the receiver before a resolve.
+	Lookup *wb.Lookup `json:"lookup,omitempty"`
+}
+
+// runArgs is a run's command line for action a of a condition of st: the
+// parent starts the run with it and the fold rebuilds it from the
+// observation to check the recorded one. db is used in journal mode only.
+func runArgs(st Settings, a Action, db, receiver string) wb.RunArgs {
+	r := wb.RunArgs{
+		Mode: a.Mode, Job: a.Job, Items: st.Items, Receiver: receiver,
+		ValidateMS: st.LatencyMS.Validate, TransformMS: st.LatencyMS.Transform,
+		Verify: a.Verify, IdempotencyKey: a.IdempotencyKey,
+	}
+	if a.Mode == wb.ModeJournal {
+		r.DB = db
+	}
+	if a.ChangeItem {
+		r.ChangeItem = st.FailAt
+	}
+	return r
+}

@@ -1,0 +1,65 @@
+package batch
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"idemlab/worker/store"
+)
+
+// JournalRow is one step_journal row, column for column, as a reader
+// outside the worker sees it: the parent records these rows and folds
+// them.
+type JournalRow struct {
+	Job       string  `json:"job_id"`
+	Item      string  `json:"item_id"`
+	Step      string  `json:"step_name"`
+	Status    string  `json:"status"`
+	Digest    string  `json:"payload_digest"`
+	Receipt   string  `json:"receipt,omitempty"`
+	ErrorType string  `json:"error_type,omitempty"`
+	UpdatedAt float64 `json:"updated_at"`
+}
+
+// Key is the row's primary key.
+func (r JournalRow) Key() Key { return Key{Job: r.Job, Item: r.Item, Step: r.Step} }
+
+// ReadJournal lists every row of step_journal in key order. A NULL receipt
+// or error_type reads as empty.
+func ReadJournal(ctx context.Context, st store.Store) ([]JournalRow, error) {
+	rs, err := st.QueryContext(ctx, `SELECT job_id, item_id, step_name, status, payload_digest, receipt, error_type, updated_at
+FROM step_journal ORDER BY job_id, item_id, step_name`)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer rs.Close()
+	rows := []JournalRow{}
+	for rs.Next() {
+		var r JournalRow
+		var receipt, errType sql.NullString
+		if err := rs.Scan(&r.Job, &r.Item, &r.Step, &r.Status, &r.Digest, &receipt, &errType, &r.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("read journal: %w", err)
+		}
+		r.Receipt, r.ErrorType = receipt.String, errType.String
+		rows = append(rows, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	return rows, nil
+}
+
+// HeldSends lists, in the rows' order, the side-effect rows of job that
+// are not SUCCEEDED: the sends whose fate is unknown, which a person
+// resolves after asking the receiver. Every scenario that resolves finds
+// its sends here.
+func HeldSends(rows []JournalRow, job string) []Key {
+	var out []Key
+	for _, r := range rows {
+		if r.Job == job && IsSideEffect(r.Step) && r.Status != string(Succeeded) {
+			out = append(out, r.Key())
+		}
+	}
+	return out
+}
