@@ -228,7 +228,7 @@ func TestWrongOracleExitsOne(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", r.code, r.stderr)
 	}
-	want := "FAIL redelivery/separate-commit/crash-after-job-commit: [1].follow_up_jobs want 1 got 2\n"
+	want := "FAIL redelivery/separate-commit/crash-after-job-commit: delivery 2 follow_up_jobs want 1 got 2\n"
 	if !strings.Contains(r.stderr, want) || strings.Count(r.stderr, "FAIL ") != 1 {
 		t.Errorf("stderr lacks the one failure line %q:\n%s", want, r.stderr)
 	}
@@ -241,10 +241,10 @@ func TestWrongOracleExitsOne(t *testing.T) {
 	}
 	var sum Summary
 	sb, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err := json.Unmarshal(sb, &sum); err != nil || sum.Pass || len(sum.Failures) != 1 {
+	if err := json.Unmarshal(sb, &sum); err != nil || sum.Pass || sum.Status != StatusFail || len(sum.Failures) != 1 {
 		t.Errorf("summary.json: %v %+v", err, sum)
 	}
-	if jb, _ := os.ReadFile(filepath.Join(dir, "junit.xml")); !bytes.Contains(jb, []byte(`<failure message="observed differs from the oracle">[1].follow_up_jobs: want 1, got 2</failure>`)) {
+	if jb, _ := os.ReadFile(filepath.Join(dir, "junit.xml")); !bytes.Contains(jb, []byte(`<failure message="delivery 2 follow_up_jobs want 1 got 2">delivery 2 follow_up_jobs want 1 got 2</failure>`)) {
 		t.Errorf("junit.xml lacks the failure:\n%s", jb)
 	}
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,6 +27,9 @@ const experimentExitHelp = `Exit codes:
   3    the harness itself failed (e.g. a worker died in a way the protocol does not allow); nothing is written
   130  interrupted (Ctrl-C or SIGTERM); the workers are stopped and nothing is written`
 
+// defaultInput is --input when not given.
+const defaultInput = "input.json"
+
 // ExperimentOptions are the experiment command's flags.
 type ExperimentOptions struct {
 	Streams   Streams
@@ -36,7 +40,7 @@ type ExperimentOptions struct {
 	Overrides map[string]string
 	Quiet     bool
 	Verbose   bool
-	// SummaryJSON and JUnit are files for CI, written after the run.
+	// SummaryJSON and JUnit are files for CI, written on every exit.
 	SummaryJSON string
 	JUnit       string
 	hooks       Hooks
@@ -82,6 +86,12 @@ sibling folder that is renamed to DIR only when all of them are complete.
 Scenario flags override the scenario's section of the input file; each must
 belong to a chosen scenario ("idemlab list" shows them).
 
+--summary-json and --junit are checked before anything runs (an unwritable
+path is exit 2), then written on every exit, each through a rename, with
+the run's status (pass, fail, error or interrupted) and its error line, so
+they never describe an earlier run. --quiet prints only the one-line result
+and the failures.
+
 ` + experimentExitHelp,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -89,11 +99,11 @@ belong to a chosen scenario ("idemlab list" shows them).
 		},
 	}
 	c.Flags().StringVar(&opts.Out, "out", "", "results folder to create (must not exist)")
-	c.Flags().StringVar(&opts.Input, "input", "input.json", "input file")
-	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "print no progress")
+	c.Flags().StringVar(&opts.Input, "input", defaultInput, "input file")
+	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "print only the one-line result and the failures: no progress, no tables, no next steps")
 	c.Flags().BoolVar(&opts.Verbose, "verbose", false, "print the full expected-vs-observed diff of each failed condition")
-	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE (see README for a jq line)")
-	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE, one test case per condition")
+	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE on every exit, with its status (see README for a jq line)")
+	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE on every exit, one test case per condition")
 	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all but the opt-in ones: %s)", strings.Join(defaultNames(h.Registry), ", ")))
 	// A flag several scenarios take is bound once; its help names them all.
 	type decl struct {
@@ -115,7 +125,7 @@ belong to a chosen scenario ("idemlab list" shows them).
 	}
 	for _, name := range order {
 		d := decls[name]
-		fl := c.Flags().VarPF(&overrideFlag{name: name, into: opts.Overrides, bool: d.f.Bool}, name, "", strings.Join(d.owners, ", ")+": "+d.f.Usage)
+		fl := c.Flags().VarPF(&overrideFlag{name: name, into: opts.Overrides, bool: d.f.Bool}, name, "", flagUsage(d.owners, d.f.Usage))
 		if d.f.Bool {
 			fl.NoOptDefVal = "true"
 		}
@@ -123,21 +133,42 @@ belong to a chosen scenario ("idemlab list" shows them).
 	return c
 }
 
-func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
-	if opts.Out == "" {
-		return fmt.Errorf("%w: --out is required, e.g. --out results-local", errclass.ErrUsage)
+// runExperiment checks the CI files' paths first, then runs, and writes
+// the CI files on every exit after that, pass or not, so they never
+// describe an earlier run.
+// flagUsage is a scenario flag's help, led by the scenarios that take it.
+// A usage that already names its scenario ("claim: racing processes")
+// is not led twice.
+func flagUsage(owners []string, usage string) string {
+	for _, o := range owners {
+		usage = strings.TrimPrefix(usage, o+": ")
 	}
-	for _, p := range []struct{ flag, path string }{{"--summary-json", opts.SummaryJSON}, {"--junit", opts.JUnit}} {
-		if p.path == "" {
-			continue
+	return strings.Join(owners, ", ") + ": " + usage
+}
+
+func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
+	if err := checkCIPaths(opts); err != nil {
+		return err
+	}
+	res, err := experiment(ctx, opts)
+	if werr := writeCISummaries(opts, res, err); werr != nil {
+		if err == nil {
+			return werr
 		}
-		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
-			return fmt.Errorf("%w: %s %s: folder %s does not exist", errclass.ErrUsage, p.flag, p.path, filepath.Dir(p.path))
-		}
+		fmt.Fprintf(opts.Streams.Err, "idemlab: %v\n", werr)
+	}
+	return err
+}
+
+// experiment runs the suite and prints the result. res is nil when no
+// folder was written.
+func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results, error) {
+	if opts.Out == "" {
+		return nil, fmt.Errorf("%w: --out is required, e.g. --out results-local", errclass.ErrUsage)
 	}
 	exe, wd, err := selfAndWorkdir(opts.hooks.Executable)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -148,20 +179,39 @@ func runExperiment(ctx context.Context, opts *ExperimentOptions) error {
 		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
 	}
 	res, plans, err := suite.Run(ctx, so)
-	prog.Done()
-	if res == nil {
-		return err
+	prog.Done(err)
+	if res != nil {
+		printSummary(opts, res, plans)
 	}
-	printSummary(opts, res, plans)
-	if werr := writeCISummaries(opts, res); werr != nil {
-		return werr
-	}
-	return err
+	return res, err
 }
 
 // printSummary prints each scenario's tables, how the run compares with
 // the article, the failures one line each, and what to do next.
 func printSummary(opts *ExperimentOptions, res *results.Results, plans []suite.Planned) {
+	w := opts.Streams.Out
+	if !opts.Quiet {
+		printTables(opts, res, plans)
+	}
+	for _, f := range suite.Failures(opts.hooks.Registry, res) {
+		fmt.Fprintf(opts.Streams.Err, "FAIL %s\n", f)
+	}
+	if opts.Verbose {
+		printDifferences(opts.Streams.Err, res)
+	}
+	fmt.Fprintf(w, "%s: results in %s\n", verdictWord(res.Pass), opts.Out)
+	if opts.Quiet {
+		return
+	}
+	self := selfName()
+	fmt.Fprintf(w, "Check it:   %s verify %s\n", self, opts.Out)
+	fmt.Fprintf(w, "            (add --rerun to run it again and compare)\n")
+	fmt.Fprintf(w, "Read it:    %s report %s --html %s\n", self, opts.Out, filepath.Join(opts.Out, "report.html"))
+}
+
+// printTables prints each scenario's tables and how the run compares with
+// the article.
+func printTables(opts *ExperimentOptions, res *results.Results, plans []suite.Planned) {
 	w := opts.Streams.Out
 	for i, sr := range res.Scenarios {
 		sec, err := plans[i].Scenario.Report(sr)
@@ -169,10 +219,11 @@ func printSummary(opts *ExperimentOptions, res *results.Results, plans []suite.P
 			fmt.Fprintf(opts.Streams.Err, "idemlab: %s: tables not arranged: %v\n", sr.Name, err)
 			continue
 		}
-		fmt.Fprintf(w, "== %s  %s\n", sr.Name, verdictWord(sr.Pass))
+		printHead(w, sr.Name, sr.Pass, sec)
 		for _, t := range sec.Tables {
 			printTable(w, t)
 		}
+		printReplays(w, sec, opts)
 		if a := sec.Article; a != nil {
 			fmt.Fprintf(w, "article %s: %d of %d published cells reproduced", a.ID, a.Matches, a.Cells)
 			if a.Matches == a.Cells {
@@ -183,28 +234,22 @@ func printSummary(opts *ExperimentOptions, res *results.Results, plans []suite.P
 		}
 		fmt.Fprintln(w)
 	}
-	fails := suite.Failures(res)
-	for _, f := range fails {
-		fmt.Fprintf(opts.Streams.Err, "FAIL %s\n", f)
-	}
-	if opts.Verbose {
-		for _, s := range res.Scenarios {
-			for _, c := range s.Conditions {
-				if c.Pass {
-					continue
-				}
-				fmt.Fprintf(opts.Streams.Err, "%s/%s: every difference (expected → observed):\n", s.Name, c.Name)
-				for _, d := range c.Differences {
-					fmt.Fprintf(opts.Streams.Err, "  %s: %s → %s\n", d.Path, d.Expected, d.Observed)
-				}
+}
+
+// printDifferences prints every raw difference of each failed condition,
+// for --verbose.
+func printDifferences(w io.Writer, res *results.Results) {
+	for _, s := range res.Scenarios {
+		for _, c := range s.Conditions {
+			if c.Pass {
+				continue
+			}
+			fmt.Fprintf(w, "%s/%s: every difference (expected → observed):\n", s.Name, c.Name)
+			for _, d := range c.Differences {
+				fmt.Fprintf(w, "  %s: %s → %s\n", d.Path, d.Expected, d.Observed)
 			}
 		}
 	}
-	self := selfName()
-	fmt.Fprintf(w, "%s: results in %s\n", verdictWord(res.Pass), opts.Out)
-	fmt.Fprintf(w, "Check it:   %s verify %s\n", self, opts.Out)
-	fmt.Fprintf(w, "            (add --rerun to run it again and compare)\n")
-	fmt.Fprintf(w, "Read it:    %s report %s --html %s\n", self, opts.Out, filepath.Join(opts.Out, "report.html"))
 }
 
 func verdictWord(pass bool) string {
@@ -214,17 +259,35 @@ func verdictWord(pass bool) string {
 	return "FAIL"
 }
 
-// selfName is how the user can run this binary again: "go run ." when it
-// was built by go run into a temporary folder.
+// selfName is how the user can run this binary again from here: the path
+// they typed, or, when go run built it into a temporary folder, "go run"
+// with the module's root.
 func selfName() string {
 	exe := os.Args[0]
-	if strings.Contains(exe, string(filepath.Separator)+"go-build") || strings.HasPrefix(filepath.Base(exe), "__debug") {
-		return "go run ."
+	if review.TemporaryBuild(exe) {
+		return "go run " + scenario.ShellQuote(moduleRoot())
 	}
-	if strings.HasSuffix(exe, ".test") {
-		return "idemlab"
+	return scenario.ShellQuote(exe)
+}
+
+// moduleRoot is the folder holding go.mod, relative to the working folder:
+// "." when run from the root, as the README does.
+func moduleRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
 	}
-	return exe
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if rel, err := filepath.Rel(wd, dir); err == nil {
+				return rel
+			}
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			return "."
+		}
+	}
 }
 
 // selfAndWorkdir returns the binary that workers re-execute (exe, unless

@@ -43,5 +43,5 @@ Exit codes:
 }
 
 func runReport(opts *ReportOptions, dir string) error {
-	return review.RunReport(review.ReportConfig{Registry: opts.hooks.Registry, Dir: dir, HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out})
+	return review.RunReport(review.ReportConfig{Registry: opts.hooks.Registry, Dir: dir, HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out, Self: selfName()})
 }

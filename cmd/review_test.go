@@ -226,10 +226,17 @@ func TestVerifyExitCodes(t *testing.T) {
 		t.Errorf("a failed run checked with the real oracle: exit %d, want 1\n%s", r.code, r.stdout)
 	}
 	good := freshFolder(t, Hooks{})
+	// A built binary that stays where it was: the test binary, copied out
+	// of the go command's temporary folder.
+	built := keptBinary(t)
+	byBuilt := freshFolder(t, Hooks{Executable: built})
 	other := filepath.Join(t.TempDir(), "other-exe")
 	os.WriteFile(other, []byte("not the binary"), 0o755)
-	if r := execIn(t, Hooks{}, "verify", "--exe", other, good); r.code != 5 || !strings.Contains(r.stdout, "code changed: --exe") {
+	if r := execIn(t, Hooks{}, "verify", "--exe", other, byBuilt); r.code != 5 || !strings.Contains(r.stdout, "code changed: --exe") {
 		t.Errorf("another executable: exit %d, want 5\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := execIn(t, Hooks{}, "verify", "--exe", built, byBuilt); r.code != 0 || !strings.Contains(r.stdout, "is the executable that made this folder") {
+		t.Errorf("the executable that made it: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := execIn(t, Hooks{}, "verify", "--input", goodInput, good); r.code != 0 {
 		t.Errorf("--input of the same file: exit %d\n%s%s", r.code, r.stdout, r.stderr)

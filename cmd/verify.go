@@ -42,7 +42,10 @@ of the input file and the recorded flag overrides. Links, special files,
 truncated lines and oversized files are findings. Nothing is written to DIR.
 
 --input FILE also checks that FILE is the input the folder was made from.
---exe FILE checks that FILE is the executable that made it.
+--exe FILE checks that FILE is the executable that made it. A folder made
+by "go run" (or "go test") names a temporary binary that the go command
+deleted, which no file can match; verify says so, and the working tree hash,
+compared when verify runs inside the idemlab source tree, identifies the code.
 --rerun runs the recorded scenarios again with the folder's input and
 overrides, and compares settings, figures, verdicts, exit codes and crash
 points (times, pids, paths and timings are measurements and are ignored).

@@ -20,7 +20,7 @@ func Scenarios() scenario.Registry {
 		claim.New(),
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.
-		explore.Scenario{},
-		durability.Scenario{},
+		explore.New(),
+		durability.New(),
 	}
 }

@@ -24,7 +24,6 @@ type Published struct {
 	Article       string `json:"article"`
 	Title         string `json:"title"`
 	TitleOriginal string `json:"title_original"`
-	URL           string `json:"url"`
 	Items         int    `json:"items"`
 	FailAt        int    `json:"fail_at"`
 	Modes         map[string]struct {
@@ -278,7 +277,7 @@ func article(st Settings, observed map[string][]Outcome, timings map[string]Timi
 		return nil, err
 	}
 	a := &scenario.Article{
-		ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", URL: p.URL,
+		ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")",
 		Unit:   "steps, items and statuses, every trial (timings shown, not compared)",
 		Header: []string{"mode", "figure", "published", "reproduced"},
 	}

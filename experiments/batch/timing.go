@@ -14,8 +14,8 @@ import (
 // of the steps it executed, from the journal and the receiver's log.
 type RunTiming struct {
 	Run       int      `json:"run"`
-	WorkerMS  *float64 `json:"worker_ms,omitempty"`
-	ProcessMS float64  `json:"process_ms"`
+	WorkerMS  *float64 `json:"worker_ms,omitempty" idemlab:"measure"`
+	ProcessMS float64  `json:"process_ms" idemlab:"measure"`
 	FloorMS   float64  `json:"floor_ms"`
 }
 
@@ -25,10 +25,10 @@ type TrialTiming struct {
 	Condition string      `json:"condition"`
 	Trial     int         `json:"trial"`
 	Runs      []RunTiming `json:"runs"`
-	MS        float64     `json:"ms"`
-	ProcessMS float64     `json:"process_ms"`
+	MS        float64     `json:"ms" idemlab:"measure"`
+	ProcessMS float64     `json:"process_ms" idemlab:"measure"`
 	FloorMS   float64     `json:"floor_ms"`
-	Ratio     float64     `json:"ratio"`
+	Ratio     float64     `json:"ratio" idemlab:"measure"`
 	// AllRunsFloorMS includes run 1, for the scenario's wall time.
 	AllRunsFloorMS float64 `json:"all_runs_floor_ms"`
 }
@@ -36,14 +36,14 @@ type TrialTiming struct {
 // TimingSummary averages a condition's trials.
 type TimingSummary struct {
 	Condition    string    `json:"condition"`
-	MS           []float64 `json:"ms"`
-	AvgMS        float64   `json:"avg_ms"`
-	AvgProcessMS float64   `json:"avg_process_ms"`
+	MS           []float64 `json:"ms" idemlab:"measure"`
+	AvgMS        float64   `json:"avg_ms" idemlab:"measure"`
+	AvgProcessMS float64   `json:"avg_process_ms" idemlab:"measure"`
 	FloorMS      float64   `json:"floor_ms"`
-	Ratio        float64   `json:"ratio"`
+	Ratio        float64   `json:"ratio" idemlab:"measure"`
 	// Target and WithinTarget are set for the journal conditions.
 	Target       float64 `json:"target,omitempty"`
-	WithinTarget *bool   `json:"within_target,omitempty"`
+	WithinTarget *bool   `json:"within_target,omitempty" idemlab:"measure"`
 }
 
 // Wall is the scenario's wall time, first process start to last process
@@ -51,11 +51,11 @@ type TimingSummary struct {
 // latency of the slowest sub-lane of first runs plus that of every later
 // run; the slowest lane when modes run side by side.
 type Wall struct {
-	MS           float64 `json:"ms"`
+	MS           float64 `json:"ms" idemlab:"measure"`
 	FloorMS      float64 `json:"floor_ms"`
-	Ratio        float64 `json:"ratio"`
+	Ratio        float64 `json:"ratio" idemlab:"measure"`
 	Target       float64 `json:"target"`
-	WithinTarget bool    `json:"within_target"`
+	WithinTarget bool    `json:"within_target" idemlab:"measure"`
 }
 
 // Extra is the scenario's timing table.

@@ -16,7 +16,7 @@ import (
 type Extra struct {
 	// BusyRetries is the SQLITE_BUSY retries the racers report, per
 	// condition.
-	BusyRetries map[string]int `json:"busy_retries"`
+	BusyRetries map[string]int `json:"busy_retries" idemlab:"measure"`
 	// SQLiteReadBack is what the racers' connections read back; the fold
 	// checks every one against the settings.
 	SQLiteReadBack *sqlitedb.Settings `json:"sqlite_read_back,omitempty"`
@@ -32,9 +32,9 @@ type Extra struct {
 // racer's wake.
 type ReleaseStats struct {
 	Races          int   `json:"races"`
-	MedianSpreadUS int64 `json:"median_spread_us"`
-	MaxSpreadUS    int64 `json:"max_spread_us"`
-	MaxWakeUS      int64 `json:"max_wake_us"`
+	MedianSpreadUS int64 `json:"median_spread_us" idemlab:"measure"`
+	MaxSpreadUS    int64 `json:"max_spread_us" idemlab:"measure"`
+	MaxWakeUS      int64 `json:"max_wake_us" idemlab:"measure"`
 }
 
 // MutantTable records, per mutant, which rounds caught it.

@@ -22,7 +22,6 @@ type Published struct {
 	Article       string `json:"article"`
 	Title         string `json:"title"`
 	TitleOriginal string `json:"title_original"`
-	URL           string `json:"url"`
 	Unit          string `json:"unit"`
 	Cases         []struct {
 		Case       string `json:"case"`
@@ -195,11 +194,11 @@ func rowCell(r RowSummary) string {
 
 func article(groups map[string][]Group, mutants *MutantTable) (*scenario.Article, error) {
 	var p Published
-	if err := json.Unmarshal(published, &p); err != nil {
+	if err := scenario.DecodeStrict(published, &p); err != nil {
 		return nil, fmt.Errorf("published table of article 003: %w", err)
 	}
 	a := &scenario.Article{
-		ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", URL: p.URL, Unit: p.Unit,
+		ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", Unit: p.Unit,
 		Header: []string{"case (article's wording)", "reproduced by", "published", "reproduced"},
 	}
 	judge := func(cs, by, pub, got string) {

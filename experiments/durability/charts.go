@@ -11,13 +11,94 @@ import (
 	"idemlab/experiments/scenario"
 )
 
-// severityColour colours an outcome by how bad it is: kept, rolled back a
-// crashed worker's commit, lost acknowledged work or duplicated it, corrupt.
-var severityColour = map[int][]string{
-	0: {"#009E73"},
-	1: {"#56B4E9", "#0072B2", "#8FD3B6"},
-	2: {"#D55E00", "#E69F00", "#CC79A7", "#A6361C", "#F0C05A", "#B5651D"},
-	3: {"#000000"},
+// severityStyle is one colour family per severity, from harmless to
+// worst: green, blue, orange, vermillion, black (Okabe-Ito, which stays
+// apart for colour-blind readers), and the words a caption uses for it.
+var severityStyle = map[Severity]struct{ colour, words string }{
+	SeverityNone:      {"#009E73", "green: nothing lost"},
+	SeverityRedone:    {"#56B4E9", "blue: a crashed worker's commit rolled back, then redone"},
+	SeverityLost:      {"#E69F00", "orange: committed or ACKed work lost"},
+	SeverityDuplicate: {"#D55E00", "vermillion: work done twice"},
+	SeverityBroken:    {"#000000", "black: a corrupt file, missing work or a failed worker"},
+}
+
+// tagWords explains each one-letter code in a caption.
+var tagWords = map[string]string{
+	TagRolledBack: "a crashed worker's commit rolled back", TagLostAcked: "an ACKed commit lost",
+	TagLostClaim: "a committed claim lost", TagLostDownstream: "committed downstream fields lost or replaced",
+	TagDuplicate: "duplicate", TagMissing: "work missing at the end", TagCorrupt: "integrity_check failed",
+	TagError: "a later worker failed",
+}
+
+// cellLabel is what a cell shows: the terminal's one-letter codes, which
+// fit any cell, and "ok" for nothing.
+func cellLabel(outcome string) string {
+	if outcome == OutcomeOK {
+		return "ok"
+	}
+	return Code(outcome)
+}
+
+// heatOutcomes styles the outcomes that occur in cells, worst last: each
+// takes its severity's colour; an outcome of several tags also gets a
+// texture, a different one for each such outcome of the same severity, so
+// a combination never looks like the plain outcome of its class.
+func heatOutcomes(cells [][]string) []figure.Outcome {
+	var names []string
+	for _, row := range cells {
+		for _, o := range row {
+			if o != "" && !slices.Contains(names, o) {
+				names = append(names, o)
+			}
+		}
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return int(SeverityOf(a) - SeverityOf(b)) })
+	next := map[Severity]int{}
+	var out []figure.Outcome
+	for _, o := range names {
+		sev := SeverityOf(o)
+		fo := figure.Outcome{Name: o, Color: severityStyle[sev].colour, Label: cellLabel(o)}
+		if strings.Contains(o, "+") {
+			fo.Texture = figure.Textures[next[sev]%len(figure.Textures)]
+			next[sev]++
+		}
+		out = append(out, fo)
+	}
+	return out
+}
+
+// heatCaption says what the colours, textures and letters of these
+// outcomes mean, naming only what the chart shows.
+func heatCaption(outcomes []figure.Outcome, kind string) string {
+	var classes []string
+	tags := map[string]bool{}
+	textured := false
+	for _, o := range outcomes {
+		if w := severityStyle[SeverityOf(o.Name)].words; !slices.Contains(classes, w) {
+			classes = append(classes, w)
+		}
+		textured = textured || o.Texture != figure.Solid
+		for _, t := range strings.Split(o.Name, "+") {
+			tags[t] = true
+		}
+	}
+	s := "Each cell is one trial, coloured by the worst that happened in it: " + strings.Join(classes, "; ") + "."
+	if textured {
+		s += " A hatched, dotted or gridded cell has more than one finding, and the worst sets its colour."
+	}
+	var keys []string
+	for _, t := range tagOrder {
+		if tags[t] {
+			keys = append(keys, codes[t]+" "+tagWords[t])
+		}
+	}
+	if len(keys) > 0 {
+		s += " Letters: " + strings.Join(keys, "; ") + "."
+	}
+	if kind == KindKill {
+		return s + ` "ack": no kill; the worker ran to its exit 0.`
+	}
+	return s + ` "ack": the worker ran to its exit 0, then the power was cut.`
 }
 
 // matrixChart draws the durability matrix as a heat map.
@@ -32,26 +113,6 @@ func matrixChart(res results.ScenarioResult) ([]scenario.Chart, error) {
 	m := ex.Matrix
 	if len(m.Rows) == 0 {
 		return nil, nil
-	}
-	left := map[int][]string{}
-	for k, v := range severityColour {
-		left[k] = append([]string{}, v...)
-	}
-	seen := map[string]bool{}
-	var outcomes []figure.Outcome
-	for i := range m.Outcomes {
-		for j, o := range m.Outcomes[i] {
-			if o == "" || seen[o] {
-				continue
-			}
-			seen[o] = true
-			sev := m.Severity[i][j]
-			c := ""
-			if p := left[sev]; len(p) > 0 {
-				c, left[sev] = p[0], p[1:]
-			}
-			outcomes = append(outcomes, figure.Outcome{Name: o, Color: c})
-		}
 	}
 	// One map per crash kind, transposed: the long pattern/point names read
 	// best as row labels, and eight settings leave room for stacked column
@@ -75,15 +136,7 @@ func matrixChart(res results.ScenarioResult) ([]scenario.Chart, error) {
 				cells[j] = append(cells[j], m.Outcomes[i][j])
 			}
 		}
-		var used []figure.Outcome
-		for _, o := range outcomes {
-			for _, row := range cells {
-				if slices.Contains(row, o.Name) {
-					used = append(used, o)
-					break
-				}
-			}
-		}
+		used := heatOutcomes(cells)
 		h := figure.HeatMap{
 			Title: "outcome after a " + kindWords[kind] + ", per crash point and setting", RowLabel: "pattern / crash point", ColLabel: "journal_mode, synchronous",
 			Rows: m.Columns, Cols: cols, Outcomes: used, Cells: cells,
@@ -94,7 +147,7 @@ func matrixChart(res results.ScenarioResult) ([]scenario.Chart, error) {
 		}
 		out = append(out, scenario.Chart{
 			Title: "Durability matrix, " + kindWords[kind], Slug: "durability-" + kind, SVG: svg,
-			Caption: "Each cell is one trial. Green: nothing lost; blue: a crashed worker's commit rolled back and redone; warm colours: acknowledged work lost or done twice; black: the file failed integrity_check. \"ack\" is a crash after the worker exited 0.",
+			Caption: heatCaption(used, kind),
 		})
 	}
 	return out, nil

@@ -123,7 +123,8 @@ type claimStep struct {
 // checkClaim cross-checks the claim workers' reports with the rows the
 // parent read around them, and fills the facts the classifier takes from
 // the reports: the later wins and downstream writes.
-func checkClaim(c *results.Checker, l results.Line, st Settings, o Observation, steps []claimStep, f *Facts) {
+func (f *folder) checkClaim(t trialLine, steps []claimStep, facts *Facts) {
+	c, l, st, o := &f.c, t.l, f.st, t.o
 	b, _ := ClaimOf(o.Before)
 	a, _ := ClaimOf(o.After)
 	fin, okFin := ClaimOf(o.Final)
@@ -177,22 +178,23 @@ func checkClaim(c *results.Checker, l results.Line, st Settings, o Observation, 
 			}
 		}
 		if r.Claim.Won {
-			f.Wins = append(f.Wins, r.Claim.NowMS)
+			facts.Wins = append(facts.Wins, r.Claim.NowMS)
 		}
 		if r.FollowedUp {
-			f.FollowUps = append(f.FollowUps, r.ExternalID)
+			facts.FollowUps = append(facts.FollowUps, r.ExternalID)
 		}
 	}
 	// The final fields are some winner's: the delivery's kept through the
 	// cut, or a later process's that says it wrote them.
-	if fin.ExternalID != "" && fin.ExternalID != a.ExternalID && !slices.Contains(f.FollowUps, fin.ExternalID) {
-		c.Obs(l, results.Field("final", TableClaims), "external_id %q was neither in the file after the cut nor written by a later process (%q)", fin.ExternalID, f.FollowUps)
+	if fin.ExternalID != "" && fin.ExternalID != a.ExternalID && !slices.Contains(facts.FollowUps, fin.ExternalID) {
+		c.Obs(l, results.Field("final", TableClaims), "external_id %q was neither in the file after the cut nor written by a later process (%q)", fin.ExternalID, facts.FollowUps)
 	}
 }
 
 // claimShape checks the claim trial's rows: at most one row, the only
 // fingerprint delivered.
-func claimShape(c *results.Checker, l results.Line, st Settings, o Observation) {
+func (f *folder) claimShape(t trialLine) {
+	c, l, st, o := &f.c, t.l, f.st, t.o
 	for _, name := range []string{"before", "after", "final"} {
 		r := map[string]Rows{"before": o.Before, "after": o.After, "final": o.Final}[name]
 		if n := len(r[TableClaims]); n > 1 {

@@ -112,7 +112,7 @@ func TestRealClaimSlice(t *testing.T) {
 	var walFlags map[string]string
 	for _, tt := range tests {
 		flags := map[string]string{FlagPattern: PatternClaim, FlagJournalMode: tt.mode, FlagSynchronous: tt.sync, FlagKind: KindPower}
-		out := scenariotest.Run(t, Scenario{}, "", flags)
+		out := scenariotest.Run(t, New(), "", flags)
 		if len(out.Findings) > 0 {
 			t.Fatalf("%s/%s: a fresh run has findings: %v", tt.mode, tt.sync, out.Findings)
 		}
@@ -180,7 +180,7 @@ func TestRealClaimSlice(t *testing.T) {
 	for _, tt := range tampers {
 		t.Run("tamper "+tt.name, func(t *testing.T) {
 			rec := scenariotest.Edit(t, walNormal.Records, tt.obs, tt.index, tt.edit)
-			findings := scenario.Evaluate(Scenario{}, walFlags, walNormal.Settings, rec).AllFindings()
+			findings := scenario.Evaluate(New(), walFlags, walNormal.Settings, rec).AllFindings()
 			for _, f := range findings {
 				if f.File == tt.file && strings.Contains(f.String(), tt.inText) {
 					return

@@ -23,7 +23,7 @@ var slice = map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "DELE
 
 func run(tb testing.TB) scenariotest.Outcome {
 	tb.Helper()
-	out := scenariotest.Run(tb, Scenario{}, "", slice)
+	out := scenariotest.Run(tb, New(), "", slice)
 	if len(out.Findings) > 0 {
 		tb.Fatalf("a fresh run has findings: %v", out.Findings)
 	}
@@ -77,9 +77,16 @@ func TestRealSlice(t *testing.T) {
 	if len(extra.Matrix.Rows) != 4 || len(extra.Matrix.Columns) != 4 {
 		t.Errorf("matrix %d × %d, want 4 × 4", len(extra.Matrix.Rows), len(extra.Matrix.Columns))
 	}
-	sec, err := Scenario{}.Report(out.Result)
+	sec, err := New().Report(out.Result)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sec.Verdict != scenario.VerdictMatches {
+		t.Errorf("verdict %q, want %q", sec.Verdict, scenario.VerdictMatches)
+	}
+	lost := "A power cut loses ACKed work under DELETE/NORMAL: redelivery-single at ack."
+	if len(sec.Lead) < 2 || sec.Lead[1].Text != lost {
+		t.Errorf("lead %+v, want the second sentence %q", sec.Lead, lost)
 	}
 	for _, tb := range sec.Tables {
 		for _, r := range tb.Rows {
@@ -90,8 +97,7 @@ func TestRealSlice(t *testing.T) {
 	}
 
 	t.Run("wrong oracle fails", func(t *testing.T) {
-		never := Scenario{Oracle: func(Condition, int, string) ([]string, error) { return []string{OutcomeOK}, nil }}
-		res := scenario.Evaluate(never, slice, out.Settings, out.Records)
+		res := scenario.Evaluate(scenario.Define[Settings, Extra](neverLoses{}), slice, out.Settings, out.Records)
 		findings := res.AllFindings()
 		if len(findings) > 0 {
 			t.Fatalf("findings: %v", findings)
@@ -138,7 +144,7 @@ func TestRealSlice(t *testing.T) {
 	for _, tt := range tampers {
 		t.Run("tamper "+tt.name, func(t *testing.T) {
 			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
-			findings := scenario.Evaluate(Scenario{}, slice, out.Settings, rec).AllFindings()
+			findings := scenario.Evaluate(New(), slice, out.Settings, rec).AllFindings()
 			for _, f := range findings {
 				if f.File == tt.file && strings.Contains(f.String(), tt.inText) {
 					return
@@ -149,10 +155,25 @@ func TestRealSlice(t *testing.T) {
 	}
 }
 
+// neverLoses is the matrix with a wrong oracle: every trial must end ok.
+type neverLoses struct{ Scenario }
+
+func (neverLoses) Expect(st Settings) ([]scenario.Expected, error) {
+	var out []scenario.Expected
+	for _, c := range st.Conditions {
+		exp := map[string][]string{}
+		for _, pt := range append([]string{PointACK}, Points(c.Pattern, st.Items)...) {
+			exp[pt] = []string{OutcomeOK}
+		}
+		out = append(out, scenario.Expected{Condition: c.Name, Value: exp})
+	}
+	return out, nil
+}
+
 // TestOptIn checks that a run without --scenario skips the matrix and a
 // run naming it gets it.
 func TestOptIn(t *testing.T) {
-	reg := scenario.Registry{Scenario{}}
+	reg := scenario.Registry{New()}
 	got, err := suite.Choose(reg, nil)
 	if err != nil || len(got) != 0 {
 		t.Errorf("Choose(no names) = %v, %v; want nothing", got, err)
@@ -173,13 +194,42 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		{`{"items": 9}`, nil, "durability.items 9"},
 		{`{"kinds": ["kill", "kill"]}`, nil, "listed twice"},
 		{`{"synchronus": ["FULL"]}`, nil, "durability.synchronus: unknown field"},
-		{``, map[string]string{FlagSynchronous: "SOMETIMES"}, `"SOMETIMES" is not one of`},
+		{``, map[string]string{FlagSynchronous: "SOMETIMES"}, `--synchronous: "SOMETIMES" is not one of OFF, NORMAL, FULL, EXTRA`},
+		{`{"synchronous": ["sometimes"]}`, nil, `durability.synchronous: "sometimes" is not one of`},
+		{`{"synchronous": ["FULL"]}`, map[string]string{FlagJournalMode: "wal,WAL"}, `--journal-mode: "WAL" is listed twice`},
+		{``, map[string]string{FlagPattern: "Batch-Journal"}, `--pattern: "Batch-Journal" is not one of`},
 		{``, map[string]string{FlagItems: "0"}, "--items 0"},
 	}
 	for _, tt := range tests {
-		_, err := Scenario{}.Plan(json.RawMessage(tt.section), tt.overrides)
+		_, err := New().Plan(json.RawMessage(tt.section), tt.overrides)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
+		}
+	}
+}
+
+// TestPlanAcceptsAnyCase: SQLite reads pragma values in any case, so the
+// flags and the input do too, and the settings record them as SQLite's
+// documentation spells them, byte for byte as if typed so.
+func TestPlanAcceptsAnyCase(t *testing.T) {
+	settings := func(section string, ov map[string]string) string {
+		t.Helper()
+		p, err := New().Plan(json.RawMessage(section), ov)
+		if err != nil {
+			t.Fatalf("Plan(%s, %v): %v", section, ov, err)
+		}
+		return string(scenario.Marshal(p.Settings()))
+	}
+	want := settings(``, map[string]string{FlagJournalMode: "WAL", FlagSynchronous: "NORMAL,EXTRA"})
+	for _, tt := range []struct {
+		section string
+		ov      map[string]string
+	}{
+		{``, map[string]string{FlagJournalMode: "wal", FlagSynchronous: "normal,Extra"}},
+		{`{"journal_modes": ["Wal"], "synchronous": ["NORMAL", "extra"]}`, nil},
+	} {
+		if diff := cmp.Diff(want, settings(tt.section, tt.ov)); diff != "" {
+			t.Errorf("Plan(%s, %v) settings (-canonical +got):\n%s", tt.section, tt.ov, diff)
 		}
 	}
 }

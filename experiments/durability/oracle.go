@@ -21,23 +21,13 @@ type Trial struct {
 }
 
 // Expect is the oracle: per condition, per point (the model's points and
-// PointACK), the allowed outcomes.
-func (s Scenario) Expect(raw json.RawMessage) ([]scenario.Expected, error) {
-	var st Settings
-	if err := scenario.DecodeStrict(raw, &st); err != nil {
-		return nil, err
-	}
-	oracle := s.Oracle
-	if oracle == nil {
-		oracle = func(c Condition, items int, point string) ([]string, error) {
-			return Allowed(c.Pattern, c.Setting(), items, point)
-		}
-	}
+// PointACK), the outcomes the durability model allows.
+func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 	var out []scenario.Expected
 	for _, c := range st.Conditions {
 		exp := map[string][]string{}
 		for _, pt := range append([]string{PointACK}, Points(c.Pattern, st.Items)...) {
-			a, err := oracle(c, st.Items, pt)
+			a, err := Allowed(c.Pattern, c.Setting(), st.Items, pt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.Name, err)
 			}

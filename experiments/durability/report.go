@@ -1,7 +1,6 @@
 package durability
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,15 +28,15 @@ func Code(outcome string) string {
 	return b.String()
 }
 
-// Report arranges the matrix: one row per pattern and point, one column
-// per journal_mode/synchronous, each cell "kill/power" in one-letter codes.
-// The matrix itself is in the result's extra data, for a heat map.
-func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
-	var sec scenario.Section
-	var st Settings
-	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {
-		return sec, fmt.Errorf("durability settings: %w", err)
-	}
+// Report arranges the result: what it found, in sentences, then the
+// matrix, one row per pattern and point, one column per
+// journal_mode/synchronous, each cell "kill/power" in one-letter codes, and
+// the trials outside the model. The matrix itself is in the extra data,
+// for a heat map.
+func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenario.Section, error) {
+	// A pass means every outcome is one the model allows, which may well
+	// be a loss; the verdict says so.
+	sec := scenario.Section{Verdict: scenario.ModelVerdict(res.Pass), Lead: Lead(st, res)}
 	sec.Settings = [][2]string{
 		{"patterns", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Pattern }), ", ")},
 		{"journal_mode × synchronous", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.JournalMode + "/" + c.Synchronous }), ", ")},
@@ -45,86 +44,14 @@ func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 		{"batch items", fmt.Sprint(st.Items)},
 		{"power cut", "worker/faultvfs: unsynced data and undurable names are lost, undurable deletions come back"},
 	}
-	type cell struct {
-		outcome string
-		ok      bool
-	}
-	cells := map[string]map[string]map[string]cell{} // pattern/point → MODE/SYNC → kind
+	cells := cellsOf(st, res)
+	sec.Tables = []scenario.Table{matrixTable(st, cells)}
 	var misses []string
-	for _, c := range res.Conditions {
-		var exp map[string][]string
-		var obs map[string]Trial
-		json.Unmarshal(c.Expected, &exp)
-		json.Unmarshal(c.Observed, &obs)
-		cond, found := findCondition(st, c.Name)
-		if !found {
-			continue
-		}
-		for pt, t := range obs {
-			row := cond.Pattern + "/" + pt
-			if cells[row] == nil {
-				cells[row] = map[string]map[string]cell{}
-			}
-			col := cond.JournalMode + "/" + cond.Synchronous
-			if cells[row][col] == nil {
-				cells[row][col] = map[string]cell{}
-			}
-			ok := Allows(exp[pt], t.Outcome)
-			cells[row][col][cond.Kind] = cell{t.Outcome, ok}
-			if !ok {
-				misses = append(misses, fmt.Sprintf("%s %s: %s, allowed %v", c.Name, pt, t.Outcome, exp[pt]))
-			}
+	for _, c := range cells {
+		if !c.ok() {
+			misses = append(misses, fmt.Sprintf("%s: %s, allowed %v", c.name(), c.outcome, c.allowed))
 		}
 	}
-	var cols []string
-	for _, m := range sqlitedb.JournalModes {
-		for _, s := range sqlitedb.SyncLevels {
-			if slices.ContainsFunc(st.Conditions, func(c Condition) bool { return c.JournalMode == m && c.Synchronous == s }) {
-				cols = append(cols, m+"/"+s)
-			}
-		}
-	}
-	t := scenario.Table{
-		Title:  "outcome per pattern and crash point (rows) and journal_mode/synchronous (columns): kill/power",
-		Header: append([]string{"pattern / point"}, shortCols(cols)...),
-		Legend: []string{
-			"cell: the outcome after a process kill, then after a power cut, at that point; - not run",
-			". nothing lost, no duplicate; r a crashed worker's commit rolled back (redone after); L an ACKed commit lost",
-			"K a committed claim gone after the cut; F committed downstream fields gone or replaced",
-			"D duplicate (2 jobs, a send accepted twice, or 2 claim winners within one TTL)",
-			"M work missing at the end; C integrity_check failed; E a later worker failed",
-			"! the outcome is outside the durability model's allowed set for that trial",
-			"ack: no crash; the worker exited 0 and the power was cut after it, before the redelivery, resume or probe",
-			"claim: after the cut a probe claims inside the TTL, then a re-claim after it finishes the work",
-			"D=DELETE W=WAL; OFF NORM FULL EXTR are synchronous levels",
-		},
-	}
-	for _, p := range AllPatterns {
-		for _, pt := range append([]string{PointACK}, Points(p, st.Items)...) {
-			row := p + "/" + pt
-			if cells[row] == nil {
-				continue
-			}
-			r := []string{shortRow(p, pt)}
-			for _, col := range cols {
-				var parts []string
-				for _, k := range AllKinds {
-					cl, ok := cells[row][col][k]
-					s := "-"
-					if ok {
-						s = Code(cl.outcome)
-						if !cl.ok {
-							s += "!"
-						}
-					}
-					parts = append(parts, s)
-				}
-				r = append(r, strings.Join(parts, "/"))
-			}
-			t.Rows = append(t.Rows, r)
-		}
-	}
-	sec.Tables = []scenario.Table{t}
 	if len(misses) > 0 {
 		mt := scenario.Table{Title: "trials outside the model", Header: []string{"condition point: observed, allowed"}}
 		for _, m := range misses {
@@ -140,13 +67,64 @@ func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 	return sec, nil
 }
 
-func findCondition(st Settings, name string) (Condition, bool) {
-	for _, c := range st.Conditions {
-		if c.Name == name {
-			return c, true
+// matrixLegend explains the matrix's codes.
+var matrixLegend = []string{
+	"cell: the outcome after a process kill, then after a power cut, at that point; - not run",
+	". nothing lost, no duplicate; r a crashed worker's commit rolled back (redone after); L an ACKed commit lost",
+	"K a committed claim gone after the cut; F committed downstream fields gone or replaced",
+	"D duplicate (2 jobs, a send accepted twice, or 2 claim winners within one TTL)",
+	"M work missing at the end; C integrity_check failed; E a later worker failed",
+	"! the outcome is outside the durability model's allowed set for that trial",
+	"ack: no crash; the worker exited 0 and the power was cut after it, before the redelivery, resume or probe",
+	"claim: after the cut a probe claims inside the TTL, then a re-claim after it finishes the work",
+	"D=DELETE W=WAL; OFF NORM FULL EXTR are synchronous levels",
+}
+
+// matrixTable lays the cells out: a row per pattern and point, a column
+// per setting, "kill/power" in each.
+func matrixTable(st Settings, cells []cell) scenario.Table {
+	var cols []string
+	for _, m := range sqlitedb.JournalModes {
+		for _, s := range sqlitedb.SyncLevels {
+			if slices.ContainsFunc(st.Conditions, func(c Condition) bool { return c.JournalMode == m && c.Synchronous == s }) {
+				cols = append(cols, m+"/"+s)
+			}
 		}
 	}
-	return Condition{}, false
+	t := scenario.Table{
+		Title:  "outcome per pattern and crash point (rows) and journal_mode/synchronous (columns): kill/power",
+		Header: append([]string{"pattern / point"}, shortCols(cols)...),
+		Legend: matrixLegend,
+	}
+	at := map[string]cell{} // pattern/point MODE/SYNC kind
+	for _, c := range cells {
+		at[c.cond.Pattern+"/"+c.point+" "+c.setting()+" "+c.cond.Kind] = c
+	}
+	for _, p := range AllPatterns {
+		for _, pt := range append([]string{PointACK}, Points(p, st.Items)...) {
+			r := []string{shortRow(p, pt)}
+			seen := false
+			for _, col := range cols {
+				var parts []string
+				for _, k := range AllKinds {
+					c, ok := at[p+"/"+pt+" "+col+" "+k]
+					s := "-"
+					if ok {
+						s, seen = Code(c.outcome), true
+						if !c.ok() {
+							s += "!"
+						}
+					}
+					parts = append(parts, s)
+				}
+				r = append(r, strings.Join(parts, "/"))
+			}
+			if seen {
+				t.Rows = append(t.Rows, r)
+			}
+		}
+	}
+	return t
 }
 
 func uniq(cs []Condition, key func(Condition) string) []string {

@@ -16,77 +16,23 @@ import (
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 	wc "idemlab/worker/claim"
-	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
-	"idemlab/worker/store"
 )
-
-// busyTimeoutMS is every worker's default busy timeout; the matrix does not
-// vary it.
-const busyTimeoutMS = 5000
-
-// File names inside a trial's folder.
-const (
-	DBRedelivery = "events.sqlite3"
-	DBBatch      = "journal.sqlite3"
-)
-
-// Roles of the processes of a trial, in order.
-const (
-	RoleFirst   = "first"   // the process that crashes or ACKs before the cut
-	RoleSecond  = "second"  // the redelivery, or the batch's resume
-	RoleResolve = "resolve" // a batch resolve of a held send
-	RoleThird   = "third"   // the batch run after the resolves
-)
-
-// Observation is one trial: one line of observations.jsonl.
-type Observation struct {
-	Scenario  string `json:"scenario"`
-	Condition string `json:"condition"`
-	// Point is the crash point of the first process, or PointACK.
-	Point string `json:"point"`
-	// DB is the trial's database; each trial has its own folder.
-	DB string `json:"db"`
-	// Receiver is the batch trial's receiver URL.
-	Receiver string `json:"receiver,omitempty"`
-	Steps    []Step `json:"steps"`
-	// Before is what the first process left as a kill leaves it: read by
-	// the parent from a copy of the folder, before any cut.
-	Before Rows `json:"before"`
-	// Recovery is faultvfs's report of the cut; absent for a kill.
-	Recovery *faultvfs.Report `json:"recovery,omitempty"`
-	// After is what the next process finds, and Integrity what PRAGMA
-	// integrity_check said about it.
-	After     Rows     `json:"after"`
-	Integrity []string `json:"integrity"`
-	// Final is the file after the trial's last process.
-	Final Rows `json:"final"`
-	// Sends is the batch receiver's whole log for the trial.
-	Sends []receiver.Entry `json:"sends,omitempty"`
-}
-
-// Step is one process of a trial.
-type Step struct {
-	Role      string `json:"role"`
-	ProcessID int    `json:"process_id"`
-	// Lookup is what the parent asked the receiver before a resolve.
-	Lookup *wb.Lookup `json:"lookup,omitempty"`
-}
-
-// Rows are a file's rows per table, each rendered as "col|col|...", in the
-// table's order.
-type Rows map[string][]string
 
 type plan struct{ s Settings }
 
 func (p *plan) Settings() any { return p.s }
 
-// Processes counts from the model with no loss: two per redelivery trial;
-// run, resume, one resolve per crash point, and the last run for batch;
-// delivery, probe and re-claim for the claim.
+// Processes counts the most processes each trial may start: two per
+// redelivery trial; delivery, probe and re-claim for the claim; run,
+// resume and last run for the batch, and a resolve where a send may be
+// left in flight: at every crash point, each of which follows a notify's
+// IN_FLIGHT, and after the ACK where a cut may take back a SUCCEEDED. A cut
+// that takes back an IN_FLIGHT leaves nothing to resolve, so a lossy
+// setting may start fewer; the progress total shrinks to them at the end.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
@@ -94,6 +40,9 @@ func (p *plan) Processes() int {
 		switch c.Pattern {
 		case PatternBatch:
 			n += 3*(pts+1) + pts
+			if tr, err := TraceOf(c.Pattern, p.s.Items, PointACK); err == nil && len(Losses(c.Setting(), true, tr.Commits)) > 1 {
+				n++
+			}
 		case PatternClaim:
 			n += 3 * (pts + 1)
 		default:
@@ -134,21 +83,6 @@ func FirstEnv(c Condition, point string) map[string]string {
 		e[protocol.EnvCrashAt] = point
 	}
 	return e
-}
-
-// RedeliveryArgs are a delivery's worker arguments.
-func RedeliveryArgs(s Settings, c Condition, db string) wr.Args {
-	p := wr.SeparateCommit
-	if c.Pattern == PatternSingle {
-		p = wr.SingleTransaction
-	}
-	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: s.EventID, JobKey: s.JobKey}}
-}
-
-// BatchArgs is a batch run's command line after the worker name: the
-// journal, no latency, no verification, as the batch scenario's resume.
-func BatchArgs(s Settings, db, receiver string) []string {
-	return wb.RunArgs{Mode: wb.ModeJournal, Job: s.JobID, Items: s.Items, Receiver: receiver, DB: db}.Argv()
 }
 
 // DBOptions is how the parent opens a trial's file: the condition's
@@ -244,35 +178,9 @@ func (t *trial) prepare() error {
 	return faultvfs.Baseline(t.dir)
 }
 
-// DBName is a pattern's file name inside a trial's folder.
-func DBName(pattern string) string {
-	switch pattern {
-	case PatternBatch:
-		return DBBatch
-	case PatternClaim:
-		return DBClaims
-	}
-	return DBRedelivery
-}
-
-// StepArgs is the worker and command line of a trial's process in role;
-// the run and the fold both build them so. A resolve's are built from its
-// lookup instead.
-func StepArgs(s Settings, c Condition, role, db, receiver string) (string, []string) {
-	switch c.Pattern {
-	case PatternBatch:
-		return wb.WorkerRun, BatchArgs(s, db, receiver)
-	case PatternClaim:
-		return we.ClaimName, ClaimArgs(s, db, claimHolders[role]).Argv()
-	}
-	return wr.WorkerName, RedeliveryArgs(s, c, db).Argv()
-}
-
 func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lookup) (*harness.Proc, error) {
-	w, args := StepArgs(t.p.s, t.c, role, t.db, t.o.Receiver)
-	if role == RoleResolve {
-		w, args = wb.WorkerResolve, ResolveArgs(t.p.s, t.db, *lk).Argv()
-	}
+	step := Step{Role: role, Lookup: lk}
+	w, args := ProcessArgs(t.p.s, t.c, t.o, step)
 	crashAt := env[protocol.EnvCrashAt]
 	delete(env, protocol.EnvCrashAt)
 	proc, err := t.env.Runner.Run(t.ctx, harness.Spec{
@@ -282,7 +190,8 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lo
 	if err != nil {
 		return nil, err
 	}
-	t.o.Steps = append(t.o.Steps, Step{Role: role, ProcessID: proc.Record.ID, Lookup: lk})
+	step.ProcessID = proc.Record.ID
+	t.o.Steps = append(t.o.Steps, step)
 	return proc, nil
 }
 
@@ -349,104 +258,6 @@ func (t *trial) rest() error {
 	}
 	_, err = t.spawn(RoleThird, Env(t.c), exits, nil)
 	return err
-}
-
-// ResolveArgs is the command line of the resolve that lookup lk calls
-// for; the run and the fold both build it so.
-func ResolveArgs(s Settings, db string, lk wb.Lookup) wb.ResolveArgs {
-	k := wb.Key{Job: s.JobID}
-	k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, s.JobID+":"), ":")
-	return lk.Resolve(db, k)
-}
-
-// journalRows renders the batch worker's journal, read by its own reader,
-// as Rows hold it: "job|item|step|status|receipt" in key order.
-func journalRows(ctx context.Context, st store.Store) ([]string, error) {
-	rows, err := wb.ReadJournal(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	out := []string{}
-	for _, r := range rows {
-		out = append(out, strings.Join([]string{r.Job, r.Item, r.Step, r.Status, r.Receipt}, "|"))
-	}
-	return out, nil
-}
-
-// journal reads the trial's journal with the worker's reader, opening the
-// file as the next process would.
-func (t *trial) journal() ([]wb.JournalRow, error) {
-	st, err := store.OpenSQLite(t.ctx, DBOptions(t.c, t.db))
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	return wb.ReadJournal(t.ctx, st)
-}
-
-// Table names in Rows.
-const (
-	TableJobs      = wr.TableJobs
-	TableProcessed = wr.TableProcessed
-	TableJournal   = "step_journal"
-)
-
-// Tables lists the tables a pattern's rows hold.
-func Tables(pattern string) []string {
-	switch pattern {
-	case PatternBatch:
-		return []string{TableJournal}
-	case PatternClaim:
-		return []string{TableClaims}
-	}
-	return []string{TableJobs, TableProcessed}
-}
-
-// read opens the trial's file inside dir as the next process would, which
-// rolls back a hot journal or replays a WAL, and reads every row: the
-// redelivery and claim tables through the readers of the workers that
-// write them.
-func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
-	db, _, err := sqlitedb.Open(t.ctx, DBOptions(t.c, filepath.Join(dir, filepath.Base(t.db))))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer db.Close()
-	var check []string
-	if integrity {
-		rs, err := db.QueryContext(t.ctx, "PRAGMA integrity_check")
-		if err != nil {
-			return nil, nil, fmt.Errorf("integrity_check: %w", err)
-		}
-		for rs.Next() {
-			var s string
-			if err := rs.Scan(&s); err != nil {
-				rs.Close()
-				return nil, nil, fmt.Errorf("integrity_check: %w", err)
-			}
-			check = append(check, s)
-		}
-		rs.Close()
-	}
-	switch t.c.Pattern {
-	case PatternClaim:
-		c, err := wc.ReadClaims(t.ctx, store.SQLiteDB(db))
-		if err != nil {
-			return nil, nil, err
-		}
-		return Rows(c.Lines()), check, db.Close()
-	case PatternSeparate, PatternSingle:
-		s, err := wr.ReadState(t.ctx, store.SQLiteDB(db))
-		if err != nil {
-			return nil, nil, err
-		}
-		return Rows(s.Lines()), check, db.Close()
-	}
-	rows := Rows{}
-	if rows[TableJournal], err = journalRows(t.ctx, store.SQLiteDB(db)); err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", TableJournal, err)
-	}
-	return rows, check, db.Close()
 }
 
 // copyFolder copies the folder's regular files but the WAL index, which

@@ -54,8 +54,13 @@ func batchPattern(mode string) Pattern {
 		Worker:     wb.WorkerRun,
 		TrialShare: 12,
 		Sends:      true,
-		Args:       func(st Settings, f Files) []string { return batchArgs(st, mode, f) },
-		Looked:     lookedUp,
+		// Before and after each item's send.
+		PointCount: func(st Settings) int { return 2 * st.Items },
+		// The run and a rerun; with the journal, a resume, at most one
+		// resolve (one send is in flight at a time) and a last run.
+		TrialProcesses: 2,
+		Args:           func(st Settings, f Files) []string { return batchArgs(st, mode, f) },
+		Looked:         lookedUp,
 		Read: func(ctx context.Context, db string) (State, error) {
 			s := State{}
 			if mode != wb.ModeJournal {
@@ -119,6 +124,7 @@ func batchPattern(mode string) Pattern {
 		},
 	}
 	if mode == wb.ModeJournal {
+		p.TrialProcesses = 4
 		p.Recovery = func(st Settings, f Files, done []string, s State) (Action, bool) {
 			switch {
 			case len(done) == 0:

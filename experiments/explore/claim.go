@@ -45,10 +45,12 @@ func claimArgs(st Settings, f Files, holder string, offset int64) []string {
 // then re-claims after it and finishes the work if nobody did.
 func claimPattern() Pattern {
 	return Pattern{
-		Name:       "claim-ttl",
-		Worker:     we.ClaimName,
-		TrialShare: 12,
-		Args:       func(st Settings, f Files) []string { return claimArgs(st, f, HolderDelivery, 0) },
+		Name:           "claim-ttl",
+		Worker:         we.ClaimName,
+		TrialShare:     12,
+		PointCount:     func(Settings) int { return len([]string{we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp}) },
+		TrialProcesses: 3, // the delivery, the probe, the re-claim
+		Args:           func(st Settings, f Files) []string { return claimArgs(st, f, HolderDelivery, 0) },
 		Recovery: func(st Settings, f Files, done []string, _ State) (Action, bool) {
 			switch len(done) {
 			case 0:

@@ -73,7 +73,8 @@ type Settings struct {
 	MaxAttempts int    `json:"max_attempts"`
 	Items       int    `json:"items"`
 	// OnlyTrial, when 0 or more, runs that one index of every random
-	// condition, to replay a violation alone; -1 runs them all.
+	// condition that has it, and no sweep or takeover, to replay a
+	// violation alone; -1 runs them all.
 	OnlyTrial  int              `json:"only_trial"`
 	Patterns   []PatternSetting `json:"patterns"`
 	Conditions []Condition      `json:"conditions"`
@@ -128,11 +129,13 @@ type Condition struct {
 // Timing reports whether a condition's outcomes depend on OS scheduling.
 func (c Condition) Timing() bool { return strings.HasPrefix(c.Kind, "timing-") }
 
-// Scenario is the explore scenario. Allowed, when set, replaces the
-// oracle's allowed outcomes; tests use it to show a wrong set fails.
-type Scenario struct {
-	Allowed func(c Condition, allowed []string) []string
-}
+// Scenario is the explore scenario, written against its own settings
+// (scenario.Define adapts it). A test replaces the oracle by embedding it
+// in a type with its own Expect.
+type Scenario struct{}
+
+// New is the scenario as the registry holds it.
+func New() scenario.Scenario { return scenario.Define[Settings, Extra](Scenario{}) }
 
 func (Scenario) Name() string { return Name }
 
@@ -150,7 +153,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: "trials", Usage: "random trials per pattern, half crash at a seeded hit, half killed after a seeded delay"},
 		{Name: "seed", Usage: "seed of every k and delay; the same seed replays the same schedule"},
 		{Name: "rounds", Usage: "races per pattern, racer count and kill mode"},
-		{Name: "only-trial", Usage: "run only this trial index of each random condition, to replay one violation"},
+		{Name: "only-trial", Usage: "run only this trial of each random condition that has it, no sweep or takeover, to replay one violation"},
 	}
 }
 
@@ -186,7 +189,29 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkOnlyTrial(in, only); err != nil {
+		return nil, err
+	}
 	return &plan{s: NewSettings(in, only)}, nil
+}
+
+// checkOnlyTrial refuses an --only-trial index that is not a trial of the
+// plan's random conditions, which would run nothing.
+func checkOnlyTrial(in Input, only int) error {
+	if only < 0 {
+		return nil
+	}
+	most := 0
+	for _, c := range NewSettings(in, -1).Conditions {
+		most = max(most, len(c.Trials))
+	}
+	if most == 0 {
+		return fmt.Errorf("--only-trial %d: --trials %d and --rounds %d give no random trial to run", only, in.Trials, in.Rounds)
+	}
+	if only >= most {
+		return fmt.Errorf("--only-trial %d: --trials %d and --rounds %d give random trials 0 to %d", only, in.Trials, in.Rounds, most-1)
+	}
+	return nil
 }
 
 // Validate names the first bad field.
@@ -236,9 +261,14 @@ func NewSettings(in Input, only int) Settings {
 	if st.Racers == nil {
 		st.Racers = []int{}
 	}
+	// With only set, a random condition runs that one trial if it has it,
+	// and the sweep and the takeovers, which are not random trials, stay out.
 	indices := func(n int) []int {
 		if only >= 0 {
-			return []int{only}
+			if only < n {
+				return []int{only}
+			}
+			return nil
 		}
 		out := make([]int, n)
 		for i := range out {
@@ -249,10 +279,15 @@ func NewSettings(in Input, only int) Settings {
 	for _, p := range Patterns() {
 		st.Patterns = append(st.Patterns, settingOf(p))
 		add := func(kind, suffix string, trials []int, racers int, kills bool) {
+			if kind != KindDiscovery && kind != KindSweep && len(trials) == 0 {
+				return
+			}
 			st.Conditions = append(st.Conditions, Condition{Name: p.Name + "/" + suffix, Pattern: p.Name, Kind: kind, Trials: trials, Racers: racers, Kills: kills})
 		}
 		add(KindDiscovery, KindDiscovery, nil, 0, false)
-		add(KindSweep, KindSweep, nil, 0, false)
+		if only < 0 {
+			add(KindSweep, KindSweep, nil, 0, false)
+		}
 		if n := PatternTrials(st.Trials, p.TrialShare); n > 0 {
 			if h := (n + 1) / 2; h > 0 {
 				add(KindHits, KindHits, indices(h), 0, false)
@@ -267,7 +302,7 @@ func NewSettings(in Input, only int) Settings {
 				add(KindRace, fmt.Sprintf("%s-%d-kill", KindRace, k), indices(st.Rounds), k, true)
 			}
 		}
-		if p.Takeover {
+		if p.Takeover && only < 0 {
 			st.Conditions = append(st.Conditions,
 				Condition{Name: p.Name + "/" + KindTakeover + "-fenced", Pattern: p.Name, Kind: KindTakeover},
 				Condition{Name: p.Name + "/" + KindTakeover + "-unfenced", Pattern: p.Name, Kind: KindTakeover, Unfenced: true})
@@ -280,20 +315,22 @@ type plan struct{ s Settings }
 
 func (p *plan) Settings() any { return p.s }
 
-// Processes estimates the process count for progress. The sweep's size is
-// known only once discovery has run; three points per pattern are assumed.
+// Processes counts from each pattern's points and trial size: exact,
+// but for a kill on the batch journal, which runs a resolve only if the
+// kill left a send in flight, so it counts the most.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
+		pat, _ := LookupPattern(c.Pattern)
 		switch c.Kind {
 		case KindDiscovery:
 			n++
 		case KindSweep:
-			n += 2 * 6
+			n += pat.PointCount(p.s) * pat.TrialProcesses
 		case KindHits, KindKill:
-			n += 2 * len(c.Trials)
+			n += len(c.Trials) * pat.TrialProcesses
 		case KindTakeover:
-			n += 2 * (1 + 2*p.s.Items)
+			n += 2 * pat.PointCount(p.s) // the paused holder and its successor
 		case KindRace:
 			n += (c.Racers + 1) * len(c.Trials)
 		}

@@ -40,22 +40,57 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		{``, nil, "explore: section is missing"},
 	}
 	for _, tt := range tests {
-		_, err := Scenario{}.Plan(json.RawMessage(tt.section), tt.overrides)
+		_, err := New().Plan(json.RawMessage(tt.section), tt.overrides)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 		}
 	}
-	p, err := Scenario{}.Plan(json.RawMessage(section), map[string]string{"trials": "10", "seed": "99", "only-trial": "7"})
+	p, err := New().Plan(json.RawMessage(section), map[string]string{"trials": "10", "seed": "99", "only-trial": "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := p.Settings().(Settings)
-	if st.Trials != 10 || st.Seed != 99 || st.OnlyTrial != 7 || st.HitTrials != 5 || st.KillTrials != 5 {
+	if st.Trials != 10 || st.Seed != 99 || st.OnlyTrial != 3 || st.HitTrials != 5 || st.KillTrials != 5 {
 		t.Errorf("overrides not applied: %+v", st)
 	}
+	// --trials 10 gives the redelivery patterns 5 crash-after-hits and 5
+	// kill trials, and the others (12 per 100) one each: trial 3 is the
+	// redelivery patterns' only. Races have round 0 alone.
+	var names []string
 	for _, c := range st.Conditions {
-		if c.Kind != KindDiscovery && c.Kind != KindSweep && c.Kind != KindTakeover && !cmp.Equal(c.Trials, []int{7}) {
-			t.Errorf("%s runs trials %v with --only-trial 7", c.Name, c.Trials)
+		if c.Kind != KindDiscovery {
+			names = append(names, c.Name)
+			if !cmp.Equal(c.Trials, []int{3}) {
+				t.Errorf("%s runs trials %v with --only-trial 3", c.Name, c.Trials)
+			}
+		}
+	}
+	want := []string{"separate-commit/crash-after-hits", "separate-commit/timing-kill", "single-transaction/crash-after-hits", "single-transaction/timing-kill"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("conditions with --only-trial 3 (-want +got):\n%s", diff)
+	}
+}
+
+// TestOnlyTrialOutsideThePlan: an index no random condition has would run
+// nothing, so it is refused with the range there is.
+func TestOnlyTrialOutsideThePlan(t *testing.T) {
+	tests := []struct {
+		overrides map[string]string
+		want      string
+	}{
+		{map[string]string{"only-trial": "100000"}, "--only-trial 100000: --trials 4 and --rounds 1 give random trials 0 to 1"},
+		{map[string]string{"only-trial": "5", "trials": "10"}, "--only-trial 5: --trials 10 and --rounds 1 give random trials 0 to 4"},
+		{map[string]string{"only-trial": "0", "trials": "0", "rounds": "0"}, "--only-trial 0: --trials 0 and --rounds 0 give no random trial to run"},
+	}
+	for _, tt := range tests {
+		_, err := New().Plan(json.RawMessage(section), tt.overrides)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Plan(%v) = %v, want %q", tt.overrides, err, tt.want)
+		}
+	}
+	for _, ok := range []string{"0", "1"} {
+		if _, err := New().Plan(json.RawMessage(section), map[string]string{"only-trial": ok}); err != nil {
+			t.Errorf("--only-trial %s: %v", ok, err)
 		}
 	}
 }
@@ -73,7 +108,7 @@ func run(t *testing.T) scenariotest.Outcome {
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.out == nil {
-		out := scenariotest.Run(t, Scenario{}, section, nil)
+		out := scenariotest.Run(t, New(), section, nil)
 		if len(out.Findings) > 0 {
 			t.Fatalf("a fresh run has findings: %v", out.Findings)
 		}
@@ -135,9 +170,15 @@ func TestRunRealProcesses(t *testing.T) {
 	if err != nil || len(m.Patterns) != len(Patterns()) || len(m.Points) != len(sep.Points)+len(single.Points)+len(wantPoints)+3+1 {
 		t.Errorf("matrix %+v (%v)", m, err)
 	}
-	sec, err := Scenario{}.Report(out.Result)
+	sec, err := New().Report(out.Result)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sec.Verdict != scenario.VerdictMatches || len(sec.Lead) < 2 || !strings.HasPrefix(sec.Lead[1].Text, "separate-commit breaks one-job: a crash at "+wr.PointAfterJobCommit) {
+		t.Errorf("verdict %q, lead %+v: want the model matched and separate commits leading the violations", sec.Verdict, sec.Lead)
+	}
+	if len(sec.Replays) == 0 || !cmp.Equal(sec.Replays[0].Args, ReplayArgs(Settings{}, extra.Violations[0])) {
+		t.Errorf("replays %+v, want the first violation's first", sec.Replays)
 	}
 	for _, tb := range sec.Tables {
 		for _, r := range tb.Rows {
@@ -148,12 +189,26 @@ func TestRunRealProcesses(t *testing.T) {
 	}
 }
 
+// wrongAllowed is explore with an oracle that allows only an outcome that
+// never happens wherever the oracle names an allowed set.
+type wrongAllowed struct{ Scenario }
+
+func (w wrongAllowed) Expect(st Settings) ([]scenario.Expected, error) {
+	exp, err := w.Scenario.Expect(st)
+	for i := range exp {
+		if e := exp[i].Value.(Expected); e.Allowed != nil {
+			e.Allowed = []string{"duplicate-9"}
+			exp[i].Value = e
+		}
+	}
+	return exp, err
+}
+
 // TestWrongAllowedSetFails: an allowed set that leaves out what happens
 // fails the conditions, through the same Evaluate.
 func TestWrongAllowedSetFails(t *testing.T) {
 	out := run(t)
-	wrong := Scenario{Allowed: func(c Condition, allowed []string) []string { return []string{"duplicate-9"} }}
-	res := scenario.Evaluate(wrong, nil, out.Settings, out.Records)
+	res := scenario.Evaluate(scenario.Define[Settings, Extra](wrongAllowed{}), nil, out.Settings, out.Records)
 	findings := res.AllFindings()
 	if len(findings) > 0 {
 		t.Fatalf("findings: %v", findings)
@@ -259,7 +314,7 @@ func TestFoldCatchesTampering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			edited := scenariotest.Edit(t, rec, tt.obs, tt.index, tt.edit)
-			findings := scenario.Evaluate(Scenario{}, nil, out.Settings, edited).AllFindings()
+			findings := scenario.Evaluate(New(), nil, out.Settings, edited).AllFindings()
 			if len(findings) == 0 {
 				t.Fatal("no finding")
 			}

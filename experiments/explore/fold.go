@@ -1,7 +1,6 @@
 package explore
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,7 @@ import (
 // DiscoveryObserved is what a pattern's discovery delivery passed.
 type DiscoveryObserved struct {
 	Points     []string `json:"points"`
-	DurationMS float64  `json:"duration_ms"`
+	DurationMS float64  `json:"duration_ms" idemlab:"measure"`
 }
 
 // PointOutcome is one sweep trial: the crash point, the outcome after the
@@ -54,7 +53,7 @@ type HitsObserved struct {
 // replays; everything the scheduler decided is under Timing.
 type TimingObserved struct {
 	Trials int           `json:"trials"`
-	Timing TimingFigures `json:"timing"`
+	Timing TimingFigures `json:"timing" idemlab:"measure"`
 }
 
 // TimingFigures are a kill or race condition's scheduled figures.
@@ -102,16 +101,27 @@ type Extra struct {
 	Seed       uint64              `json:"seed"`
 	Discovered map[string][]string `json:"discovered_points"`
 	// KillWindowUS is each pattern's kill delay range, from discovery.
-	KillWindowUS map[string]int64 `json:"kill_window_us"`
+	KillWindowUS map[string]int64 `json:"kill_window_us" idemlab:"measure"`
 	// Violations are the replayable ones (sweep, crash-after-hits);
 	// TimingViolations come from kills and races.
 	Violations       []ViolationRecord `json:"violations"`
-	TimingViolations []ViolationRecord `json:"timing_violations"`
+	TimingViolations []ViolationRecord `json:"timing_violations" idemlab:"measure"`
 }
 
+// entry is one line of observations.jsonl, decoded: the one value the
+// fold's checks of a step take.
 type entry struct {
 	l results.Line
 	o Observation
+}
+
+// condFold is one condition as the fold sees it: its pattern, the points
+// the pattern's discovery passed, and its recorded steps by trial.
+type condFold struct {
+	pat    Pattern
+	c      Condition
+	points []string
+	trials map[int][]entry
 }
 
 // folder carries one fold's state.
@@ -128,18 +138,55 @@ type folder struct {
 // checked against what was recorded, each process's argv, environment,
 // exit and report, the rows against the settings and the workers' claims,
 // and the invariants over each trial's history.
-func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{rec: rec, dbs: map[string]string{}}
+func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
+	f := &folder{st: st, rec: rec, dbs: map[string]string{}, extra: Extra{
+		Seed: st.Seed, Discovered: map[string][]string{}, KillWindowUS: map[string]int64{},
+		Violations: []ViolationRecord{}, TimingViolations: []ViolationRecord{},
+	}}
 	folded := scenario.Folded{Observed: map[string]any{}}
-	if err := scenario.DecodeStrict(raw, &f.st); err != nil {
-		f.c.Add(results.ResultsFile, "scenarios[explore].settings", "not explore settings: %v", err)
-		return folded, f.c.Findings
+	trials := f.group()
+	pats := f.patterns()
+	points := map[string][]string{}
+	for _, c := range st.Conditions {
+		pat, ok := pats[c.Pattern]
+		if !ok {
+			f.c.Add(results.ResultsFile, "scenarios[explore].settings.conditions", "condition %s names pattern %q, not in the settings' patterns", c.Name, c.Pattern)
+			continue
+		}
+		cf := condFold{pat: pat, c: c, points: points[c.Pattern], trials: trials[c.Name]}
+		f.checkTrials(cf)
+		switch c.Kind {
+		case KindDiscovery:
+			if es := cf.trials[0]; len(es) > 0 {
+				obs := f.discovery(cf, es)
+				points[c.Pattern] = obs.Points
+				f.extra.Discovered[c.Pattern] = obs.Points
+				f.extra.KillWindowUS[c.Pattern] = KillWindowUS(obs.DurationMS)
+				folded.Observed[c.Name] = obs
+			}
+		case KindSweep:
+			folded.Observed[c.Name] = f.sweep(cf)
+		case KindHits:
+			folded.Observed[c.Name] = f.hits(cf)
+		case KindKill:
+			folded.Observed[c.Name] = f.kills(cf)
+		case KindRace:
+			folded.Observed[c.Name] = f.races(cf)
+		case KindTakeover:
+			folded.Observed[c.Name] = f.takeover(cf)
+		}
 	}
-	st := f.st
-	f.extra = Extra{Seed: st.Seed, Discovered: map[string][]string{}, KillWindowUS: map[string]int64{}, Violations: []ViolationRecord{}, TimingViolations: []ViolationRecord{}}
-	conds := st.conditionsByName()
+	f.c.Unused(rec, 1)
+	folded.Extra = f.extra
+	return folded, f.c.Findings
+}
+
+// group decodes the observations and groups them by condition and trial,
+// in the order recorded.
+func (f *folder) group() map[string]map[int][]entry {
+	conds := f.st.conditionsByName()
 	trials := map[string]map[int][]entry{}
-	for _, l := range rec.Observations {
+	for _, l := range f.rec.Observations {
 		var o Observation
 		if err := results.DecodeStrict(l.Raw, &o); err != nil {
 			f.c.Obs(l, "", "not an explore observation: %v", err)
@@ -154,8 +201,14 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 		}
 		trials[o.Condition][o.Trial] = append(trials[o.Condition][o.Trial], entry{l, o})
 	}
+	return trials
+}
+
+// patterns looks up the settings' patterns in the registry, checking that
+// the settings describe them as registered.
+func (f *folder) patterns() map[string]Pattern {
 	pats := map[string]Pattern{}
-	for i, ps := range st.Patterns {
+	for i, ps := range f.st.Patterns {
 		pat, ok := LookupPattern(ps.Name)
 		if !ok {
 			f.c.Add(results.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "pattern %q is not registered", ps.Name)
@@ -166,68 +219,43 @@ func (s Scenario) Fold(raw json.RawMessage, rec results.Records) (scenario.Folde
 		}
 		pats[ps.Name] = pat
 	}
-	points := map[string][]string{}
-	for _, c := range st.Conditions {
-		pat, ok := pats[c.Pattern]
-		if !ok {
-			f.c.Add(results.ResultsFile, "scenarios[explore].settings.conditions", "condition %s names pattern %q, not in the settings' patterns", c.Name, c.Pattern)
-			continue
+	return pats
+}
+
+// checkTrials checks that the condition's recorded trials are exactly the
+// ones the settings (and, for a sweep or takeover, the points) run.
+func (f *folder) checkTrials(cf condFold) {
+	var want []int
+	switch cf.c.Kind {
+	case KindDiscovery:
+		want = []int{0}
+	case KindSweep, KindTakeover:
+		for i := range cf.points {
+			want = append(want, i)
 		}
-		got := trials[c.Name]
-		var want []int
-		switch c.Kind {
-		case KindDiscovery:
-			want = []int{0}
-		case KindSweep, KindTakeover:
-			for i := range points[c.Pattern] {
-				want = append(want, i)
-			}
-		default:
-			want = c.Trials
-		}
-		for _, i := range sortedInts(got) {
-			if !slices.Contains(want, i) {
-				f.c.Obs(got[i][0].l, "trial", "%d is not a trial of condition %s", i, c.Name)
-			}
-		}
-		var missing []int
-		for _, i := range want {
-			if _, ok := got[i]; !ok {
-				missing = append(missing, i)
-			}
-		}
-		if len(missing) > 0 {
-			f.c.Add(results.ObservationsFile, "condition "+c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
-		}
-		switch c.Kind {
-		case KindDiscovery:
-			if es := got[0]; len(es) > 0 {
-				obs := f.discovery(pat, c, es)
-				points[c.Pattern] = obs.Points
-				f.extra.Discovered[c.Pattern] = obs.Points
-				f.extra.KillWindowUS[c.Pattern] = KillWindowUS(obs.DurationMS)
-				folded.Observed[c.Name] = obs
-			}
-		case KindSweep:
-			folded.Observed[c.Name] = f.sweep(pat, c, points[c.Pattern], got)
-		case KindHits:
-			folded.Observed[c.Name] = f.hits(pat, c, points[c.Pattern], got)
-		case KindKill:
-			folded.Observed[c.Name] = f.kills(pat, c, points[c.Pattern], got)
-		case KindRace:
-			folded.Observed[c.Name] = f.races(pat, c, got)
-		case KindTakeover:
-			folded.Observed[c.Name] = f.takeover(pat, c, points[c.Pattern], got)
+	default:
+		want = cf.c.Trials
+	}
+	for _, i := range sortedInts(cf.trials) {
+		if !slices.Contains(want, i) {
+			f.c.Obs(cf.trials[i][0].l, "trial", "%d is not a trial of condition %s", i, cf.c.Name)
 		}
 	}
-	f.c.Unused(rec, 1)
-	folded.Extra = f.extra
-	return folded, f.c.Findings
+	var missing []int
+	for _, i := range want {
+		if _, ok := cf.trials[i]; !ok {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		f.c.Add(results.ObservationsFile, "condition "+cf.c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
+	}
 }
 
 // procWant is what the run chose for one process.
 type procWant struct {
 	label   string
+	role    string
 	worker  string
 	args    []string
 	env     map[string]string
@@ -237,20 +265,29 @@ type procWant struct {
 	racer   bool
 }
 
-// proc checks one process against what its observation implies and
-// returns its step and, when it reported, its report.
-func (f *folder) proc(l results.Line, id int, w procWant, role string, rows State) (Step, *protocol.Report, bool) {
-	step := Step{Role: role, Rows: rows}
-	p, ok := f.c.Use(f.rec, l, id)
+// ran is one process as the fold checked it: its history step and, when
+// it reported, its report.
+type ran struct {
+	id   int
+	step Step
+	rep  *protocol.Report
+	ok   bool
+}
+
+// proc checks one process of entry e against what the observation implies
+// and returns it as a history step, with its report when it made one.
+func (f *folder) proc(e entry, id int, w procWant) ran {
+	r := ran{id: id, step: Step{Role: w.role, Rows: e.o.Rows}}
+	p, ok := f.c.Use(f.rec, e.l, id)
 	if !ok {
-		return step, nil, false
+		return r
 	}
 	if p.Label != w.label {
 		f.c.Proc(p, "label", "is %q, the observation's trial and step give %q", p.Label, w.label)
 	}
 	f.c.Argv(p, w.worker, w.args)
 	f.c.Env(p, w.env)
-	step.ExitCode, step.Signal = p.ExitCode, p.Signal
+	r.step.ExitCode, r.step.Signal = p.ExitCode, p.Signal
 	if p.KilledBy != "" && (p.KilledBy != "harness" || !w.kill) {
 		f.c.Proc(p, "killed_by", "is %q, but the run scheduled no kill of this process", p.KilledBy)
 	}
@@ -258,17 +295,27 @@ func (f *folder) proc(l results.Line, id int, w procWant, role string, rows Stat
 		if !w.kill || p.KilledBy != "harness" || p.Signal != "killed" {
 			f.c.Proc(p, "signal", "%q (killed_by %q): only the harness's scheduled SIGKILL may end a worker by a signal", p.Signal, p.KilledBy)
 		}
-		return step, nil, true
+		r.ok = true
+		return r
 	}
 	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
 		f.c.Proc(p, "stdout", "%v", err)
-		return step, nil, false
+		return r
 	}
 	if rep.Worker != p.Worker {
 		f.c.Proc(p, "stdout", "the report names worker %q, the record says %q", rep.Worker, p.Worker)
 	}
-	step.CrashedAt = rep.CrashedAt
+	r.step.CrashedAt = rep.CrashedAt
+	f.exit(p, rep, w)
+	r.rep, r.ok = &rep, true
+	return r
+}
+
+// exit checks a reporting process's exit code against its report and what
+// the run set: 0 without a crash, 17 at the set point or hit, 3 only for
+// a racer that says what went wrong.
+func (f *folder) exit(p results.Process, rep protocol.Report, w procWant) {
 	switch p.ExitCode {
 	case protocol.ExitACK:
 		if rep.CrashedAt != "" || rep.Error != "" {
@@ -294,19 +341,24 @@ func (f *folder) proc(l results.Line, id int, w procWant, role string, rows Stat
 	default:
 		f.c.Proc(p, "exit_code", "%d is not an outcome of a delivery", p.ExitCode)
 	}
-	return step, &rep, true
 }
 
 // account checks an acknowledging worker's report against the rows
-// before and after it, through the pattern.
-func (f *folder) account(pat Pattern, id int, role string, rep *protocol.Report, step Step, before, after State) {
-	if rep == nil || step.ExitCode != protocol.ExitACK || step.Signal != "" || pat.Account == nil {
+// before it and after it (its step's rows), through the pattern.
+func (f *folder) account(pat Pattern, r ran, before State) {
+	if r.rep == nil || r.step.ExitCode != protocol.ExitACK || r.step.Signal != "" || pat.Account == nil {
 		return
 	}
-	p, _ := f.rec.Process(id)
-	for _, msg := range pat.Account(f.st, role, rep.Result, before, after) {
+	p, _ := f.rec.Process(r.id)
+	for _, msg := range pat.Account(f.st, r.step.Role, r.rep.Result, before, r.step.Rows) {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
+}
+
+// process is the record of a checked process, for a finding about it.
+func (f *folder) process(r ran) results.Process {
+	p, _ := f.rec.Process(r.id)
+	return p
 }
 
 // files are the trial's places as an observation records them.
@@ -342,13 +394,13 @@ func (f *folder) fresh(e entry) {
 
 func label(i int, step string) string { return fmt.Sprintf("trial %06d %s", i, step) }
 
-func (f *folder) discovery(pat Pattern, c Condition, es []entry) DiscoveryObserved {
+func (f *folder) discovery(cf condFold, es []entry) DiscoveryObserved {
 	obs := DiscoveryObserved{Points: []string{}}
 	if len(es) != 1 {
-		f.c.Obs(es[0].l, "trial", "%s has %d steps, discovery runs one", c.Name, len(es))
+		f.c.Obs(es[0].l, "trial", "%s has %d steps, discovery runs one", cf.c.Name, len(es))
 	}
 	e := es[0]
-	f.rows(pat, e, StepDelivery, 1, "")
+	f.rows(cf.pat, e, StepDelivery, 1, "")
 	f.fresh(e)
 	if e.o.Point != "" || e.o.K != 0 || e.o.KillDelaysUS != nil {
 		f.c.Obs(e.l, "", "discovery is a normal delivery, but a point, k or kill is recorded")
@@ -356,23 +408,24 @@ func (f *folder) discovery(pat Pattern, c Condition, es []entry) DiscoveryObserv
 	if len(e.o.ProcessIDs) != 1 {
 		return obs
 	}
-	step, rep, ok := f.proc(e.l, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), worker: pat.Worker, args: pat.Args(f.st, files(e.o))}, RoleDelivery, e.o.Rows)
-	if !ok || rep == nil {
+	r := f.proc(e, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), role: RoleDelivery, worker: cf.pat.Worker, args: cf.pat.Args(f.st, files(e.o))})
+	if !r.ok || r.rep == nil {
 		return obs
 	}
-	p, _ := f.rec.Process(e.o.ProcessIDs[0])
-	if step.ExitCode != protocol.ExitACK {
-		f.c.Proc(p, "exit_code", "%d, but discovery must finish normally", step.ExitCode)
+	p := f.process(r)
+	if r.step.ExitCode != protocol.ExitACK {
+		f.c.Proc(p, "exit_code", "%d, but discovery must finish normally", r.step.ExitCode)
 	}
-	f.account(pat, e.o.ProcessIDs[0], RoleDelivery, rep, step, State{}, e.o.Rows)
-	obs.Points, obs.DurationMS = rep.Points, p.DurationMS
+	f.account(cf.pat, r, State{})
+	obs.Points, obs.DurationMS = r.rep.Points, p.DurationMS
 	return obs
 }
 
 // pair checks a trial of a delivery and its recovery, the recovery's
 // processes replayed from the pattern over the recorded states, and
-// returns its history.
-func (f *folder) pair(pat Pattern, c Condition, i int, es []entry, first procWant) (History, *protocol.Report, bool) {
+// returns its history and the delivery's report.
+func (f *folder) pair(cf condFold, i int, es []entry, first procWant) (History, *protocol.Report, bool) {
+	pat := cf.pat
 	h := History{Items: f.st.Items}
 	d := es[0]
 	f.rows(pat, d, StepDelivery, 1, "")
@@ -381,10 +434,11 @@ func (f *folder) pair(pat Pattern, c Condition, i int, es []entry, first procWan
 		return h, nil, false
 	}
 	fl := files(d.o)
-	first.label, first.worker, first.args = label(i, StepDelivery), pat.Worker, pat.Args(f.st, fl)
-	s1, rep1, ok := f.proc(d.l, d.o.ProcessIDs[0], first, RoleDelivery, d.o.Rows)
-	f.account(pat, d.o.ProcessIDs[0], RoleDelivery, rep1, s1, State{}, d.o.Rows)
-	h.Steps = append(h.Steps, s1)
+	first.label, first.role, first.worker, first.args = label(i, StepDelivery), RoleDelivery, pat.Worker, pat.Args(f.st, fl)
+	r1 := f.proc(d, d.o.ProcessIDs[0], first)
+	f.account(pat, r1, State{})
+	h.Steps = append(h.Steps, r1.step)
+	ok := r1.ok
 	var done []string
 	prev := d.o.Rows
 	n := 1
@@ -394,49 +448,59 @@ func (f *folder) pair(pat Pattern, c Condition, i int, es []entry, first procWan
 			break
 		}
 		if n >= len(es) {
-			f.c.Obs(es[len(es)-1].l, "trial", "%s trial %d ends after %d steps, but the recovery goes on with %q", c.Name, i, len(es), a.Step)
-			return h, rep1, false
+			f.c.Obs(es[len(es)-1].l, "trial", "%s trial %d ends after %d steps, but the recovery goes on with %q", cf.c.Name, i, len(es), a.Step)
+			return h, r1.rep, false
 		}
 		r := es[n]
-		f.rows(pat, r, a.Step, 1, d.o.DB)
-		if r.o.Receiver != d.o.Receiver {
-			f.c.Obs(r.l, "receiver", "%q, but the trial's delivery used %q", r.o.Receiver, d.o.Receiver)
-		}
-		if r.o.Point != "" || r.o.K != 0 || r.o.KillDelaysUS != nil {
-			f.c.Obs(r.l, "", "a recovery step is a normal run, but a point, k or kill is recorded")
-		}
-		if a.LookUp != "" {
-			want := pat.Looked(prev, a.LookUp)
-			if r.o.Lookup == nil || *r.o.Lookup != want {
-				f.c.Obs(r.l, "lookup", "%s, but the receiver's log before it gives %s", results.Compact(r.o.Lookup), results.Compact(want))
-				if r.o.Lookup != nil {
-					want = *r.o.Lookup
-				}
-			}
-			a.Args = a.With(want)
-		} else if r.o.Lookup != nil {
-			f.c.Obs(r.l, "lookup", "recorded, but step %q asks the receiver nothing", a.Step)
-		}
+		f.recoveryStep(cf, d, r, &a, prev)
 		if len(r.o.ProcessIDs) != 1 {
-			return h, rep1, false
+			return h, r1.rep, false
 		}
-		s, rep, okr := f.proc(r.l, r.o.ProcessIDs[0], procWant{label: label(i, a.Step), worker: a.Worker, args: a.Args}, a.Role, r.o.Rows)
-		f.account(pat, r.o.ProcessIDs[0], a.Role, rep, s, prev, r.o.Rows)
-		ok = ok && okr
-		h.Steps = append(h.Steps, s)
+		rr := f.proc(r, r.o.ProcessIDs[0], procWant{label: label(i, a.Step), role: a.Role, worker: a.Worker, args: a.Args})
+		f.account(pat, rr, prev)
+		ok = ok && rr.ok
+		h.Steps = append(h.Steps, rr.step)
 		done = append(done, a.Step)
 		prev = r.o.Rows
 		n++
 	}
 	if n < len(es) {
-		f.c.Obs(es[n].l, "trial", "%s trial %d has %d steps, but its recovery ended after %d", c.Name, i, len(es), n)
+		f.c.Obs(es[n].l, "trial", "%s trial %d has %d steps, but its recovery ended after %d", cf.c.Name, i, len(es), n)
 	}
-	return h, rep1, ok && len(h.Steps) > 1
+	return h, r1.rep, ok && len(h.Steps) > 1
+}
+
+// recoveryStep checks a recovery step's line r against the action the
+// pattern takes after the delivery d, and fills the action's arguments
+// from the lookup the parent made, as the run did.
+func (f *folder) recoveryStep(cf condFold, d, r entry, a *Action, prev State) {
+	f.rows(cf.pat, r, a.Step, 1, d.o.DB)
+	if r.o.Receiver != d.o.Receiver {
+		f.c.Obs(r.l, "receiver", "%q, but the trial's delivery used %q", r.o.Receiver, d.o.Receiver)
+	}
+	if r.o.Point != "" || r.o.K != 0 || r.o.KillDelaysUS != nil {
+		f.c.Obs(r.l, "", "a recovery step is a normal run, but a point, k or kill is recorded")
+	}
+	if a.LookUp == "" {
+		if r.o.Lookup != nil {
+			f.c.Obs(r.l, "lookup", "recorded, but step %q asks the receiver nothing", a.Step)
+		}
+		return
+	}
+	want := cf.pat.Looked(prev, a.LookUp)
+	if r.o.Lookup == nil || *r.o.Lookup != want {
+		f.c.Obs(r.l, "lookup", "%s, but the receiver's log before it gives %s", results.Compact(r.o.Lookup), results.Compact(want))
+		if r.o.Lookup != nil {
+			want = *r.o.Lookup
+		}
+	}
+	a.Args = a.With(want)
 }
 
 // violations records each broken invariant of a trial with its replay.
-func (f *folder) violations(pat Pattern, c Condition, h History, v ViolationRecord) []Violation {
-	vs := Check(h, pat.Invariants)
+func (f *folder) violations(cf condFold, h History, v ViolationRecord) []Violation {
+	vs := Check(h, cf.pat.Invariants)
+	c := cf.c
 	v.Condition, v.Pattern, v.Kind, v.Seed = c.Name, c.Pattern, c.Kind, f.st.Seed
 	v.Replay = replay(f.st, c, v.Trial)
 	for _, x := range vs {
@@ -450,31 +514,18 @@ func (f *folder) violations(pat Pattern, c Condition, h History, v ViolationReco
 	return vs
 }
 
-// replay is the command that runs a trial again: the sweep always runs,
-// and a random trial runs alone with --only-trial. Kills and races rerun
-// with the same delays but not the same scheduling.
-func replay(st Settings, c Condition, i int) string {
-	base := fmt.Sprintf("idemlab experiment --scenario explore --seed %d", st.Seed)
-	switch c.Kind {
-	case KindSweep, KindTakeover:
-		return base + " --trials 0 --rounds 0"
-	case KindRace:
-		return base + fmt.Sprintf(" --only-trial %d --trials 0 --rounds 1", i)
-	}
-	return base + fmt.Sprintf(" --only-trial %d --trials 2 --rounds 0", i)
-}
-
-func (f *folder) sweep(pat Pattern, c Condition, points []string, got map[int][]entry) SweepObserved {
+func (f *folder) sweep(cf condFold) SweepObserved {
+	points := cf.points
 	obs := SweepObserved{Points: append([]string{}, points...), Outcomes: []PointOutcome{}, ViolatingPoints: []string{}}
 	for i, pt := range points {
-		es, ok := got[i]
+		es, ok := cf.trials[i]
 		if !ok {
 			continue
 		}
 		if es[0].o.Point != pt || es[0].o.K != 0 || es[0].o.KillDelaysUS != nil {
 			f.c.Obs(es[0].l, "point", "%q (k %d), but sweep trial %d crashes at discovered point %q", es[0].o.Point, es[0].o.K, i, pt)
 		}
-		h, rep, ok := f.pair(pat, c, i, es, procWant{env: map[string]string{protocol.EnvCrashAt: pt}, crashAt: pt})
+		h, rep, ok := f.pair(cf, i, es, procWant{env: map[string]string{protocol.EnvCrashAt: pt}, crashAt: pt})
 		if !ok {
 			continue
 		}
@@ -482,8 +533,8 @@ func (f *folder) sweep(pat Pattern, c Condition, points []string, got map[int][]
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:i+1])
 		}
-		po := PointOutcome{Point: pt, Outcome: pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows), Violations: []string{}}
-		for _, v := range f.violations(pat, c, h, ViolationRecord{Trial: i, Point: pt}) {
+		po := PointOutcome{Point: pt, Outcome: cf.pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows), Violations: []string{}}
+		for _, v := range f.violations(cf, h, ViolationRecord{Trial: i, Point: pt}) {
 			if !slices.Contains(po.Violations, v.Invariant) {
 				po.Violations = append(po.Violations, v.Invariant)
 			}
@@ -496,10 +547,11 @@ func (f *folder) sweep(pat Pattern, c Condition, points []string, got map[int][]
 	return obs
 }
 
-func (f *folder) hits(pat Pattern, c Condition, points []string, got map[int][]entry) HitsObserved {
+func (f *folder) hits(cf condFold) HitsObserved {
+	c, points := cf.c, cf.points
 	obs := HitsObserved{Histogram: map[string]int{}, PerTrial: []HitTrial{}}
 	for _, i := range c.Trials {
-		es, ok := got[i]
+		es, ok := cf.trials[i]
 		if !ok {
 			continue
 		}
@@ -507,7 +559,7 @@ func (f *folder) hits(pat Pattern, c Condition, points []string, got map[int][]e
 		if es[0].o.K != k || es[0].o.Point != "" || es[0].o.KillDelaysUS != nil {
 			f.c.Obs(es[0].l, "k", "%d, but seed %d gives trial %d of %s k=%d over %d points", es[0].o.K, f.st.Seed, i, c.Name, k, len(points))
 		}
-		h, rep, ok := f.pair(pat, c, i, es, procWant{env: map[string]string{protocol.EnvCrashAfterHits: strconv.Itoa(k)}, k: k})
+		h, rep, ok := f.pair(cf, i, es, procWant{env: map[string]string{protocol.EnvCrashAfterHits: strconv.Itoa(k)}, k: k})
 		if !ok {
 			continue
 		}
@@ -515,10 +567,10 @@ func (f *folder) hits(pat Pattern, c Condition, points []string, got map[int][]e
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:k])
 		}
-		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows)}
+		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: cf.pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Histogram[t.Outcome]++
-		if len(f.violations(pat, c, h, ViolationRecord{Trial: i, K: k, Point: t.CrashedAt})) > 0 {
+		if len(f.violations(cf, h, ViolationRecord{Trial: i, K: k, Point: t.CrashedAt})) > 0 {
 			obs.ViolatingTrials++
 		}
 		obs.PerTrial = append(obs.PerTrial, t)
@@ -526,11 +578,12 @@ func (f *folder) hits(pat Pattern, c Condition, points []string, got map[int][]e
 	return obs
 }
 
-func (f *folder) kills(pat Pattern, c Condition, points []string, got map[int][]entry) TimingObserved {
+func (f *folder) kills(cf condFold) TimingObserved {
+	c, points := cf.c, cf.points
 	obs := TimingObserved{Timing: TimingFigures{Histogram: map[string]int{}, PerTrial: []TimingTrial{}}}
 	window := f.extra.KillWindowUS[c.Pattern]
 	for _, i := range c.Trials {
-		es, ok := got[i]
+		es, ok := cf.trials[i]
 		if !ok {
 			continue
 		}
@@ -538,7 +591,7 @@ func (f *folder) kills(pat Pattern, c Condition, points []string, got map[int][]
 		if !slices.Equal(es[0].o.KillDelaysUS, []int64{d}) || es[0].o.Point != "" || es[0].o.K != 0 {
 			f.c.Obs(es[0].l, "kill_delays_us", "%v, but seed %d gives trial %d of %s a delay of %d µs over the measured %d µs", es[0].o.KillDelaysUS, f.st.Seed, i, c.Name, d, window)
 		}
-		h, rep, ok := f.pair(pat, c, i, es, procWant{kill: true})
+		h, rep, ok := f.pair(cf, i, es, procWant{kill: true})
 		if !ok {
 			continue
 		}
@@ -549,113 +602,12 @@ func (f *folder) kills(pat Pattern, c Condition, points []string, got map[int][]
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "finished having passed %v, but discovery passed %v", rep.Points, points)
 		}
-		t := TimingTrial{Trial: i, KillDelaysUS: []int64{d}, Landed: landed, Outcome: pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows)}
+		t := TimingTrial{Trial: i, KillDelaysUS: []int64{d}, Landed: landed, Outcome: cf.pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Timing.Kills++
 		obs.Timing.Landed += landed
 		obs.Timing.Histogram[t.Outcome]++
-		if len(f.violations(pat, c, h, ViolationRecord{Trial: i, KillDelaysUS: t.KillDelaysUS})) > 0 {
-			obs.Timing.ViolatingTrials++
-		}
-		obs.Timing.PerTrial = append(obs.Timing.PerTrial, t)
-	}
-	return obs
-}
-
-func (f *folder) races(pat Pattern, c Condition, got map[int][]entry) TimingObserved {
-	obs := TimingObserved{Timing: TimingFigures{Histogram: map[string]int{}, RacerEnds: map[string]int{}, PerTrial: []TimingTrial{}}}
-	window := f.extra.KillWindowUS[c.Pattern]
-	for _, i := range c.Trials {
-		es, ok := got[i]
-		if !ok {
-			continue
-		}
-		if len(es) != 2 {
-			f.c.Obs(es[0].l, "trial", "%s round %d has %d steps, want the racers and a recovery", c.Name, i, len(es))
-			continue
-		}
-		rc, rv := es[0], es[1]
-		f.rows(pat, rc, StepRacers, c.Racers, "")
-		f.rows(pat, rv, StepRecovery, 1, rc.o.DB)
-		f.fresh(rc)
-		kills := make([]int64, c.Racers)
-		if c.Kills {
-			kills = RaceKillsUS(f.st.Seed, c.Name, i, c.Racers, window)
-			if !slices.Equal(rc.o.KillDelaysUS, kills) {
-				f.c.Obs(rc.l, "kill_delays_us", "%v, but seed %d gives round %d of %s %v", rc.o.KillDelaysUS, f.st.Seed, i, c.Name, kills)
-			}
-		} else if rc.o.KillDelaysUS != nil {
-			f.c.Obs(rc.l, "kill_delays_us", "%v, but %s kills no racer", rc.o.KillDelaysUS, c.Name)
-		}
-		if rc.o.Point != "" || rc.o.K != 0 || rv.o.Point != "" || rv.o.K != 0 || rv.o.KillDelaysUS != nil {
-			f.c.Obs(rc.l, "", "a race round crashes at no point and kills only racers")
-		}
-		if len(rc.o.ProcessIDs) != c.Racers || len(rv.o.ProcessIDs) != 1 {
-			continue
-		}
-		h := History{Items: f.st.Items}
-		t := TimingTrial{Trial: i}
-		if c.Kills {
-			t.KillDelaysUS = kills
-		}
-		added, killed := 0, false
-		for r, id := range rc.o.ProcessIDs {
-			w := procWant{label: fmt.Sprintf("trial %06d racer %02d", i, r), worker: pat.Racer, args: RacerArgs(f.st, pat, rc.o.DB), kill: kills[r] > 0, racer: true}
-			s, rep, ok := f.proc(rc.l, id, w, RoleRacer, rc.o.Rows)
-			h.Steps = append(h.Steps, s)
-			if kills[r] > 0 {
-				obs.Timing.Kills++
-			}
-			if !ok {
-				continue
-			}
-			if s.Signal != "" {
-				t.Landed++
-				killed = true
-				obs.Timing.RacerEnds["killed"]++
-				continue
-			}
-			p, _ := f.rec.Process(id)
-			cl, err := pat.Claim(rep.Result, true)
-			if err != nil {
-				f.c.Proc(p, "stdout", "the racer's result: %v", err)
-				continue
-			}
-			if cl.Settings != f.st.SQLite {
-				f.c.Proc(p, "stdout", "the racer read back %s, the settings require %s", results.Compact(cl.Settings), results.Compact(f.st.SQLite))
-			}
-			if (cl.Error != "") != (s.ExitCode == protocol.ExitWorkerError) || (cl.Error == "") != (cl.ErrorClass == "") {
-				f.c.Proc(p, "exit_code", "%d, but the racer reports error %q of class %q", s.ExitCode, cl.Error, cl.ErrorClass)
-			}
-			if cl.Attempts < 1 || cl.Attempts > f.st.MaxAttempts || cl.BusyErrors > cl.Attempts {
-				f.c.Proc(p, "stdout", "%d attempts and %d busy errors, but a racer makes 1 to %d attempts", cl.Attempts, cl.BusyErrors, f.st.MaxAttempts)
-			}
-			end := "ack"
-			if cl.ErrorClass != "" {
-				end = cl.ErrorClass
-			}
-			obs.Timing.RacerEnds[end]++
-			obs.Timing.BusyErrors += cl.BusyErrors
-			obs.Timing.Retries += cl.Attempts - 1
-			if cl.WorkAdded {
-				added++
-			}
-		}
-		// A killed racer may have committed a job it never reported.
-		if jobs := len(rc.o.Rows[TableJobs]); added > jobs || (!killed && added != jobs) {
-			f.c.Obs(rc.l, "rows", "%d jobs, but the racers report adding %d", jobs, added)
-		}
-		s, rep, ok := f.proc(rv.l, rv.o.ProcessIDs[0], procWant{label: label(i, StepRecovery), worker: pat.Worker, args: pat.Args(f.st, files(rv.o))}, RoleRecovery, rv.o.Rows)
-		if !ok {
-			continue
-		}
-		f.account(pat, rv.o.ProcessIDs[0], RoleRecovery, rep, s, rc.o.Rows, rv.o.Rows)
-		h.Steps = append(h.Steps, s)
-		t.Outcome = pat.Classify(f.st, rv.o.Rows)
-		obs.Trials++
-		obs.Timing.Landed += t.Landed
-		obs.Timing.Histogram[t.Outcome]++
-		if len(f.violations(pat, c, h, ViolationRecord{Trial: i, KillDelaysUS: t.KillDelaysUS, Racers: c.Racers})) > 0 {
+		if len(f.violations(cf, h, ViolationRecord{Trial: i, KillDelaysUS: t.KillDelaysUS})) > 0 {
 			obs.Timing.ViolatingTrials++
 		}
 		obs.Timing.PerTrial = append(obs.Timing.PerTrial, t)

@@ -61,7 +61,10 @@ func leasePattern() Pattern {
 		Sends:      true,
 		Fenced:     true,
 		Takeover:   true,
-		Args:       func(st Settings, f Files) []string { return leaseArgs(st, f, HolderA, 0, true, "") },
+		// The lease, then before and after each item's send.
+		PointCount:     func(st Settings) int { return 1 + 2*st.Items },
+		TrialProcesses: 2,
+		Args:           func(st Settings, f Files) []string { return leaseArgs(st, f, HolderA, 0, true, "") },
 		Recovery: func(st Settings, f Files, done []string, _ State) (Action, bool) {
 			if len(done) > 0 {
 				return Action{}, false

@@ -83,6 +83,12 @@ type Pattern struct {
 	Fenced bool
 	// Takeover adds the paused-holder conditions (lease patterns only).
 	Takeover bool
+	// PointCount is how many crash points a normal delivery passes, as
+	// the worker's code places them; the run discovers the points
+	// themselves. TrialProcesses is the most processes one trial starts,
+	// its delivery and whole recovery. Processes counts on both.
+	PointCount     func(st Settings) int
+	TrialProcesses int
 	// Args are the worker's arguments for one delivery.
 	Args func(st Settings, f Files) []string
 	// Recovery gives the next recovery process after the steps done so
@@ -186,11 +192,13 @@ func Duplicate(n int) string { return "duplicate-" + strconv.Itoa(n) }
 
 func redeliveryPattern(p wr.Pattern) Pattern {
 	pat := Pattern{
-		Name:       string(p),
-		Worker:     wr.WorkerName,
-		Racer:      we.RacerName,
-		TrialShare: 100,
-		Args:       func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
+		Name:           string(p),
+		Worker:         wr.WorkerName,
+		Racer:          we.RacerName,
+		TrialShare:     100,
+		PointCount:     func(Settings) int { return len(wr.PointsOf(p)) },
+		TrialProcesses: 2,
+		Args:           func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
 		RacerArgs: func(st Settings, db string) []string {
 			return we.RaceArgs{Delivery: deliveryArgs(st, p, db), ReadyFD: harness.BarrierReadyFD, MaxAttempts: st.MaxAttempts}.Argv()
 		},
@@ -205,32 +213,9 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 			}
 			return h.Close()
 		},
-		Read: readRedelivery,
-		CheckRows: func(st Settings, s State) []string {
-			var bad []string
-			for _, t := range []string{TableJobs, TableProcessed} {
-				if _, ok := s[t]; !ok {
-					bad = append(bad, fmt.Sprintf("table %s is missing; both are listed, empty or not", t))
-				}
-			}
-			for i, r := range s[TableJobs] {
-				if r != jobRow(st.EventID, st.JobKey) {
-					bad = append(bad, fmt.Sprintf("%s[%d] is %q, but the only event delivered is %q", TableJobs, i, r, jobRow(st.EventID, st.JobKey)))
-				}
-			}
-			for i, r := range s[TableProcessed] {
-				if r != st.EventID {
-					bad = append(bad, fmt.Sprintf("%s[%d] is %q, but the only event delivered is %q", TableProcessed, i, r, st.EventID))
-				}
-			}
-			for t := range s {
-				if t != TableJobs && t != TableProcessed {
-					bad = append(bad, fmt.Sprintf("table %s is not a table of the pattern", t))
-				}
-			}
-			return bad
-		},
-		Classify: func(_ Settings, s State) string { return classifyRedelivery(s) },
+		Read:      readRedelivery,
+		CheckRows: checkRedeliveryRows,
+		Classify:  func(_ Settings, s State) string { return classifyRedelivery(s) },
 		Invariants: []Invariant{
 			{"one-job", oneRow(TableJobs, "job")},
 			{"one-processed-record", oneRow(TableProcessed, "processed record")},
@@ -280,18 +265,7 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 			}
 			return Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings}, nil
 		},
-		RaceAllowed: func(k int) []string {
-			if p == wr.SingleTransaction {
-				return []string{OutcomeClean}
-			}
-			// Every racer may pass the check before any commits its
-			// processed record, so 1 to k jobs.
-			out := []string{OutcomeClean}
-			for n := 2; n <= k; n++ {
-				out = append(out, Duplicate(n))
-			}
-			return out
-		},
+		RaceAllowed: func(k int) []string { return raceAllowed(p, k) },
 	}
 	if p == wr.SeparateCommit {
 		pat.Window = Window{From: wr.PointAfterJobCommit, To: wr.PointAfterProcessedCommit}
@@ -303,6 +277,47 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 // the settings' event with pattern p.
 func deliveryArgs(st Settings, p wr.Pattern, db string) wr.Args {
 	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: st.EventID, JobKey: st.JobKey}}
+}
+
+// checkRedeliveryRows says which rows of the two tables cannot have come
+// from delivering the settings' one event.
+func checkRedeliveryRows(st Settings, s State) []string {
+	var bad []string
+	for _, t := range []string{TableJobs, TableProcessed} {
+		if _, ok := s[t]; !ok {
+			bad = append(bad, fmt.Sprintf("table %s is missing; both are listed, empty or not", t))
+		}
+	}
+	for i, r := range s[TableJobs] {
+		if r != jobRow(st.EventID, st.JobKey) {
+			bad = append(bad, fmt.Sprintf("%s[%d] is %q, but the only event delivered is %q", TableJobs, i, r, jobRow(st.EventID, st.JobKey)))
+		}
+	}
+	for i, r := range s[TableProcessed] {
+		if r != st.EventID {
+			bad = append(bad, fmt.Sprintf("%s[%d] is %q, but the only event delivered is %q", TableProcessed, i, r, st.EventID))
+		}
+	}
+	for t := range s {
+		if t != TableJobs && t != TableProcessed {
+			bad = append(bad, fmt.Sprintf("table %s is not a table of the pattern", t))
+		}
+	}
+	return bad
+}
+
+// raceAllowed is the outcomes after k racers on one event and a recovery:
+// a single transaction lets one win; separate commits let every racer
+// pass the check before any commits its processed record, so 1 to k jobs.
+func raceAllowed(p wr.Pattern, k int) []string {
+	if p == wr.SingleTransaction {
+		return []string{OutcomeClean}
+	}
+	out := []string{OutcomeClean}
+	for n := 2; n <= k; n++ {
+		out = append(out, Duplicate(n))
+	}
+	return out
 }
 
 func jobRow(id, key string) string { return id + "|" + key }

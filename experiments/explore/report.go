@@ -70,21 +70,49 @@ func SweepMatrix(res results.ScenarioResult) (Matrix, error) {
 	return m, nil
 }
 
-// Report arranges the result: the sweep matrix, the random trials and the
-// races. Charts stay empty until the figure package can draw the matrix.
-func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
-	var sec scenario.Section
-	var st Settings
-	if err := scenario.DecodeStrict(res.Settings, &st); err != nil {
-		return sec, fmt.Errorf("explore settings: %w", err)
+// Report arranges the result: what it found, in sentences, then the
+// sweep matrix, the random trials, the races, the takeovers and the
+// replayable violations, with the commands that replay them.
+func (Scenario) Report(st Settings, res results.ScenarioResult, extra Extra) (scenario.Section, error) {
+	sec := scenario.Section{Verdict: scenario.ModelVerdict(res.Pass), Settings: settingsRows(st)}
+	lead, err := Lead(st, res, extra)
+	if err != nil {
+		return sec, err
 	}
-	var extra Extra
-	if len(res.Extra) > 0 {
-		if err := json.Unmarshal(res.Extra, &extra); err != nil {
-			return sec, fmt.Errorf("explore extra: %w", err)
+	sec.Lead = lead
+	m, err := SweepMatrix(res)
+	if err != nil {
+		return sec, err
+	}
+	rt, bt, err := trialTables(res)
+	if err != nil {
+		return sec, err
+	}
+	tt, err := takeoverTable(res)
+	if err != nil {
+		return sec, err
+	}
+	// A replay of one trial runs no sweep, and one of the sweep no random
+	// trial: a table without rows is left out.
+	for _, t := range []scenario.Table{MatrixTable(m), rt, bt, tt} {
+		if len(t.Rows) > 0 {
+			sec.Tables = append(sec.Tables, t)
 		}
 	}
-	sec.Settings = [][2]string{
+	if len(extra.Violations) > 0 {
+		sec.Tables = append(sec.Tables, violationsTable(extra.Violations))
+		sec.Replays = replays(st, extra.Violations, 3)
+	}
+	ch, err := sweepChart(m)
+	if err != nil {
+		return sec, err
+	}
+	sec.Charts = ch
+	return sec, nil
+}
+
+func settingsRows(st Settings) [][2]string {
+	rows := [][2]string{
 		{"event", st.EventID + " / " + st.JobKey},
 		{"seed", fmt.Sprint(st.Seed)},
 		{"random trials per pattern", fmt.Sprintf("%d (%d crash at a seeded hit, %d killed after a seeded delay)", st.Trials, st.HitTrials, st.KillTrials)},
@@ -93,14 +121,15 @@ func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)},
 	}
 	if st.OnlyTrial >= 0 {
-		sec.Settings = append(sec.Settings, [2]string{"replaying", fmt.Sprintf("trial %d only", st.OnlyTrial)})
+		rows = append(rows, [2]string{"replaying", fmt.Sprintf("trial %d only", st.OnlyTrial)})
 	}
-	m, err := SweepMatrix(res)
-	if err != nil {
-		return sec, err
-	}
-	mt := MatrixTable(m)
-	rt := scenario.Table{
+	return rows
+}
+
+// trialTables are the random trials' outcomes and how their kills and
+// racers ended.
+func trialTables(res results.ScenarioResult) (rt, bt scenario.Table, err error) {
+	rt = scenario.Table{
 		Title:  "seeded random trials and races: outcomes after the redelivery",
 		Header: []string{"condition", "trials", "outcomes", "violating", "ok"},
 		Legend: []string{
@@ -109,7 +138,7 @@ func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 			"timing-*: kills and races depend on OS scheduling and are not replayable",
 		},
 	}
-	bt := scenario.Table{
+	bt = scenario.Table{
 		Title:  "kills and racers: how the scheduled SIGKILLs landed and how racers ended",
 		Header: []string{"condition", "kills", "landed", "racer ends", "busy", "retries"},
 		Legend: []string{
@@ -119,24 +148,17 @@ func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 		},
 	}
 	for _, c := range res.Conditions {
-		var e Expected
-		if err := json.Unmarshal(c.Expected, &e); err != nil {
-			return sec, fmt.Errorf("condition %s: %w", c.Name, err)
+		rc, err := readCondition(c)
+		if err != nil {
+			return rt, bt, err
 		}
 		var trials, violating int
 		var hist map[string]int
-		switch e.Kind {
+		switch rc.kind {
 		case KindHits:
-			var o HitsObserved
-			if err := json.Unmarshal(c.Observed, &o); err != nil {
-				return sec, fmt.Errorf("condition %s: %w", c.Name, err)
-			}
-			trials, violating, hist = o.Trials, o.ViolatingTrials, o.Histogram
+			trials, violating, hist = rc.hits.Trials, rc.hits.ViolatingTrials, rc.hits.Histogram
 		case KindKill, KindRace:
-			var o TimingObserved
-			if err := json.Unmarshal(c.Observed, &o); err != nil {
-				return sec, fmt.Errorf("condition %s: %w", c.Name, err)
-			}
+			o := rc.timing
 			trials, violating, hist = o.Trials, o.Timing.ViolatingTrials, o.Timing.Histogram
 			ends := []string{}
 			for _, k := range sortedKeys(o.Timing.RacerEnds) {
@@ -152,6 +174,10 @@ func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 		}
 		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), strings.Join(outs, ", "), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
 	}
+	return rt, bt, nil
+}
+
+func takeoverTable(res results.ScenarioResult) (scenario.Table, error) {
 	tt := scenario.Table{
 		Title:  "lease takeover: holder paused at each point, successor takes over, holder runs on",
 		Header: []string{"condition", "points", "violating", "lease lost", "stale refused", "polls", "ok"},
@@ -167,37 +193,31 @@ func (Scenario) Report(res results.ScenarioResult) (scenario.Section, error) {
 		}
 		var o TakeoverObserved
 		if err := json.Unmarshal(c.Observed, &o); err != nil {
-			return sec, fmt.Errorf("condition %s: %w", c.Name, err)
+			return tt, fmt.Errorf("condition %s: %w", c.Name, err)
 		}
 		tt.Rows = append(tt.Rows, []string{c.Name, fmt.Sprint(len(o.Points)), fmt.Sprint(len(o.ViolatingPoints)), fmt.Sprint(o.LeaseLost), fmt.Sprint(o.StaleRefused), fmt.Sprint(o.Timing.SuccessorPolls), harness.Mark(c.Pass)})
 	}
-	sec.Tables = []scenario.Table{mt, rt, bt}
-	if len(tt.Rows) > 0 {
-		sec.Tables = append(sec.Tables, tt)
+	return tt, nil
+}
+
+// violationsTable lists the first ten replayable violations, one row per
+// trial and invariant.
+func violationsTable(vs []ViolationRecord) scenario.Table {
+	vt := scenario.Table{
+		Title:  "replayable violations (first 10 trials and invariants)",
+		Header: []string{"condition", "trial", "point", "k", "invariant"},
+		Legend: []string{"the commands after the tables replay them"},
 	}
-	if n := len(extra.Violations); n > 0 {
-		vt := scenario.Table{
-			Title:  "replayable violations (first 10 trials and invariants)",
-			Header: []string{"condition", "trial", "point", "k", "invariant"},
-			Legend: []string{"replay a trial alone: " + extra.Violations[0].Replay},
+	seen := map[string]bool{}
+	for _, v := range vs {
+		key := fmt.Sprint(v.Condition, v.Trial, v.Invariant)
+		if seen[key] || len(vt.Rows) == 10 {
+			continue
 		}
-		seen := map[string]bool{}
-		for _, v := range extra.Violations {
-			key := fmt.Sprint(v.Condition, v.Trial, v.Invariant)
-			if seen[key] || len(vt.Rows) == 10 {
-				continue
-			}
-			seen[key] = true
-			vt.Rows = append(vt.Rows, []string{v.Condition, fmt.Sprint(v.Trial), v.Point, fmt.Sprint(v.K), v.Invariant})
-		}
-		sec.Tables = append(sec.Tables, vt)
+		seen[key] = true
+		vt.Rows = append(vt.Rows, []string{v.Condition, fmt.Sprint(v.Trial), v.Point, fmt.Sprint(v.K), v.Invariant})
 	}
-	ch, err := sweepChart(m)
-	if err != nil {
-		return sec, err
-	}
-	sec.Charts = ch
-	return sec, nil
+	return vt
 }
 
 func percent(n, of int) string {

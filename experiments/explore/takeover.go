@@ -70,7 +70,7 @@ type TakeoverObserved struct {
 	ViolatingPoints []string        `json:"violating_points"`
 	LeaseLost       int             `json:"lease_lost"`
 	StaleRefused    int             `json:"stale_refused"`
-	Timing          TakeoverTiming  `json:"timing"`
+	Timing          TakeoverTiming  `json:"timing" idemlab:"measure"`
 }
 
 // TakeoverTiming is what the scheduler decided: how often successors
@@ -93,16 +93,11 @@ func takeoverModel() []string {
 	return []string{Duplicates(1) + "," + StaleWrites(1), StaleWrites(1)}
 }
 
-func (f *folder) takeover(pat Pattern, c Condition, points []string, got map[int][]entry) TakeoverObserved {
+func (f *folder) takeover(cf condFold) TakeoverObserved {
+	c, points := cf.c, cf.points
 	obs := TakeoverObserved{Fenced: !c.Unfenced, Points: append([]string{}, points...), Outcomes: []TakeoverTrial{}, ViolatingPoints: []string{}}
-	var invs []Invariant
-	for _, inv := range pat.Invariants {
-		if inv.Name != "recovery-acknowledged" {
-			invs = append(invs, inv)
-		}
-	}
 	for i, pt := range points {
-		es, ok := got[i]
+		es, ok := cf.trials[i]
 		if !ok {
 			continue
 		}
@@ -110,61 +105,77 @@ func (f *folder) takeover(pat Pattern, c Condition, points []string, got map[int
 			f.c.Obs(es[0].l, "trial", "%s trial %d has %d steps, want the successor and the stale holder", c.Name, i, len(es))
 			continue
 		}
-		sc, sh := es[0], es[1]
-		f.rows(pat, sc, StepSuccessor, 1, "")
-		f.rows(pat, sh, StepStale, 1, sc.o.DB)
-		f.fresh(sc)
-		if sc.o.Point != pt || sc.o.K != 0 || sc.o.KillDelaysUS != nil || sh.o.Point != "" || sh.o.K != 0 || sh.o.KillDelaysUS != nil || sh.o.Receiver != sc.o.Receiver {
-			f.c.Obs(sc.l, "point", "%q (k %d), but takeover trial %d pauses at discovered point %q, kills nothing and keeps one receiver", sc.o.Point, sc.o.K, i, pt)
-		}
-		if len(sc.o.ProcessIDs) != 1 || len(sh.o.ProcessIDs) != 1 {
+		t, polls, ok := f.takeoverTrial(cf, i, es[0], es[1])
+		if !ok {
 			continue
 		}
-		fl, fence := files(sc.o), !c.Unfenced
-		s1, rep1, ok1 := f.proc(sc.l, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), worker: pat.Worker, args: leaseArgs(f.st, fl, HolderB, 0, fence, "")}, RoleSuccessor, sc.o.Rows)
-		f.account(pat, sc.o.ProcessIDs[0], RoleSuccessor, rep1, s1, State{}, sc.o.Rows)
-		s2, rep2, ok2 := f.proc(sh.l, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), worker: pat.Worker, args: leaseArgs(f.st, fl, HolderA, 0, fence, pt)}, RoleStale, sh.o.Rows)
-		f.account(pat, sh.o.ProcessIDs[0], RoleStale, rep2, s2, State{}, sh.o.Rows)
-		if !ok1 || !ok2 || rep1 == nil || rep2 == nil {
-			continue
-		}
-		if n := len(rep2.Points); n <= i || !slices.Equal(rep2.Points[:i+1], points[:i+1]) {
-			p, _ := f.rec.Process(sh.o.ProcessIDs[0])
-			f.c.Proc(p, "stdout", "passed %v, but a holder paused at %q passes %v first", rep2.Points, pt, points[:i+1])
-		}
-		var succ, stale we.LeaseResult
-		if results.DecodeStrict(rep1.Result, &succ) != nil || results.DecodeStrict(rep2.Result, &stale) != nil {
-			continue
-		}
-		p2, _ := f.rec.Process(sh.o.ProcessIDs[0])
-		if !stale.Paused || stale.Fence != fence || succ.Fence != fence || succ.LeaseLost {
-			f.c.Proc(p2, "stdout", "the holder says paused %v, fence %v, and the successor fence %v, lost %v; the trial pauses the holder with fence %v and the successor finishes", stale.Paused, stale.Fence, succ.Fence, succ.LeaseLost, fence)
-		}
-		h := History{Items: f.st.Items, Steps: []Step{s1, s2}}
-		t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st, sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
-		for _, x := range sends(sh.o.Rows) {
-			if x.Outcome == receiver.SendStale {
-				t.StaleRefused++
-			}
-		}
-		vs := Check(h, invs)
-		v := ViolationRecord{Condition: c.Name, Pattern: c.Pattern, Kind: c.Kind, Trial: i, Seed: f.st.Seed, Point: pt, Replay: replay(f.st, c, i)}
-		for _, x := range vs {
-			v.Invariant, v.Detail = x.Invariant, x.Detail
-			f.extra.Violations = append(f.extra.Violations, v)
-			if !slices.Contains(t.Violations, x.Invariant) {
-				t.Violations = append(t.Violations, x.Invariant)
-			}
-		}
-		if len(vs) > 0 {
+		if len(t.Violations) > 0 {
 			obs.ViolatingPoints = append(obs.ViolatingPoints, pt)
 		}
 		if t.LeaseLost {
 			obs.LeaseLost++
 		}
 		obs.StaleRefused += t.StaleRefused
-		obs.Timing.SuccessorPolls += succ.Polls
+		obs.Timing.SuccessorPolls += polls
 		obs.Outcomes = append(obs.Outcomes, t)
 	}
 	return obs
+}
+
+// takeoverTrial folds one takeover from its two lines: the successor sc,
+// then the stale holder sh, paused at the trial's point while sc ran. It
+// returns the trial and the successor's polls of the live lease.
+func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial, int, bool) {
+	c, pat, points := cf.c, cf.pat, cf.points
+	pt := points[i]
+	f.rows(pat, sc, StepSuccessor, 1, "")
+	f.rows(pat, sh, StepStale, 1, sc.o.DB)
+	f.fresh(sc)
+	if sc.o.Point != pt || sc.o.K != 0 || sc.o.KillDelaysUS != nil || sh.o.Point != "" || sh.o.K != 0 || sh.o.KillDelaysUS != nil || sh.o.Receiver != sc.o.Receiver {
+		f.c.Obs(sc.l, "point", "%q (k %d), but takeover trial %d pauses at discovered point %q, kills nothing and keeps one receiver", sc.o.Point, sc.o.K, i, pt)
+	}
+	if len(sc.o.ProcessIDs) != 1 || len(sh.o.ProcessIDs) != 1 {
+		return TakeoverTrial{}, 0, false
+	}
+	fl, fence := files(sc.o), !c.Unfenced
+	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: leaseArgs(f.st, fl, HolderB, 0, fence, "")})
+	f.account(pat, r1, State{})
+	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: leaseArgs(f.st, fl, HolderA, 0, fence, pt)})
+	f.account(pat, r2, State{})
+	if !r1.ok || !r2.ok || r1.rep == nil || r2.rep == nil {
+		return TakeoverTrial{}, 0, false
+	}
+	if n := len(r2.rep.Points); n <= i || !slices.Equal(r2.rep.Points[:i+1], points[:i+1]) {
+		f.c.Proc(f.process(r2), "stdout", "passed %v, but a holder paused at %q passes %v first", r2.rep.Points, pt, points[:i+1])
+	}
+	var succ, stale we.LeaseResult
+	if results.DecodeStrict(r1.rep.Result, &succ) != nil || results.DecodeStrict(r2.rep.Result, &stale) != nil {
+		return TakeoverTrial{}, 0, false
+	}
+	if !stale.Paused || stale.Fence != fence || succ.Fence != fence || succ.LeaseLost {
+		f.c.Proc(f.process(r2), "stdout", "the holder says paused %v, fence %v, and the successor fence %v, lost %v; the trial pauses the holder with fence %v and the successor finishes", stale.Paused, stale.Fence, succ.Fence, succ.LeaseLost, fence)
+	}
+	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st, sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
+	for _, x := range sends(sh.o.Rows) {
+		if x.Outcome == receiver.SendStale {
+			t.StaleRefused++
+		}
+	}
+	// The stale holder is not a recovery, so recovery-acknowledged does
+	// not apply.
+	var invs []Invariant
+	for _, inv := range pat.Invariants {
+		if inv.Name != "recovery-acknowledged" {
+			invs = append(invs, inv)
+		}
+	}
+	v := ViolationRecord{Condition: c.Name, Pattern: c.Pattern, Kind: c.Kind, Trial: i, Seed: f.st.Seed, Point: pt, Replay: replay(f.st, c, i)}
+	for _, x := range Check(History{Items: f.st.Items, Steps: []Step{r1.step, r2.step}}, invs) {
+		v.Invariant, v.Detail = x.Invariant, x.Detail
+		f.extra.Violations = append(f.extra.Violations, v)
+		if !slices.Contains(t.Violations, x.Invariant) {
+			t.Violations = append(t.Violations, x.Invariant)
+		}
+	}
+	return t, succ.Polls, true
 }

@@ -184,13 +184,13 @@ func (c BarChart) legendItems() []legendItem {
 	var items []legendItem
 	hasExpected := false
 	for _, i := range c.shown() {
-		items = append(items, legendItem{c.Series[i].Name, palette[i%len(palette)], swatchBox})
+		items = append(items, legendItem{name: c.Series[i].Name, color: palette[i%len(palette)], kind: swatchBox})
 		if _, _, ok := dataRange(c.Series[i].Expected); ok {
 			hasExpected = true
 		}
 	}
 	if hasExpected {
-		items = append(items, legendItem{or(c.ExpectedName, "expected"), inkColor, swatchCross})
+		items = append(items, legendItem{name: or(c.ExpectedName, "expected"), color: inkColor, kind: swatchCross})
 	}
 	return items
 }

@@ -284,9 +284,10 @@ const (
 )
 
 type legendItem struct {
-	name  string
-	color string
-	kind  swatch
+	name    string
+	color   string
+	kind    swatch
+	texture Texture
 }
 
 // legend draws items in rows from (x, y) within maxWidth and returns the
@@ -307,6 +308,9 @@ func legend(c *canvas, items []legendItem, x, y, maxWidth float64) float64 {
 		switch it.kind {
 		case swatchBox:
 			c.rect(cx, mid-6, sw, 12, it.color, "")
+			if it.texture != Solid {
+				c.raw(`<rect x="`, num(cx), `" y="`, num(mid-6), `" width="`, num(sw), `" height="12" fill="url(#`, textureID(it.texture, inkOn(it.color)), `)"/>`, "\n")
+			}
 		case swatchCross:
 			c.cross(cx+sw/2, mid, 5, it.color, "")
 		case swatchLine:

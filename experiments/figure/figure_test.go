@@ -100,16 +100,24 @@ var goldenCharts = []struct {
 		},
 	}},
 	{"heatmap-durability", HeatMap{
-		Title:    "Durability after power loss",
-		RowLabel: "setting",
-		ColLabel: "point",
-		Rows:     []string{"DELETE + FULL", "WAL + NORMAL", "WAL + OFF (unsafe, for comparison only)"},
-		Cols:     []string{"before commit", "after commit"},
-		Outcomes: []Outcome{{Name: "kept"}, {Name: "rolled back"}, {Name: "lost"}},
+		Title:    "Durability after a power cut",
+		RowLabel: "pattern / crash point",
+		ColLabel: "journal_mode, synchronous",
+		Rows:     []string{"redelivery-separate/after-processed-commit", "claim-ttl/followed-up", "batch-journal/after-send-accepted:item-001"},
+		Cols:     []string{"DELETE NORMAL", "DELETE FULL", "WAL NORMAL", "WAL OFF (unsafe, for comparison only)"},
+		Outcomes: []Outcome{
+			{Name: "ok", Color: "#009E73"},
+			{Name: "rolled-back", Label: "r", Color: "#56B4E9"},
+			{Name: "lost-acked", Label: "L", Color: "#E69F00"},
+			{Name: "rolled-back+lost-downstream", Label: "rF", Color: "#E69F00", Texture: Stripes},
+			{Name: "lost-acked+lost-downstream", Label: "LF", Color: "#E69F00", Texture: Dots},
+			{Name: "corrupt+lost-acked", Label: "CL", Color: "#000000", Texture: Grid},
+			{Name: "never happens", Label: "N", Color: "#D55E00"},
+		},
 		Cells: [][]string{
-			{"rolled back", "kept"},
-			{"rolled back", "kept"},
-			{"rolled back", "lost"},
+			{"lost-acked", "lost-acked", "ok", "corrupt+lost-acked"},
+			{"rolled-back+lost-downstream", "lost-acked+lost-downstream", "rolled-back", ""},
+			{"ok", "ok", "rolled-back", "rolled-back"},
 		},
 	}},
 	{"escaping", BarChart{
@@ -334,21 +342,67 @@ func TestInvalidCharts(t *testing.T) {
 	}
 }
 
-func TestHeatMapLegendListsOnlyUsedOutcomes(t *testing.T) {
-	var h HeatMap
+// goldenHeatMap returns a golden heat map by name, and its SVG.
+func goldenHeatMap(t *testing.T, name string) (HeatMap, []byte) {
+	t.Helper()
 	for _, g := range goldenCharts {
-		if g.name == "heatmap-crash" {
-			h = g.fig.(HeatMap)
+		if h, ok := g.fig.(HeatMap); ok && g.name == name {
+			svg, err := h.SVG()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h, svg
 		}
 	}
-	svg, err := h.SVG()
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Fatalf("no golden heat map %q", name)
+	return HeatMap{}, nil
+}
+
+func TestHeatMapLegendListsOnlyUsedOutcomes(t *testing.T) {
+	_, svg := goldenHeatMap(t, "heatmap-crash")
 	if strings.Contains(string(svg), "never happens") {
 		t.Error("legend lists an outcome that no cell has")
 	}
 	if got := strings.Count(string(svg), ": no result</title>"); got != 6 {
 		t.Errorf("%d empty cells outlined, want 6", got)
 	}
+}
+
+// TestHeatMapLabelsReadable checks that long row labels wrap whole, that
+// cells show their short labels, that the legend keys each label to its
+// outcome, and that a textured outcome's pattern is defined.
+func TestHeatMapLabelsReadable(t *testing.T) {
+	h, svg := goldenHeatMap(t, "heatmap-durability")
+	s := string(svg)
+	if strings.Contains(s, "…") {
+		t.Error("a label is cut with an ellipsis")
+	}
+	texts := strings.Join(textsOf(s), " ")
+	for _, row := range h.Rows {
+		lines, _ := wrap(row, 1e9, tickSize, 1)
+		for _, part := range strings.FieldsFunc(lines[0], func(r rune) bool { return r == '/' || r == '-' || r == ' ' }) {
+			if !strings.Contains(texts, part) {
+				t.Errorf("row label %q: %q is not drawn", row, part)
+			}
+		}
+	}
+	for _, want := range []string{">rF<", ">LF<", ">CL<", "rF: rolled-back+lost-downstream", "LF: lost-acked+lost-downstream", `<pattern id="idemlab-stripes-dark"`, `<pattern id="idemlab-dots-dark"`, `<pattern id="idemlab-grid-light"`, `fill="url(#idemlab-grid-light)"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("heat map lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "N: never happens") {
+		t.Error("legend lists an outcome no cell has")
+	}
+}
+
+var textRE = regexp.MustCompile(`<text [^>]*>(?:<title>[^<]*</title>)?([^<]*)</text>`)
+
+// textsOf lists the visible text of every <text> element.
+func textsOf(svg string) []string {
+	var out []string
+	for _, m := range textRE.FindAllStringSubmatch(svg, -1) {
+		out = append(out, m[1])
+	}
+	return out
 }

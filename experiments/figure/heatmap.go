@@ -32,6 +32,38 @@ type Outcome struct {
 	Name string
 	// Color is "#rgb" or "#rrggbb"; empty takes the next palette colour.
 	Color string
+	// Label is what a cell shows, such as a short code, when Name is too
+	// long for a cell; the legend keys it as "Label: Name". Empty shows
+	// Name.
+	Label string
+	// Texture lays marks over the colour, so outcomes that share a colour
+	// (one severity, say) stay apart, in greyscale print too.
+	Texture Texture
+}
+
+// Texture is a pattern of marks over a cell's colour.
+type Texture int
+
+// Textures, in the order a chart hands them out.
+const (
+	Solid Texture = iota
+	Stripes
+	Dots
+	Grid
+)
+
+// Textures lists the textures with marks, to hand out in turn.
+var Textures = []Texture{Stripes, Dots, Grid}
+
+// text is what a cell shows of the outcome.
+func (o Outcome) text() string { return or(o.Label, o.Name) }
+
+// legendText keys a label to its outcome.
+func (o Outcome) legendText() string {
+	if o.Label == "" || o.Label == o.Name {
+		return o.Name
+	}
+	return o.Label + ": " + o.Name
 }
 
 // Layout of a heat map, in viewBox units.
@@ -57,6 +89,9 @@ func (h HeatMap) validate() error {
 				return fmt.Errorf("heat map %q: outcome %q: %w", h.Title, o.Name, err)
 			}
 		}
+		if o.Texture < Solid || o.Texture > Grid {
+			return fmt.Errorf("heat map %q: outcome %q: unknown texture %d", h.Title, o.Name, o.Texture)
+		}
 		known[o.Name] = true
 	}
 	for r, row := range h.Cells {
@@ -81,6 +116,9 @@ func (h HeatMap) colors() map[string]string {
 	return m
 }
 
+// rowHeight is a row's height: a cell, or more when its label wraps.
+func rowHeight(lines int) float64 { return max(cellHeight, float64(lines)*13+8) }
+
 // SVG renders the heat map.
 func (h HeatMap) SVG() ([]byte, error) {
 	if err := h.validate(); err != nil {
@@ -93,14 +131,17 @@ func (h HeatMap) SVG() ([]byte, error) {
 			used[v] = true
 		}
 	}
+	byName := map[string]Outcome{}
 	var items []legendItem
 	for _, o := range h.Outcomes {
+		byName[o.Name] = o
 		if used[o.Name] {
-			items = append(items, legendItem{o.Name, colors[o.Name], swatchBox})
+			items = append(items, legendItem{name: o.legendText(), color: colors[o.Name], kind: swatchBox, texture: o.Texture})
 		}
 	}
 
 	var cv canvas
+	cv.textureDefs(items)
 	top := header(&cv, h.Title, items) + 8
 	rowW := textWidth(h.RowLabel, labelSize)
 	for _, r := range h.Rows {
@@ -109,9 +150,40 @@ func (h HeatMap) SVG() ([]byte, error) {
 	left := 12 + min(rowW, maxRowLabel) + 10
 	right := width - 12
 	cw := (right - left) / float64(len(h.Cols))
+	gridTop := h.columnHeads(&cv, top, left, right, cw)
+	if h.RowLabel != "" {
+		l, cut := fit(h.RowLabel, left-20, labelSize)
+		cv.text(12, gridTop-9, labelSize, "start", inkColor, "600", l, tipIf(cut, h.RowLabel))
+	}
 
-	// Column headers wrap above their column; the axis name sits over
-	// the row labels, where it does not compete with them.
+	y := gridTop
+	for r, row := range h.Rows {
+		// Row labels wrap rather than lose their end, which is where a
+		// crash point's name differs from its neighbour's.
+		lines, cut := wrap(row, left-20, tickSize, 3)
+		rh := rowHeight(len(lines))
+		y0 := y + rh/2 + 4 - float64(len(lines)-1)*13/2
+		for n, l := range lines {
+			cv.text(left-8, y0+float64(n)*13, tickSize, "end", inkColor, "", l, tipIf(cut, row))
+		}
+		for c, v := range h.Cells[r] {
+			x := left + cw*float64(c)
+			if v == "" {
+				// No result: an outline keeps the grid readable without
+				// inventing an outcome.
+				cv.raw(`<rect x="`, num(x+1.5), `" y="`, num(y+1.5), `" width="`, num(cw-3), `" height="`, num(rh-3), `" fill="none" stroke="`, gridColor, `" stroke-dasharray="3 3"><title>`, escape(row+" × "+h.Cols[c]+": no result"), "</title></rect>\n")
+				continue
+			}
+			cv.cell(x, y, cw, rh, colors[v], byName[v], row+" × "+h.Cols[c]+": "+v)
+		}
+		y += rh
+	}
+	return document(y+12, title(h.Title, "Heat map"), h.describe(), &cv), nil
+}
+
+// columnHeads draws the column headers, wrapped above their columns, and
+// the column axis name over them, and returns where the grid begins.
+func (h HeatMap) columnHeads(cv *canvas, top, left, right, cw float64) float64 {
 	headLines := 1
 	heads := make([][]string, len(h.Cols))
 	cuts := make([]bool, len(h.Cols))
@@ -133,37 +205,22 @@ func (h HeatMap) SVG() ([]byte, error) {
 			cv.text(cx, y0+float64(n)*13, tickSize, "middle", inkColor, "", l, tipIf(cuts[c], h.Cols[c]))
 		}
 	}
-	if h.RowLabel != "" {
-		l, cut := fit(h.RowLabel, left-20, labelSize)
-		cv.text(12, gridTop-9, labelSize, "start", inkColor, "600", l, tipIf(cut, h.RowLabel))
-	}
+	return gridTop
+}
 
-	for r, row := range h.Rows {
-		y := gridTop + cellHeight*float64(r)
-		l, cut := fit(row, left-20, tickSize)
-		cv.text(left-8, y+cellHeight/2+4, tickSize, "end", inkColor, "", l, tipIf(cut, row))
-		for c, v := range h.Cells[r] {
-			x := left + cw*float64(c)
-			if v == "" {
-				// No result: an outline keeps the grid readable without
-				// inventing an outcome.
-				cv.raw(`<rect x="`, num(x+1.5), `" y="`, num(y+1.5), `" width="`, num(cw-3), `" height="`, num(cellHeight-3), `" fill="none" stroke="`, gridColor, `" stroke-dasharray="3 3"><title>`, escape(row+" × "+h.Cols[c]+": no result"), "</title></rect>\n")
-				continue
-			}
-			cv.rect(x+1, y+1, cw-2, cellHeight-2, colors[v], row+" × "+h.Cols[c]+": "+v)
-			name, _ := fit(v, cw-8, valueSize+1)
-			lum, _ := luminance(colors[v])
-			ink := "#ffffff"
-			if lum > 0.45 {
-				ink = "#000000"
-			}
-			// The cell's own <title> already holds the full text; the label
-			// ignores the pointer so hovering it shows that tooltip.
-			cv.raw(`<text x="`, num(x+cw/2), `" y="`, num(y+cellHeight/2+4), `" font-size="`, num(valueSize+1), `" text-anchor="middle" fill="`, ink, `" pointer-events="none">`, escape(name), "</text>\n")
-		}
+// cell draws one filled cell: its colour (with the tooltip), its texture
+// and its label in black or white, whichever reads on the colour.
+func (c *canvas) cell(x, y, w, h float64, color string, o Outcome, tip string) {
+	c.rect(x+1, y+1, w-2, h-2, color, tip)
+	ink := inkOn(color)
+	if o.Texture != Solid {
+		c.raw(`<rect x="`, num(x+1), `" y="`, num(y+1), `" width="`, num(w-2), `" height="`, num(h-2), `" fill="url(#`, textureID(o.Texture, ink), `)" pointer-events="none"/>`, "\n")
 	}
-	height := gridTop + cellHeight*float64(len(h.Rows)) + 12
-	return document(height, title(h.Title, "Heat map"), h.describe(), &cv), nil
+	name, _ := fit(o.text(), w-8, valueSize+1)
+	// The cell's own <title> already holds the full text; the label
+	// ignores the pointer so hovering it shows that tooltip. A halo in the
+	// cell's colour keeps it readable over a texture.
+	c.raw(`<text x="`, num(x+w/2), `" y="`, num(y+h/2+4), `" font-size="`, num(valueSize+1), `" text-anchor="middle" fill="`, ink, `" stroke="`, color, `" stroke-width="3" paint-order="stroke" font-weight="600" pointer-events="none">`, escape(name), "</text>\n")
 }
 
 // describe lists every cell, row by row: the matrix is small and this is
@@ -200,4 +257,61 @@ func luminance(hex string) (float64, error) {
 	}
 	r, g, b := float64(v>>16&0xff)/255, float64(v>>8&0xff)/255, float64(v&0xff)/255
 	return 0.2126*r + 0.7152*g + 0.0722*b, nil
+}
+
+// textureNames name the textures in element ids.
+var textureNames = map[Texture]string{Stripes: "stripes", Dots: "dots", Grid: "grid"}
+
+// textureID is the id of a texture whose marks are ink. Ids are fixed by
+// their content, so two charts inline in one page that define the same id
+// define the same pattern.
+func textureID(t Texture, ink string) string {
+	shade := "light"
+	if ink == "#000000" {
+		shade = "dark"
+	}
+	return "idemlab-" + textureNames[t] + "-" + shade
+}
+
+// inkOn is the text and mark colour that reads on color.
+func inkOn(color string) string {
+	if lum, _ := luminance(color); lum > 0.45 {
+		return "#000000"
+	}
+	return "#ffffff"
+}
+
+// textureDefs defines the patterns the legend's items use, in a fixed
+// order. Marks are half transparent, so the colour underneath stays the
+// colour of the severity or series.
+func (c *canvas) textureDefs(items []legendItem) {
+	need := map[string]bool{}
+	for _, it := range items {
+		if it.texture != Solid {
+			need[textureID(it.texture, inkOn(it.color))] = true
+		}
+	}
+	if len(need) == 0 {
+		return
+	}
+	c.raw("<defs>\n")
+	for _, t := range Textures {
+		for _, ink := range []string{"#000000", "#ffffff"} {
+			id := textureID(t, ink)
+			if !need[id] {
+				continue
+			}
+			c.raw(`<pattern id="`, id, `" width="6" height="6" patternUnits="userSpaceOnUse"`)
+			switch t {
+			case Stripes:
+				c.raw(` patternTransform="rotate(45)"><rect width="2" height="6" fill="`, ink, `" fill-opacity="0.45"/>`)
+			case Dots:
+				c.raw(`><circle cx="3" cy="3" r="1.4" fill="`, ink, `" fill-opacity="0.55"/>`)
+			case Grid:
+				c.raw(` patternTransform="rotate(45)"><path d="M0 3H6M3 0V6" stroke="`, ink, `" stroke-width="1.2" stroke-opacity="0.45"/>`)
+			}
+			c.raw("</pattern>\n")
+		}
+	}
+	c.raw("</defs>\n")
 }

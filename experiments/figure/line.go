@@ -118,10 +118,10 @@ func (c LineChart) SVG() ([]byte, error) {
 
 	var items []legendItem
 	for _, i := range shown {
-		items = append(items, legendItem{c.Series[i].Name, palette[i%len(palette)], swatchLine})
+		items = append(items, legendItem{name: c.Series[i].Name, color: palette[i%len(palette)], kind: swatchLine})
 	}
 	for _, r := range c.References {
-		items = append(items, legendItem{r.Name, c.refColor(r), swatchDashed})
+		items = append(items, legendItem{name: r.Name, color: c.refColor(r), kind: swatchDashed})
 	}
 
 	var cv canvas

@@ -22,7 +22,6 @@ type Published struct {
 	Article       string   `json:"article"`
 	Title         string   `json:"title"`
 	TitleOriginal string   `json:"title_original"`
-	URL           string   `json:"url"`
 	Unit          string   `json:"unit"`
 	Columns       []string `json:"columns"`
 	Rows          []struct {
@@ -96,10 +95,10 @@ func cell(exp, obs []Delivery, i int) string {
 
 func article(observed map[string][]Delivery) (*scenario.Article, error) {
 	var p Published
-	if err := json.Unmarshal(published, &p); err != nil {
+	if err := scenario.DecodeStrict(published, &p); err != nil {
 		return nil, fmt.Errorf("published table of article 000: %w", err)
 	}
-	a := &scenario.Article{ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", URL: p.URL, Unit: p.Unit}
+	a := &scenario.Article{ID: p.Article, Title: p.Title + " (" + p.TitleOriginal + ")", Unit: p.Unit}
 	a.Header = []string{"condition (article's wording)"}
 	for _, c := range p.Columns {
 		a.Header = append(a.Header, "published: "+c, "reproduced: "+c)

@@ -26,7 +26,15 @@ const FormatVersion = 2
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
-	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing",
+	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four",
+}
+
+// FormatDerivations lists, per version, the derived fields whose
+// derivation that version changed, as path prefixes in results.json. In a
+// folder of an older format they were derived by the older rule, so verify
+// reports a difference under them as a change of format, not a finding.
+var FormatDerivations = map[int][]string{
+	2: {"scenarios[durability].extra.matrix.severity"},
 }
 
 // Results is results.json.

@@ -109,18 +109,16 @@ type ReportConfig struct {
 	MD       string
 	Limits   results.Limits
 	Stdout   io.Writer
+	// Self is how the user runs idemlab, for the replay commands.
+	Self string
 }
 
 // RunReport renders a folder. Without --html or --md it prints the
 // Markdown, without charts, on stdout.
 func RunReport(cfg ReportConfig) error {
 	for _, p := range []struct{ flag, path string }{{"--html", cfg.HTML}, {"--md", cfg.MD}} {
-		if p.path == "" {
-			continue
-		}
-		dir := filepath.Dir(p.path)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("%w: %s %s: folder %s does not exist; create it first or choose another path", errclass.ErrUsage, p.flag, p.path, dir)
+		if err := CheckWritable(p.flag, p.path); err != nil {
+			return err
 		}
 	}
 	out, err := Verify(cfg.Dir, Options{Registry: cfg.Registry, Limits: cfg.Limits})
@@ -131,6 +129,7 @@ func RunReport(cfg ReportConfig) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v; run idemlab verify %s", errclass.ErrFindings, cfg.Dir, err, cfg.Dir)
 	}
+	rep.AddReplays(cfg.Self)
 	if cfg.HTML == "" && cfg.MD == "" {
 		return RenderMarkdown(cfg.Stdout, rep, func(scenario.Chart) string { return "" })
 	}
@@ -139,7 +138,7 @@ func RunReport(cfg ReportConfig) error {
 		if err := RenderHTML(&b, rep); err != nil {
 			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
-		if err := writeFile(cfg.HTML, []byte(b.String())); err != nil {
+		if err := WriteFile(cfg.HTML, []byte(b.String())); err != nil {
 			return err
 		}
 		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.HTML)
@@ -149,7 +148,7 @@ func RunReport(cfg ReportConfig) error {
 		var werr error
 		ref := func(c scenario.Chart) string {
 			name := stem + "-" + c.Slug + ".svg"
-			if err := writeFile(filepath.Join(filepath.Dir(cfg.MD), name), c.SVG); err != nil && werr == nil {
+			if err := WriteFile(filepath.Join(filepath.Dir(cfg.MD), name), c.SVG); err != nil && werr == nil {
 				werr = err
 			}
 			return name
@@ -161,42 +160,13 @@ func RunReport(cfg ReportConfig) error {
 		if werr != nil {
 			return werr
 		}
-		if err := writeFile(cfg.MD, []byte(b.String())); err != nil {
+		if err := WriteFile(cfg.MD, []byte(b.String())); err != nil {
 			return err
 		}
 		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.MD)
 	}
 	if len(rep.Findings) > 0 {
 		return fmt.Errorf("%w: %s: the report was written, with its %d finding(s) under a DOES NOT VERIFY badge; run idemlab verify %s for the list", errclass.ErrFindings, cfg.Dir, len(rep.Findings), cfg.Dir)
-	}
-	return nil
-}
-
-// writeFile replaces path through a temporary sibling, so a reader never
-// sees half a report.
-func writeFile(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("%w: write %s: %w", errclass.ErrUsage, path, unwrapPath(err))
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: write %s: %w", errclass.ErrHarness, path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: write %s: %w", errclass.ErrHarness, path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: write %s: %w", errclass.ErrHarness, path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: write %s: %w", errclass.ErrHarness, path, err)
 	}
 	return nil
 }

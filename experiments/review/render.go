@@ -24,6 +24,11 @@ func inlineSVG(svg []byte) template.HTML {
 	return template.HTML(svgProlog().ReplaceAll(svg, nil))
 }
 
+// FontStack is the report's fonts: the platform's UI font, then common
+// Japanese fonts, since the articles' original titles are Japanese and a
+// UI font without Han and kana draws them as boxes; sans-serif last.
+const FontStack = `system-ui, -apple-system, "Segoe UI", "Noto Sans CJK JP", "Noto Sans JP", "Hiragino Sans", "Hiragino Kaku Gothic ProN", "Yu Gothic", YuGothic, Meiryo, "Source Han Sans JP", "Source Han Sans", sans-serif`
+
 // htmlTemplate is parsed on first use, not at start-up: every worker
 // process is this same binary, and parsing the page at init cost each of
 // them 0.5-1 ms.
@@ -34,6 +39,8 @@ func parseHTMLTemplate() *template.Template {
 		"svg":   inlineSVG,
 		"mark":  markClass,
 		"badge": badge,
+		"fonts": func() template.CSS { return template.CSS(FontStack) },
+		"join":  strings.Join,
 	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -41,7 +48,7 @@ func parseHTMLTemplate() *template.Template {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>idemlab report: {{.Folder}}</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
+body { font-family: {{fonts}}; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
 h1 { margin-bottom: .2rem; }
 .verdict { display: inline-block; padding: .15rem .6rem; border-radius: .3rem; font-weight: 600; color: #fff; }
 .verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; }
@@ -54,6 +61,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eaeef2; }
 figcaption { font-size: .88rem; color: #57606a; }
 .findings li { color: #cf222e; } .notices li { color: #57606a; }
+.lead li { margin-bottom: .3rem; } .lead details { font-size: .85rem; color: #57606a; }
 </style>
 </head>
 <body>
@@ -70,7 +78,7 @@ figcaption { font-size: .88rem; color: #57606a; }
 {{range .Articles}}
 <section class="article" id="article-{{.ID}}">
 <h3>Article {{.ID}}: {{.Title}}</h3>
-<p>{{if .URL}}<a href="{{.URL}}">Original</a>; r{{else}}R{{end}}eproduced by scenario <code>{{.Scenario}}</code>{{if .Unit}}; cells are {{.Unit}}{{end}}. <strong>{{.Matches}} of {{.Cells}}</strong> compared cells match the published figures.</p>
+<p>Reproduced by scenario <code>{{.Scenario}}</code>{{if .Unit}}; cells are {{.Unit}}{{end}}. <strong>{{.Matches}} of {{.Cells}}</strong> compared cells match the published figures.</p>
 {{template "cells" .}}
 {{range .Notes}}<p class="notices">{{.}}</p>{{end}}
 </section>
@@ -80,15 +88,17 @@ figcaption { font-size: .88rem; color: #57606a; }
 <h2>Scenarios</h2>
 {{range .Scenarios}}
 <section class="scenario" id="scenario-{{.Name}}">
-<h3>{{.Name}} {{if .Pass}}<span class="verdict pass">PASS</span>{{else}}<span class="verdict fail">FAIL</span>{{end}}</h3>
+<h3>{{.Name}} <span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{.VerdictText}}</span></h3>
 <p>{{.Summary}}</p>
+{{if .Lead}}<ul class="lead">{{range .Lead}}<li>{{.Text}}{{if .Cells}}<details><summary>{{len .Cells}} cell(s)</summary><span class="mono">{{join .Cells ", "}}</span></details>{{end}}</li>{{end}}</ul>{{end}}
 <table class="settings">{{range .Settings}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
 {{range .Tables}}{{if .Title}}<h4>{{.Title}}</h4>{{end}}
 <table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range .Rows}}<tr>{{range .}}<td{{mark .}}>{{.}}</td>{{end}}</tr>{{end}}</tbody></table>
 {{if .Legend}}<ul class="legend">{{range .Legend}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{end}}
-<h4>Conditions: oracle vs observation</h4>
+{{range .ReplayLines}}<p>Replay {{.Name}}:<br><code>{{.Value}}</code></p>
+{{end}}<h4>Conditions: oracle vs observation</h4>
 {{template "cells" .Conditions}}
 {{range .Charts}}<figure id="chart-{{.Slug}}">{{svg .SVG}}<figcaption><strong>{{.Title}}.</strong> {{.Caption}}</figcaption></figure>{{end}}
 </section>
@@ -169,9 +179,6 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 	}
 	for _, a := range r.Articles {
 		fmt.Fprintf(&b, "### Article %s: %s\n\nReproduced by scenario `%s`", a.ID, mdEscape(a.Title), a.Scenario)
-		if a.URL != "" {
-			fmt.Fprintf(&b, " ([original](%s))", a.URL)
-		}
 		if a.Unit != "" {
 			fmt.Fprintf(&b, "; cells are %s", mdEscape(a.Unit))
 		}
@@ -183,7 +190,13 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 	}
 	b.WriteString("## Scenarios\n\n")
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(&b, "### %s %s\n\n%s\n\n", s.Name, mark(s.Pass), mdEscape(s.Summary))
+		fmt.Fprintf(&b, "### %s\n\n%s\n\n", strings.TrimSpace(s.Name+" "+mark(s.Pass)+" "+s.Verdict), mdEscape(s.Summary))
+		for _, l := range s.Lead {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(l.Text))
+		}
+		if len(s.Lead) > 0 {
+			b.WriteString("\n")
+		}
 		if len(s.Settings) > 0 {
 			b.WriteString("| setting | value |\n|---|---|\n")
 			for _, kv := range s.Settings {
@@ -202,6 +215,9 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 			if len(t.Legend) > 0 {
 				b.WriteString("\n")
 			}
+		}
+		for _, p := range s.ReplayLines {
+			fmt.Fprintf(&b, "Replay %s:\n\n```\n%s\n```\n\n", mdEscape(p.Name), p.Value)
 		}
 		mdTable(&b, s.Conditions)
 		for _, c := range s.Charts {

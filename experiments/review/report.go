@@ -2,6 +2,7 @@ package review
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"idemlab/experiments/harness"
@@ -44,6 +45,32 @@ type ScenarioSection struct {
 	Summary string
 	scenario.Section
 	Conditions Table
+	// ReplayLines are the section's replays as commands, beside what
+	// each replays.
+	ReplayLines []Pair
+}
+
+// VerdictText is the scenario's verdict in its own words, or PASS/FAIL.
+func (s ScenarioSection) VerdictText() string {
+	switch {
+	case s.Verdict != "":
+		return s.Verdict
+	case s.Pass:
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// AddReplays renders every scenario's replays with self, the binary that
+// renders the report, and the folder's own input copy, which is the input
+// the run read.
+func (r *Report) AddReplays(self string) {
+	for i, s := range r.Scenarios {
+		lines := scenario.ReplayCommands(self, filepath.Join(r.Folder, results.InputCopyFile), r.Folder, s.Replays)
+		for j, l := range lines {
+			r.Scenarios[i].ReplayLines = append(r.Scenarios[i].ReplayLines, Pair{Name: s.Replays[j].What, Value: l})
+		}
+	}
 }
 
 // Table is a plain table of cells.

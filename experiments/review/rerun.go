@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
 	"idemlab/worker/protocol"
 )
 
@@ -27,6 +29,10 @@ type RerunOutcome struct {
 	Differences map[string][]string
 	// CodeChanged says how the code of the rerun differs from the run's.
 	CodeChanged []string
+	// Measured lists, per scenario, the derived fields left out because
+	// the scenario declares them measurements (results.MeasureTag), as
+	// JSON paths with array indices as [*].
+	Measured map[string][]string
 }
 
 // OK says whether the rerun reproduced every deterministic part.
@@ -34,9 +40,11 @@ func (o *RerunOutcome) OK() bool { return len(o.Differences) == 0 }
 
 // Rerun runs each scenario of a verified folder again, with the folder's
 // own input copy and its recorded overrides, and compares what must not
-// change: settings, expected and observed figures, verdicts, and every
-// process's worker, exit and crash points. Times, pids, paths, timings and
-// busy retries are measurements and are left out.
+// change: settings, expected and observed figures, findings, verdicts, and
+// every process's worker, exit and crash points. What is left out is
+// declared, not guessed from names: the derived fields each scenario's
+// types tag as measurements (scenario.Measurements), and of the process
+// records only the view below keeps anything (no times, pids or paths).
 func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir string) (*RerunOutcome, error) {
 	f := o.Folder
 	if f == nil || f.Results == nil || f.Input == nil || o.Derived == nil {
@@ -51,7 +59,7 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 	if err := os.WriteFile(input, f.Input, 0o644); err != nil {
 		return nil, fmt.Errorf("%w: write the input copy: %w", errclass.ErrHarness, err)
 	}
-	out := &RerunOutcome{Differences: map[string][]string{}}
+	out := &RerunOutcome{Differences: map[string][]string{}, Measured: map[string][]string{}}
 	for i, rs := range f.Results.Scenarios {
 		out.Scenarios = append(out.Scenarios, rs.Name)
 		dir := filepath.Join(tmp, fmt.Sprintf("results-%d", i))
@@ -65,8 +73,15 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 		if !fresh.OK() {
 			return nil, fmt.Errorf("%w: rerun of scenario %s: the fresh folder does not verify: %s", errclass.ErrHarness, rs.Name, fresh.Findings[0])
 		}
-		a := projection(o.Derived.Scenarios[i], f.Records(rs.Name))
-		b := projection(fresh.Derived.Scenarios[0], fresh.Folder.Records(rs.Name))
+		s, ok := opts.Registry.Lookup(rs.Name)
+		if !ok {
+			return nil, fmt.Errorf("%w: rerun of scenario %s: not a scenario of this idemlab", errclass.ErrHarness, rs.Name)
+		}
+		m := scenario.Measurements(s, rs.Settings, f.Records(rs.Name))
+		m.Union(scenario.Measurements(s, fresh.Derived.Scenarios[0].Settings, fresh.Folder.Records(rs.Name)))
+		out.Measured[rs.Name] = m.Paths()
+		a := projection(scenario.Replayable(o.Derived.Scenarios[i], m), f.Records(rs.Name))
+		b := projection(scenario.Replayable(fresh.Derived.Scenarios[0], m), fresh.Folder.Records(rs.Name))
 		for _, d := range results.DiffPaths(rs.Name, a, b) {
 			out.Differences[rs.Name] = append(out.Differences[rs.Name], fmt.Sprintf("%s: recorded %s, rerun %s", d.Path, d.A, d.B))
 		}
@@ -103,19 +118,19 @@ type processView struct {
 	Points    []string `json:"points,omitempty"`
 }
 
+// runView is what a rerun compares: the derived result without its
+// measurements, beside the deterministic part of every process.
 type runView struct {
-	Settings   any           `json:"settings"`
-	Conditions any           `json:"conditions"`
-	Extra      any           `json:"extra,omitempty"`
-	Pass       bool          `json:"pass"`
-	Processes  []processView `json:"processes"`
+	Settings   json.RawMessage           `json:"settings"`
+	Conditions []results.ConditionResult `json:"conditions"`
+	Extra      json.RawMessage           `json:"extra,omitempty"`
+	Findings   []results.Finding         `json:"findings,omitempty"`
+	Pass       bool                      `json:"pass"`
+	Processes  []processView             `json:"processes"`
 }
 
 func projection(s results.ScenarioResult, rec results.Records) runView {
-	v := runView{Settings: stripVolatile(jsonRaw(s.Settings)), Conditions: stripVolatile(s.Conditions), Pass: s.Pass}
-	if len(s.Extra) > 0 {
-		v.Extra = stripVolatile(jsonRaw(s.Extra))
-	}
+	v := runView{Settings: s.Settings, Conditions: s.Conditions, Extra: s.Extra, Findings: s.Findings, Pass: s.Pass}
 	for _, p := range rec.Processes {
 		if volatileCondition(p.Condition) {
 			continue
@@ -142,63 +157,15 @@ func projection(s results.ScenarioResult, rec results.Records) runView {
 	return v
 }
 
-// stripVolatile removes fields named like measurements: times, durations,
-// timings, pids, paths and busy retries.
-func stripVolatile(v any) any {
-	c, err := results.Canon(v)
-	if err != nil {
-		return v
-	}
-	var walk func(v any) any
-	walk = func(v any) any {
-		switch t := v.(type) {
-		case map[string]any:
-			out := map[string]any{}
-			for k, x := range t {
-				if volatileKey(k) {
-					continue
-				}
-				out[k] = walk(x)
-			}
-			return out
-		case []any:
-			out := make([]any, len(t))
-			for i, x := range t {
-				out[i] = walk(x)
-			}
-			return out
-		}
-		return v
-	}
-	return walk(c)
-}
-
 // volatileCondition says a condition's processes are scheduled by the OS,
 // not by the seed: kills after a delay and racing workers. Such a
 // condition's last name segment starts with "timing" (explore's
-// "separate-commit/timing-kill"); its figures sit under "timing" keys.
+// "separate-commit/timing-kill"). Only its process records are left out;
+// its derived figures are compared like any other, less the fields its
+// scenario declares measurements.
 func volatileCondition(name string) bool {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
 	return strings.HasPrefix(strings.ToLower(name), "timing")
-}
-
-func volatileKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range []string{"_ms", "_us", "_ns", "_seconds", "_time", "_path", "_dir", "_at_ms"} {
-		if strings.HasSuffix(k, s) {
-			return true
-		}
-	}
-	for _, s := range []string{"timing", "busy", "ratio", "elapsed", "duration"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	switch k {
-	case "pid", "pids", "path", "dir", "db", "started_at", "ended_at", "finished_at", "argv", "within_target", "receiver_url", "url":
-		return true
-	}
-	return false
 }

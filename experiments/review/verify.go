@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -82,6 +83,8 @@ type check struct {
 	out  *Outcome
 	f    *results.Folder
 	opts Options
+	// format is the folder's format version.
+	formatVersion int
 }
 
 func (c *check) add(file, field, format string, args ...any) {
@@ -101,6 +104,7 @@ func (c *check) format() bool {
 	if v == 0 {
 		v = 1
 	}
+	c.formatVersion = v
 	switch {
 	case v > results.FormatVersion:
 		c.add(results.ResultsFile, "format", "is %d, but this idemlab reads formats up to %d; verify it with the idemlab that wrote it, or a newer one", v, results.FormatVersion)
@@ -122,8 +126,11 @@ func (c *check) input() (suite.Input, bool) {
 	if c.f.Input != nil {
 		parsed, err := suite.ParseInput(results.InputCopyFile, c.f.Input, c.opts.Registry)
 		switch {
+		case parsed.SHA256 != r.Inputs.SHA256 && err == nil:
+			field, msg := c.editedField(parsed)
+			c.add(results.InputCopyFile, field, "%s (the copy hashes to %s, but results.json inputs.sha256 records %s: it was edited after the run)", msg, parsed.SHA256, r.Inputs.SHA256)
 		case parsed.SHA256 != r.Inputs.SHA256:
-			c.add(results.InputCopyFile, "", "hashes to %s, but results.json inputs.sha256 records %s", parsed.SHA256, r.Inputs.SHA256)
+			c.add(results.InputCopyFile, "", "hashes to %s, but results.json inputs.sha256 records %s, and no longer reads as an input file: %s", parsed.SHA256, r.Inputs.SHA256, strings.TrimPrefix(err.Error(), errclass.ErrUsage.Error()+": "))
 		case err != nil:
 			c.add(results.InputCopyFile, "", "%v", err)
 		default:
@@ -137,7 +144,12 @@ func (c *check) input() (suite.Input, bool) {
 		}
 		parsed, err := suite.ParseInput(c.opts.InputPath, b, c.opts.Registry)
 		if parsed.SHA256 != r.Inputs.SHA256 {
-			c.add(results.ResultsFile, "inputs.sha256", "records %s, but --input %s hashes to %s: the folder was not made from that file", r.Inputs.SHA256, c.opts.InputPath, parsed.SHA256)
+			first := ""
+			if err == nil {
+				field, msg := c.editedField(parsed)
+				first = fmt.Sprintf("; its first difference from what the run used: %s %s", strings.TrimSpace(field+":"), msg)
+			}
+			c.add(results.ResultsFile, "inputs.sha256", "records %s, but --input %s hashes to %s: the folder was not made from that file%s", r.Inputs.SHA256, c.opts.InputPath, parsed.SHA256, first)
 			return in, ok
 		}
 		if err == nil && !ok {
@@ -148,6 +160,51 @@ func (c *check) input() (suite.Input, bool) {
 		c.notice("the folder carries no %s and no --input was given, so the settings could not be derived again", results.InputCopyFile)
 	}
 	return in, ok
+}
+
+// editedField names the first field where an input copy that no longer
+// hashes to the recorded input differs from what the run used. It plans
+// each recorded scenario from the copy with the recorded overrides and
+// compares the settings with the recorded ones; a settings field that the
+// section holds under the same path is named by its input path
+// ("redelivery.event_id"), any other by the section and the settings path.
+func (c *check) editedField(in suite.Input) (field, msg string) {
+	used := map[string]bool{}
+	for _, rs := range c.f.Results.Scenarios {
+		used[rs.Name] = true
+		s, ok := c.opts.Registry.Lookup(rs.Name)
+		if !ok {
+			continue
+		}
+		plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides)
+		if err != nil {
+			return rs.Name, fmt.Sprintf("gives no valid plan with the recorded overrides: %v", err)
+		}
+		diffs := results.DiffPaths("", rs.Settings, scenario.Marshal(plans[0].Plan.Settings()))
+		if len(diffs) == 0 {
+			continue
+		}
+		path := scenario.ParsePath(diffs[0].Path)
+		ran := diffs[0].A
+		if v, ok := scenario.Lookup(rs.Settings, path); ok {
+			ran = results.Compact(v)
+		}
+		if v, ok := scenario.Lookup(in.Sections[rs.Name], path); ok {
+			return rs.Name + diffs[0].Path, fmt.Sprintf("is %s, but the run used %s", results.Compact(v), ran)
+		}
+		return rs.Name, fmt.Sprintf("gives settings%s %s, but the run used %s", diffs[0].Path, diffs[0].B, ran)
+	}
+	var unused []string
+	for name := range in.Sections {
+		if !used[name] {
+			unused = append(unused, name)
+		}
+	}
+	sort.Strings(unused)
+	if len(unused) > 0 {
+		return "", fmt.Sprintf("gives the settings the run recorded for every scenario it ran, so it differs in a section the run did not use (%s) or in spacing", strings.Join(unused, ", "))
+	}
+	return "", "gives the settings the run recorded for every scenario it ran, so it differs only in spacing or order"
 }
 
 func readRegular(path string) ([]byte, error) {
@@ -169,6 +226,8 @@ func (c *check) code() {
 		switch {
 		case err != nil:
 			c.add("--exe", c.opts.ExePath, "cannot hash it: %v", err)
+		case sum != r.Code.ExecutableSHA256 && c.temporaryExecutable() != "":
+			c.notice("--exe %s cannot be the executable that made this folder: the run's executable was %s, a temporary binary the go command built (go run or go test) and deleted afterwards, so no file can hash to it; the code is identified by the working tree hash instead, which verify compares when run inside the idemlab source tree", c.opts.ExePath, c.temporaryExecutable())
 		case sum != r.Code.ExecutableSHA256:
 			c.out.CodeChanged = append(c.out.CodeChanged, fmt.Sprintf("--exe %s hashes to %s, the run's executable to %s", c.opts.ExePath, sum, r.Code.ExecutableSHA256))
 		default:
@@ -192,8 +251,35 @@ func (c *check) code() {
 		}
 		if got.SHA256 != r.Code.WorkingTree.SHA256 || got.Files != r.Code.WorkingTree.Files {
 			c.out.CodeChanged = append(c.out.CodeChanged, fmt.Sprintf("the working tree here hashes to %s over %d files; the run's working tree at start hashed to %s over %d files", got.SHA256, got.Files, r.Code.WorkingTree.SHA256, r.Code.WorkingTree.Files))
+			return
+		}
+		c.notice("the working tree here hashes to %s over %d files, as the run's did at start: the same source", got.SHA256, got.Files)
+	}
+}
+
+// temporaryExecutable is the run's executable, as its workers' command
+// lines name it, when that was a temporary build of the go command; ""
+// otherwise, or when no process was recorded.
+func (c *check) temporaryExecutable() string {
+	if len(c.f.Processes) == 0 || len(c.f.Processes[0].Argv) == 0 {
+		return ""
+	}
+	if exe := c.f.Processes[0].Argv[0]; TemporaryBuild(exe) {
+		return exe
+	}
+	return ""
+}
+
+// TemporaryBuild reports whether path is a binary the go command built in
+// a temporary folder that it deletes afterwards (go run, go test), or a
+// debugger's build.
+func TemporaryBuild(path string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(path), "/") {
+		if strings.HasPrefix(part, "go-build") {
+			return true
 		}
 	}
+	return strings.HasPrefix(filepath.Base(path), "__debug")
 }
 
 // scenarios derives every scenario again and compares.
@@ -279,8 +365,25 @@ func (c *check) compare(base string, rec, der results.ScenarioResult) {
 	b := view{Conditions: withoutFindings(der.Conditions), Extra: rawOrNil(der.Extra), Pass: der.Pass}
 	c.compareFindings(base, rec, der)
 	for _, d := range results.DiffPaths(base, a, b) {
+		if v, ok := c.rederived(d.Path); ok {
+			c.notice("%s: %s as recorded, %s by format %d's rule; format %d changed how it is derived", d.Path, d.A, d.B, v, v)
+			continue
+		}
 		c.add(results.ResultsFile, conditionPath(d.Path, rec), "is %s, but the records give %s", d.A, d.B)
 	}
+}
+
+// rederived says whether a field's derivation changed after the folder's
+// format, and in which version.
+func (c *check) rederived(path string) (int, bool) {
+	for v := c.formatVersion + 1; v <= results.FormatVersion; v++ {
+		for _, prefix := range results.FormatDerivations[v] {
+			if strings.HasPrefix(path, prefix) {
+				return v, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // compareFindings reports each finding the records give that the stored

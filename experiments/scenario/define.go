@@ -32,7 +32,7 @@ type Validator interface {
 }
 
 // Define adapts a typed scenario to the Scenario interface. It forwards
-// OptIn and Check when the scenario has them.
+// OptIn, Check and Explainer when the scenario has them.
 func Define[S, X any](t Typed[S, X]) Scenario {
 	return defined[S, X]{t: t}
 }
@@ -109,4 +109,13 @@ func (d defined[S, X]) Check(condition string, expected, observed json.RawMessag
 	}
 	diffs := Differences(expected, observed)
 	return len(diffs) == 0, diffs, nil
+}
+
+// Explain uses the typed scenario's Explainer; without one it names
+// nothing, and Explain keeps the paths.
+func (d defined[S, X]) Explain(c results.ConditionResult) []Explained {
+	if e, ok := d.t.(Explainer); ok {
+		return e.Explain(c)
+	}
+	return nil
 }

@@ -64,7 +64,9 @@ type Plan interface {
 	// from the input file and the recorded overrides.
 	Settings() any
 	// Processes is how many worker processes Run will start, for
-	// progress with a known total.
+	// progress with a known total; where that depends on how a crash
+	// lands, the most it may start. Each scenario has a test that a real
+	// run records exactly this many (or no more, where it is a bound).
 	Processes() int
 	// Run starts the workers and records what happened. It reaches no
 	// verdict: that is Evaluate's job, over what was recorded.
@@ -103,6 +105,14 @@ type Folded struct {
 
 // Section is a scenario arranged for people.
 type Section struct {
+	// Verdict names what a pass means where a bare PASS would mislead,
+	// such as "matches the model" above a matrix of losses the model
+	// predicts; empty means PASS or FAIL.
+	Verdict string
+	// Lead says what the scenario found, in sentences, before its tables.
+	Lead []Sentence
+	// Replays are commands that run part of the result again.
+	Replays []Replay
 	// Tables print in the terminal and in the report.
 	Tables []Table
 	// Article compares with the article's published figures; nil when the
@@ -112,6 +122,28 @@ type Section struct {
 	Charts []Chart
 	// Settings are shown as a two-column table.
 	Settings [][2]string
+}
+
+// Verdict words for a scenario whose pass means "every outcome is one the
+// model allows", losses included.
+const (
+	VerdictMatches = "matches the model"
+	VerdictDiffers = "does not match the model"
+)
+
+// ModelVerdict is the Verdict of such a scenario.
+func ModelVerdict(pass bool) string {
+	if pass {
+		return VerdictMatches
+	}
+	return VerdictDiffers
+}
+
+// Sentence is one finding in words, with the cells that show it, named
+// as the tables and the conditions name them.
+type Sentence struct {
+	Text  string
+	Cells []string
 }
 
 // Table is a plain table. Legend explains the columns in one line each.
@@ -126,7 +158,6 @@ type Table struct {
 type Article struct {
 	ID     string
 	Title  string
-	URL    string
 	Unit   string
 	Header []string
 	Rows   [][]Cell

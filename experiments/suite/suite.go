@@ -20,6 +20,7 @@ import (
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/progress"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -41,10 +42,10 @@ type Options struct {
 	// TempDir holds the scenarios' scratch databases; empty means the
 	// system default.
 	TempDir string
-	// OnStart is called once with the number of processes the run will
-	// start, before the first; OnScenario before each scenario runs;
-	// OnProcess after each process is recorded.
-	OnStart    func(total int)
+	// OnStart is called once with the scenarios and the processes each
+	// plan counts, before the first process; OnScenario before each
+	// scenario runs; OnProcess after each process is recorded.
+	OnStart    func(parts []progress.Part)
 	OnScenario func(name string)
 	OnProcess  func(results.ProcessRecord)
 }
@@ -141,7 +142,7 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 		}
 		p, err := s.Plan(in.Sections[s.Name()], ov)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
+			return nil, planError(s, in, ov, err)
 		}
 		if len(ov) == 0 {
 			ov = nil
@@ -163,6 +164,18 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 		return nil, fmt.Errorf("%w: --%s does not apply to the chosen scenarios (%s); choose the scenario it belongs to with --scenario", errclass.ErrUsage, stray[0], strings.Join(names, ", "))
 	}
 	return out, nil
+}
+
+// planError names where a plan's error lies. When the section alone plans
+// well, the flags are at fault, and the error (which names the flag) is
+// not led by the input file's name; otherwise the file is named.
+func planError(s scenario.Scenario, in Input, ov map[string]string, err error) error {
+	if len(ov) > 0 {
+		if _, alone := s.Plan(in.Sections[s.Name()], nil); alone == nil {
+			return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
+		}
+	}
+	return fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
 }
 
 // Run runs the scenarios and writes the results folder. It returns the
@@ -219,11 +232,11 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 	}
 	started := time.Now().UTC()
 	if opts.OnStart != nil {
-		total := 0
+		var parts []progress.Part
 		for _, p := range plans {
-			total += p.Plan.Processes()
+			parts = append(parts, progress.Part{Name: p.Scenario.Name(), Processes: p.Plan.Processes()})
 		}
-		opts.OnStart(total)
+		opts.OnStart(parts)
 	}
 	env := scenario.Env{
 		Runner:   &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess},
@@ -291,25 +304,48 @@ func writeFile(path string, b []byte) error {
 	return f.Close()
 }
 
-// Failures lists one line per failed condition: its name and, for each
-// differing field, what was expected and what was observed.
-func Failures(res *results.Results) []string {
+// failureItems is how many findings and differences a failure line shows
+// before it counts the rest.
+const failureItems = 3
+
+// Failures lists one line per failed condition, leading with the answer:
+// the condition's findings first, since each names a contradiction, then
+// its differences in the scenario's words, headline figure first (see
+// scenario.Explainer). A scenario's findings that belong to no condition
+// get a line of their own. The full lists stay in results.json and the
+// CI summary.
+func Failures(reg scenario.Registry, res *results.Results) []string {
 	var out []string
 	for _, s := range res.Scenarios {
+		sc, _ := reg.Lookup(s.Name)
 		for _, c := range s.Conditions {
 			if c.Pass {
 				continue
 			}
-			line := s.Name + "/" + c.Name + ":"
-			for i, d := range c.Differences {
-				if i == 3 {
-					line += fmt.Sprintf(" (+%d more)", len(c.Differences)-3)
-					break
-				}
-				line += fmt.Sprintf(" %s want %s got %s;", d.Path, d.Expected, d.Observed)
+			var items []string
+			for _, f := range c.Findings {
+				items = append(items, f.Message)
 			}
-			out = append(out, strings.TrimSuffix(line, ";"))
+			items = append(items, scenario.ExplainLines(sc, c)...)
+			out = append(out, failureLine(s.Name+"/"+c.Name, items))
+		}
+		if len(s.Findings) > 0 {
+			var items []string
+			for _, f := range s.Findings {
+				items = append(items, f.String())
+			}
+			out = append(out, failureLine(s.Name, items))
 		}
 	}
 	return out
+}
+
+func failureLine(name string, items []string) string {
+	if len(items) > failureItems {
+		return fmt.Sprintf("%s: %s (+%d more)", name, strings.Join(items[:failureItems], "; "), len(items)-failureItems)
+	}
+	if len(items) == 0 {
+		return name + ": failed"
+	}
+	return name + ": " + strings.Join(items, "; ")
 }

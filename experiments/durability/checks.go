@@ -1,0 +1,145 @@
+package durability
+
+import (
+	"slices"
+	"strings"
+
+	"idemlab/experiments/receiver"
+	"idemlab/experiments/results"
+	wb "idemlab/worker/batch"
+	we "idemlab/worker/explore"
+	"idemlab/worker/faultvfs"
+	"idemlab/worker/protocol"
+	wr "idemlab/worker/redelivery"
+	"idemlab/worker/sqlitedb"
+)
+
+// checkShape checks what a trial's line must hold for its kind and
+// pattern: the steps in order, a recovery report exactly for a power cut,
+// the tables read, and the receiver's log only for batch.
+func (f *folder) checkShape(t trialLine) {
+	f.checkSteps(t)
+	o, cond := t.o, t.cond
+	if (o.Recovery != nil) != (cond.Kind == KindPower) {
+		f.c.Obs(t.l, "recovery", "present=%v, but a recovery report comes with a power cut and only then (kind %s)", o.Recovery != nil, cond.Kind)
+	}
+	if o.Recovery != nil {
+		f.checkRecovery(t)
+	}
+	tables := Tables(cond.Pattern)
+	if cond.Pattern == PatternBatch {
+		if o.Receiver == "" || len(o.Sends) == 0 {
+			// Every batch trial ends with every item sent at least once.
+			f.c.Obs(t.l, "sends", "empty, but the batch trial's receiver logs every send")
+		}
+	} else if o.Receiver != "" || o.Sends != nil {
+		f.c.Obs(t.l, "receiver", "only a batch trial has a receiver")
+	}
+	if cond.Pattern == PatternClaim {
+		f.claimShape(t)
+	}
+	for _, name := range []string{"before", "after", "final"} {
+		r := map[string]Rows{"before": o.Before, "after": o.After, "final": o.Final}[name]
+		for _, tb := range tables {
+			if r[tb] == nil {
+				f.c.Obs(t.l, name, "table %s is missing; every table is listed, empty or not", tb)
+			}
+		}
+		if len(r) != len(tables) {
+			f.c.Obs(t.l, name, "has %d tables, the pattern has %d", len(r), len(tables))
+		}
+	}
+	for i, row := range o.Final[TableJobs] {
+		if row != f.st.EventID+"|"+f.st.JobKey {
+			f.c.Obs(t.l, results.Field("final", TableJobs, i), "is %q, but the only event delivered is %s|%s", row, f.st.EventID, f.st.JobKey)
+		}
+	}
+	if len(o.Integrity) == 0 {
+		f.c.Obs(t.l, "integrity", "empty; integrity_check always answers")
+	}
+}
+
+// checkSteps checks the roles of a trial's processes, in order, and that
+// only a resolve carries a lookup, one the receiver's log bears out.
+func (f *folder) checkSteps(t trialLine) {
+	roles := make([]string, len(t.o.Steps))
+	for i, s := range t.o.Steps {
+		roles[i] = s.Role
+		if (s.Role == RoleResolve) != (s.Lookup != nil) {
+			f.c.Obs(t.l, results.Field("steps", i), "a resolve carries the receiver lookup, and only a resolve")
+		}
+		if s.Lookup != nil && s.Lookup.Found {
+			if !slices.ContainsFunc(t.o.Sends, func(e receiver.Entry) bool {
+				return e.Accepted() && e.Job+":"+e.Item+":"+e.Step == s.Lookup.Key && e.Receipt == s.Lookup.Receipt
+			}) {
+				f.c.Obs(t.l, results.Field("steps", i, "lookup"), "found receipt %q for %s, but the receiver's log has no such accepted send", s.Lookup.Receipt, s.Lookup.Key)
+			}
+		}
+	}
+	want := "first second"
+	if t.cond.Pattern == PatternClaim {
+		want = strings.Join([]string{RoleFirst, RoleProbe, RoleReclaim}, " ")
+	}
+	got := strings.Join(roles, " ")
+	if t.cond.Pattern == PatternBatch {
+		inner := strings.TrimSuffix(strings.TrimPrefix(got, "first second"), " third")
+		if !strings.HasPrefix(got, "first second") || !strings.HasSuffix(got, " third") || strings.Trim(strings.ReplaceAll(inner, " resolve", ""), " ") != "" {
+			f.c.Obs(t.l, "steps", "roles %q, want first, second, any resolves, third", got)
+		}
+	} else if got != want {
+		f.c.Obs(t.l, "steps", "roles %q, want %q", got, want)
+	}
+}
+
+// checkRecovery checks faultvfs's report for what its rules allow: a
+// removed file has no size after, the index file never survives.
+func (f *folder) checkRecovery(t trialLine) {
+	for i, fr := range t.o.Recovery.Files {
+		switch fr.Action {
+		case faultvfs.ActRemove:
+			if fr.After != -1 {
+				f.c.Obs(t.l, results.Field("recovery", "files", i), "removed, but %d bytes after", fr.After)
+			}
+		case faultvfs.ActRestore, faultvfs.ActResurrect:
+			if strings.HasSuffix(fr.Name, "-shm") {
+				f.c.Obs(t.l, results.Field("recovery", "files", i), "the WAL index %s is never durable, yet %s", fr.Name, fr.Action)
+			}
+		default:
+			f.c.Obs(t.l, results.Field("recovery", "files", i), "action %q is not one of faultvfs's", fr.Action)
+		}
+	}
+}
+
+// checkReadBack checks that the normal run's worker opened its file with
+// the condition's settings through the fault VFS.
+func (f *folder) checkReadBack(t trialLine, p results.Process, rep protocol.Report) {
+	cond := t.cond
+	want := sqlitedb.Settings{JournalMode: cond.JournalMode, Synchronous: cond.Synchronous, BusyTimeoutMS: busyTimeoutMS, VFS: faultvfs.Name}
+	var got sqlitedb.Settings
+	switch cond.Pattern {
+	case PatternClaim:
+		var r we.ClaimResult
+		if err := results.DecodeStrict(rep.Result, &r); err != nil {
+			f.c.Proc(p, "stdout", "the report's result is not a claim result: %v", err)
+			return
+		}
+		got = r.Settings
+	case PatternBatch:
+		var r wb.RunResult
+		if err := results.DecodeStrict(rep.Result, &r); err != nil || r.SQLite == nil {
+			f.c.Proc(p, "stdout", "the report's result is not a batch run result with its settings: %v", err)
+			return
+		}
+		got, want.LockingMode = *r.SQLite, wb.Options("").LockingMode
+	default:
+		var r wr.Result
+		if err := results.DecodeStrict(rep.Result, &r); err != nil {
+			f.c.Proc(p, "stdout", "the report's result is not a delivery result: %v", err)
+			return
+		}
+		got = r.Settings
+	}
+	if got != want {
+		f.c.Proc(p, "stdout", "the worker read back %s, the condition requires %s", results.Compact(got), results.Compact(want))
+	}
+}

@@ -1,0 +1,61 @@
+package durability
+
+import (
+	"slices"
+)
+
+// Extra is the scenario's derived extra table: the matrix for a heat map.
+type Extra struct {
+	Matrix Matrix `json:"matrix"`
+}
+
+// Matrix is setting × point → outcome. Rows are "MODE/SYNC/kind",
+// columns "pattern/point"; an empty outcome means not run.
+type Matrix struct {
+	Rows     []string   `json:"rows"`
+	Columns  []string   `json:"columns"`
+	Outcomes [][]string `json:"outcomes"`
+	// Severity is each cell's SeverityOf: 0 nothing lost, 1 rolled back
+	// and redone, 2 committed or ACKed work lost, 3 duplicate, 4 corrupt,
+	// missing or a failed worker; -1 not run.
+	Severity [][]int `json:"severity"`
+}
+
+// BuildMatrix lays the observed outcomes out as setting × point.
+func BuildMatrix(st Settings, observed map[string]any) Matrix {
+	var m Matrix
+	rowIdx, colIdx := map[string]int{}, map[string]int{}
+	for _, p := range AllPatterns {
+		for _, pt := range append([]string{PointACK}, Points(p, st.Items)...) {
+			if slices.ContainsFunc(st.Conditions, func(c Condition) bool { return c.Pattern == p }) {
+				colIdx[p+"/"+pt] = len(m.Columns)
+				m.Columns = append(m.Columns, p+"/"+pt)
+			}
+		}
+	}
+	for _, c := range st.Conditions {
+		r := c.JournalMode + "/" + c.Synchronous + "/" + c.Kind
+		if _, ok := rowIdx[r]; !ok {
+			rowIdx[r] = len(m.Rows)
+			m.Rows = append(m.Rows, r)
+		}
+	}
+	for range m.Rows {
+		o := make([]string, len(m.Columns))
+		s := make([]int, len(m.Columns))
+		for j := range s {
+			s[j] = -1
+		}
+		m.Outcomes, m.Severity = append(m.Outcomes, o), append(m.Severity, s)
+	}
+	for _, c := range st.Conditions {
+		trials, _ := observed[c.Name].(map[string]Trial)
+		i := rowIdx[c.JournalMode+"/"+c.Synchronous+"/"+c.Kind]
+		for pt, t := range trials {
+			if j, ok := colIdx[c.Pattern+"/"+pt]; ok {
+				m.Outcomes[i][j], m.Severity[i][j] = t.Outcome, int(SeverityOf(t.Outcome))
+			}
+		}
+	}
+	return m
+}

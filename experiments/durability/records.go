@@ -1,0 +1,78 @@
+package durability
+
+import (
+	"idemlab/experiments/receiver"
+	wb "idemlab/worker/batch"
+	"idemlab/worker/faultvfs"
+	wr "idemlab/worker/redelivery"
+)
+
+// File names inside a trial's folder.
+const (
+	DBRedelivery = "events.sqlite3"
+	DBBatch      = "journal.sqlite3"
+)
+
+// DBName is a pattern's file name inside a trial's folder.
+func DBName(pattern string) string {
+	switch pattern {
+	case PatternBatch:
+		return DBBatch
+	case PatternClaim:
+		return DBClaims
+	}
+	return DBRedelivery
+}
+
+// Roles of the processes of a trial, in order.
+const (
+	RoleFirst   = "first"   // the process that crashes or ACKs before the cut
+	RoleSecond  = "second"  // the redelivery, or the batch's resume
+	RoleResolve = "resolve" // a batch resolve of a held send
+	RoleThird   = "third"   // the batch run after the resolves
+)
+
+// Observation is one trial: one line of observations.jsonl.
+type Observation struct {
+	Scenario  string `json:"scenario"`
+	Condition string `json:"condition"`
+	// Point is the crash point of the first process, or PointACK.
+	Point string `json:"point"`
+	// DB is the trial's database; each trial has its own folder.
+	DB string `json:"db"`
+	// Receiver is the batch trial's receiver URL.
+	Receiver string `json:"receiver,omitempty"`
+	Steps    []Step `json:"steps"`
+	// Before is what the first process left as a kill leaves it: read by
+	// the parent from a copy of the folder, before any cut.
+	Before Rows `json:"before"`
+	// Recovery is faultvfs's report of the cut; absent for a kill.
+	Recovery *faultvfs.Report `json:"recovery,omitempty"`
+	// After is what the next process finds, and Integrity what PRAGMA
+	// integrity_check said about it.
+	After     Rows     `json:"after"`
+	Integrity []string `json:"integrity"`
+	// Final is the file after the trial's last process.
+	Final Rows `json:"final"`
+	// Sends is the batch receiver's whole log for the trial.
+	Sends []receiver.Entry `json:"sends,omitempty"`
+}
+
+// Step is one process of a trial.
+type Step struct {
+	Role      string `json:"role"`
+	ProcessID int    `json:"process_id"`
+	// Lookup is what the parent asked the receiver before a resolve.
+	Lookup *wb.Lookup `json:"lookup,omitempty"`
+}
+
+// Rows are a file's rows per table, each rendered as "col|col|...", in the
+// table's order.
+type Rows map[string][]string
+
+// Table names in Rows.
+const (
+	TableJobs      = wr.TableJobs
+	TableProcessed = wr.TableProcessed
+	TableJournal   = "step_journal"
+)

@@ -1,0 +1,147 @@
+package durability
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	wb "idemlab/worker/batch"
+	wc "idemlab/worker/claim"
+	we "idemlab/worker/explore"
+	wr "idemlab/worker/redelivery"
+	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
+)
+
+// This file is where the matrix meets its workers: their command lines and
+// the rows the parent reads from their files.
+
+// RedeliveryArgs are a delivery's worker arguments.
+func RedeliveryArgs(s Settings, c Condition, db string) wr.Args {
+	p := wr.SeparateCommit
+	if c.Pattern == PatternSingle {
+		p = wr.SingleTransaction
+	}
+	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: s.EventID, JobKey: s.JobKey}}
+}
+
+// BatchArgs is a batch run's command line after the worker name: the
+// journal, no latency, no verification, as the batch scenario's resume.
+func BatchArgs(s Settings, db, receiver string) []string {
+	return wb.RunArgs{Mode: wb.ModeJournal, Job: s.JobID, Items: s.Items, Receiver: receiver, DB: db}.Argv()
+}
+
+// StepArgs is the worker and command line of a trial's process in role;
+// the run and the fold both build them so. A resolve's are built from its
+// lookup instead.
+func StepArgs(s Settings, c Condition, role, db, receiver string) (string, []string) {
+	switch c.Pattern {
+	case PatternBatch:
+		return wb.WorkerRun, BatchArgs(s, db, receiver)
+	case PatternClaim:
+		return we.ClaimName, ClaimArgs(s, db, claimHolders[role]).Argv()
+	}
+	return wr.WorkerName, RedeliveryArgs(s, c, db).Argv()
+}
+
+// ProcessArgs is the worker and command line of one step of trial o: the
+// run starts the process with them and the fold checks its argv against
+// them.
+func ProcessArgs(s Settings, c Condition, o Observation, step Step) (string, []string) {
+	if c.Pattern == PatternBatch && step.Role == RoleResolve && step.Lookup != nil {
+		return wb.WorkerResolve, ResolveArgs(s, o.DB, *step.Lookup).Argv()
+	}
+	return StepArgs(s, c, step.Role, o.DB, o.Receiver)
+}
+
+// ResolveArgs is the command line of the resolve that lookup lk calls
+// for; the run and the fold both build it so.
+func ResolveArgs(s Settings, db string, lk wb.Lookup) wb.ResolveArgs {
+	k := wb.Key{Job: s.JobID}
+	k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, s.JobID+":"), ":")
+	return lk.Resolve(db, k)
+}
+
+// journalRows renders the batch worker's journal, read by its own reader,
+// as Rows hold it: "job|item|step|status|receipt" in key order.
+func journalRows(ctx context.Context, st store.Store) ([]string, error) {
+	rows, err := wb.ReadJournal(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, r := range rows {
+		out = append(out, strings.Join([]string{r.Job, r.Item, r.Step, r.Status, r.Receipt}, "|"))
+	}
+	return out, nil
+}
+
+// journal reads the trial's journal with the worker's reader, opening the
+// file as the next process would.
+func (t *trial) journal() ([]wb.JournalRow, error) {
+	st, err := store.OpenSQLite(t.ctx, DBOptions(t.c, t.db))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return wb.ReadJournal(t.ctx, st)
+}
+
+// Tables lists the tables a pattern's rows hold.
+func Tables(pattern string) []string {
+	switch pattern {
+	case PatternBatch:
+		return []string{TableJournal}
+	case PatternClaim:
+		return []string{TableClaims}
+	}
+	return []string{TableJobs, TableProcessed}
+}
+
+// read opens the trial's file inside dir as the next process would, which
+// rolls back a hot journal or replays a WAL, and reads every row: the
+// redelivery and claim tables through the readers of the workers that
+// write them.
+func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
+	db, _, err := sqlitedb.Open(t.ctx, DBOptions(t.c, filepath.Join(dir, filepath.Base(t.db))))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer db.Close()
+	var check []string
+	if integrity {
+		rs, err := db.QueryContext(t.ctx, "PRAGMA integrity_check")
+		if err != nil {
+			return nil, nil, fmt.Errorf("integrity_check: %w", err)
+		}
+		for rs.Next() {
+			var s string
+			if err := rs.Scan(&s); err != nil {
+				rs.Close()
+				return nil, nil, fmt.Errorf("integrity_check: %w", err)
+			}
+			check = append(check, s)
+		}
+		rs.Close()
+	}
+	switch t.c.Pattern {
+	case PatternClaim:
+		c, err := wc.ReadClaims(t.ctx, store.SQLiteDB(db))
+		if err != nil {
+			return nil, nil, err
+		}
+		return Rows(c.Lines()), check, db.Close()
+	case PatternSeparate, PatternSingle:
+		s, err := wr.ReadState(t.ctx, store.SQLiteDB(db))
+		if err != nil {
+			return nil, nil, err
+		}
+		return Rows(s.Lines()), check, db.Close()
+	}
+	rows := Rows{}
+	if rows[TableJournal], err = journalRows(t.ctx, store.SQLiteDB(db)); err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", TableJournal, err)
+	}
+	return rows, check, db.Close()
+}
