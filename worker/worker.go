@@ -74,11 +74,13 @@ func Dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) (code in
 
 // armPowerFaults applies the environment that only the durability matrix
 // sets: an ACK with the connection open, and a cut at the N-th sync. Every
-// crash first publishes the fault VFS's pending write ranges, so its log
-// holds every write a torn cut may keep.
+// stop without cleanup (a crash, an ACK with the connection open) first
+// publishes the fault VFS's pending write ranges, so its log holds every
+// write a torn cut may keep: a process that holds its locks to the end, as
+// locking_mode=EXCLUSIVE does, never published them otherwise.
 func armPowerFaults(call *protocol.Call) error {
 	call.SetAckOpen(os.Getenv(protocol.EnvAckOpen) == "1")
-	call.Points.OnCrash(func() { _ = faultvfs.PublishPending() })
+	call.Points.OnStop(func() { _ = faultvfs.PublishPending() })
 	cut, err := protocol.ParseSyncCut(os.Getenv(protocol.EnvCutAtSync))
 	if err != nil || cut.N == 0 {
 		return err

@@ -55,6 +55,11 @@ const (
 	FlagSynchronous = "synchronous"
 	FlagKind        = "kind"
 	FlagItems       = "items"
+	FlagFault       = "fault"
+	FlagFaultSeeds  = "fault-seeds"
+	FlagFaultUnit   = "fault-unit"
+	FlagSeed        = "seed"
+	FlagSyncPoints  = "sync-points"
 )
 
 // Scenario is the durability matrix, written against its own settings
@@ -81,6 +86,11 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagSynchronous, Usage: "synchronous levels, comma list, any case: OFF,NORMAL,FULL,EXTRA"},
 		{Name: FlagKind, Usage: "crash kinds, comma list: kill,power"},
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
+		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
+		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},
+		{Name: FlagFaultUnit, Usage: "with --fault torn: the unit decided, 512 (a sector, the default) or 4096 (a page)"},
+		{Name: FlagSeed, Usage: "with --fault torn: the base seed; a trial's seeds follow it"},
+		{Name: FlagSyncPoints, Usage: "also cut inside every sync of the normal run, just before and just after the fsync", Bool: true},
 	}
 }
 
@@ -112,6 +122,9 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 		return nil, err
 	} else if ok {
 		in.Items = n
+	}
+	if err := faultFlags(&in, overrides, from); err != nil {
+		return nil, err
 	}
 	st, err := settingsOf(in, from)
 	if err != nil {

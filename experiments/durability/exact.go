@@ -246,33 +246,98 @@ type Want struct {
 	Torn map[string][]string `json:"torn,omitempty"`
 }
 
+// placed is a trial placed in the sync model: its shape, the commits the
+// first process made (what a kill leaves), and, for a power cut, what the
+// drop fault mode's cut leaves.
+type placed struct {
+	sh   Shape
+	made int
+	cut  *syncmodel.Result
+}
+
+// place puts a trial in the sync model.
+func place(pattern string, s Setting, items int, point string) (placed, error) {
+	sh, err := ShapeOf(pattern, items, point)
+	if err != nil {
+		return placed{}, err
+	}
+	ms := ModelSetting(s)
+	killed, err := syncmodel.Kill(ms, sh.Process, sh.Cut)
+	if err != nil {
+		return placed{}, err
+	}
+	if sh.Cut.Sync > 0 && pattern == PatternBatch {
+		sh.Sent = sentBefore(items, killed.At.Commit)
+	}
+	pl := placed{sh: sh, made: killed.Min}
+	if s.Kind != KindPower {
+		return pl, nil
+	}
+	cut, err := syncmodel.PowerCut(ms, sh.Process, sh.Cut, nil)
+	if err != nil {
+		return placed{}, err
+	}
+	if cut.Min > pl.made {
+		return placed{}, fmt.Errorf("%s %s: the model finds %d commits after the cut, %d before", pattern, point, cut.Min, pl.made)
+	}
+	pl.cut = &cut
+	return pl, nil
+}
+
+// MayHoldSend says whether the batch journal the resume opens after the
+// trial's cut may hold a notify IN_FLIGHT, the one state that leaves a
+// send for a person to resolve.
+func MayHoldSend(pattern string, s Setting, items int, point, fault string) (bool, error) {
+	if pattern != PatternBatch {
+		return false, nil
+	}
+	pl, err := place(pattern, s, items, point)
+	if err != nil {
+		return false, err
+	}
+	lo, hi := pl.made, pl.made
+	if pl.cut != nil {
+		lo, hi = pl.cut.Min, pl.cut.Min
+		if fault == faultvfs.FaultTorn {
+			all := syncmodel.Views{}
+			dirty, err := syncmodel.Dirty(ModelSetting(s), pl.sh.Process, pl.sh.Cut)
+			if err != nil {
+				return false, err
+			}
+			for _, f := range dirty {
+				all[f] = syncmodel.ViewTorn
+			}
+			r, err := syncmodel.PowerCut(ModelSetting(s), pl.sh.Process, pl.sh.Cut, all)
+			if err != nil {
+				return false, err
+			}
+			lo, hi = r.Min, r.Max
+		}
+	}
+	for i := 1; i <= items; i++ {
+		if n := notifyInFlight(i); n >= lo && n <= hi {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // WantOf is the oracle for one trial, from the settings alone: the
 // pattern, the condition's setting, the items, the point and the fault
 // mode. A kill leaves what the sync model's kill leaves; a power cut what
 // its cut leaves, exactly under the drop mode.
 func WantOf(pattern string, s Setting, items int, point, fault string) (Want, error) {
-	sh, err := ShapeOf(pattern, items, point)
+	pl, err := place(pattern, s, items, point)
 	if err != nil {
 		return Want{}, err
 	}
-	ms := ModelSetting(s)
-	killed, err := syncmodel.Kill(ms, sh.Process, sh.Cut)
-	if err != nil {
-		return Want{}, err
-	}
-	made := killed.Min
-	if sh.Cut.Sync > 0 && pattern == PatternBatch {
-		sh.Sent = sentBefore(items, killed.At.Commit)
-	}
+	sh, made, ms := pl.sh, pl.made, ModelSetting(s)
 	w := Want{Recovered: []string{}}
-	if s.Kind != KindPower {
+	if pl.cut == nil {
 		w.Outcome = outcomeOf(pattern, items, sh, made, 0)
 		return w, nil
 	}
-	cut, err := syncmodel.PowerCut(ms, sh.Process, sh.Cut, nil)
-	if err != nil {
-		return Want{}, err
-	}
+	cut := *pl.cut
 	db := DBName(pattern)
 	for _, f := range cut.Resurrected {
 		w.Recovered = append(w.Recovered, db+f+":"+faultvfs.ActResurrect)
@@ -281,9 +346,6 @@ func WantOf(pattern string, s Setting, items int, point, fault string) (Want, er
 		w.Recovered = append(w.Recovered, db+f+":"+faultvfs.ActRemove)
 	}
 	slices.Sort(w.Recovered)
-	if cut.Min > made {
-		return Want{}, fmt.Errorf("%s %s: the model finds %d commits after the cut, %d before", pattern, point, cut.Min, made)
-	}
 	if fault != faultvfs.FaultTorn {
 		w.Outcome = outcomeOf(pattern, items, sh, made, made-cut.Min)
 		w.RowsLost = rowsLost(pattern, made, cut.Min)
@@ -324,7 +386,7 @@ func tornWants(pattern string, items int, ms syncmodel.Setting, sh Shape, made i
 			}
 		}
 		if r.MayCorrupt {
-			allowed = append(allowed, AnyCorrupt)
+			allowed = append(allowed, AnyOutcome)
 		}
 		out[ViewKey(DBName(pattern), v)] = allowed
 	}
@@ -370,3 +432,56 @@ func SyncPoints(n int) []string {
 // SeedKey is the observed key of a torn trial: the point and the seed's
 // index.
 func SeedKey(point string, seed int) string { return point + "#" + strconv.Itoa(seed) }
+
+// ExtraPoints are the points every condition tries beyond the normal run
+// and its workers' own: the ACK with the connection open and, where a
+// second connection is possible, the ACK with the parent's reader open.
+func ExtraPoints(pattern string) []string {
+	if pattern == PatternBatch {
+		return []string{PointACKOpen}
+	}
+	return []string{PointACKOpen, PointACKReader}
+}
+
+// TrialKey is how a trial is keyed in a condition's observed and expected
+// values: its point, and under the torn mode a power trial's seed index.
+func (s Settings) TrialKey(c Condition, point string, seed int) string {
+	if s.Torn() && c.Kind == KindPower {
+		return SeedKey(point, seed)
+	}
+	return point
+}
+
+// TrialRef is one trial of a condition: a point and a seed index.
+type TrialRef struct {
+	Point string
+	Seed  int
+}
+
+// Order lists a condition's trials in the order they run: the normal run
+// with seed 0 first, since it discovers the points; its other seeds; then
+// every other point, each with all its seeds. points are the workers' own
+// points as the normal run reported them, and syncs the syncs it made.
+func (s Settings) Order(c Condition, points []string, syncs int) []TrialRef {
+	var out []TrialRef
+	all := append(append([]string{PointACK}, points...), ExtraPoints(c.Pattern)...)
+	if s.SyncPoints {
+		all = append(all, SyncPoints(syncs)...)
+	}
+	for _, pt := range all {
+		for j := 0; j < s.Seeds(c); j++ {
+			out = append(out, TrialRef{pt, j})
+		}
+	}
+	return out
+}
+
+// ModelOrder is Order as the model has it: the workers' points from
+// Points and the syncs from the sync model's schedule of the normal run.
+func (s Settings) ModelOrder(c Condition) ([]TrialRef, error) {
+	n, err := syncmodel.Syncs(ModelSetting(c.Setting()), syncmodel.Process{Commits: TotalCommits(c.Pattern, s.Items), End: syncmodel.EndClose})
+	if err != nil {
+		return nil, err
+	}
+	return s.Order(c, Points(c.Pattern, s.Items), n), nil
+}

@@ -85,7 +85,7 @@ func TestTornWants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := off.Torn["events.sqlite3=t"]; !slices.Contains(a, AnyCorrupt) {
+	if a := off.Torn["events.sqlite3=t"]; !slices.Contains(a, AnyOutcome) {
 		t.Errorf("OFF with a torn database allows %v; corruption is possible there", a)
 	}
 	full, err := WantOf(PatternSingle, power("DELETE", "FULL", false), 2, "sync-3-before", faultvfs.FaultTorn)
@@ -93,7 +93,7 @@ func TestTornWants(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, a := range full.Torn {
-		if slices.Contains(a, AnyCorrupt) {
+		if slices.Contains(a, AnyOutcome) {
 			t.Errorf("FULL, view %q allows corruption: %v", k, a)
 		}
 	}

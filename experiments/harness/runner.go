@@ -212,6 +212,12 @@ func (h *Handle) Wait() (*Proc, error) {
 		if rec.ExitCode == protocol.ExitCrash && (len(rep.Points) != k || rep.CrashedAt != rep.Points[k-1]) {
 			return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q after %d hits, but a crash at hit %d was chosen", errclass.ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, len(rep.Points), k)
 		}
+	} else if cut, _ := protocol.ParseSyncCut(s.Env[protocol.EnvCutAtSync]); cut.N > 0 {
+		// A cut inside a sync is chosen by its number, and the worker
+		// reports it under its point's name.
+		if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != cut.Point() {
+			return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q, but a cut at %q was chosen", errclass.ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, cut.Point())
+		}
 	} else if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != s.CrashAt {
 		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q, but point %q was chosen", errclass.ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, s.CrashAt)
 	}

@@ -26,7 +26,7 @@ type Report struct {
 	Unit  int    `json:"unit,omitempty"`
 	// Log is the op log as replayed: names, inodes, ranges and the
 	// sync, delete and directory-sync ops; image slots by name only.
-	Log []Op `json:"log"`
+	Log []Op `json:"log,omitempty"`
 	// Torn lists the torn mode's decisions, file by file.
 	Torn []TornFile `json:"torn,omitempty"`
 }

@@ -65,7 +65,7 @@ func TestArmedCrash(t *testing.T) {
 	hooked := false
 	rep, code, exited := run(t, func(c *Call) {
 		c.Points.Arm("sync-2-before")
-		c.Points.OnCrash(func() { hooked = true })
+		c.Points.OnStop(func() { hooked = true })
 	}, func(c *Call) int {
 		c.Points.Hit("a")
 		c.Points.Crash()
@@ -87,14 +87,17 @@ func TestArmedCrash(t *testing.T) {
 // once, so what follows it (the close) never runs; with it off it returns.
 func TestAckOpen(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		closed := false
-		rep, code, exited := run(t, func(c *Call) { c.SetAckOpen(on) }, func(c *Call) int {
+		closed, hooked := false, false
+		rep, code, exited := run(t, func(c *Call) {
+			c.SetAckOpen(on)
+			c.Points.OnStop(func() { hooked = true })
+		}, func(c *Call) int {
 			c.AckOpen(map[string]int{"n": 1})
 			closed = true
 			return c.Finish(map[string]int{"n": 1}, ExitACK)
 		})
-		if code != ExitACK || exited != on || closed == on || string(rep.Result) != `{"n":1}` {
-			t.Errorf("ack-open %v: code %d exited %v closed %v result %s", on, code, exited, closed, rep.Result)
+		if code != ExitACK || exited != on || closed == on || hooked != on || string(rep.Result) != `{"n":1}` {
+			t.Errorf("ack-open %v: code %d exited %v closed %v hooked %v result %s", on, code, exited, closed, hooked, rep.Result)
 		}
 	}
 }

@@ -206,6 +206,9 @@ func (c *Call) SetAckOpen(on bool) { c.ackOpen = on }
 // Finish as usual.
 func (c *Call) AckOpen(result any) {
 	if c.ackOpen {
+		if c.Points.onStop != nil {
+			c.Points.onStop()
+		}
 		c.Points.exit(c.Finish(result, ExitACK))
 	}
 }
@@ -248,9 +251,10 @@ type Points struct {
 	exit       func(int)
 	call       *Call
 	// armed is a point something outside the worker's code crashes at
-	// through Crash, such as a sync cut; onCrash runs before any crash.
-	armed   string
-	onCrash func()
+	// through Crash, such as a sync cut; onStop runs before any crash and
+	// before an ACK with the connection open.
+	armed  string
+	onStop func()
 }
 
 // Hit marks that the worker reached the named point. If the parent chose
@@ -267,8 +271,8 @@ func (p *Points) Hit(name string) {
 
 // crash reports a crash at name and exits.
 func (p *Points) crash(name string) {
-	if p.onCrash != nil {
-		p.onCrash()
+	if p.onStop != nil {
+		p.onStop()
 	}
 	p.call.write(Report{Worker: p.call.Name, Points: p.Passed(), CrashedAt: name, CrashKind: p.kind})
 	p.exit(ExitCrash)
@@ -288,8 +292,10 @@ func (p *Points) Crash() {
 	p.crash(name)
 }
 
-// OnCrash sets a function every crash runs first, before the report.
-func (p *Points) OnCrash(fn func()) { p.onCrash = fn }
+// OnStop sets a function that runs whenever the process is about to stop
+// without its own cleanup, at a crash or an ACK with the connection open,
+// before the report.
+func (p *Points) OnStop(fn func()) { p.onStop = fn }
 
 // SetKind sets the crash kind the report echoes. Empty keeps reports as
 // they were before kinds existed; an unknown kind is an error, so a typo in
