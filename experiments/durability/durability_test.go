@@ -11,6 +11,7 @@ import (
 	"idemlab/experiments/scenario/scenariotest"
 	"idemlab/experiments/suite"
 	"idemlab/worker"
+	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 )
@@ -143,6 +144,21 @@ func TestRealSlice(t *testing.T) {
 		{"report crash kind", false, 6, func(m map[string]any) {
 			m["stdout"] = strings.Replace(m["stdout"].(string), `"crash_kind":"power"`, `"crash_kind":"kill"`, 1)
 		}, "raw-processes.jsonl", "crash_kind"},
+		{"logged deletion made durable", true, 0, func(m map[string]any) {
+			for _, op := range m["log"].([]any) {
+				if op := op.(map[string]any); op["op"] == faultvfs.OpDelete {
+					op["dirsync"] = true
+				}
+			}
+		}, "observations.jsonl", "recovery.files"},
+		{"recovery decision changed", true, 0, func(m map[string]any) {
+			for _, f := range m["recovery"].(map[string]any)["files"].([]any) {
+				if f := f.(map[string]any); f["action"] == faultvfs.ActResurrect {
+					f["action"] = faultvfs.ActRestore
+				}
+			}
+		}, "observations.jsonl", "recovery.files"},
+		{"log dropped", true, 3, func(m map[string]any) { delete(m, "log") }, "observations.jsonl", "log"},
 		{"pragma read back", false, 0, func(m map[string]any) {
 			m["stdout"] = strings.Replace(m["stdout"].(string), `"synchronous":"NORMAL"`, `"synchronous":"FULL"`, 1)
 		}, "raw-processes.jsonl", "read back"},
