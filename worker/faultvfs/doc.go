@@ -118,8 +118,8 @@
 // protocol.EnvVFS=protocol.VFSFault; workers put sqlitedb.VFSFromEnv()
 // into sqlitedb.Options.VFS, and sqlitedb.Open registers the VFS on first
 // use. For a power cut the parent also sets protocol.EnvCrashKind to
-// protocol.CrashKindPower; once the worker has exited it calls Recover and
-// records the Report. Baseline and Recover use plain file I/O, which drops
+// protocol.CrashKindPower; once the worker has exited it calls Recover (or
+// RecoverWith, to choose the fault mode) and records the Report. Baseline and Recover use plain file I/O, which drops
 // any POSIX locks the calling process holds on those files, so the caller
 // must have no connection open to them.
 package faultvfs
