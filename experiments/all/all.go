@@ -7,6 +7,7 @@ import (
 	"idemlab/experiments/claim"
 	"idemlab/experiments/durability"
 	"idemlab/experiments/explore"
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 )
@@ -22,5 +23,7 @@ func Scenarios() scenario.Registry {
 		// --scenario, since they go beyond the articles.
 		explore.New(),
 		durability.New(),
+		// pattern is the user's own pattern file, also opt-in.
+		pattern.New(),
 	}
 }

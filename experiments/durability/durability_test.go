@@ -16,7 +16,7 @@ import (
 	wr "idemlab/worker/redelivery"
 )
 
-func TestMain(m *testing.M) { worker.TestMain(m) }
+func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
 
 // slice is the small matrix of the real-process test: the single
 // transaction under WAL and DELETE with NORMAL and EXTRA, power cuts only.

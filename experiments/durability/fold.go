@@ -66,7 +66,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 			continue
 		}
 		if s.trials != len(s.order) {
-			f.c.Add("observations.jsonl", "condition "+cond.Name, "%d trials recorded, but the normal run's points, syncs and seeds make %d", s.trials, len(s.order))
+			f.c.AddTo(cond.Name, "observations.jsonl", "condition "+cond.Name, "%d trials recorded, but the normal run's points, syncs and seeds make %d", s.trials, len(s.order))
 		}
 		folded.Observed[cond.Name] = s.out
 	}
@@ -202,7 +202,7 @@ func (f *folder) processes(t trialLine, s *conditionFold) (Facts, []claimStep) {
 		}
 		facts.LaterExits = append(facts.LaterExits, p.ExitCode)
 		if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitWorkerError || p.Signal != "" {
-			f.c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of a process after the cut (0, or 3 for a worker error)", p.ExitCode, p.Signal)
+			f.c.Proc(p, "exit_code", "%s %s; a process after the cut ends in 0, or 3 for a worker error", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 		}
 	}
 	return facts, claims
@@ -215,7 +215,7 @@ func (f *folder) processes(t trialLine, s *conditionFold) (Facts, []claimStep) {
 func (f *folder) first(t trialLine, s *conditionFold, p results.Process, rep protocol.Report, reported bool) {
 	acks := t.o.Point == PointACK || t.o.Point == PointACKOpen || t.o.Point == PointACKReader
 	if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash || p.Signal != "" {
-		f.c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of the first process (0 or 17)", p.ExitCode, p.Signal)
+		f.c.Proc(p, "exit_code", "%s %s; the first process ends in 0 or 17 (crash)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 	if acks != (p.ExitCode == protocol.ExitACK) {
 		f.c.Proc(p, "exit_code", "%d, but the trial's point is %q (an ACK exits 0, a crash 17)", p.ExitCode, t.o.Point)

@@ -134,8 +134,9 @@ func faultFlags(in *Input, ov map[string]string, from map[string]string) error {
 }
 
 // faultSettings checks the fault mode's fields and fills the defaults. The
-// torn mode's fields make sense only with it, so given without it they are
-// an error rather than silently ignored.
+// torn mode's own fields make sense only with it, so given without it they
+// are an error rather than silently ignored; the seed, a flag other
+// scenarios share, is only unused.
 func faultSettings(in Input, from map[string]string, st *Settings) error {
 	name := func(field string) string {
 		if f, ok := from[field]; ok {
@@ -147,10 +148,12 @@ func faultSettings(in Input, from map[string]string, st *Settings) error {
 	switch in.Fault {
 	case "", faultvfs.FaultDrop:
 		st.Fault = faultvfs.FaultDrop
+		// The seed is left alone: --seed is explore's and pattern's too,
+		// and a run of several scenarios may well give it.
 		for _, f := range []struct {
 			field string
 			set   bool
-		}{{"fault_seeds", in.FaultSeeds != 0}, {"fault_unit", in.FaultUnit != 0}, {"seed", in.Seed != nil}} {
+		}{{"fault_seeds", in.FaultSeeds != 0}, {"fault_unit", in.FaultUnit != 0}} {
 			if f.set {
 				return fmt.Errorf("%s: only with fault %q", name(f.field), faultvfs.FaultTorn)
 			}

@@ -4,9 +4,11 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -135,8 +137,17 @@ func Receipt(item, digest string) string {
 }
 
 func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, 1<<16))
+	if err != nil {
+		http.Error(w, "bad send request", http.StatusBadRequest)
+		return
+	}
+	if ps, ok := publicSend(body); ok {
+		r.handlePublic(w, req, ps)
+		return
+	}
 	var sr wb.SendRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<16))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sr); err != nil || sr.JobID == "" || sr.ItemID == "" || sr.Step == "" || sr.Digest == "" {
 		http.Error(w, "bad send request", http.StatusBadRequest)

@@ -79,6 +79,7 @@ type Folder struct {
 	Observations []Line
 	Processes    []Process
 	Findings     []Finding
+	lim          Limits
 }
 
 // ErrNotFolder is returned when DIR itself cannot be used; problems inside
@@ -110,7 +111,7 @@ func load(dir string, lim Limits, withResults bool) (*Folder, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%w: %s: is not a folder", ErrNotFolder, dir)
 	}
-	f := &Folder{Dir: dir}
+	f := &Folder{Dir: dir, lim: lim}
 	f.scanEntries()
 	if withResults {
 		f.loadResults(lim)

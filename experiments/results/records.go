@@ -76,11 +76,18 @@ func (c *Checker) Obs(l Line, field, format string, args ...any) {
 
 // Proc records a finding about a process line.
 func (c *Checker) Proc(p Process, field, format string, args ...any) {
+	c.ProcFor(p, p.Condition, field, format, args...)
+}
+
+// ProcFor is Proc for a process that serves several conditions, such as a
+// member of a pool: the finding fails the condition whose part of the
+// process's work it is about.
+func (c *Checker) ProcFor(p Process, condition, field, format string, args ...any) {
 	f := fmt.Sprintf("line %d (process %d)", p.N, p.ID)
 	if field != "" {
 		f += ": " + field
 	}
-	c.add(p.Condition, ProcessesFile, f, format, args...)
+	c.add(condition, ProcessesFile, f, format, args...)
 }
 
 // Use looks up the process an observation line names and marks it used.
@@ -128,7 +135,7 @@ func (c *Checker) Unused(r Records, max int) {
 func (c *Checker) Report(p Process) (protocol.Report, bool) {
 	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
-		c.Proc(p, "stdout", "%v", err)
+		c.Proc(p, "stdout", "%s: %v", p.Label, err)
 		return rep, false
 	}
 	if rep.Worker != p.Worker {

@@ -26,7 +26,7 @@ const FormatVersion = 2
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
-	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four",
+	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; files a plan reads besides the input file (a pattern file) are carried in attachments/",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
@@ -40,13 +40,16 @@ var FormatDerivations = map[int][]string{
 // Results is results.json.
 type Results struct {
 	// Format is the folder format's version; absent means 1.
-	Format      int              `json:"format,omitempty"`
-	Tool        Tool             `json:"tool"`
-	StartedAt   string           `json:"started_at"`
-	FinishedAt  string           `json:"finished_at"`
-	Environment Environment      `json:"environment"`
-	Inputs      Inputs           `json:"inputs"`
-	Code        Code             `json:"code"`
+	Format      int         `json:"format,omitempty"`
+	Tool        Tool        `json:"tool"`
+	StartedAt   string      `json:"started_at"`
+	FinishedAt  string      `json:"finished_at"`
+	Environment Environment `json:"environment"`
+	Inputs      Inputs      `json:"inputs"`
+	Code        Code        `json:"code"`
+	// Attachments are the files the plans read besides the input file,
+	// copied into the folder.
+	Attachments []Attachment     `json:"attachments,omitempty"`
 	Scenarios   []ScenarioResult `json:"scenarios"`
 	Pass        bool             `json:"pass"`
 }

@@ -176,7 +176,7 @@ func (c *check) editedField(in suite.Input) (field, msg string) {
 		if !ok {
 			continue
 		}
-		plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides)
+		plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides, c.f)
 		if err != nil {
 			return rs.Name, fmt.Sprintf("gives no valid plan with the recorded overrides: %v", err)
 		}
@@ -334,7 +334,7 @@ func (c *check) scenarios(in suite.Input, haveInput bool) {
 // recorded overrides, and compares them with the recorded settings.
 func (c *check) settings(s scenario.Scenario, rs results.ScenarioResult, in suite.Input) {
 	base := results.Field("scenarios", results.Key(rs.Name))
-	plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides)
+	plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides, c.f)
 	if err != nil {
 		c.add(results.ResultsFile, base+".overrides", "the input and the recorded overrides give no valid plan: %v", err)
 		return

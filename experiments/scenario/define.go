@@ -47,6 +47,15 @@ func (d defined[S, X]) Plan(section json.RawMessage, overrides map[string]string
 	return d.t.Plan(section, overrides)
 }
 
+// PlanFiles plans through the typed scenario's PlanFiles when it reads
+// files, and through its Plan otherwise.
+func (d defined[S, X]) PlanFiles(section json.RawMessage, overrides map[string]string, files Files) (Plan, error) {
+	if fp, ok := d.t.(FilePlanner); ok {
+		return fp.PlanFiles(section, overrides, files)
+	}
+	return d.t.Plan(section, overrides)
+}
+
 // Settings decodes recorded settings strictly, so a field the scenario does
 // not know is an error rather than silently dropped, and checks their
 // limits when they have any.
@@ -98,6 +107,11 @@ func (d defined[S, X]) Report(res results.ScenarioResult) (Section, error) {
 func (d defined[S, X]) OptIn() bool {
 	o, ok := d.t.(OptIn)
 	return ok && o.OptIn()
+}
+
+func (d defined[S, X]) Scheduled(condition string) bool {
+	sc, ok := d.t.(Scheduled)
+	return ok && sc.Scheduled(condition)
 }
 
 // Check uses the typed scenario's rule (Checker), or equality of the two

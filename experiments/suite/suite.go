@@ -42,6 +42,9 @@ type Options struct {
 	// TempDir holds the scenarios' scratch databases; empty means the
 	// system default.
 	TempDir string
+	// Files, when set, is where plans read the files they name (a pattern
+	// file); nil reads them from disk. verify --rerun sets the folder.
+	Files scenario.Files
 	// OnStart is called once with the scenarios and the processes each
 	// plan counts, before the first process; OnScenario before each
 	// scenario runs; OnProcess after each process is recorded.
@@ -128,8 +131,9 @@ type Planned struct {
 }
 
 // PlanAll decodes each chosen scenario's section with the overrides that
-// apply to it. A flag that applies to none of them is an error.
-func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) ([]Planned, error) {
+// apply to it. A flag that applies to none of them is an error. files reads
+// the further files a plan names (scenario.FilePlanner).
+func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files) ([]Planned, error) {
 	used := map[string]bool{}
 	var out []Planned
 	for _, s := range chosen {
@@ -140,9 +144,9 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 				used[f.Name] = true
 			}
 		}
-		p, err := s.Plan(in.Sections[s.Name()], ov)
+		p, err := planOne(s, in, ov, files)
 		if err != nil {
-			return nil, planError(s, in, ov, err)
+			return nil, planError(s, in, ov, files, err)
 		}
 		if len(ov) == 0 {
 			ov = nil
@@ -169,9 +173,19 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string) 
 // planError names where a plan's error lies. When the section alone plans
 // well, the flags are at fault, and the error (which names the flag) is
 // not led by the input file's name; otherwise the file is named.
-func planError(s scenario.Scenario, in Input, ov map[string]string, err error) error {
+// planOne plans one scenario, with its files when it reads any.
+func planOne(s scenario.Scenario, in Input, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	if fp, ok := s.(scenario.FilePlanner); ok {
+		return fp.PlanFiles(in.Sections[s.Name()], ov, files)
+	}
+	return s.Plan(in.Sections[s.Name()], ov)
+}
+
+// planError names the flag when the section alone plans, else the input
+// file.
+func planError(s scenario.Scenario, in Input, ov map[string]string, files scenario.Files, err error) error {
 	if len(ov) > 0 {
-		if _, alone := s.Plan(in.Sections[s.Name()], nil); alone == nil {
+		if _, alone := planOne(s, in, nil, files); alone == nil {
 			return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
 		}
 	}
@@ -190,7 +204,8 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	plans, err := PlanAll(chosen, in, opts.Overrides)
+	files := &DiskFiles{src: opts.Files}
+	plans, err := PlanAll(chosen, in, opts.Overrides, files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -198,7 +213,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := runInto(ctx, opts, plans, in, out)
+	res, err := runInto(ctx, opts, plans, in, files, out)
 	if err == nil {
 		err = out.Commit()
 	}
@@ -218,13 +233,17 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	return res, plans, nil
 }
 
-func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *results.Output) (*results.Results, error) {
+func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output) (*results.Results, error) {
 	code, err := results.CodeHashes(opts.Executable, opts.Workdir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	if err := writeFile(filepath.Join(out.Staging, results.InputCopyFile), in.Bytes); err != nil {
 		return nil, fmt.Errorf("%w: copy the input file: %w", errclass.ErrHarness, err)
+	}
+	attachments, err := files.attach(out.Staging)
+	if err != nil {
+		return nil, fmt.Errorf("%w: copy the files the plans read: %w", errclass.ErrHarness, err)
 	}
 	rec, err := results.NewRecorder(out.Staging)
 	if err != nil {
@@ -271,7 +290,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
 		Environment: results.HostEnvironment(),
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
-		Code:        code, Pass: true, Scenarios: []results.ScenarioResult{},
+		Code:        code, Attachments: attachments, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
 	for _, p := range plans {
 		// Findings here are what the workers did (a report that the rows
@@ -286,6 +305,57 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, out *
 		return nil, err
 	}
 	return res, nil
+}
+
+// DiskFiles reads the files plans name from disk, relative to the working
+// folder, and keeps what it read, so the run can carry the very bytes it
+// planned with into the folder.
+type DiskFiles struct {
+	// src, when set, is read instead of the disk: a rerun reads the
+	// folder's own copies.
+	src   scenario.Files
+	names []string
+	read  map[string][]byte
+}
+
+// ReadFile reads name once; a second read gives the same bytes.
+func (d *DiskFiles) ReadFile(name string) ([]byte, error) {
+	if b, ok := d.read[name]; ok {
+		return b, nil
+	}
+	read := os.ReadFile
+	if d.src != nil {
+		read = d.src.ReadFile
+	}
+	b, err := read(name)
+	if err != nil {
+		return nil, err
+	}
+	if d.read == nil {
+		d.read = map[string][]byte{}
+	}
+	d.names = append(d.names, name)
+	d.read[name] = b
+	return b, nil
+}
+
+// attach writes the copies into the staging folder.
+func (d *DiskFiles) attach(staging string) ([]results.Attachment, error) {
+	if len(d.names) == 0 {
+		return nil, nil
+	}
+	if err := os.Mkdir(filepath.Join(staging, results.AttachmentsDir), 0o755); err != nil {
+		return nil, err
+	}
+	var out []results.Attachment
+	for i, name := range d.names {
+		a := results.Attachment{Name: name, File: results.AttachmentFile(i, name), SHA256: results.SHA256Hex(d.read[name])}
+		if err := writeFile(filepath.Join(staging, filepath.FromSlash(a.File)), d.read[name]); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 func writeFile(path string, b []byte) error {

@@ -4,7 +4,12 @@
 //
 // The parent re-executes its own binary as "<exe> worker NAME ARGS...". The
 // child writes exactly one JSON line on stdout and exits with one of the
-// codes below. Anything else is a harness failure, never an observation.
+// codes below. Anything else (another code, a signal the parent did not
+// send, no or a bad report line, a crash at a point the parent did not
+// choose) is the worker misbehaving: the parent records the process like
+// any other and goes on, and the scenario's fold turns what it did into a
+// finding that fails the condition. Only the harness's own faults stop a
+// run.
 package protocol
 
 import (
@@ -17,8 +22,8 @@ import (
 	"strings"
 )
 
-// Exit codes a child may use. The parent treats every other code, and every
-// signal it did not send itself, as a harness failure.
+// Exit codes a child may use. Every other code, and every signal the parent
+// did not send itself, is a misbehaving worker: recorded, then judged.
 const (
 	// ExitACK means the delivery completed and is acknowledged.
 	ExitACK = 0

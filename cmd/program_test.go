@@ -1,0 +1,154 @@
+package cmd
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// needPython skips a test of handler programs where python3 is missing.
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not on PATH; the handler-program tests run Python handlers")
+	}
+}
+
+// programPattern writes a Python program and a pattern file naming it into
+// a fresh folder; the program gets the shipped points helper beside it.
+func programPattern(t *testing.T, program string, edit func(m map[string]any)) string {
+	t.Helper()
+	dir := t.TempDir()
+	helper, err := os.ReadFile("../testdata/handlers/points.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "points.py"), helper, 0o644)
+	os.WriteFile(filepath.Join(dir, "handler.py"), []byte(program), 0o644)
+	m := map[string]any{
+		"name":    "program",
+		"command": []any{"python3", "handler.py"},
+		"schema":  []any{"CREATE TABLE jobs (event_id TEXT NOT NULL)"},
+		"invariants": []any{
+			map[string]any{"name": "one job", "query": "SELECT count(*) FROM jobs WHERE event_id = :event_id", "equals": 1},
+		},
+		"known_unsafe": []any{},
+	}
+	if edit != nil {
+		edit(m)
+	}
+	b, _ := json.Marshal(m)
+	p := filepath.Join(dir, "pattern.json")
+	os.WriteFile(p, b, 0o644)
+	return p
+}
+
+// insertOnce is a handler that writes the job once and ACKs.
+const insertOnce = `import os, sqlite3
+from points import point
+e = os.environ["IDEMLAB_EVENT_ID"]
+db = sqlite3.connect(os.environ["IDEMLAB_DB"], isolation_level=None, timeout=5)
+db.execute("BEGIN IMMEDIATE")
+if not db.execute("SELECT 1 FROM jobs WHERE event_id = ?", (e,)).fetchone():
+    db.execute("INSERT INTO jobs VALUES (?)", (e,))
+%s
+db.execute("COMMIT")
+point("after-commit")
+`
+
+func TestProgramProtocolEdges(t *testing.T) {
+	needPython(t)
+	tests := []struct {
+		name    string
+		program string
+		edit    func(m map[string]any)
+		faults  string
+		code    int
+		texts   []string
+	}{
+		{"a repeated point is its own point", strings.Replace(insertOnce, "%s", `point("step")
+point("step")`, 1), nil, "points", 0, []string{"3 points discovered", `"killed_at":"step#2"`}},
+		{"a stray line is a finding", strings.Replace(insertOnce, "%s", `import socket
+socket.socket(fileno=int(os.environ["IDEMLAB_POINTS_FD"])).sendall(b"hello\n")`, 1), nil, "points", 1, []string{`wrote \"hello\" on its points socket`}},
+		{"a closed fd goes on without points", strings.Replace(insertOnce, "%s", `os.close(int(os.environ["IDEMLAB_POINTS_FD"]))`, 1), nil, "points", 0, []string{"0 points discovered"}},
+		{"a hang past the timeout is killed and judged", `import time
+time.sleep(30)
+`, func(m map[string]any) { m["handler_timeout_ms"] = 300; m["max_deliveries"] = 1 }, "points", 1, []string{"acknowledged: no delivery ACKed in 1"}},
+		{"an exit 0 that does nothing is caught", "pass\n", nil, "points", 1, []string{"one job: want 1, got 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := programPattern(t, strings.Replace(tt.program, "%s", "", 1), tt.edit)
+			r, out := runPattern(t, file, "--faults", tt.faults)
+			all := r.stdout + r.stderr
+			for _, f := range []string{"results.json", "observations.jsonl"} {
+				if raw, err := os.ReadFile(filepath.Join(out, f)); err == nil {
+					all += string(raw)
+				}
+			}
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d:\n%s", r.code, tt.code, all)
+			}
+			for _, want := range tt.texts {
+				if !strings.Contains(all, want) {
+					t.Errorf("no %q in the output or results:\n%s", want, r.stdout)
+				}
+			}
+			if v := execIn(t, Hooks{}, "verify", out); v.code != map[int]int{0: 0, 1: 4}[tt.code] {
+				t.Errorf("verify: exit %d:\n%s%s", v.code, v.stdout, v.stderr)
+			}
+		})
+	}
+}
+
+func TestProgramOutputIsCapped(t *testing.T) {
+	needPython(t)
+	file := programPattern(t, strings.Replace(insertOnce, "%s", `print("x" * 100000)`, 1), nil)
+	r, out := runPattern(t, file, "--faults", "points")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "raw-processes.jsonl"))
+	if !strings.Contains(string(b), "output cut at 65536 bytes") {
+		t.Errorf("no cut marker in the process records")
+	}
+}
+
+func TestProgramThatCannotStart(t *testing.T) {
+	file := programPattern(t, "", func(m map[string]any) { m["command"] = []any{"./no-such-program"} })
+	r, out := runPattern(t, file)
+	if r.code != 2 || !strings.Contains(r.stderr, "no-such-program") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the command", r.code, r.stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s was written for a program that cannot start", out)
+	}
+}
+
+// TestShippedHandlers: the Python separate-commit handler breaks at
+// after-job-commit, and only there, as the built-in worker does; the
+// single transaction holds. The folder carries the handler's source.
+func TestShippedHandlers(t *testing.T) {
+	needPython(t)
+	for _, tt := range []struct{ file, text string }{
+		{"separate-commit", "trial 1, at after-job-commit: one job: want 1,"},
+		{"single-transaction", "points            4       0      held"},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			r, out := runPattern(t, "../testdata/handlers/"+tt.file+".json", "--faults", "points")
+			if r.code != 0 || !strings.Contains(r.stdout, tt.text) {
+				t.Fatalf("exit %d, want 0 with %q:\n%s%s", r.code, tt.text, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, "points            3       1") && tt.file == "separate-commit" {
+				t.Errorf("want exactly one of 3 points to break:\n%s", r.stdout)
+			}
+			entries, _ := os.ReadDir(filepath.Join(out, "attachments"))
+			if len(entries) != 2 {
+				t.Errorf("attachments %v, want the pattern file and the handler's source", entries)
+			}
+		})
+	}
+}

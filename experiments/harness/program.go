@@ -1,0 +1,274 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"idemlab/experiments/errclass"
+	"idemlab/experiments/results"
+)
+
+// ProgramWorker is the worker name a user's program is recorded under.
+const ProgramWorker = "program"
+
+// ProgramPointsFD is the descriptor on which a program finds its end of the
+// points socket: the first inherited extra file.
+const ProgramPointsFD = 3
+
+// OutputCap bounds each of a program's stdout and stderr in the records.
+const OutputCap = 64 << 10
+
+// Program is a user's own handler program run as a worker. Unlike the
+// harness's own workers it writes no report: what the parent records of it
+// is what it witnessed, the exit status, the output and the points the
+// program announced on its socket.
+type Program struct {
+	Scenario, Condition, Label string
+	// Argv is the command, run without a shell in Dir.
+	Argv []string
+	Dir  string
+	// Env holds the variables the harness sets; they are recorded.
+	Env map[string]string
+	// Timeout kills a program still running then.
+	Timeout time.Duration
+	// KillAfter, when positive, kills the program after that delay.
+	KillAfter time.Duration
+	// KillAt says whether the program dies at an announced point: it is
+	// called with the point's name (NAME#2 for a second announcement) and
+	// the count of points so far, and a true answer is a SIGKILL while the
+	// program waits for its answer.
+	KillAt func(name string, n int) bool
+	// Gate, when set, holds a first point named "ready" until it is
+	// released, which is how concurrent deliveries start together.
+	Gate *Gate
+}
+
+// ProgramRun is a finished program, as the parent saw it.
+type ProgramRun struct {
+	Record results.ProcessRecord
+	// Points are the points announced, in order.
+	Points []string
+	// KilledAt is the point at which the parent killed it.
+	KilledAt string
+	// Stray are lines on the socket that were not "point NAME".
+	Stray []string
+	// TimedOut says the program ran past its timeout and was killed.
+	TimedOut bool
+}
+
+// Gate releases a group of programs at once: each arrives at its "ready"
+// point, or by exiting before it, and all go when the last has arrived.
+type Gate struct {
+	mu      sync.Mutex
+	want, n int
+	open    chan struct{}
+}
+
+// NewGate is a gate for n programs.
+func NewGate(n int) *Gate { return &Gate{want: n, open: make(chan struct{})} }
+
+func (g *Gate) arrive() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n++
+	if g.n == g.want {
+		close(g.open)
+	}
+}
+
+// ErrCannotStart marks a program that could not be started at all: not
+// found, not executable, or exit 126 or 127 from its interpreter.
+var ErrCannotStart = errors.New("the program cannot start")
+
+// RunProgram runs a user's program and waits for it. Errors are the
+// harness's own, and ErrCannotStart; whatever the program does is in the
+// ProgramRun.
+func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: points socket: %w", errclass.ErrHarness, err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "points"), os.NewFile(uintptr(fds[1]), "points-child")
+	defer mine.Close()
+	cmd := exec.CommandContext(ctx, p.Argv[0], p.Argv[1:]...)
+	cmd.Dir = p.Dir
+	cmd.Env = childEnv(p.Env)
+	out, errb := &capped{}, &capped{}
+	cmd.Stdout, cmd.Stderr = out, errb
+	cmd.ExtraFiles = []*os.File{theirs}
+	run := &ProgramRun{}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		theirs.Close()
+		if p.Gate != nil {
+			p.Gate.arrive()
+		}
+		return nil, fmt.Errorf("%w: %q: %w", ErrCannotStart, p.Argv, err)
+	}
+	theirs.Close()
+	k := &killer{cmd: cmd}
+	stopTimers := k.arm(p.Timeout, p.KillAfter)
+	points := make(chan struct{})
+	go func() {
+		defer close(points)
+		r.converse(mine, p, run, k)
+	}()
+	werr := cmd.Wait()
+	stopTimers()
+	mine.Close()
+	<-points
+	end := time.Now()
+	run.TimedOut = k.reason() == "timeout"
+	run.Record = results.ProcessRecord{
+		Scenario: p.Scenario, Condition: p.Condition, Label: p.Label, Worker: ProgramWorker,
+		Argv: append([]string{}, p.Argv...), Env: p.Env, PID: cmd.Process.Pid,
+		StartedAt: start.UTC().Format(time.RFC3339Nano), EndedAt: end.UTC().Format(time.RFC3339Nano),
+		DurationMS: float64(end.Sub(start).Microseconds()) / 1000,
+		Stdout:     out.String(), Stderr: errb.String(),
+	}
+	st, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case st.Signaled():
+		run.Record.ExitCode, run.Record.Signal = -1, st.Signal().String()
+	default:
+		run.Record.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if k.reason() != "" {
+		run.Record.KilledBy = "harness"
+	}
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return nil, fmt.Errorf("%w: wait for %q: %w", errclass.ErrHarness, p.Argv, werr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %q stopped: %w", errclass.ErrHarness, p.Argv, err)
+	}
+	if r.Recorder != nil {
+		if err := r.Recorder.AppendProcess(&run.Record); err != nil {
+			return nil, fmt.Errorf("%w: record process: %w", errclass.ErrHarness, err)
+		}
+	}
+	if r.OnProcess != nil {
+		r.OnProcess(run.Record)
+	}
+	return run, nil
+}
+
+// converse answers the program's points until it closes its end or dies.
+func (r *Runner) converse(sock *os.File, p Program, run *ProgramRun, k *killer) {
+	arrived := false
+	defer func() {
+		if p.Gate != nil && !arrived {
+			p.Gate.arrive()
+		}
+	}()
+	seen := map[string]int{}
+	rd := bufio.NewReader(sock)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimRight(line, "\n")
+		name, ok := strings.CutPrefix(line, "point ")
+		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t") {
+			run.Stray = append(run.Stray, line)
+			continue
+		}
+		seen[name]++
+		if seen[name] > 1 {
+			name = fmt.Sprintf("%s#%d", name, seen[name])
+		}
+		run.Points = append(run.Points, name)
+		if len(run.Points) == 1 && name == "ready" && p.Gate != nil {
+			arrived = true
+			p.Gate.arrive()
+			<-p.Gate.open
+		}
+		if p.KillAt != nil && p.KillAt(name, len(run.Points)) {
+			run.KilledAt = name
+			k.kill("point")
+			return
+		}
+		if _, err := sock.Write([]byte("go\n")); err != nil {
+			return
+		}
+	}
+}
+
+// killer kills a program once, remembering why.
+type killer struct {
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	why string
+}
+
+func (k *killer) kill(why string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.why == "" {
+		k.why = why
+		k.cmd.Process.Kill()
+	}
+}
+
+func (k *killer) reason() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.why
+}
+
+// arm starts the timeout and the delayed kill; the returned function stops
+// both once the program has exited.
+func (k *killer) arm(timeout, after time.Duration) func() {
+	var timers []*time.Timer
+	if timeout > 0 {
+		timers = append(timers, time.AfterFunc(timeout, func() { k.kill("timeout") }))
+	}
+	if after > 0 {
+		timers = append(timers, time.AfterFunc(after, func() { k.kill("delay") }))
+	}
+	return func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}
+}
+
+// capped keeps the first OutputCap bytes written to it and says how many
+// more were cut.
+type capped struct {
+	mu  sync.Mutex
+	b   []byte
+	cut int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := OutputCap - len(c.b)
+	if room >= len(p) {
+		c.b = append(c.b, p...)
+	} else {
+		c.b = append(c.b, p[:max(room, 0)]...)
+		c.cut += len(p) - max(room, 0)
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut == 0 {
+		return string(c.b)
+	}
+	return string(c.b) + fmt.Sprintf("\n[idemlab: output cut at %d bytes; %d more bytes not kept]\n", OutputCap, c.cut)
+}

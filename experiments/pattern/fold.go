@@ -1,0 +1,516 @@
+package pattern
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"idemlab/experiments/harness"
+	"idemlab/experiments/receiver"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/seed"
+	wp "idemlab/worker/pattern"
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+)
+
+// Verdict is a condition's observed or expected figure: whether any trial
+// broke an invariant.
+type Verdict struct {
+	Violated bool `json:"violated"`
+}
+
+// Extra is the scenario's derived table: per pattern, the points its
+// discovery passed and, per condition, what the trials showed.
+type Extra struct {
+	Patterns []PatternExtra `json:"patterns"`
+}
+
+// PatternExtra is one pattern's findings.
+type PatternExtra struct {
+	Name       string           `json:"name"`
+	About      string           `json:"about,omitempty"`
+	Points     []string         `json:"points"`
+	Conditions []ConditionExtra `json:"conditions"`
+}
+
+// ConditionExtra is one condition's trials.
+type ConditionExtra struct {
+	Name   string `json:"name"`
+	Fault  string `json:"fault"`
+	Power  string `json:"power,omitempty"`
+	Trials int    `json:"trials"`
+	// Violating, Broken, First and Failed depend on how the OS schedules
+	// the processes in kill trials and races, so a rerun does not compare
+	// them; the verdict and the trials do.
+	Violating int `json:"violating" idemlab:"measure"`
+	// Broken counts the trials that broke each invariant.
+	Broken map[string]int `json:"broken" idemlab:"measure"`
+	// First is the first trial that broke an invariant.
+	First *Violation `json:"first,omitempty" idemlab:"measure"`
+	// Failed counts the deliveries whose step failed, by error class.
+	Failed map[string]int `json:"failed,omitempty" idemlab:"measure"`
+}
+
+// Violation is a trial that broke an invariant, with what was done to it.
+type Violation struct {
+	Trial  int      `json:"trial"`
+	Kind   string   `json:"kind"`
+	Point  string   `json:"point,omitempty"`
+	K      int      `json:"k,omitempty"`
+	KillUS int64    `json:"kill_us,omitempty"`
+	Racers int      `json:"racers,omitempty"`
+	Broken []string `json:"broken"`
+}
+
+// InvariantACK names the check that some delivery acknowledged the event.
+const InvariantACK = "acknowledged"
+
+// Fold judges every trial by its pattern's invariants, from what the
+// parent read after the last delivery and the receiver's log, and checks
+// every process against the trial's plan.
+func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
+	f := folder{st: st, rec: rec, conds: map[string]Condition{}, pats: map[string]Pattern{}, extra: map[string]*ConditionExtra{}, points: map[string][]string{}}
+	for _, p := range st.Patterns {
+		f.pats[p.File.Name] = p
+	}
+	for _, c := range st.Conditions {
+		f.conds[c.Name] = c
+		f.extra[c.Name] = &ConditionExtra{Name: c.Name, Fault: c.Fault, Power: c.Power, Broken: map[string]int{}}
+	}
+	for _, l := range rec.Observations {
+		f.line(l)
+	}
+	f.c.Unused(rec, 1)
+	return f.result()
+}
+
+type folder struct {
+	c      results.Checker
+	st     Settings
+	rec    results.Records
+	conds  map[string]Condition
+	pats   map[string]Pattern
+	extra  map[string]*ConditionExtra
+	points map[string][]string
+}
+
+// trialLine is one observation line with what the fold needs of it.
+type trialLine struct {
+	l    results.Line
+	o    Observation
+	c    Condition
+	pat  Pattern
+	acks int
+}
+
+func (f *folder) line(l results.Line) {
+	var o Observation
+	if err := results.DecodeStrict(l.Raw, &o); err != nil {
+		f.c.Obs(l, "", "not a pattern observation: %v", err)
+		return
+	}
+	c, ok := f.conds[o.Condition]
+	if !ok {
+		f.c.Obs(l, "condition", "%q is not a condition in the settings", o.Condition)
+		return
+	}
+	t := &trialLine{l: l, o: o, c: c, pat: f.pats[c.Pattern]}
+	if !f.checkPlan(t) {
+		return
+	}
+	for i, d := range o.Deliveries {
+		f.delivery(t, i, d)
+	}
+	f.checkSequence(t)
+	ex := f.extra[c.Name]
+	ex.Trials++
+	if broken := f.judge(t); len(broken) > 0 {
+		ex.Violating++
+		for _, b := range broken {
+			ex.Broken[b.name]++
+		}
+		if ex.First == nil {
+			ex.First = &Violation{Trial: o.Trial, Kind: o.Kind, Point: o.Point, K: o.K, KillUS: o.KillUS, Racers: o.Racers}
+			for _, b := range broken {
+				ex.First.Broken = append(ex.First.Broken, b.text)
+			}
+		}
+	}
+}
+
+// checkPlan checks that the trial is one its condition plans.
+func (f *folder) checkPlan(t *trialLine) bool {
+	want := map[string][]string{
+		FaultNone: {KindDiscovery}, wp.FaultPoints: {KindPoint}, wp.FaultRandom: {KindHits, KindKill},
+		wp.FaultConcurrent: {KindRace}, wp.FaultPower: {KindPower},
+	}[t.c.Fault]
+	if !slices.Contains(want, t.o.Kind) {
+		f.c.Obs(t.l, "kind", "%q is not a trial of a %s condition (want %v)", t.o.Kind, t.c.Fault, want)
+		return false
+	}
+	if len(t.o.Deliveries) == 0 {
+		f.c.Obs(t.l, "deliveries", "none recorded; every trial delivers at least once")
+		return false
+	}
+	points := f.discovered(t.pat)
+	if t.o.Kind == KindRace {
+		if want := racePlanned(f.st, t.c.Name, len(points), t.o.Trial); !slices.Equal(want.CrashK, t.o.RaceCrashK) || want.Racers != t.o.Racers {
+			f.c.Obs(t.l, "race_crash_k", "%d racers crashing at %v, but the seed gives %d racers crashing at %v for round %d", t.o.Racers, t.o.RaceCrashK, want.Racers, want.CrashK, t.o.Trial)
+		}
+	}
+	switch t.o.Kind {
+	case KindPoint:
+		if t.o.Trial >= len(points) || points[t.o.Trial] != t.o.Point {
+			f.c.Obs(t.l, "point", "%q is not point %d of those discovery passed (%v)", t.o.Point, t.o.Trial, points)
+		}
+	case KindPower:
+		all := append(append([]string{}, points...), PointACK)
+		if t.o.Trial >= len(all) || all[t.o.Trial] != t.o.Point {
+			f.c.Obs(t.l, "point", "%q is not cut %d of the discovered points and the ACK (%v)", t.o.Point, t.o.Trial, all)
+		}
+	case KindHits:
+		if want := seed.CrashK(f.st.Seed, t.c.Name, t.o.Trial, len(points)); t.o.K != want {
+			f.c.Obs(t.l, "k", "is %d, but the seed gives hit %d for trial %d", t.o.K, want, t.o.Trial)
+		}
+	}
+	return true
+}
+
+// delivery checks one delivery's process: its command line and
+// environment against the plan, its exit against what the plan allows,
+// and an acknowledging worker's claims against the receiver's log.
+func (f *folder) delivery(t *trialLine, i int, d Delivery) {
+	p, ok := f.c.Use(f.rec, t.l, d.ProcessID)
+	if !ok {
+		return
+	}
+	if t.pat.File.IsProgram() {
+		f.programDelivery(t, i, d, p)
+		return
+	}
+	f.c.Argv(p, wp.WorkerName, Args(f.st, t.o, d).Argv())
+	f.c.Env(p, envOrEmpty(Env(t.c, t.o, d)))
+	who := fmt.Sprintf("delivery %d", d.Number)
+	if t.o.Kind == KindRace && d.Number == 1 {
+		who = fmt.Sprintf("racer %d", d.Worker)
+	}
+	switch {
+	case p.Signal != "":
+		if p.KilledBy != "harness" || !f.killPlanned(t, i) {
+			f.c.Proc(p, "signal", "%s died from %s, which no fault of the trial sends%s", who, p.Signal, tail(p.Stderr))
+		}
+		return
+	case p.ExitCode == protocol.ExitCrash:
+		if !crashPlanned(t.o, i) {
+			f.c.Proc(p, "exit_code", "%s exited 17 (crash), but the trial planned no crash for it", who)
+		}
+		f.checkCrash(t, p, i, who)
+		return
+	case p.ExitCode == protocol.ExitACK:
+		t.acks++
+		f.checkClaims(t, p, who)
+	case p.ExitCode == protocol.ExitStepFailed:
+		if rep, ok := f.c.Report(p); ok {
+			var r wp.Result
+			if err := results.DecodeStrict(rep.Result, &r); err == nil && r.Outcome.ErrorClass != "" {
+				f.extra[t.c.Name].failed(r.Outcome.ErrorClass)
+			}
+		}
+	default:
+		f.c.Proc(p, "exit_code", "%s exited %d, which is no outcome of a delivery (0 ACK, 17 crash, 18 step failed)%s", who, p.ExitCode, tail(p.Stderr))
+	}
+}
+
+// checkCrash checks where a crash happened: at the trial's point, or at
+// the k-th point passed for a crash-after-hits trial.
+func (f *folder) checkCrash(t *trialLine, p results.Process, i int, who string) {
+	if t.o.Kind != KindHits && t.o.Kind != KindRace {
+		f.c.Report(p)
+		return
+	}
+	k := crashK(t.o, i)
+	rep, err := protocol.ParseReport(p.Stdout)
+	if err != nil {
+		f.c.Proc(p, "stdout", "%s: %v", who, err)
+		return
+	}
+	if k < 1 || len(rep.Points) != k || rep.CrashedAt != rep.Points[k-1] {
+		f.c.Proc(p, "stdout", "%s crashed at %q after %d points, but the trial crashes it at hit %d", who, rep.CrashedAt, len(rep.Points), k)
+	}
+}
+
+func (e *ConditionExtra) failed(class string) {
+	if e.Failed == nil {
+		e.Failed = map[string]int{}
+	}
+	e.Failed[class]++
+}
+
+// crashPlanned says whether the i-th delivery of the trial was to crash.
+func crashPlanned(o Observation, i int) bool {
+	switch o.Kind {
+	case KindPoint, KindHits:
+		return i == 0
+	case KindPower:
+		return i == 0 && o.Point != PointACK
+	case KindRace:
+		return i < len(o.RaceCrashK) && o.RaceCrashK[i] > 0
+	}
+	return false
+}
+
+// crashK is the hit at which the i-th delivery crashes, 0 when it crashes
+// at a named point instead.
+func crashK(o Observation, i int) int {
+	if o.Kind == KindRace {
+		return o.RaceCrashK[i]
+	}
+	return o.K
+}
+
+func (f *folder) killPlanned(t *trialLine, i int) bool {
+	return t.o.Kind == KindKill && i == 0
+}
+
+func racePlanned(st Settings, condition string, n, round int) Race {
+	plan := RacePlan(st, condition, n)
+	if round < 0 || round >= len(plan) {
+		return Race{}
+	}
+	return plan[round]
+}
+
+// checkClaims cross-checks an acknowledging worker's report: the settings
+// it read back, and that every send it claims is in the receiver's log.
+func (f *folder) checkClaims(t *trialLine, p results.Process, who string) {
+	rep, ok := f.c.Report(p)
+	if !ok {
+		return
+	}
+	var r wp.Result
+	if err := results.DecodeStrict(rep.Result, &r); err != nil {
+		f.c.Proc(p, "stdout", "%s's report is not a delivery result: %v", who, err)
+		return
+	}
+	if want := settingsOf(t.c); r.Settings != want {
+		f.c.Proc(p, "stdout", "%s read back %s, the trial runs %s", who, results.Compact(r.Settings), results.Compact(want))
+	}
+	logged := map[[2]string]int{}
+	for _, e := range t.o.Sends {
+		logged[[2]string{e.Step, e.Outcome}]++
+	}
+	for _, s := range r.Outcome.Sends {
+		k := [2]string{s.Step, s.Outcome}
+		if logged[k] == 0 {
+			f.c.Proc(p, "stdout", "%s reported a %s send of %q, but the receiver's log has no such send", who, s.Outcome, s.Step)
+			continue
+		}
+		logged[k]--
+	}
+}
+
+// settingsOf is what an acknowledging worker must read back.
+func settingsOf(c Condition) sqlitedb.Settings {
+	s := SQLite()
+	if c.Fault == wp.FaultPower {
+		s.JournalMode, s.Synchronous = splitPower(c.Power)
+		s.VFS = faultvfsName
+	}
+	return s
+}
+
+// checkSequence checks the deliveries' order: racers first in a race,
+// then numbers from 2 with the pattern's redelivery offset, none after an
+// ACK and none beyond max_deliveries.
+func (f *folder) checkSequence(t *trialLine) {
+	n, next := 0, 1
+	if t.o.Kind == KindRace {
+		for n < len(t.o.Deliveries) && t.o.Deliveries[n].Number == 1 {
+			if t.o.Deliveries[n].Worker != n {
+				f.c.Obs(t.l, results.Field("deliveries", n, "worker"), "is %d, want %d: racers are recorded in slot order", t.o.Deliveries[n].Worker, n)
+			}
+			n++
+		}
+		if n != t.o.Racers {
+			f.c.Obs(t.l, "deliveries", "%d racers recorded, the trial has %d", n, t.o.Racers)
+		}
+		next = 2
+	}
+	acked := false
+	for ; n < len(t.o.Deliveries); n++ {
+		d := t.o.Deliveries[n]
+		wantOffset := int64(0)
+		if next > 1 {
+			wantOffset = t.pat.File.RedeliveryAfterMS
+		}
+		if d.Number != next || d.Worker != 0 || d.OffsetMS != wantOffset {
+			f.c.Obs(t.l, results.Field("deliveries", n), "is delivery %d (worker %d, offset %d ms), want delivery %d (worker 0, offset %d ms)", d.Number, d.Worker, d.OffsetMS, next, wantOffset)
+		}
+		if acked {
+			f.c.Obs(t.l, results.Field("deliveries", n), "delivery %d came after an ACK; an acknowledged event is not redelivered", d.Number)
+		}
+		if p, ok := f.rec.Process(d.ProcessID); ok && p.ExitCode == protocol.ExitACK && p.Signal == "" {
+			acked = true
+		}
+		next++
+	}
+	if next-1 > t.pat.MaxDeliveries {
+		f.c.Obs(t.l, "deliveries", "%d deliveries, but max_deliveries is %d", next-1, t.pat.MaxDeliveries)
+	}
+	if !acked && t.acks == 0 && next-1 < t.pat.MaxDeliveries && t.o.Kind != KindRace {
+		f.c.Obs(t.l, "deliveries", "redelivery stopped after %d deliveries without an ACK, before max_deliveries (%d)", next-1, t.pat.MaxDeliveries)
+	}
+}
+
+type broken struct{ name, text string }
+
+// judge evaluates every invariant on what the parent read, and the ACK.
+func (f *folder) judge(t *trialLine) []broken {
+	var out []broken
+	sends := receiver.AcceptedSends(t.o.Sends, f.st.EventID)
+	want := []string{}
+	for _, iv := range t.pat.File.Invariants {
+		var got int64
+		if iv.Sends != nil {
+			got = sends[iv.Sends.Step]
+		} else {
+			want = append(want, iv.Name)
+			v, ok := t.o.Values[iv.Name]
+			if !ok {
+				f.c.Obs(t.l, "values", "has no value of invariant %q", iv.Name)
+				continue
+			}
+			got = v
+		}
+		if v := iv.Judge(got); !v.Held {
+			out = append(out, broken{iv.Name, v.String()})
+		}
+	}
+	if got := slices.Sorted(maps.Keys(t.o.Values)); !slices.Equal(got, sortedCopy(want)) {
+		f.c.Obs(t.l, "values", "names %v, the pattern's query invariants are %v", got, sortedCopy(want))
+	}
+	for _, e := range t.o.Sends {
+		if e.Item != f.st.EventID || e.Job != "" {
+			f.c.Obs(t.l, "sends", "holds a send of %q, but the trial delivers only %q", e.Item, f.st.EventID)
+		}
+	}
+	if t.acks == 0 && !(t.o.Kind == KindPower && t.o.Point == PointACK) {
+		out = append(out, broken{InvariantACK, fmt.Sprintf("%s: no delivery ACKed in %d", InvariantACK, len(t.o.Deliveries))})
+	}
+	return out
+}
+
+func (f *folder) result() (scenario.Folded, []results.Finding) {
+	folded := scenario.Folded{Observed: map[string]any{}}
+	var ex Extra
+	for _, p := range f.st.Patterns {
+		pe := PatternExtra{Name: p.File.Name, About: p.File.About, Points: f.discovered(p)}
+		for _, c := range f.st.Conditions {
+			if c.Pattern != p.File.Name {
+				continue
+			}
+			ce := f.extra[c.Name]
+			folded.Observed[c.Name] = Verdict{Violated: ce.Violating > 0}
+			pe.Conditions = append(pe.Conditions, *ce)
+		}
+		ex.Patterns = append(ex.Patterns, pe)
+	}
+	folded.Extra = ex
+	return folded, f.c.Findings
+}
+
+// discovered reads the points a pattern's discovery delivery passed: from
+// its report, or for a program from what the parent saw on its socket.
+func (f *folder) discovered(p Pattern) []string {
+	for _, l := range f.rec.Observations {
+		if l.Condition != p.File.Name+"/"+FaultNone {
+			continue
+		}
+		var o Observation
+		if results.DecodeStrict(l.Raw, &o) != nil || len(o.Deliveries) == 0 {
+			continue
+		}
+		if p.File.IsProgram() {
+			return append([]string{}, o.Deliveries[0].Points...)
+		}
+		if pr, ok := f.rec.Process(o.Deliveries[0].ProcessID); ok {
+			if rep, err := protocol.ParseReport(pr.Stdout); err == nil {
+				return rep.Points
+			}
+		}
+	}
+	return []string{}
+}
+
+func sortedCopy(xs []string) []string {
+	out := append([]string{}, xs...)
+	sort.Strings(out)
+	return out
+}
+
+func envOrEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func tail(stderr string) string {
+	lines := splitLines(stderr)
+	if len(lines) == 0 {
+		return ""
+	}
+	return ": " + lines[len(lines)-1]
+}
+
+// programDelivery checks a program's delivery: its command and
+// environment, and that every kill the parent made was one the trial
+// planned, at the planned point. Any exit is an outcome: 0 is the ACK.
+func (f *folder) programDelivery(t *trialLine, i int, d Delivery, p results.Process) {
+	who := fmt.Sprintf("delivery %d", d.Number)
+	if t.o.Kind == KindRace && d.Number == 1 {
+		who = fmt.Sprintf("racer %d", d.Worker)
+	}
+	if p.Worker != harness.ProgramWorker || !slices.Equal(p.Argv, t.pat.File.Command) {
+		f.c.Proc(p, "argv", "is %s %q, the pattern's command is %q", p.Worker, p.Argv, t.pat.File.Command)
+	}
+	f.c.Env(p, ProgramEnv(f.st, t.o, d))
+	for _, line := range d.Stray {
+		f.c.Obs(t.l, results.Field("deliveries", i, "stray"), "%s wrote %q on its points socket, which is not \"point NAME\"", who, line)
+	}
+	if d.KilledAt != "" && !f.plannedKillAt(t, i, d) {
+		f.c.Obs(t.l, results.Field("deliveries", i, "killed_at"), "%s was killed at %q after %d points, which is not where the trial kills it", who, d.KilledAt, len(d.Points))
+	}
+	byHarness := p.KilledBy == "harness"
+	switch {
+	case byHarness && d.KilledAt == "" && !d.TimedOut && !f.killPlanned(t, i):
+		f.c.Proc(p, "killed_by", "%s was killed by the harness, but the trial plans no kill for it", who)
+	case !byHarness && (d.KilledAt != "" || d.TimedOut):
+		f.c.Proc(p, "killed_by", "%s is recorded as killed at a point or on its timeout, but not by the harness", who)
+	}
+	if ackedRecord(p.ProcessRecord) {
+		t.acks++
+	}
+}
+
+// plannedKillAt says whether a kill at d.KilledAt is the trial's.
+func (f *folder) plannedKillAt(t *trialLine, i int, d Delivery) bool {
+	n := len(d.Points)
+	if n == 0 || d.Points[n-1] != d.KilledAt {
+		return false
+	}
+	switch {
+	case i != 0 && t.o.Kind != KindRace:
+		return false
+	case t.o.Kind == KindPoint:
+		return d.KilledAt == t.o.Point
+	case t.o.Kind == KindHits:
+		return n == t.o.K
+	case t.o.Kind == KindRace:
+		return d.Number == 1 && d.Worker < len(t.o.RaceCrashK) && n == t.o.RaceCrashK[d.Worker]
+	}
+	return false
+}

@@ -1,0 +1,319 @@
+// Package pattern puts a user's own pattern file through every fault
+// idemlab knows: a crash at every discovered point, seeded crashes and
+// kills, concurrent deliveries behind a barrier, and power cuts. After each
+// trial the parent reads the database and the receiver's log, and the
+// pattern's own invariants judge what it read.
+package pattern
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"idemlab/experiments/scenario"
+	wp "idemlab/worker/pattern"
+	"idemlab/worker/sqlitedb"
+)
+
+// Name is the scenario's name on the command line.
+const Name = "pattern"
+
+// Limits on the input, so a typo cannot start a week-long run.
+const (
+	MaxTrials   = 100_000
+	MaxRounds   = 10_000
+	MaxRacers   = 32
+	MaxParallel = 16
+)
+
+// Input is the pattern section of input.json.
+type Input struct {
+	// Files are pattern files, read relative to the working folder.
+	Files   []string `json:"files"`
+	EventID string   `json:"event_id"`
+	// Faults are the fault classes to run; empty means all.
+	Faults []string `json:"faults"`
+	Seed   uint64   `json:"seed"`
+	// Trials is the number of random trials per pattern: half crash at a
+	// seeded k-th point, half are killed after a seeded delay.
+	Trials int `json:"trials"`
+	// Racers lists the numbers of concurrent deliveries.
+	Racers []int `json:"racers"`
+	// Rounds is the number of races per racer count and kill mode.
+	Rounds int `json:"rounds"`
+	// Parallel is how many trials run at once.
+	Parallel int `json:"parallel"`
+}
+
+// Settings are recorded with the scenario; verify derives them again from
+// the input section, the overrides and the folder's copies of the files.
+type Settings struct {
+	EventID    string      `json:"event_id"`
+	Faults     []string    `json:"faults"`
+	Seed       uint64      `json:"seed"`
+	HitTrials  int         `json:"crash_after_hits_trials"`
+	KillTrials int         `json:"kill_trials"`
+	Racers     []int       `json:"racers"`
+	Rounds     int         `json:"rounds"`
+	Parallel   int         `json:"parallel"`
+	Patterns   []Pattern   `json:"patterns"`
+	Conditions []Condition `json:"conditions"`
+}
+
+// Pattern is one pattern file as the run used it.
+type Pattern struct {
+	// Source is the file's name as given.
+	Source string  `json:"source"`
+	SHA256 string  `json:"sha256"`
+	File   wp.File `json:"file"`
+	// MaxDeliveries and Power are the file's, with defaults applied.
+	MaxDeliveries int      `json:"max_deliveries"`
+	Power         []string `json:"power"`
+	// Dir is the pattern file's folder, where a program runs; TimeoutMS
+	// its timeout; Files the SHA-256 of every argument of its command that
+	// names a file there.
+	Dir       string            `json:"dir,omitempty"`
+	TimeoutMS int64             `json:"timeout_ms,omitempty"`
+	Files     map[string]string `json:"files,omitempty"`
+}
+
+// Condition is one fault class on one pattern.
+type Condition struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	// Fault is a fault class, or FaultNone for the run without faults.
+	Fault string `json:"fault"`
+	// Power is the journal_mode/synchronous setting of a power condition.
+	Power string `json:"power,omitempty"`
+}
+
+// FaultNone is the condition of a delivery without any fault: a pattern
+// that breaks its invariants here is wrong before any fault.
+const FaultNone = "none"
+
+// Scenario is the pattern scenario.
+type Scenario struct{}
+
+// New is the scenario as the registry lists it.
+func New() scenario.Scenario { return scenario.Define[Settings, Extra](Scenario{}) }
+
+func (Scenario) Name() string { return Name }
+
+func (Scenario) Summary() string {
+	return "your own pattern file: crash points, seeded crashes and kills, concurrent deliveries, power cuts, judged by its invariants"
+}
+
+// OptIn: a pattern is the user's, so it runs only when asked for.
+func (Scenario) OptIn() bool { return true }
+
+func (Scenario) Flags() []scenario.Flag {
+	return []scenario.Flag{
+		{Name: "pattern-file", Usage: "a pattern file to test (replaces pattern.files)"},
+		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all)"},
+		{Name: "seed", Usage: "the seed of the random trials"},
+		{Name: "trials", Usage: "random trials per pattern"},
+		{Name: "rounds", Usage: "races per racer count and kill mode"},
+	}
+}
+
+// Plan is not used: the suite plans this scenario with its files.
+func (Scenario) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) {
+	return nil, fmt.Errorf("%s: the pattern scenario reads pattern files; plan it with PlanFiles", Name)
+}
+
+// PlanFiles decodes the section, applies the overrides, and reads and
+// checks every pattern file: a bad file is refused here, before anything
+// runs, naming the file and the field.
+func (Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	in := DefaultInput()
+	if len(section) > 0 && string(section) != "null" {
+		if err := scenario.DecodeSection(Name, section, &in); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.override(ov); err != nil {
+		return nil, err
+	}
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	st := Settings{
+		EventID: in.EventID, Faults: in.Faults, Seed: in.Seed,
+		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
+		Racers: in.Racers, Rounds: in.Rounds, Parallel: in.Parallel,
+	}
+	for _, name := range in.Files {
+		p, err := readPattern(files, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, other := range st.Patterns {
+			if other.File.Name == p.File.Name {
+				return nil, fmt.Errorf("%s: name %q is also %s's; every pattern needs its own name", name, p.File.Name, other.Source)
+			}
+		}
+		st.Patterns = append(st.Patterns, p)
+		st.Conditions = append(st.Conditions, conditionsOf(p, st.Faults)...)
+	}
+	return &plan{s: st}, nil
+}
+
+func readPattern(files scenario.Files, name string) (Pattern, error) {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
+	}
+	f, err := wp.Check(checkCtx, b)
+	if err != nil {
+		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
+	}
+	p := Pattern{Source: name, SHA256: sha256Hex(b), File: f, MaxDeliveries: f.MaxDeliveries, Power: f.Power}
+	if p.MaxDeliveries == 0 {
+		p.MaxDeliveries = wp.DefaultMaxDeliveries
+	}
+	if f.IsProgram() {
+		// A program does not open its files through idemlab's VFS, so no
+		// power cut can be taken from inside it.
+		p.Power = nil
+		p.Dir = filepath.ToSlash(filepath.Dir(name))
+		p.TimeoutMS = f.HandlerTimeoutMS
+		if p.TimeoutMS == 0 {
+			p.TimeoutMS = wp.DefaultHandlerTimeoutMS
+		}
+		p.Files = programFiles(files, p.Dir, f.Command)
+		return p, nil
+	}
+	if len(p.Power) == 0 {
+		p.Power = append([]string{}, wp.DefaultPower...)
+	}
+	for i, s := range p.Power {
+		j, sy, _ := wp.ParsePower(s)
+		p.Power[i] = j + "/" + sy
+	}
+	return p, nil
+}
+
+// conditionsOf lists a pattern's conditions: the run without faults, then
+// one per fault class, power once per setting.
+func conditionsOf(p Pattern, faults []string) []Condition {
+	name := p.File.Name
+	out := []Condition{{Name: name + "/" + FaultNone, Pattern: name, Fault: FaultNone}}
+	for _, f := range faults {
+		if f != wp.FaultPower {
+			out = append(out, Condition{Name: name + "/" + f, Pattern: name, Fault: f})
+			continue
+		}
+		for _, s := range p.Power {
+			out = append(out, Condition{Name: name + "/power:" + s, Pattern: name, Fault: f, Power: s})
+		}
+		// A program gets no power condition; the report says why.
+	}
+	return out
+}
+
+// DefaultInput is the section an input file without one gets: a pattern
+// is named with --pattern-file, so the file need not mention it.
+func DefaultInput() Input {
+	return Input{EventID: "evt-1", Seed: 1, Trials: 20, Racers: []int{2, 4, 8}, Rounds: 3, Parallel: 2}
+}
+
+func (in *Input) override(ov map[string]string) error {
+	if v, ok := ov["pattern-file"]; ok {
+		in.Files = []string{v}
+	}
+	if v, ok := ov["faults"]; ok {
+		in.Faults = nil
+		for _, f := range strings.Split(v, ",") {
+			in.Faults = append(in.Faults, strings.TrimSpace(f))
+		}
+	}
+	if v, ok := ov["seed"]; ok {
+		var s uint64
+		if _, err := fmt.Sscan(v, &s); err != nil {
+			return fmt.Errorf("--seed %q: want a whole number from 0", v)
+		}
+		in.Seed = s
+	}
+	for name, dst := range map[string]*int{"trials": &in.Trials, "rounds": &in.Rounds} {
+		hi := map[string]int{"trials": MaxTrials, "rounds": MaxRounds}[name]
+		v, ok, err := scenario.IntFlag(ov, name, 0, hi)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*dst = v
+		}
+	}
+	return nil
+}
+
+func (in *Input) validate() error {
+	if len(in.Files) == 0 {
+		return fmt.Errorf("%s.files: empty; name a pattern file with --pattern-file FILE", Name)
+	}
+	if strings.TrimSpace(in.EventID) == "" {
+		return fmt.Errorf("%s.event_id: must not be empty", Name)
+	}
+	if len(in.Faults) == 0 {
+		in.Faults = append([]string{}, wp.Faults...)
+	}
+	for i, f := range in.Faults {
+		if !slices.Contains(wp.Faults, f) || slices.Index(in.Faults, f) != i {
+			return fmt.Errorf("%s.faults[%d]: %q: want each of %s at most once", Name, i, f, strings.Join(wp.Faults, ", "))
+		}
+	}
+	// Fault classes run in one order, whatever order they were named in.
+	slices.SortFunc(in.Faults, func(a, b string) int { return slices.Index(wp.Faults, a) - slices.Index(wp.Faults, b) })
+	switch {
+	case in.Trials < 0 || in.Trials > MaxTrials:
+		return fmt.Errorf("%s.trials: %d, want 0 to %d", Name, in.Trials, MaxTrials)
+	case in.Rounds < 0 || in.Rounds > MaxRounds:
+		return fmt.Errorf("%s.rounds: %d, want 0 to %d", Name, in.Rounds, MaxRounds)
+	case in.Parallel < 1 || in.Parallel > MaxParallel:
+		return fmt.Errorf("%s.parallel: %d, want 1 to %d", Name, in.Parallel, MaxParallel)
+	}
+	for i, k := range in.Racers {
+		if k < 2 || k > MaxRacers {
+			return fmt.Errorf("%s.racers[%d]: %d, want 2 to %d", Name, i, k, MaxRacers)
+		}
+	}
+	return nil
+}
+
+type plan struct{ s Settings }
+
+func (p *plan) Settings() any { return p.s }
+
+// Processes estimates the run's processes for progress. The points are
+// known only after discovery, so it counts two per step (before and
+// after), and a first delivery and one redelivery per trial.
+func (p *plan) Processes() int {
+	n := 0
+	for _, pt := range p.s.Patterns {
+		n++ // discovery
+		points := 2 * len(pt.File.Handler)
+		for _, f := range p.s.Faults {
+			switch f {
+			case wp.FaultPoints:
+				n += 2 * points
+			case wp.FaultRandom:
+				n += 2 * (p.s.HitTrials + p.s.KillTrials)
+			case wp.FaultConcurrent:
+				for _, k := range p.s.Racers {
+					n += 2 * p.s.Rounds * (k + 1)
+				}
+			case wp.FaultPower:
+				n += 2 * len(pt.Power) * (points + 1)
+			}
+		}
+	}
+	return n
+}
+
+// SQLite is the pattern worker's database settings outside power trials.
+func SQLite() sqlitedb.Settings {
+	o := wp.Options("")
+	return sqlitedb.Settings{JournalMode: o.JournalMode, Synchronous: o.Synchronous, BusyTimeoutMS: int(o.BusyTimeout.Milliseconds())}
+}

@@ -1,0 +1,133 @@
+package pattern
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"idemlab/experiments/errclass"
+	"idemlab/experiments/harness"
+	"idemlab/experiments/scenario"
+	wp "idemlab/worker/pattern"
+	"idemlab/worker/protocol"
+)
+
+// programFiles hashes every argument of the command that names a file
+// under the pattern file's folder, through files, so the folder carries
+// the program's source and verify checks it.
+func programFiles(files scenario.Files, dir string, argv []string) map[string]string {
+	out := map[string]string{}
+	for _, a := range argv[1:] {
+		if b, err := files.ReadFile(filepath.Join(dir, a)); err == nil {
+			out[a] = sha256Hex(b)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// ProgramEnv is the environment of one delivery of a program; the fold
+// checks the recorded one against it.
+func ProgramEnv(s Settings, o Observation, d Delivery) map[string]string {
+	return map[string]string{
+		wp.EnvEventID: s.EventID, wp.EnvDelivery: strconv.Itoa(d.Number), wp.EnvWorker: strconv.Itoa(d.Worker),
+		wp.EnvNowOffsetMS: strconv.FormatInt(d.OffsetMS, 10), wp.EnvDB: o.DB, wp.EnvReceiver: o.Receiver,
+		wp.EnvPointsFD: strconv.Itoa(harness.ProgramPointsFD),
+	}
+}
+
+// killAt is where the parent kills the i-th first delivery: at a point
+// trial's point, at a hit, or at a racer's seeded hit.
+func killAt(o Observation, worker int) func(string, int) bool {
+	switch {
+	case o.Kind == KindPoint:
+		return func(name string, _ int) bool { return name == o.Point }
+	case o.Kind == KindHits:
+		return func(_ string, n int) bool { return n == o.K }
+	case o.Kind == KindRace && worker < len(o.RaceCrashK) && o.RaceCrashK[worker] > 0:
+		k := o.RaceCrashK[worker]
+		return func(_ string, n int) bool { return n == k }
+	}
+	return nil
+}
+
+// firstProgram runs a program trial's first delivery, or its racers: held
+// at a first point "ready" and released together when discovery showed one,
+// else started together.
+func (t *trial) firstProgram() ([]delivered, error) {
+	if t.o.Kind != KindRace {
+		got, err := t.runProgram(Delivery{Number: 1}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return []delivered{got}, nil
+	}
+	var gate *harness.Gate
+	if t.r.ready {
+		gate = harness.NewGate(t.o.Racers)
+	}
+	out := make([]delivered, t.o.Racers)
+	ds := make([]Delivery, t.o.Racers)
+	errs := make([]error, t.o.Racers)
+	var wg sync.WaitGroup
+	for i := range t.o.Racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds[i], out[i], errs[i] = t.startProgram(Delivery{Number: 1, Worker: i}, gate)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	t.o.Deliveries = append(t.o.Deliveries, ds...)
+	return out, nil
+}
+
+// runProgram runs one delivery of the program and records it in order.
+func (t *trial) runProgram(d Delivery, gate *harness.Gate) (delivered, error) {
+	d, got, err := t.startProgram(d, gate)
+	if err != nil {
+		return got, err
+	}
+	t.o.Deliveries = append(t.o.Deliveries, d)
+	return got, nil
+}
+
+func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivered, error) {
+	pat := t.r.pat
+	p := harness.Program{
+		Scenario: Name, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
+		Argv: pat.File.Command, Dir: t.r.progDir, Env: ProgramEnv(t.r.s, *t.o, d),
+		Timeout: time.Duration(pat.TimeoutMS) * time.Millisecond, Gate: gate,
+	}
+	if d.Number == 1 {
+		p.KillAt = killAt(*t.o, d.Worker)
+		p.KillAfter = time.Duration(t.o.KillUS) * time.Microsecond
+	}
+	run, err := t.r.env.Runner.RunProgram(t.r.ctx, p)
+	if errors.Is(err, harness.ErrCannotStart) {
+		return d, delivered{}, fmt.Errorf("%w: pattern %s: command %w; fix the command (it runs in %s)", errclass.ErrUsage, pat.File.Name, err, pat.Dir)
+	}
+	if err != nil {
+		return d, delivered{}, fmt.Errorf("%s trial %d: %w", t.c.Name, t.o.Trial, err)
+	}
+	if t.o.Kind == KindDiscovery && (run.Record.ExitCode == 126 || run.Record.ExitCode == 127) {
+		return d, delivered{}, fmt.Errorf("%w: pattern %s: command %q cannot start: it exited %d%s; nothing was run", errclass.ErrUsage, pat.File.Name, pat.File.Command, run.Record.ExitCode, tail(run.Record.Stderr))
+	}
+	d.ProcessID, d.Points, d.KilledAt, d.Stray, d.TimedOut = run.Record.ID, run.Points, run.KilledAt, run.Stray, run.TimedOut
+	if d.Points == nil {
+		d.Points = []string{}
+	}
+	return d, delivered{acked: ackedRecord(run.Record), points: run.Points, durationMS: run.Record.DurationMS}, nil
+}
+
+// programExits are a program's outcomes: 0 is the ACK and anything else is
+// not, which is the protocol, not a finding.
+var _ = protocol.ExitACK

@@ -1,0 +1,144 @@
+package pattern
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+)
+
+// Report shows, per pattern and fault class, whether every invariant held,
+// and where one did not, the first trial that broke it.
+func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenario.Section, error) {
+	var sec scenario.Section
+	sec.Settings = [][2]string{
+		{"event", st.EventID}, {"fault classes", strings.Join(st.Faults, ", ")},
+		{"seed", fmt.Sprint(st.Seed)},
+		{"random trials", fmt.Sprintf("%d crash at a seeded k-th point, %d killed after a seeded delay", st.HitTrials, st.KillTrials)},
+		{"races", fmt.Sprintf("%v racers, %d rounds each without and with kills", st.Racers, st.Rounds)},
+	}
+	pass := map[string]bool{}
+	for _, c := range res.Conditions {
+		pass[c.Name] = c.Pass
+	}
+	for i, p := range x.Patterns {
+		pat := st.Patterns[i]
+		t := scenario.Table{
+			Title:  fmt.Sprintf("pattern %s (%s, sha256 %s): %d points discovered", p.Name, pat.Source, pat.SHA256[:12], len(p.Points)),
+			Header: []string{"fault", "trials", "broke", "verdict", "first trial that broke an invariant"},
+			Legend: []string{
+				"broke: trials in which some invariant did not hold after the last delivery, or no delivery ACKed",
+				"verdict: held, or broke; \"(expected)\" where known_unsafe lists the class; ✗ where the run fails: a violation not expected, or an expected one that did not show",
+			},
+		}
+		for _, c := range p.Conditions {
+			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, pass[p.Name+"/"+conditionSuffix(c)]), firstText(c)})
+		}
+		if pat.File.IsProgram() {
+			t.Rows = append(t.Rows, []string{"power", "-", "-", "not applicable", "the program does not open its files through idemlab's VFS"})
+			t.Legend = append(t.Legend, programNotes(st, pat, p)...)
+		}
+		if p.About != "" {
+			t.Legend = append(t.Legend, p.Name+": "+p.About)
+		}
+		sec.Tables = append(sec.Tables, t)
+		sec.Replays = append(sec.Replays, replays(st, pat, p)...)
+	}
+	return sec, nil
+}
+
+// replays are the commands that run a pattern's broken classes again: the
+// same file, class and seed. A crash at a point or a seeded hit, and a
+// power cut, break again; a kill after a delay or a race may not.
+func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
+	var out []scenario.Replay
+	for _, c := range p.Conditions {
+		if c.First == nil || c.Fault == FaultNone {
+			continue
+		}
+		args := []string{"--scenario", Name, "--pattern-file", pat.Source, "--faults", c.Fault, "--seed", fmt.Sprint(st.Seed)}
+		switch c.Fault {
+		case "random":
+			args = append(args, "--trials", fmt.Sprint(st.HitTrials+st.KillTrials))
+		case "concurrent":
+			args = append(args, "--rounds", fmt.Sprint(st.Rounds))
+		}
+		what := fmt.Sprintf("%s/%s, trial %d", p.Name, conditionSuffix(c), c.First.Trial)
+		if c.First.Kind == KindKill || c.First.Kind == KindRace {
+			what += " (timed by the scheduler: it may not break again)"
+		}
+		out = append(out, scenario.Replay{What: what, Args: args})
+	}
+	return out
+}
+
+func conditionSuffix(c ConditionExtra) string {
+	if c.Power != "" {
+		return "power:" + c.Power
+	}
+	return c.Fault
+}
+
+func faultLabel(c ConditionExtra) string {
+	switch c.Fault {
+	case FaultNone:
+		return "none (discovery)"
+	case "power":
+		return "power " + c.Power
+	}
+	return c.Fault
+}
+
+func verdictText(p Pattern, c ConditionExtra, pass bool) string {
+	v := "held"
+	if c.Violating > 0 {
+		v = "broke"
+	}
+	if KnownUnsafe(p.File, Condition{Fault: c.Fault, Power: c.Power}) {
+		v += " (expected)"
+	}
+	if !pass {
+		v += " ✗"
+	}
+	return v
+}
+
+func firstText(c ConditionExtra) string {
+	f := c.First
+	if f == nil {
+		return ""
+	}
+	var what string
+	switch f.Kind {
+	case KindPoint, KindPower:
+		what = "at " + f.Point
+	case KindHits:
+		what = fmt.Sprintf("crash at hit %d", f.K)
+	case KindKill:
+		what = fmt.Sprintf("kill after %d µs", f.KillUS)
+	case KindRace:
+		what = fmt.Sprintf("%d racers", f.Racers)
+	}
+	broken := append([]string{}, f.Broken...)
+	sort.Strings(broken)
+	return fmt.Sprintf("trial %d, %s: %s", f.Trial, what, strings.Join(broken, "; "))
+}
+
+// programNotes say what a program's own protocol use meant for its trials.
+func programNotes(st Settings, pat Pattern, p PatternExtra) []string {
+	notes := []string{fmt.Sprintf("command %q, run in %s, killed after %d ms", pat.File.Command, pat.Dir, pat.TimeoutMS)}
+	if len(p.Points) == 0 {
+		notes = append(notes, "the program announces no points: only the seeded-delay kills apply to it")
+	}
+	if slices.Contains(st.Faults, "concurrent") {
+		if len(p.Points) > 0 && p.Points[0] == "ready" {
+			notes = append(notes, "concurrent: the program's first point is \"ready\"; the racers were released there together")
+		} else {
+			notes = append(notes, "concurrent: the racers were started together, with no barrier (the program's first point is not \"ready\")")
+		}
+	}
+	return notes
+}

@@ -1,0 +1,466 @@
+package pattern
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"idemlab/experiments/errclass"
+	"idemlab/experiments/harness"
+	"idemlab/experiments/receiver"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/seed"
+	"idemlab/worker/faultvfs"
+	wp "idemlab/worker/pattern"
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+)
+
+// checkCtx bounds the preparing of a pattern's statements at plan time.
+var checkCtx = context.Background()
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Trial kinds.
+const (
+	KindDiscovery = "discovery"
+	KindPoint     = "point"
+	KindHits      = "crash-after-hits"
+	KindKill      = "kill"
+	KindRace      = "race"
+	KindPower     = "power"
+)
+
+// PointACK is the power trial whose cut comes after the first delivery
+// acknowledged, with nothing of it left to redeliver.
+const PointACK = "ack"
+
+// DBName is each trial's database file.
+const DBName = "pattern.sqlite3"
+
+// Observation is one trial: what was done to it, every delivery's process,
+// and what the parent read after the last one.
+type Observation struct {
+	Scenario  string `json:"scenario"`
+	Condition string `json:"condition"`
+	Trial     int    `json:"trial"`
+	Kind      string `json:"kind"`
+	// Point is the crash point of a point or power trial.
+	Point string `json:"point,omitempty"`
+	// K is a crash-after-hits trial's hit.
+	K int `json:"k,omitempty"`
+	// KillUS is a kill trial's delay from the start.
+	KillUS int64 `json:"kill_us,omitempty"`
+	// Racers and RaceCrashK describe a race: the hit at which each racer
+	// crashes, 0 for none. A crash at a seeded point, not a kill after a
+	// delay, so the fault lands inside the handler whatever the scheduler
+	// does.
+	Racers     int   `json:"racers,omitempty"`
+	RaceCrashK []int `json:"race_crash_k,omitempty"`
+	// File is the pattern file the workers read, DB the trial's file and
+	// Receiver its receiver's URL; all three are in the command lines.
+	File       string     `json:"file"`
+	DB         string     `json:"db"`
+	Receiver   string     `json:"receiver"`
+	Deliveries []Delivery `json:"deliveries"`
+	// Recovery is what the power cut left, for a power trial.
+	Recovery *faultvfs.Report `json:"recovery,omitempty"`
+	// Values are the query invariants' values, read by the parent after
+	// the last delivery.
+	Values map[string]int64 `json:"values"`
+	// Sends are the trial receiver's log.
+	Sends []receiver.Entry `json:"sends"`
+}
+
+// Delivery is one delivery's process. A program's delivery also has what
+// the parent saw on its points socket.
+type Delivery struct {
+	ProcessID int   `json:"process_id"`
+	Number    int   `json:"number"`
+	Worker    int   `json:"worker"`
+	OffsetMS  int64 `json:"offset_ms"`
+	// Points are the points a program announced, KilledAt the one at which
+	// the parent killed it, Stray the lines that were not "point NAME".
+	Points   []string `json:"points,omitempty"`
+	KilledAt string   `json:"killed_at,omitempty"`
+	Stray    []string `json:"stray,omitempty"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+}
+
+// Run discovers each pattern's points, then runs its fault classes.
+func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+	dir, err := os.MkdirTemp(env.TempDir, "idemlab-pattern-")
+	if err != nil {
+		return fmt.Errorf("%w: create the run's folder: %w", errclass.ErrHarness, err)
+	}
+	defer os.RemoveAll(dir)
+	for i, pat := range p.s.Patterns {
+		file := filepath.Join(dir, fmt.Sprintf("pattern-%d.json", i+1))
+		b, err := json.Marshal(pat.File)
+		if err == nil {
+			err = os.WriteFile(file, b, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: write the pattern for the workers: %w", errclass.ErrHarness, err)
+		}
+		if err := p.runPattern(ctx, env, pat, file); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, file string) error {
+	conds := map[string]Condition{}
+	for _, c := range p.s.Conditions {
+		if c.Pattern == pat.File.Name {
+			conds[c.Name] = c
+		}
+	}
+	r := runner{ctx: ctx, env: env, s: p.s, pat: pat, file: file}
+	if pat.File.IsProgram() {
+		dir, err := filepath.Abs(pat.Dir)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		r.progDir = dir
+	}
+	none := conds[pat.File.Name+"/"+FaultNone]
+	disc, err := r.trial(none, Observation{Kind: KindDiscovery}, nil)
+	if err != nil {
+		return err
+	}
+	r.ready = len(disc.points) > 0 && disc.points[0] == wp.PointReady
+	points, windowUS := disc.points, max(1, int64(disc.durationMS*1000))
+	var jobs []func(context.Context) error
+	var races []Condition
+	for _, c := range p.s.Conditions {
+		if c.Pattern != pat.File.Name {
+			continue
+		}
+		switch c.Fault {
+		case wp.FaultPoints:
+			for i, pt := range points {
+				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindPoint, Point: pt}))
+			}
+		case wp.FaultRandom:
+			for i := range p.s.HitTrials {
+				k := seed.CrashK(p.s.Seed, c.Name, i, len(points))
+				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindHits, K: k}))
+			}
+			for j := range p.s.KillTrials {
+				i := p.s.HitTrials + j
+				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindKill, KillUS: seed.KillDelayUS(p.s.Seed, c.Name, i, windowUS)}))
+			}
+		case wp.FaultPower:
+			for i, pt := range append(append([]string{}, points...), PointACK) {
+				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindPower, Point: pt}))
+			}
+		case wp.FaultConcurrent:
+			races = append(races, c)
+		}
+	}
+	if err := harness.RunJobs(ctx, p.s.Parallel, jobs); err != nil {
+		return err
+	}
+	// A race already runs its racers at once, so one at a time.
+	for _, c := range races {
+		for i, rc := range RacePlan(p.s, c.Name, len(points)) {
+			if _, err := r.trial(c, Observation{Trial: i, Kind: KindRace, Racers: rc.Racers, RaceCrashK: rc.CrashK}, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Race is one round of concurrent deliveries.
+type Race struct {
+	Racers int
+	// CrashK is the hit at which each racer crashes; nil for none.
+	CrashK []int
+}
+
+// RacePlan lists a concurrent condition's rounds: for each racer count,
+// Rounds rounds without crashes, then Rounds in which about half the
+// racers crash at a seeded one of the n discovered points.
+func RacePlan(s Settings, condition string, n int) []Race {
+	var out []Race
+	for _, k := range s.Racers {
+		for _, crashes := range []bool{false, true} {
+			for range s.Rounds {
+				r := Race{Racers: k}
+				if crashes {
+					r.CrashK = seed.RaceCrashK(s.Seed, condition, len(out), k, n)
+				}
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+type runner struct {
+	ctx  context.Context
+	env  scenario.Env
+	s    Settings
+	pat  Pattern
+	file string
+	// progDir is where a program runs, and ready whether its discovery
+	// delivery's first point was "ready".
+	progDir string
+	ready   bool
+}
+
+func (r runner) job(c Condition, o Observation) func(context.Context) error {
+	return func(ctx context.Context) error {
+		r.ctx = ctx
+		_, err := r.trial(c, o, nil)
+		return err
+	}
+}
+
+// discovered is what a discovery trial tells the rest of the run.
+type discovered struct {
+	points     []string
+	durationMS float64
+}
+
+// trial runs one trial from a fresh file to the parent's reading of it.
+func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
+	var d discovered
+	dir, err := os.MkdirTemp(r.env.TempDir, "idemlab-pattern-trial-")
+	if err != nil {
+		return d, fmt.Errorf("%w: create a trial's folder: %w", errclass.ErrHarness, err)
+	}
+	defer os.RemoveAll(dir)
+	rcv, err := receiver.Start(receiver.Config{})
+	if err != nil {
+		return d, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	defer rcv.Close()
+	o.Scenario, o.Condition, o.File, o.DB, o.Receiver = Name, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL
+	t := &trial{r: r, c: c, o: &o, dir: dir}
+	if err := t.prepare(); err != nil {
+		return d, fmt.Errorf("%w: %s trial %d: prepare the file: %w", errclass.ErrHarness, c.Name, o.Trial, err)
+	}
+	first, err := t.first()
+	if err != nil {
+		return d, err
+	}
+	if len(first) == 1 {
+		d.points, d.durationMS = first[0].points, first[0].durationMS
+	}
+	if err := t.redeliver(first); err != nil {
+		return d, err
+	}
+	if err := t.observe(rcv); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+type trial struct {
+	r   runner
+	c   Condition
+	o   *Observation
+	dir string
+}
+
+// env is what every process of the trial runs with: the power-loss VFS
+// and the condition's settings for a power trial, nothing otherwise.
+func (t *trial) env() map[string]string {
+	if t.c.Fault != wp.FaultPower {
+		return nil
+	}
+	j, sy, _ := strings.Cut(t.c.Power, "/")
+	return map[string]string{protocol.EnvVFS: protocol.VFSFault, protocol.EnvJournalMode: j, protocol.EnvSynchronous: sy}
+}
+
+// options are the parent's settings for the trial's file: the
+// condition's, so its own reads change nothing a worker would not.
+func (t *trial) options() sqlitedb.Options {
+	o := wp.Options(t.o.DB)
+	if t.c.Fault == wp.FaultPower {
+		o.JournalMode, o.Synchronous = splitPower(t.c.Power)
+	}
+	return o
+}
+
+func (t *trial) prepare() error {
+	db, _, err := sqlitedb.Open(t.r.ctx, t.options())
+	if err != nil {
+		return err
+	}
+	for i, stmt := range t.r.pat.File.Schema {
+		if _, err := db.ExecContext(t.r.ctx, stmt); err != nil {
+			db.Close()
+			return fmt.Errorf("schema[%d]: %w", i, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		return err
+	}
+	if t.c.Fault == wp.FaultPower {
+		return faultvfs.Baseline(t.dir)
+	}
+	return nil
+}
+
+// Exits a delivery may end with; anything else is recorded and judged.
+var exits = []int{protocol.ExitACK, protocol.ExitCrash, protocol.ExitStepFailed, protocol.ExitWorkerError, protocol.ExitUsage}
+
+// Args are the worker arguments of one delivery; the fold rebuilds them
+// to check each recorded command line.
+func Args(s Settings, o Observation, d Delivery) wp.Args {
+	a := wp.Args{File: o.File, DB: o.DB, EventID: s.EventID, Delivery: d.Number, Worker: d.Worker, NowOffsetMS: d.OffsetMS, Receiver: o.Receiver}
+	if o.Kind == KindRace && d.Number == 1 {
+		a.ReadyFD = harness.BarrierReadyFD
+	}
+	return a
+}
+
+// Env is the environment of one delivery; the fold checks it.
+func Env(c Condition, o Observation, d Delivery) map[string]string {
+	t := trial{c: c, o: &o}
+	env := t.env()
+	if d.Number == 1 {
+		if env == nil {
+			env = map[string]string{}
+		}
+		switch {
+		case o.Kind == KindHits:
+			env[protocol.EnvCrashAfterHits] = fmt.Sprint(o.K)
+		case o.Kind == KindRace && d.Worker < len(o.RaceCrashK) && o.RaceCrashK[d.Worker] > 0:
+			env[protocol.EnvCrashAfterHits] = fmt.Sprint(o.RaceCrashK[d.Worker])
+		case o.Kind == KindPoint || o.Kind == KindPower && o.Point != PointACK:
+			env[protocol.EnvCrashAt] = o.Point
+		}
+		if o.Kind == KindPower && o.Point != PointACK {
+			env[protocol.EnvCrashKind] = protocol.CrashKindPower
+		}
+	}
+	if len(env) == 0 {
+		return nil
+	}
+	return env
+}
+
+func (t *trial) spec(d Delivery) harness.Spec {
+	env := Env(t.c, *t.o, d)
+	crashAt := env[protocol.EnvCrashAt]
+	delete(env, protocol.EnvCrashAt)
+	return harness.Spec{
+		Scenario: Name, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
+		Worker: wp.WorkerName, Args: Args(t.r.s, *t.o, d).Argv(), Env: env, CrashAt: crashAt, Exits: exits,
+	}
+}
+
+// delivered is what the rest of a trial needs of one delivery.
+type delivered struct {
+	acked      bool
+	points     []string
+	durationMS float64
+}
+
+func ackedRecord(r results.ProcessRecord) bool {
+	return r.ExitCode == protocol.ExitACK && r.Signal == ""
+}
+
+// first runs the trial's first delivery, or its racers.
+func (t *trial) first() ([]delivered, error) {
+	if t.r.pat.File.IsProgram() {
+		return t.firstProgram()
+	}
+	if t.o.Kind == KindRace {
+		racers := make([]harness.Racer, t.o.Racers)
+		for i := range racers {
+			racers[i] = harness.Racer{Spec: t.spec(Delivery{Number: 1, Worker: i})}
+		}
+		procs, err := harness.RunBarrier(t.r.ctx, t.r.env.Runner, racers)
+		if err != nil {
+			return nil, fmt.Errorf("%s trial %d: %w", t.c.Name, t.o.Trial, err)
+		}
+		var out []delivered
+		for i, p := range procs {
+			t.o.Deliveries = append(t.o.Deliveries, Delivery{ProcessID: p.Record.ID, Number: 1, Worker: i})
+			out = append(out, delivered{acked: ackedRecord(p.Record)})
+		}
+		return out, nil
+	}
+	d := Delivery{Number: 1}
+	spec := t.spec(d)
+	spec.KillAfter = time.Duration(t.o.KillUS) * time.Microsecond
+	proc, err := t.r.env.Runner.Run(t.r.ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s trial %d: %w", t.c.Name, t.o.Trial, err)
+	}
+	d.ProcessID = proc.Record.ID
+	t.o.Deliveries = append(t.o.Deliveries, d)
+	if t.o.Kind == KindPower {
+		rep, err := faultvfs.Recover(t.dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
+		}
+		t.o.Recovery = &rep
+		if err := faultvfs.Baseline(t.dir); err != nil {
+			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+	}
+	return []delivered{{acked: ackedRecord(proc.Record), points: proc.Report.Points, durationMS: proc.Record.DurationMS}}, nil
+}
+
+// redeliver delivers the event again to fresh processes until one ACKs or
+// the pattern's max_deliveries is reached. A race always gets one
+// recovery delivery, whatever its racers did.
+func (t *trial) redeliver(first []delivered) error {
+	acked := t.o.Kind != KindRace && first[0].acked
+	for n := 2; n <= t.r.pat.MaxDeliveries && !acked; n++ {
+		d := Delivery{Number: n, OffsetMS: t.r.pat.File.RedeliveryAfterMS}
+		if t.r.pat.File.IsProgram() {
+			got, err := t.runProgram(d, nil)
+			if err != nil {
+				return err
+			}
+			acked = got.acked
+			continue
+		}
+		proc, err := t.r.env.Runner.Run(t.r.ctx, t.spec(d))
+		if err != nil {
+			return fmt.Errorf("%s trial %d: %w", t.c.Name, t.o.Trial, err)
+		}
+		d.ProcessID = proc.Record.ID
+		t.o.Deliveries = append(t.o.Deliveries, d)
+		acked = ackedRecord(proc.Record)
+	}
+	return nil
+}
+
+// observe reads what the trial left, as the parent's own witness, and
+// records it.
+func (t *trial) observe(rcv *receiver.Receiver) error {
+	db, _, err := sqlitedb.Open(t.r.ctx, t.options())
+	if err == nil {
+		t.o.Values, err = wp.QueryValues(t.r.ctx, db, t.r.pat.File, t.r.s.EventID)
+		err = errors.Join(err, db.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s trial %d: read the invariants: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
+	}
+	t.o.Sends, _ = rcv.LogSince(0)
+	if err := t.r.env.Recorder.Observe(t.o); err != nil {
+		return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+	}
+	return nil
+}

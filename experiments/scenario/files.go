@@ -1,0 +1,17 @@
+package scenario
+
+import "encoding/json"
+
+// Files reads the files a plan names besides the input file, such as a
+// user's pattern file. In a run they come from disk and are carried into
+// the results folder; in verify they come from the folder's copies, so a
+// folder handed over alone still derives its settings again.
+type Files interface {
+	ReadFile(name string) ([]byte, error)
+}
+
+// FilePlanner is implemented by scenarios whose plan reads such files.
+// The suite calls PlanFiles instead of Plan for them.
+type FilePlanner interface {
+	PlanFiles(section json.RawMessage, overrides map[string]string, files Files) (Plan, error)
+}

@@ -1,0 +1,245 @@
+package pattern
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/mattn/go-sqlite3"
+
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+)
+
+// Delivery is who delivers the event, and when.
+type Delivery struct {
+	EventID string
+	// Number is 1 for the first delivery, 2 for the next, and so on.
+	Number int
+	// Worker is the racer's slot in a concurrent delivery, else 0.
+	Worker int
+	// NowMS is the worker's clock plus the delivery's offset, read once.
+	NowMS int64
+}
+
+// Sender posts one send to the trial's receiver.
+type Sender interface {
+	Send(ctx context.Context, eventID, step, key string) (SendResult, error)
+}
+
+// SendResult is the receiver's answer to one send.
+type SendResult struct {
+	Step    string `json:"step"`
+	Key     string `json:"key,omitempty"`
+	Outcome string `json:"outcome"`
+	Receipt string `json:"receipt"`
+}
+
+// Outcome is what one delivery says it did: the worker's claim, which the
+// parent checks against the receiver's log and the rows.
+type Outcome struct {
+	// Steps is how many steps ran to the end.
+	Steps int `json:"steps"`
+	// StoppedAt is the 1-based step whose stop ended the handler; 0 when
+	// it ran to the last step.
+	StoppedAt int `json:"stopped_at,omitempty"`
+	// Bound are the names the queries bound, with their values.
+	Bound map[string]any `json:"bound,omitempty"`
+	Sends []SendResult   `json:"sends"`
+	// FailedStep and Error are set when a step failed; the delivery is
+	// then not ACKed.
+	FailedStep int    `json:"failed_step,omitempty"`
+	Error      string `json:"error,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+}
+
+// Error classes of a failed step, so tables can count each kind.
+const (
+	ClassBusy       = "busy"
+	ClassConstraint = "constraint"
+	ClassSend       = "send"
+	ClassOther      = "other"
+)
+
+// Run runs the handler once on conn. It calls pts.Hit before and after
+// every step; a chosen point ends the process there, with any transaction
+// left open, as a dying process leaves it. A step's error ends the
+// delivery unACKed, also without a rollback: the process exits and SQLite
+// rolls back on the next open.
+func Run(ctx context.Context, conn *sql.Conn, f File, d Delivery, snd Sender, pts *protocol.Points) Outcome {
+	r := runner{ctx: ctx, conn: conn, d: d, snd: snd, vals: map[string]any{
+		"event_id": d.EventID, "delivery": int64(d.Number), "worker": int64(d.Worker), "now_ms": d.NowMS,
+	}}
+	out := Outcome{Sends: []SendResult{}}
+	for i, s := range f.Handler {
+		before, after := s.Points(i)
+		pts.Hit(before)
+		stop, err := r.step(s, &out)
+		if err != nil {
+			out.FailedStep, out.Error, out.ErrorClass = i+1, err.Error(), classify(err)
+			return out
+		}
+		out.Steps = i + 1
+		pts.Hit(after)
+		if stop {
+			out.StoppedAt = i + 1
+			break
+		}
+	}
+	if len(r.bound) > 0 {
+		out.Bound = r.bound
+	}
+	return out
+}
+
+type runner struct {
+	ctx   context.Context
+	conn  *sql.Conn
+	d     Delivery
+	snd   Sender
+	vals  map[string]any
+	bound map[string]any
+	inTx  bool
+}
+
+// step runs one step and says whether the handler stops after it.
+func (r *runner) step(s Step, out *Outcome) (bool, error) {
+	switch s.Kind() {
+	case KindQuery:
+		return r.query(s)
+	case KindExec:
+		res, err := r.conn.ExecContext(r.ctx, s.Exec, r.args(s.Exec)...)
+		if err != nil {
+			return false, fmt.Errorf("exec: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return false, fmt.Errorf("exec: %w", err)
+		}
+		if s.StopUnlessChanged && n == 0 {
+			return true, r.rollbackOpen()
+		}
+		return false, nil
+	case KindBegin:
+		r.inTx = true
+		return false, r.exec("BEGIN " + map[string]string{"deferred": "DEFERRED", "immediate": "IMMEDIATE"}[s.Begin])
+	case KindCommit:
+		r.inTx = false
+		return false, r.exec("COMMIT")
+	case KindRollback:
+		r.inTx = false
+		return false, r.exec("ROLLBACK")
+	case KindSend:
+		return false, r.send(s.Send, out)
+	}
+	return false, fmt.Errorf("step of no known kind")
+}
+
+func (r *runner) query(s Step) (bool, error) {
+	rows, err := r.conn.QueryContext(r.ctx, s.Query, r.args(s.Query)...)
+	if err != nil {
+		return false, fmt.Errorf("query: %w", err)
+	}
+	var first any
+	has := rows.Next()
+	if has {
+		cols, err := rows.Columns()
+		if err != nil {
+			rows.Close()
+			return false, fmt.Errorf("query: %w", err)
+		}
+		dest := make([]any, len(cols))
+		for i := range dest {
+			dest[i] = new(any)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("query: %w", err)
+		}
+		first = *(dest[0].(*any))
+		if b, ok := first.([]byte); ok {
+			first = string(b)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return false, fmt.Errorf("query: %w", err)
+	}
+	if s.As != "" {
+		r.vals[s.As] = first
+		if r.bound == nil {
+			r.bound = map[string]any{}
+		}
+		r.bound[s.As] = first
+	}
+	if (s.StopIf == "rows" && has) || (s.StopIf == "no_rows" && !has) {
+		return true, r.rollbackOpen()
+	}
+	return false, nil
+}
+
+// rollbackOpen ends an open transaction before a stop, as the handler's
+// early return would.
+func (r *runner) rollbackOpen() error {
+	if !r.inTx {
+		return nil
+	}
+	r.inTx = false
+	return r.exec("ROLLBACK")
+}
+
+func (r *runner) exec(stmt string) error {
+	if _, err := r.conn.ExecContext(r.ctx, stmt); err != nil {
+		return fmt.Errorf("%s: %w", stmt, err)
+	}
+	return nil
+}
+
+func (r *runner) send(s *Send, out *Outcome) error {
+	key := ""
+	if s.Key != "" {
+		var v any
+		q := keySQL(s.Key)
+		if err := r.conn.QueryRowContext(r.ctx, q, r.args(q)...).Scan(&v); err != nil {
+			return fmt.Errorf("send key: %w", err)
+		}
+		if b, ok := v.([]byte); ok {
+			v = string(b)
+		}
+		key = fmt.Sprint(v)
+	}
+	res, err := r.snd.Send(r.ctx, r.d.EventID, s.Step, key)
+	if err != nil {
+		return &sendError{err}
+	}
+	out.Sends = append(out.Sends, res)
+	return nil
+}
+
+// args binds the parameters an SQL text names, and only those.
+func (r *runner) args(sqlText string) []any {
+	var out []any
+	for _, n := range ParamNames(sqlText) {
+		out = append(out, sql.Named(n, r.vals[n]))
+	}
+	return out
+}
+
+type sendError struct{ err error }
+
+func (e *sendError) Error() string { return "send: " + e.err.Error() }
+func (e *sendError) Unwrap() error { return e.err }
+
+func classify(err error) string {
+	var se *sendError
+	var qe sqlite3.Error
+	switch {
+	case errors.As(err, &se):
+		return ClassSend
+	case sqlitedb.IsBusy(err):
+		return ClassBusy
+	case errors.As(err, &qe) && qe.Code == sqlite3.ErrConstraint:
+		return ClassConstraint
+	}
+	return ClassOther
+}

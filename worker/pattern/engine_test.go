@@ -1,0 +1,174 @@
+package pattern
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+)
+
+// fakeReceiver keeps the contract's answers: accepted once per key,
+// replayed after.
+type fakeReceiver struct {
+	mu   sync.Mutex
+	keys map[string]bool
+	log  []string
+}
+
+func (r *fakeReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var sr SendRequest
+	json.NewDecoder(req.Body).Decode(&sr)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := "accepted"
+	if k := req.Header.Get(HeaderIdempotencyKey); k != "" {
+		if r.keys[k] {
+			out = "replayed"
+		}
+		r.keys[k] = true
+	}
+	r.log = append(r.log, sr.EventID+"/"+sr.Step+"/"+out)
+	json.NewEncoder(w).Encode(SendReply{Outcome: out, Receipt: "r"})
+}
+
+type crashed struct{}
+
+// deliver runs one delivery in-process; a crash at crashAt ends it as the
+// point's exit would, without any cleanup.
+func deliver(t *testing.T, f File, dbPath, url string, n int, crashAt string) (out Outcome, points []string, crash bool) {
+	t.Helper()
+	ctx := context.Background()
+	call := protocol.NewCall(WorkerName, nil, nil, io.Discard, io.Discard, crashAt, func(int) { panic(crashed{}) })
+	db, _, err := sqlitedb.Open(ctx, Options(dbPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(crashed); !ok {
+				panic(r)
+			}
+			crash = true
+		}
+		points = call.Points.Passed()
+		conn.Raw(func(any) error { return nil })
+		conn.Close()
+		db.Close()
+	}()
+	out = Run(ctx, conn, f, Delivery{EventID: "ev-1", Number: n, NowMS: 1000}, httpSender{base: url}, call.Points)
+	return out, points, false
+}
+
+func loadPattern(t *testing.T, dir string) (File, string) {
+	t.Helper()
+	b, err := os.ReadFile("../../testdata/patterns/jobs-then-processed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Check(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbPath := filepath.Join(dir, "p.sqlite3")
+	db, _, err := sqlitedb.Open(context.Background(), Options(dbPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range f.Schema {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	return f, dbPath
+}
+
+func TestRunDeliversThenStops(t *testing.T) {
+	rcv := &fakeReceiver{keys: map[string]bool{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	f, dbPath := loadPattern(t, t.TempDir())
+	out, points, _ := deliver(t, f, dbPath, srv.URL, 1, "")
+	var want []string
+	for i, s := range f.Handler {
+		b, a := s.Points(i)
+		want = append(want, b, a)
+	}
+	if d := cmp.Diff(want, points); d != "" {
+		t.Errorf("points (-want +got):\n%s", d)
+	}
+	if out.Error != "" || out.Steps != 6 || out.StoppedAt != 0 || len(out.Sends) != 1 {
+		t.Errorf("first delivery: %+v", out)
+	}
+	out, _, _ = deliver(t, f, dbPath, srv.URL, 2, "")
+	if out.StoppedAt != 1 || out.Steps != 1 || len(out.Sends) != 0 {
+		t.Errorf("redelivery should stop at the check: %+v", out)
+	}
+	if d := cmp.Diff([]string{"ev-1/notify/accepted"}, rcv.log); d != "" {
+		t.Errorf("receiver log (-want +got):\n%s", d)
+	}
+}
+
+// TestCrashAfterCommitDuplicates: the separate-commit pattern's known
+// hole, found by the engine: a crash after the job's commit leaves no
+// processed record, so the redelivery adds a second job.
+func TestCrashAfterCommitDuplicates(t *testing.T) {
+	rcv := &fakeReceiver{keys: map[string]bool{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	f, dbPath := loadPattern(t, t.TempDir())
+	if _, _, crash := deliver(t, f, dbPath, srv.URL, 1, "after-4-commit"); !crash {
+		t.Fatal("no crash at after-4-commit")
+	}
+	deliver(t, f, dbPath, srv.URL, 2, "")
+	db, _, err := sqlitedb.Open(context.Background(), Options(dbPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	vals, err := QueryValues(context.Background(), db, f, "ev-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]int64{"one job": 2, "processed": 1}, vals); d != "" {
+		t.Errorf("invariant values (-want +got):\n%s", d)
+	}
+}
+
+func TestStepErrorIsNotACK(t *testing.T) {
+	f, dbPath := loadPattern(t, t.TempDir())
+	f.Handler = append(f.Handler, Step{Exec: "INSERT INTO processed_events (event_id) VALUES (:event_id)"})
+	f.Handler[4] = Step{Exec: "SELECT 1"}
+	out, _, _ := deliver(t, f, dbPath, "", 1, "")
+	if out.FailedStep != 7 || out.ErrorClass != ClassConstraint {
+		t.Errorf("a second insert of the processed record should fail step 7 as a constraint: %+v", out)
+	}
+}
+
+func TestArgsRoundTrip(t *testing.T) {
+	a := Args{File: "p.json", DB: "x.db", EventID: "e", Delivery: 2, Worker: 3, NowOffsetMS: 5000, Receiver: "http://h", ReadyFD: 3}
+	got, err := ParseArgs(a.Argv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(a, got); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+	if _, err := ParseArgs([]string{"-file", "p"}); err == nil {
+		t.Error("missing -db accepted")
+	}
+}

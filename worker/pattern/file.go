@@ -1,0 +1,260 @@
+// Package pattern is a user's own idempotency pattern written down as a
+// file: a schema, a handler of SQL steps and sends, and invariants over the
+// database and the receiver's log. It is the contract of the pattern
+// worker, which runs one delivery of the handler, and of the parent, which
+// checks the file before anything runs and judges every trial by its
+// invariants.
+package pattern
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// File is a decoded pattern file.
+type File struct {
+	Name  string `json:"name"`
+	About string `json:"about,omitempty"`
+	// Schema is applied to a fresh database before a trial's first
+	// delivery, one statement per entry.
+	Schema []string `json:"schema"`
+	// Handler is what one delivery runs, step by step.
+	Handler []Step `json:"handler,omitempty"`
+	// Command, in place of Handler, is the user's own program (an argv,
+	// run without a shell in the pattern file's folder) that handles one
+	// delivery.
+	Command []string `json:"command,omitempty"`
+	// HandlerTimeoutMS bounds one run of Command; a program still running
+	// then is killed and judged like any other outcome.
+	HandlerTimeoutMS int64 `json:"handler_timeout_ms,omitempty"`
+	// Invariants are checked after a trial's last delivery.
+	Invariants []Invariant `json:"invariants"`
+	// KnownUnsafe lists fault classes where a violation is expected,
+	// optionally narrowed ("power:DELETE/FULL"). A listed class that
+	// shows no violation fails the run.
+	KnownUnsafe []string `json:"known_unsafe"`
+	// RedeliveryAfterMS is added to :now_ms on every delivery after the
+	// first, so a TTL claim can be retaken without waiting.
+	RedeliveryAfterMS int64 `json:"redelivery_after_ms,omitempty"`
+	// MaxDeliveries bounds the redeliveries of one event (default 3).
+	MaxDeliveries int `json:"max_deliveries,omitempty"`
+	// Power lists the journal_mode/synchronous settings the power class
+	// runs under.
+	Power []string `json:"power,omitempty"`
+}
+
+// Step is one handler step. Exactly one of Query, Exec, Begin, Commit,
+// Rollback and Send is set.
+type Step struct {
+	Query string `json:"query,omitempty"`
+	// As binds the first column of the query's first row as :As.
+	As string `json:"as,omitempty"`
+	// StopIf ends the handler (ACK) when the query returned "rows" or
+	// "no_rows".
+	StopIf string `json:"stop_if,omitempty"`
+	Exec   string `json:"exec,omitempty"`
+	// StopUnlessChanged ends the handler (ACK) when the exec changed no
+	// row: the lost claim.
+	StopUnlessChanged bool   `json:"stop_unless_changed,omitempty"`
+	Begin             string `json:"begin,omitempty"`
+	Commit            bool   `json:"commit,omitempty"`
+	Rollback          bool   `json:"rollback,omitempty"`
+	Send              *Send  `json:"send,omitempty"`
+}
+
+// Send is a POST to the trial's receiver.
+type Send struct {
+	Step string `json:"step"`
+	// Key, when set, is an SQL expression over the parameters whose value
+	// is sent as the Idempotency-Key header.
+	Key string `json:"key,omitempty"`
+}
+
+// Invariant is one check after a trial. Exactly one of Query and Sends is
+// set, and one of Equals and AtMost.
+type Invariant struct {
+	Name   string      `json:"name"`
+	Query  string      `json:"query,omitempty"`
+	Sends  *SendsCheck `json:"sends,omitempty"`
+	Equals *int64      `json:"equals,omitempty"`
+	AtMost *int64      `json:"at_most,omitempty"`
+}
+
+// SendsCheck counts the accepted sends of one step for the event.
+type SendsCheck struct {
+	Step   string `json:"step"`
+	Equals *int64 `json:"equals,omitempty"`
+	AtMost *int64 `json:"at_most,omitempty"`
+}
+
+// Step kinds, as they appear in crash point names.
+const (
+	KindQuery    = "query"
+	KindExec     = "exec"
+	KindBegin    = "begin"
+	KindCommit   = "commit"
+	KindRollback = "rollback"
+	KindSend     = "send"
+)
+
+// Kind names the step's kind.
+func (s Step) Kind() string {
+	switch {
+	case s.Query != "":
+		return KindQuery
+	case s.Exec != "":
+		return KindExec
+	case s.Begin != "":
+		return KindBegin
+	case s.Commit:
+		return KindCommit
+	case s.Rollback:
+		return KindRollback
+	case s.Send != nil:
+		return KindSend
+	}
+	return ""
+}
+
+// Points are the crash points of step i (0-based): before-N-KIND and
+// after-N-KIND with N 1-based.
+func (s Step) Points(i int) (before, after string) {
+	return fmt.Sprintf("before-%d-%s", i+1, s.Kind()), fmt.Sprintf("after-%d-%s", i+1, s.Kind())
+}
+
+// Defaults applied to a file that leaves them out.
+const (
+	DefaultMaxDeliveries    = 3
+	MaxMaxDeliveries        = 20
+	DefaultHandlerTimeoutMS = 10_000
+)
+
+// IsProgram says whether the pattern's handler is the user's own program.
+func (f File) IsProgram() bool { return len(f.Command) > 0 }
+
+// DefaultPower is the power class's settings when the file lists none.
+var DefaultPower = []string{"DELETE/FULL", "WAL/NORMAL", "WAL/FULL", "DELETE/EXTRA"}
+
+// Error is a refusal of a pattern file: the JSON path of the field and why.
+type Error struct {
+	Path    string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Message
+	}
+	return e.Path + ": " + e.Message
+}
+
+func refuse(path, format string, args ...any) error {
+	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// keys of each object in the file, for refusing unknown ones by path.
+var (
+	fileKeys      = []string{"name", "about", "schema", "handler", "command", "handler_timeout_ms", "invariants", "known_unsafe", "redelivery_after_ms", "max_deliveries", "power"}
+	stepKeys      = []string{"query", "as", "stop_if", "exec", "stop_unless_changed", "begin", "commit", "rollback", "send"}
+	sendKeys      = []string{"step", "key"}
+	invariantKeys = []string{"name", "query", "sends", "equals", "at_most"}
+	sendsKeys     = []string{"step", "equals", "at_most"}
+)
+
+// Decode reads a pattern file strictly. Every refusal names the JSON path
+// of the field, as handler[3].stop_if. It checks the shape only; Check
+// prepares the SQL against the schema.
+func Decode(b []byte) (File, error) {
+	var f File
+	if err := knownKeys("", b, fileKeys); err != nil {
+		return f, err
+	}
+	var raw map[string]json.RawMessage
+	_ = json.Unmarshal(b, &raw)
+	for i, s := range rawList(raw["handler"]) {
+		if err := knownKeys(fmt.Sprintf("handler[%d]", i), s, stepKeys); err != nil {
+			return f, err
+		}
+		var st map[string]json.RawMessage
+		_ = json.Unmarshal(s, &st)
+		if send, ok := st["send"]; ok {
+			if err := knownKeys(fmt.Sprintf("handler[%d].send", i), send, sendKeys); err != nil {
+				return f, err
+			}
+		}
+	}
+	for i, s := range rawList(raw["invariants"]) {
+		p := fmt.Sprintf("invariants[%d]", i)
+		if err := knownKeys(p, s, invariantKeys); err != nil {
+			return f, err
+		}
+		var iv map[string]json.RawMessage
+		_ = json.Unmarshal(s, &iv)
+		if sends, ok := iv["sends"]; ok {
+			if err := knownKeys(p+".sends", sends, sendsKeys); err != nil {
+				return f, err
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&f); err != nil {
+		return f, typeError(err)
+	}
+	return f, f.validate()
+}
+
+// knownKeys refuses a value that is not an object, or an object with a key
+// outside known.
+func knownKeys(path string, b []byte, known []string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		where := path
+		if where == "" {
+			where = "(file)"
+		}
+		if _, ok := err.(*json.SyntaxError); ok {
+			return refuse(where, "malformed JSON: %v", err)
+		}
+		return refuse(where, "want a JSON object")
+	}
+	var bad []string
+	for k := range m {
+		if !contains(known, k) {
+			bad = append(bad, k)
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		p := bad[0]
+		if path != "" {
+			p = path + "." + bad[0]
+		}
+		return refuse(p, "unknown key (known: %s)", strings.Join(known, ", "))
+	}
+	return nil
+}
+
+func rawList(b json.RawMessage) []json.RawMessage {
+	var l []json.RawMessage
+	_ = json.Unmarshal(b, &l)
+	return l
+}
+
+func typeError(err error) error {
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		return refuse(te.Field, "got JSON %s, want %s", te.Value, te.Type)
+	}
+	return refuse("(file)", "%v", err)
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,126 @@
+package pattern
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+// good is a small valid pattern that tests edit into each refusal.
+func good(tb testing.TB) map[string]any {
+	tb.Helper()
+	var m map[string]any
+	b, err := os.ReadFile("../../testdata/patterns/jobs-then-processed.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+func step(m map[string]any, i int) map[string]any {
+	return m["handler"].([]any)[i].(map[string]any)
+}
+
+func TestCheckAcceptsTheShippedPattern(t *testing.T) {
+	b, _ := json.Marshal(good(t))
+	f, err := Check(context.Background(), b)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	before, after := f.Handler[3].Points(3)
+	if before != "before-4-commit" || after != "after-4-commit" {
+		t.Errorf("points of step 4: %s, %s", before, after)
+	}
+}
+
+// TestCheckRefuses: one edit per refusal, each named by its JSON path.
+func TestCheckRefuses(t *testing.T) {
+	tests := []struct {
+		name, path, text string
+		edit             func(m map[string]any)
+	}{
+		{"unknown step kind", "handler[1].upsert", "unknown key", func(m map[string]any) { step(m, 1)["upsert"] = "x" }},
+		{"unknown top-level key", "handlers", "unknown key", func(m map[string]any) { m["handlers"] = []any{} }},
+		{"unknown send key", "handler[4].send.url", "unknown key", func(m map[string]any) { step(m, 4)["send"].(map[string]any)["url"] = "x" }},
+		{"two kinds in a step", "handler[2]", "2 step kinds", func(m map[string]any) { step(m, 2)["commit"] = true }},
+		{"no kind in a step", "handler[2]", "0 step kinds", func(m map[string]any) { delete(step(m, 2), "exec") }},
+		{"parameter that does not exist", "handler[2].exec", "parameter :job does not exist", func(m map[string]any) {
+			step(m, 2)["exec"] = "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (:event_id, :job)"
+		}},
+		{"SQL that does not prepare", "handler[2].exec", "does not prepare against the schema", func(m map[string]any) {
+			step(m, 2)["exec"] = "INSERT INTO follow_up_job (event_id, job_key) VALUES (:event_id, 'k')"
+		}},
+		{"commit without begin", "handler[3].commit", "no transaction is open", func(m map[string]any) { delete(step(m, 1), "begin"); step(m, 1)["exec"] = "SELECT 1" }},
+		{"stop_if outside a query", "handler[2].stop_if", "only a query", func(m map[string]any) { step(m, 2)["stop_if"] = "rows" }},
+		{"stop_if of no meaning", "handler[0].stop_if", "want \"rows\" or \"no_rows\"", func(m map[string]any) { step(m, 0)["stop_if"] = "some" }},
+		{"unfinished transaction", "handler", "ends inside a transaction", func(m map[string]any) { step(m, 3)["commit"] = false; step(m, 3)["exec"] = "SELECT 1" }},
+		{"begin of no kind", "handler[1].begin", "want \"deferred\" or \"immediate\"", func(m map[string]any) { step(m, 1)["begin"] = "exclusive" }},
+		{"schema that does not run", "schema[1]", "does not run", func(m map[string]any) { m["schema"].([]any)[1] = "CREATE TABLE" }},
+		{"no invariants", "invariants", "cannot fail", func(m map[string]any) { m["invariants"] = []any{} }},
+		{"invariant with two bounds", "invariants[0]", "exactly one of equals and at_most", func(m map[string]any) {
+			m["invariants"].([]any)[0].(map[string]any)["at_most"] = 1
+		}},
+		{"sends of a step never sent", "invariants[2].sends.step", "not a step any send", func(m map[string]any) {
+			m["invariants"].([]any)[2].(map[string]any)["sends"].(map[string]any)["step"] = "email"
+		}},
+		{"invariant parameter", "invariants[0].query", "parameter :delivery does not exist", func(m map[string]any) {
+			m["invariants"].([]any)[0].(map[string]any)["query"] = "SELECT :delivery"
+		}},
+		{"unknown fault class", "known_unsafe[0]", "want a fault class", func(m map[string]any) { m["known_unsafe"] = []any{"crash"} }},
+		{"bad power setting", "power[0]", "JOURNAL_MODE/SYNCHRONOUS", func(m map[string]any) { m["power"] = []any{"WAL"} }},
+		{"wrong type", "max_deliveries", "want int", func(m map[string]any) { m["max_deliveries"] = "3" }},
+		{"both handler and command", "command", "not both", func(m map[string]any) { m["command"] = []any{"python3", "h.py"} }},
+		{"timeout without a command", "handler_timeout_ms", "command only", func(m map[string]any) { m["handler_timeout_ms"] = 5 }},
+		{"two invariants of one name", "invariants[1].name", "earlier invariant", func(m map[string]any) { m["invariants"].([]any)[1].(map[string]any)["name"] = "one job" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := good(t)
+			tt.edit(m)
+			b, _ := json.Marshal(m)
+			_, err := Check(context.Background(), b)
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("Check accepted the file or gave no path: %v", err)
+			}
+			if pe.Path != tt.path || !strings.Contains(pe.Message, tt.text) {
+				t.Errorf("refusal %q, want path %q and text %q", err, tt.path, tt.text)
+			}
+		})
+	}
+}
+
+func TestParamNames(t *testing.T) {
+	got := ParamNames(`SELECT :a, ':b', ":c", :a || :d_1`)
+	if strings.Join(got, ",") != "a,d_1" {
+		t.Errorf("ParamNames = %v, want [a d_1]", got)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	one, two := int64(1), int64(2)
+	tests := []struct {
+		iv   Invariant
+		got  int64
+		held bool
+		text string
+	}{
+		{Invariant{Name: "one job", Query: "q", Equals: &one}, 1, true, "one job: want 1, got 1"},
+		{Invariant{Name: "one job", Query: "q", Equals: &one}, 2, false, "one job: want 1, got 2"},
+		{Invariant{Name: "few", Query: "q", AtMost: &two}, 2, true, "few: want at most 2, got 2"},
+		{Invariant{Name: "few", Query: "q", AtMost: &two}, 3, false, "few: want at most 2, got 3"},
+		{Invariant{Name: "sent", Sends: &SendsCheck{Step: "s", Equals: &one}}, 0, false, "sent: want 1, got 0"},
+	}
+	for _, tt := range tests {
+		v := tt.iv.Judge(tt.got)
+		if v.Held != tt.held || v.String() != tt.text {
+			t.Errorf("Judge(%d) = %v %q, want %v %q", tt.got, v.Held, v, tt.held, tt.text)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package pattern
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+)
+
+// WorkerName is the registry name of the pattern worker.
+const WorkerName = "pattern.deliver"
+
+// Args are the pattern worker's arguments, rendered by the parent with
+// Argv and read by the worker with ParseArgs, so the two sides cannot
+// drift apart.
+type Args struct {
+	// File is the pattern file.
+	File     string
+	DB       string
+	EventID  string
+	Delivery int
+	Worker   int
+	// NowOffsetMS is added to the worker's clock for :now_ms.
+	NowOffsetMS int64
+	// Receiver is the receiver's base URL; empty when nothing is sent.
+	Receiver string
+	// ReadyFD, when 3 or more, makes the worker a racer: it signals ready
+	// there and waits for the parent's release before its first step.
+	ReadyFD int
+}
+
+// Argv renders the arguments in a fixed order.
+func (a Args) Argv() []string {
+	out := []string{"-file", a.File, "-db", a.DB, "-event-id", a.EventID,
+		"-delivery", strconv.Itoa(a.Delivery), "-worker", strconv.Itoa(a.Worker),
+		"-now-offset-ms", strconv.FormatInt(a.NowOffsetMS, 10)}
+	if a.Receiver != "" {
+		out = append(out, "-receiver", a.Receiver)
+	}
+	if a.ReadyFD != 0 {
+		out = append(out, "-ready-fd", strconv.Itoa(a.ReadyFD))
+	}
+	return out
+}
+
+// ParseArgs reads what Argv wrote.
+func ParseArgs(args []string) (Args, error) {
+	var a Args
+	fs := flag.NewFlagSet(WorkerName, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&a.File, "file", "", "pattern file")
+	fs.StringVar(&a.DB, "db", "", "database file")
+	fs.StringVar(&a.EventID, "event-id", "", "event id")
+	fs.IntVar(&a.Delivery, "delivery", 0, "delivery number from 1")
+	fs.IntVar(&a.Worker, "worker", 0, "racer slot")
+	fs.Int64Var(&a.NowOffsetMS, "now-offset-ms", 0, "clock offset")
+	fs.StringVar(&a.Receiver, "receiver", "", "receiver base URL")
+	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to signal readiness on")
+	if err := fs.Parse(args); err != nil {
+		return a, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return a, fmt.Errorf("unexpected arguments %v", fs.Args())
+	case a.File == "" || a.DB == "" || a.EventID == "":
+		return a, errors.New("-file, -db and -event-id are required")
+	case a.Delivery < 1:
+		return a, errors.New("-delivery: want 1 or more")
+	case a.ReadyFD != 0 && a.ReadyFD < 3:
+		return a, errors.New("-ready-fd: want 3 or more")
+	}
+	return a, nil
+}
+
+// Options are the database settings of a pattern's delivery: the
+// article's, which the power class replaces through the environment.
+func Options(path string) sqlitedb.Options {
+	return sqlitedb.Options{Path: path, JournalMode: "DELETE", Synchronous: "FULL", BusyTimeout: 5 * time.Second}
+}
+
+// Result is the worker's report payload.
+type Result struct {
+	Outcome  Outcome           `json:"outcome"`
+	Settings sqlitedb.Settings `json:"settings"`
+}
+
+// Main is the registered worker "pattern.deliver": one delivery of the
+// handler. It exits 0 (ACK) when the handler ran to its end or a stop, and
+// ExitStepFailed with the step's error when a step failed.
+func Main(call *protocol.Call) int {
+	a, err := ParseArgs(call.Args)
+	if err != nil {
+		return call.Usage(err)
+	}
+	b, err := os.ReadFile(a.File)
+	if err != nil {
+		return call.Usage(err)
+	}
+	f, err := Decode(b)
+	if err != nil {
+		return call.Usage(fmt.Errorf("%s: %w", a.File, err))
+	}
+	opts, err := sqlitedb.FromEnv(Options(a.DB))
+	if err != nil {
+		return call.Usage(err)
+	}
+	ctx := context.Background()
+	db, settings, err := sqlitedb.Open(ctx, opts)
+	if err != nil {
+		return call.Fail(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return call.Fail(fmt.Errorf("take a connection: %w", err))
+	}
+	if a.ReadyFD != 0 {
+		if err := protocol.AwaitRelease(a.ReadyFD, call.Stdin); err != nil {
+			return call.Fail(err)
+		}
+	}
+	d := Delivery{EventID: a.EventID, Number: a.Delivery, Worker: a.Worker, NowMS: time.Now().UnixMilli() + a.NowOffsetMS}
+	out := Run(ctx, conn, f, d, httpSender{base: a.Receiver}, call.Points)
+	res := Result{Outcome: out, Settings: settings}
+	if out.Error != "" {
+		// Exit without closing, as a failed process would: whatever the
+		// step left open is rolled back by the next open.
+		fmt.Fprintf(call.Stderr, "worker %s: step %d: %s\n", call.Name, out.FailedStep, out.Error)
+		return call.Finish(res, protocol.ExitStepFailed)
+	}
+	if out.StoppedAt > 0 {
+		call.Points.Disarm()
+	}
+	if err := errors.Join(conn.Close(), db.Close()); err != nil {
+		return call.Fail(fmt.Errorf("close database: %w", err))
+	}
+	return call.Finish(res, protocol.ExitACK)
+}
+
+// SendRequest is the body of POST {receiver}/send.
+type SendRequest struct {
+	EventID string `json:"event_id"`
+	Step    string `json:"step"`
+}
+
+// SendReply is the receiver's answer.
+type SendReply struct {
+	Outcome string `json:"outcome"`
+	Receipt string `json:"receipt"`
+}
+
+// HeaderIdempotencyKey carries a send's key.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+type httpSender struct{ base string }
+
+func (h httpSender) Send(ctx context.Context, eventID, step, key string) (SendResult, error) {
+	res := SendResult{Step: step, Key: key}
+	if h.base == "" {
+		return res, errors.New("no receiver was given")
+	}
+	body, _ := json.Marshal(SendRequest{EventID: eventID, Step: step})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/send", bytes.NewReader(body))
+	if err != nil {
+		return res, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set(HeaderIdempotencyKey, key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return res, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return res, fmt.Errorf("receiver answered %s", resp.Status)
+	}
+	var rep SendReply
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&rep); err != nil {
+		return res, fmt.Errorf("read the receiver's answer: %w", err)
+	}
+	res.Outcome, res.Receipt = rep.Outcome, rep.Receipt
+	return res, nil
+}

@@ -1,0 +1,20 @@
+package pattern
+
+// The handler-program protocol: what a user's own program gets from the
+// harness for each delivery. A program announces a crash point by writing
+// "point NAME\n" on IDEMLAB_POINTS_FD and reading one line back: the
+// harness answers "go\n", or kills the program while it waits. Exit 0 is
+// the ACK; any other exit, or a signal, is not.
+const (
+	EnvEventID     = "IDEMLAB_EVENT_ID"
+	EnvDelivery    = "IDEMLAB_DELIVERY"
+	EnvWorker      = "IDEMLAB_WORKER"
+	EnvNowOffsetMS = "IDEMLAB_NOW_OFFSET_MS"
+	EnvDB          = "IDEMLAB_DB"
+	EnvReceiver    = "IDEMLAB_RECEIVER"
+	EnvPointsFD    = "IDEMLAB_POINTS_FD"
+)
+
+// PointReady, when it is a program's first point, makes concurrent
+// deliveries wait for each other there and start together.
+const PointReady = "ready"

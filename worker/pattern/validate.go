@@ -1,0 +1,346 @@
+package pattern
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"idemlab/worker/sqlitedb"
+)
+
+// Params are the parameters every step may use; a query's "as" adds one.
+var Params = []string{"event_id", "delivery", "worker", "now_ms"}
+
+// InvariantParams are the parameters an invariant's query may use.
+var InvariantParams = []string{"event_id"}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// validate checks what the shape alone decides: step kinds, stops,
+// transaction nesting, parameter names, invariant comparisons.
+func (f File) validate() error {
+	if strings.TrimSpace(f.Name) == "" {
+		return refuse("name", "must not be empty")
+	}
+	if len(f.Schema) == 0 {
+		return refuse("schema", "list at least one CREATE statement")
+	}
+	switch {
+	case len(f.Handler) > 0 && len(f.Command) > 0:
+		return refuse("command", "a pattern has a handler of steps or a command, not both")
+	case len(f.Handler) == 0 && len(f.Command) == 0:
+		return refuse("handler", "list at least one step, or name your own program with command")
+	case len(f.Command) > 0 && strings.TrimSpace(f.Command[0]) == "":
+		return refuse("command[0]", "must name the program to run")
+	case f.HandlerTimeoutMS < 0 || f.HandlerTimeoutMS > 600_000:
+		return refuse("handler_timeout_ms", "is %d, want 1 to 600000 (absent means %d)", f.HandlerTimeoutMS, DefaultHandlerTimeoutMS)
+	case f.HandlerTimeoutMS > 0 && len(f.Command) == 0:
+		return refuse("handler_timeout_ms", "applies to a command only")
+	}
+	if len(f.Invariants) == 0 {
+		return refuse("invariants", "list at least one invariant; a pattern with none cannot fail")
+	}
+	if f.MaxDeliveries < 0 || f.MaxDeliveries > MaxMaxDeliveries {
+		return refuse("max_deliveries", "is %d, want 1 to %d (absent means %d)", f.MaxDeliveries, MaxMaxDeliveries, DefaultMaxDeliveries)
+	}
+	if f.RedeliveryAfterMS < 0 {
+		return refuse("redelivery_after_ms", "is %d, want 0 or more", f.RedeliveryAfterMS)
+	}
+	if err := f.validateSteps(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, iv := range f.Invariants {
+		if seen[iv.Name] {
+			return refuse(fmt.Sprintf("invariants[%d].name", i), "%q is also an earlier invariant's name", iv.Name)
+		}
+		seen[iv.Name] = true
+		steps := f.sendSteps()
+		if f.anySend() {
+			steps = nil
+		} else if steps == nil {
+			steps = []string{}
+		}
+		if err := iv.validate(fmt.Sprintf("invariants[%d]", i), steps); err != nil {
+			return err
+		}
+	}
+	for i, p := range f.Power {
+		if _, _, err := ParsePower(p); err != nil {
+			return refuse(fmt.Sprintf("power[%d]", i), "%v", err)
+		}
+	}
+	for i, k := range f.KnownUnsafe {
+		if err := validUnsafe(k); err != nil {
+			return refuse(fmt.Sprintf("known_unsafe[%d]", i), "%v", err)
+		}
+		if f.IsProgram() && strings.HasPrefix(k, FaultPower) {
+			return refuse(fmt.Sprintf("known_unsafe[%d]", i), "power does not apply to a command: a program does not open its files through idemlab's VFS")
+		}
+	}
+	if f.IsProgram() && len(f.Power) > 0 {
+		return refuse("power", "does not apply to a command: a program does not open its files through idemlab's VFS")
+	}
+	return nil
+}
+
+func (f File) validateSteps() error {
+	bound := append([]string{}, Params...)
+	inTx := false
+	for i, s := range f.Handler {
+		path := fmt.Sprintf("handler[%d]", i)
+		if n := s.kinds(); n != 1 {
+			return refuse(path, "has %d step kinds; a step is exactly one of query, exec, begin, commit, rollback, send", n)
+		}
+		if s.As != "" && s.Query == "" {
+			return refuse(path+".as", "only a query binds a name")
+		}
+		if s.StopIf != "" && s.Query == "" {
+			return refuse(path+".stop_if", "only a query can stop the handler on its rows; on an exec use stop_unless_changed")
+		}
+		if s.StopIf != "" && s.StopIf != "rows" && s.StopIf != "no_rows" {
+			return refuse(path+".stop_if", "is %q, want \"rows\" or \"no_rows\"", s.StopIf)
+		}
+		if s.StopUnlessChanged && s.Exec == "" {
+			return refuse(path+".stop_unless_changed", "only an exec can stop on the rows it changed")
+		}
+		switch s.Kind() {
+		case KindBegin:
+			if s.Begin != "deferred" && s.Begin != "immediate" {
+				return refuse(path+".begin", "is %q, want \"deferred\" or \"immediate\"", s.Begin)
+			}
+			if inTx {
+				return refuse(path+".begin", "a transaction is already open (begin at an earlier step)")
+			}
+			inTx = true
+		case KindCommit, KindRollback:
+			if !inTx {
+				return refuse(path+"."+s.Kind(), "no transaction is open; add a begin step before it")
+			}
+			inTx = false
+		case KindSend:
+			if strings.TrimSpace(s.Send.Step) == "" {
+				return refuse(path+".send.step", "must name the step sent, as \"notify\"")
+			}
+		}
+		for _, sqlText := range s.sqlTexts() {
+			if err := knownParams(path+"."+sqlField(s), sqlText, bound); err != nil {
+				return err
+			}
+		}
+		if s.As != "" {
+			if !nameRE.MatchString(s.As) || contains(bound, s.As) {
+				return refuse(path+".as", "%q: want a new lower-case name, not one of %s", s.As, strings.Join(bound, ", "))
+			}
+			bound = append(bound, s.As)
+		}
+	}
+	if inTx {
+		return refuse("handler", "ends inside a transaction; add a commit or rollback step")
+	}
+	return nil
+}
+
+// sendSteps of a program are unknown until it runs, so a sends invariant
+// may name any step.
+func (f File) anySend() bool { return f.IsProgram() }
+
+func (s Step) kinds() int {
+	n := 0
+	for _, set := range []bool{s.Query != "", s.Exec != "", s.Begin != "", s.Commit, s.Rollback, s.Send != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// sqlTexts are the SQL texts a step runs, including a send's key.
+func (s Step) sqlTexts() []string {
+	switch {
+	case s.Query != "":
+		return []string{s.Query}
+	case s.Exec != "":
+		return []string{s.Exec}
+	case s.Send != nil && s.Send.Key != "":
+		return []string{keySQL(s.Send.Key)}
+	}
+	return nil
+}
+
+func sqlField(s Step) string {
+	if s.Send != nil {
+		return "send.key"
+	}
+	return s.Kind()
+}
+
+// keySQL is the statement that evaluates a send's key expression.
+func keySQL(expr string) string { return "SELECT " + expr }
+
+var paramRE = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)
+
+// ParamNames lists the :name parameters of an SQL text outside quoted
+// strings, in order of first use.
+func ParamNames(sqlText string) []string {
+	var out []string
+	for _, part := range unquoted(sqlText) {
+		for _, m := range paramRE.FindAllStringSubmatch(part, -1) {
+			if !contains(out, m[1]) {
+				out = append(out, m[1])
+			}
+		}
+	}
+	return out
+}
+
+// unquoted splits SQL into the pieces outside '…' and "…" quotes.
+func unquoted(s string) []string {
+	var out []string
+	var b strings.Builder
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+			out = append(out, b.String())
+			b.Reset()
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return append(out, b.String())
+}
+
+func knownParams(path, sqlText string, bound []string) error {
+	for _, p := range ParamNames(sqlText) {
+		if !contains(bound, p) {
+			return refuse(path, "parameter :%s does not exist here (known: :%s)", p, strings.Join(bound, ", :"))
+		}
+	}
+	return nil
+}
+
+func (iv Invariant) validate(path string, sendSteps []string) error {
+	if strings.TrimSpace(iv.Name) == "" {
+		return refuse(path+".name", "must not be empty; it names the invariant in tables")
+	}
+	switch {
+	case iv.Query != "" && iv.Sends != nil:
+		return refuse(path, "has both query and sends; an invariant is one of them")
+	case iv.Query != "":
+		if err := knownParams(path+".query", iv.Query, InvariantParams); err != nil {
+			return err
+		}
+		return bound(path, iv.Equals, iv.AtMost)
+	case iv.Sends != nil:
+		if iv.Equals != nil || iv.AtMost != nil {
+			return refuse(path, "a sends invariant takes equals or at_most inside sends")
+		}
+		if sendSteps != nil && !contains(sendSteps, iv.Sends.Step) {
+			return refuse(path+".sends.step", "%q is not a step any send of the handler names (sent: %s)", iv.Sends.Step, strings.Join(sendSteps, ", "))
+		}
+		return bound(path+".sends", iv.Sends.Equals, iv.Sends.AtMost)
+	}
+	return refuse(path, "needs a query or sends")
+}
+
+func bound(path string, equals, atMost *int64) error {
+	if (equals == nil) == (atMost == nil) {
+		return refuse(path, "needs exactly one of equals and at_most")
+	}
+	return nil
+}
+
+func (f File) sendSteps() []string {
+	var out []string
+	for _, s := range f.Handler {
+		if s.Send != nil && !contains(out, s.Send.Step) {
+			out = append(out, s.Send.Step)
+		}
+	}
+	return out
+}
+
+// ParsePower reads a power setting such as "WAL/NORMAL".
+func ParsePower(s string) (journalMode, synchronous string, err error) {
+	j, sy, ok := strings.Cut(strings.ToUpper(strings.TrimSpace(s)), "/")
+	if !ok || !contains(sqlitedb.JournalModes, j) || !contains(sqlitedb.SyncLevels, sy) {
+		return "", "", fmt.Errorf("%q: want JOURNAL_MODE/SYNCHRONOUS with a journal mode of %s and a level of %s", s, strings.Join(sqlitedb.JournalModes, ", "), strings.Join(sqlitedb.SyncLevels, ", "))
+	}
+	return j, sy, nil
+}
+
+// Fault classes a pattern is put through.
+const (
+	FaultPoints     = "points"
+	FaultRandom     = "random"
+	FaultConcurrent = "concurrent"
+	FaultPower      = "power"
+)
+
+// Faults lists the classes in the order they run.
+var Faults = []string{FaultPoints, FaultRandom, FaultConcurrent, FaultPower}
+
+func validUnsafe(k string) error {
+	class, narrow, hasNarrow := strings.Cut(k, ":")
+	if !contains(Faults, class) {
+		return fmt.Errorf("%q: want a fault class (%s), optionally narrowed as \"power:DELETE/FULL\"", k, strings.Join(Faults, ", "))
+	}
+	if hasNarrow && class == FaultPower {
+		if _, _, err := ParsePower(narrow); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Check decodes a pattern file and prepares every statement against its
+// schema on a scratch in-memory database, so SQL that cannot run is
+// refused before any trial, naming the step.
+func Check(ctx context.Context, b []byte) (File, error) {
+	f, err := Decode(b)
+	if err != nil {
+		return f, err
+	}
+	db, err := sql.Open("sqlite3", "file::memory:?mode=memory")
+	if err != nil {
+		return f, fmt.Errorf("open a scratch database: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for i, stmt := range f.Schema {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return f, refuse(fmt.Sprintf("schema[%d]", i), "does not run on an empty database: %v", err)
+		}
+	}
+	for i, s := range f.Handler {
+		for _, q := range s.sqlTexts() {
+			if err := prepare(ctx, db, q); err != nil {
+				return f, refuse(fmt.Sprintf("handler[%d].%s", i, sqlField(s)), "does not prepare against the schema: %v", err)
+			}
+		}
+	}
+	for i, iv := range f.Invariants {
+		if iv.Query != "" {
+			if err := prepare(ctx, db, iv.Query); err != nil {
+				return f, refuse(fmt.Sprintf("invariants[%d].query", i), "does not prepare against the schema: %v", err)
+			}
+		}
+	}
+	return f, nil
+}
+
+func prepare(ctx context.Context, db *sql.DB, q string) error {
+	st, err := db.PrepareContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	return st.Close()
+}
