@@ -86,19 +86,28 @@ func replay(ops []Op) *dir {
 // found is one variant of what the next open finds of each file.
 type found map[string]Content
 
+// cutAt replays the schedule of p under s up to the cut: the directory it
+// leaves and the op the cut falls on.
+func cutAt(s Setting, p Process, c Cut) (*dir, *Op, error) {
+	ops, err := Schedule(s, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	done, at, err := prefix(ops, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return replay(done), at, nil
+}
+
 // Dirty lists the files a torn cut at c decides: those that keep their
 // inode through the cut and were written since their last sync. A view
 // given for any other file changes nothing.
 func Dirty(s Setting, p Process, c Cut) ([]string, error) {
-	ops, err := Schedule(s, p)
+	d, _, err := cutAt(s, p, c)
 	if err != nil {
 		return nil, err
 	}
-	done, _, err := prefix(ops, c)
-	if err != nil {
-		return nil, err
-	}
-	d := replay(done)
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(d.live)) {
 		if ino, ok := d.durable[n]; ok && ino == d.live[n] && d.inodes[ino].written {
@@ -111,15 +120,10 @@ func Dirty(s Setting, p Process, c Cut) ([]string, error) {
 // PowerCut is what a power cut at c leaves of the process p under s, each
 // file kept as views says.
 func PowerCut(s Setting, p Process, c Cut, views Views) (Result, error) {
-	ops, err := Schedule(s, p)
+	d, at, err := cutAt(s, p, c)
 	if err != nil {
 		return Result{}, err
 	}
-	done, at, err := prefix(ops, c)
-	if err != nil {
-		return Result{}, err
-	}
-	d := replay(done)
 	r := Result{At: at}
 	variants := []found{{}}
 	names := slices.Sorted(maps.Keys(unionKeys(d.live, d.durable)))
@@ -184,15 +188,10 @@ func repaired(d *dir, variants []found) bool {
 // Kill is what a kill at c leaves: every file as the process left it in
 // the kernel, every name as it was.
 func Kill(s Setting, p Process, c Cut) (Result, error) {
-	ops, err := Schedule(s, p)
+	d, at, err := cutAt(s, p, c)
 	if err != nil {
 		return Result{}, err
 	}
-	done, at, err := prefix(ops, c)
-	if err != nil {
-		return Result{}, err
-	}
-	d := replay(done)
 	v := found{}
 	for n, ino := range d.live {
 		v[n] = d.inodes[ino].live
