@@ -236,6 +236,12 @@ func judge(s Spec, rec results.ProcessRecord) (protocol.Report, string) {
 		if rec.ExitCode == protocol.ExitCrash && (len(rep.Points) != k || rep.CrashedAt != rep.Points[k-1]) {
 			breaches = append(breaches, fmt.Sprintf("exited %d at point %q after %d hits, but a crash at hit %d was chosen", protocol.ExitCrash, rep.CrashedAt, len(rep.Points), k))
 		}
+	} else if cut, _ := protocol.ParseSyncCut(s.Env[protocol.EnvCutAtSync]); cut.N > 0 {
+		// A cut inside a sync is chosen by its number, and the worker
+		// reports it under its point's name.
+		if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != cut.Point() {
+			breaches = append(breaches, fmt.Sprintf("exited %d at point %q, but a cut at %q was chosen", protocol.ExitCrash, rep.CrashedAt, cut.Point()))
+		}
 	} else if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != s.CrashAt {
 		breaches = append(breaches, fmt.Sprintf("exited %d at point %q, but point %q was chosen", protocol.ExitCrash, rep.CrashedAt, s.CrashAt))
 	}

@@ -213,12 +213,13 @@ func Main(call *protocol.Call) int {
 	if err != nil {
 		return call.Fail(err)
 	}
-	if err := st.Close(); err != nil {
-		return call.Fail(fmt.Errorf("close database: %w", err))
-	}
 	res := Result{Pattern: a.Pattern, Outcome: out, Postgres: rb.Postgres}
 	if rb.SQLite != nil {
 		res.Settings = *rb.SQLite
+	}
+	call.AckOpen(res)
+	if err := st.Close(); err != nil {
+		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
 	return call.Finish(res, protocol.ExitACK)
 }
