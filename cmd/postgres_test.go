@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"idemlab/experiments/all"
 	"idemlab/experiments/backend"
+	"idemlab/experiments/scenario"
 )
 
 // needPostgres skips a test, saying why, where the server's binaries are
@@ -72,5 +74,22 @@ func TestPostgresLeavesNothing(t *testing.T) {
 				assertOnly(t, dir)
 			}
 		})
+	}
+}
+
+// TestScenariosOnPostgres: redelivery and claim plan on PostgreSQL; every
+// other scenario refuses it, saying why in its own words.
+func TestScenariosOnPostgres(t *testing.T) {
+	spec := backend.Spec{Name: "postgres", Isolation: "read-committed", SynchronousCommit: "on"}
+	runs := map[string]bool{"redelivery": true, "claim": true}
+	for _, s := range all.Scenarios() {
+		_, err := scenario.PlanOn(s, spec, nil, nil)
+		refused := errors.Is(err, backend.ErrNotOnBackend)
+		if refused == runs[s.Name()] {
+			t.Errorf("%s on postgres: %v; want it to %s", s.Name(), err, map[bool]string{true: "plan", false: "refuse"}[runs[s.Name()]])
+		}
+		if refused && strings.Contains(err.Error(), "not been ported") {
+			t.Errorf("%s refuses without saying why: %v", s.Name(), err)
+		}
 	}
 }
