@@ -148,3 +148,51 @@ func assertGone(t *testing.T, pid int, dir string) {
 		t.Errorf("the cluster's folder %s survives (%v)", dir, err)
 	}
 }
+
+// TestDSNMakesAndDropsItsDatabase uses a running server through --dsn (a
+// cluster this test starts stands in for it): each run makes its own
+// database there and drops it at the end, unless --keep; the server is
+// left running either way.
+func TestDSNMakesAndDropsItsDatabase(t *testing.T) {
+	needBinaries(t)
+	ctx := context.Background()
+	c, err := StartCluster(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	dsn := c.AdminDSN("postgres")
+	spec := Spec{Name: "postgres", Isolation: "repeatable-read", SynchronousCommit: "local"}
+	for _, keep := range []bool{false, true} {
+		s, err := Start(ctx, spec, Options{DSN: dsn, Keep: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := s.Info().Database
+		if s.Info().Cluster != nil || !strings.HasPrefix(name, "idemlab_") {
+			t.Errorf("a run on --dsn reports cluster %v and database %q", s.Info().Cluster, name)
+		}
+		if _, err := s.Fresh(ctx, "cond"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st, _, err := store.OpenPostgres(ctx, dsn, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		err = st.DB.QueryRowContext(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n)
+		st.Close()
+		if err != nil || n != map[bool]int{false: 0, true: 1}[keep] {
+			t.Errorf("keep %v: %d databases named %s after the run (%v)", keep, n, name, err)
+		}
+		if !GroupAlive(c.PID) {
+			t.Fatal("the run stopped a server it did not start")
+		}
+	}
+	if _, err := Start(ctx, spec, Options{DSN: "host='unterminated"}); !errors.Is(err, errclass.ErrUsage) {
+		t.Errorf("a malformed --dsn gave %v, want a usage error", err)
+	}
+}
