@@ -43,7 +43,7 @@ func FindBinaries() (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("%w: --backend postgres without --dsn starts its own server, but %s are not installed (looked on PATH and in %s): install the package %s (apt-get install %s), or pass --dsn to use a running server", errclass.ErrUsage, strings.Join(serverBinaries, ", "), libDirs, Package, Package)
+	return "", fmt.Errorf("%w: a run on PostgreSQL without --dsn starts its own server, but %s are not installed (looked on PATH and in %s): install the package %s (apt-get install %s); an experiment can use a running server with --dsn instead", errclass.ErrUsage, strings.Join(serverBinaries, ", "), libDirs, Package, Package)
 }
 
 func hasAll(dir string) bool {
