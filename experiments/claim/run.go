@@ -108,15 +108,15 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 	st := p.s
 	busy := time.Duration(st.SQLite.BusyTimeoutMS) * time.Millisecond
 	var tpl map[wc.SchemaVersion][]byte
-	var made []backend.Database
-	var err error
+	var feed *schemaFeed
 	if env.Backend == nil {
-		tpl, err = templates(ctx, env.TempDir, busy)
+		var err error
+		if tpl, err = templates(ctx, env.TempDir, busy); err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
 	} else {
-		made, err = schemas(ctx, env.Backend, Schedule(st))
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		feed = newSchemaFeed(ctx, env.Backend, Schedule(st))
+		defer feed.stop()
 	}
 	var f *roundFile
 	// The parent's own session to the rounds' databases is kept from one
@@ -129,11 +129,10 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 			return err
 		}
 		if s.Index == 0 {
-			var db *backend.Database
-			if len(made) > 0 {
-				db, made = &made[0], made[1:]
+			db, err := feed.next()
+			if err != nil {
+				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
 			}
-			var err error
 			if f, err = newRoundFile(ctx, env, &sessions, busy, s.Round.Schema, tpl, db); err != nil {
 				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
 			}
@@ -248,22 +247,68 @@ func newRoundFile(ctx context.Context, env scenario.Env, sessions *store.Session
 	return f, nil
 }
 
-// schemas makes every round's schema on PostgreSQL, with its table, before
-// the first race, in the schedule's order: a few commits instead of two
-// per round.
-func schemas(ctx context.Context, srv *backend.Server, sched []Slot) ([]backend.Database, error) {
+// schemaFeed makes every round's schema on PostgreSQL, with its table, in
+// the schedule's order, twenty rounds per commit, on a goroutine of its
+// own while the races run: the rounds' tables cost their commits once per
+// twenty rounds, and the making overlaps the racing, as SQLite's rounds
+// copy a template file.
+type schemaFeed struct {
+	made   chan feedItem
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type feedItem struct {
+	db  backend.Database
+	err error
+}
+
+func newSchemaFeed(ctx context.Context, srv *backend.Server, sched []Slot) *schemaFeed {
 	var ddls []string
 	for _, s := range sched {
-		if s.Index != 0 {
-			continue
+		if s.Index == 0 {
+			ddl, _ := wc.DDL(s.Round.Schema)
+			ddls = append(ddls, ddl)
 		}
-		ddl, err := wc.DDL(s.Round.Schema)
-		if err != nil {
-			return nil, err
-		}
-		ddls = append(ddls, ddl)
 	}
-	return srv.FreshMany(ctx, "idemlab-claim", ddls)
+	ctx, cancel := context.WithCancel(ctx)
+	f := &schemaFeed{made: make(chan feedItem, len(ddls)), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		defer close(f.made)
+		for len(ddls) > 0 && ctx.Err() == nil {
+			n := min(20, len(ddls))
+			dbs, err := srv.FreshMany(ctx, "idemlab-claim", ddls[:n])
+			if err != nil {
+				f.made <- feedItem{err: err}
+				return
+			}
+			for _, db := range dbs {
+				f.made <- feedItem{db: db}
+			}
+			ddls = ddls[n:]
+		}
+	}()
+	return f
+}
+
+// next is the next round's database; nil, nil on SQLite (a nil feed).
+func (f *schemaFeed) next() (*backend.Database, error) {
+	if f == nil {
+		return nil, nil
+	}
+	it, ok := <-f.made
+	if !ok {
+		return nil, errors.New("no schema left for the round")
+	}
+	return &it.db, it.err
+}
+
+// stop ends the making and waits for it, so nothing uses the server after
+// the run.
+func (f *schemaFeed) stop() {
+	f.cancel()
+	<-f.done
 }
 
 // templates creates one empty file per table layout, in WAL mode, and
