@@ -64,8 +64,8 @@ func TestPostgresLeavesNothing(t *testing.T) {
 			if info == nil || info.Cluster == nil {
 				t.Fatal("the run started no cluster")
 			}
-			if backend.GroupAlive(info.Cluster.PID) {
-				t.Errorf("processes of the server's group %d survive the run: %v", info.Cluster.PID, backend.GroupMembers(info.Cluster.PID))
+			if left := backend.ClusterProcesses(info.Cluster.Dir); len(left) > 0 {
+				t.Errorf("processes of the server (pid %d) survive the run: %v", info.Cluster.PID, left)
 			}
 			if _, err := os.Stat(info.Cluster.Dir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the cluster's folder %s survives the run (%v)", info.Cluster.Dir, err)

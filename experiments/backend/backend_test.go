@@ -101,7 +101,7 @@ func TestClusterLeavesNothing(t *testing.T) {
 	}
 	info := s.Info()
 	pid, dir := info.Cluster.PID, info.Cluster.Dir
-	if !GroupAlive(pid) {
+	if len(ClusterProcesses(dir)) == 0 {
 		t.Fatalf("the server (pid %d) is not running after Start", pid)
 	}
 	db, err := s.Fresh(ctx, "cond")
@@ -141,8 +141,8 @@ func TestClusterLeavesNothing(t *testing.T) {
 
 func assertGone(t *testing.T, pid int, dir string) {
 	t.Helper()
-	if pid > 0 && GroupAlive(pid) {
-		t.Errorf("processes of the server's group %d survive: %v", pid, GroupMembers(pid))
+	if left := ClusterProcesses(dir); len(left) > 0 {
+		t.Errorf("processes of the server (pid %d) survive: %v", pid, left)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the cluster's folder %s survives (%v)", dir, err)
@@ -188,7 +188,7 @@ func TestDSNMakesAndDropsItsDatabase(t *testing.T) {
 		if err != nil || n != map[bool]int{false: 0, true: 1}[keep] {
 			t.Errorf("keep %v: %d databases named %s after the run (%v)", keep, n, name, err)
 		}
-		if !GroupAlive(c.PID) {
+		if len(ClusterProcesses(c.Dir)) == 0 {
 			t.Fatal("the run stopped a server it did not start")
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Cluster is a throwaway PostgreSQL server: a data folder in a temp dir,
@@ -199,15 +201,18 @@ func (c *Cluster) readPID() error {
 
 // Stop stops the server by its pid and removes the folder. An immediate
 // shutdown (SIGQUIT) is enough for a cluster that is thrown away; a server
-// still alive after a while gets SIGKILL, its whole process group with it.
-// Stop is safe on a cluster that never started.
+// process still alive after a while gets SIGKILL. Stop is safe on a
+// cluster that never started.
 func (c *Cluster) Stop() error {
 	if c == nil {
 		return nil
 	}
 	var errs []error
 	if c.PID > 0 && !c.stopped {
-		errs = append(errs, stopGroup(c.PID, syscall.SIGQUIT, 10*time.Second))
+		if err := syscall.Kill(c.PID, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("signal the server (pid %d): %w", c.PID, err))
+		}
+		errs = append(errs, c.waitGone(10*time.Second), c.removeSharedMemory())
 		c.stopped = true
 	}
 	if c.Dir != "" {
@@ -216,52 +221,81 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// KillGroup sends SIGKILL to the server's whole process group at once,
-// postmaster and backends, as a crash of the server would end them, and
-// waits until they are gone. The folder stays, for a restart.
+// KillGroup sends SIGKILL to every process of the server at once,
+// postmaster and backends, as a crash of the server ends them, and waits
+// until they are gone. The folder stays, for a restart.
 func (c *Cluster) KillGroup() error {
 	if c.PID <= 0 || c.stopped {
 		return errors.New("the server is not running")
 	}
-	err := stopGroup(c.PID, syscall.SIGKILL, 10*time.Second)
+	for _, pid := range ClusterProcesses(c.Dir) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	err := errors.Join(c.waitGone(10*time.Second), c.removeSharedMemory())
 	c.stopped = true
 	return err
 }
 
-// stopGroup signals pid, then waits for its whole group to be gone,
-// killing the group if it outlives the wait.
-func stopGroup(pid int, sig syscall.Signal, wait time.Duration) error {
-	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("signal the server (pid %d): %w", pid, err)
-	}
+// waitGone waits until no process of the server is alive, killing any
+// that outlive the wait.
+func (c *Cluster) waitGone(wait time.Duration) error {
 	deadline := time.Now().Add(wait)
-	for GroupAlive(pid) {
+	for {
+		left := ClusterProcesses(c.Dir)
+		if len(left) == 0 {
+			return nil
+		}
 		if time.Now().After(deadline) {
-			syscall.Kill(-pid, syscall.SIGKILL)
+			for _, pid := range left {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 			if time.Now().After(deadline.Add(5 * time.Second)) {
-				return fmt.Errorf("the server's process group %d outlived SIGKILL", pid)
+				return fmt.Errorf("the server's processes %v outlived SIGKILL", left)
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// removeSharedMemory removes the System V shared memory segment the
+// postmaster's pid file names, once no process is attached: a server
+// killed, not shut down, leaves it behind. A segment still in use, or one
+// the file does not name, is left alone.
+func (c *Cluster) removeSharedMemory() error {
+	b, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return nil
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return nil
+	}
+	id, err := strconv.Atoi(f[1])
+	if err != nil {
+		return nil
+	}
+	var ds unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || ds.Nattch != 0 {
+		return nil
+	}
+	if _, err := unix.SysvShmCtl(id, unix.IPC_RMID, nil); err != nil {
+		return fmt.Errorf("remove the server's shared memory segment %d: %w", id, err)
+	}
 	return nil
 }
 
-// GroupAlive says whether any live process is in process group pgid. A
+// ClusterProcesses lists the live processes whose working folder is dir
+// or inside it: every PostgreSQL server process works in its data folder,
+// and a backend the postmaster's death orphaned is found there too. A
 // zombie waiting for its parent to reap it has stopped, so it does not
 // count.
-func GroupAlive(pgid int) bool {
-	return len(GroupMembers(pgid)) > 0
-}
-
-// GroupMembers lists the live processes of process group pgid.
-func GroupMembers(pgid int) []int {
+func ClusterProcesses(dir string) []int {
 	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		// No /proc: fall back to asking the kernel about the group.
-		if syscall.Kill(-pgid, 0) == nil {
-			return []int{pgid}
-		}
+	if err != nil || dir == "" {
 		return nil
 	}
 	var out []int
@@ -270,23 +304,23 @@ func GroupMembers(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
 		if err != nil {
 			continue
 		}
-		// The fields after the parenthesised command: state, ppid, pgrp.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		if cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
 			continue
 		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			s := string(b)
+			if i := strings.LastIndexByte(s, ')'); i >= 0 {
+				if f := strings.Fields(s[i+1:]); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
+					continue
+				}
+			}
 		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
-			out = append(out, pid)
-		}
+		out = append(out, pid)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -155,6 +156,110 @@ func (s *Server) Crash(ctx context.Context) error {
 	s.admin.SetMaxOpenConns(1)
 	return s.admin.PingContext(ctx)
 }
+
+// Apply sets server settings with ALTER SYSTEM on the run's own cluster,
+// reloads the configuration, and waits until the parent's session reads
+// every one back. The settings outlive a crash (postgresql.auto.conf).
+func (s *Server) Apply(ctx context.Context, settings map[string]string) error {
+	if s == nil || s.cluster == nil {
+		return fmt.Errorf("%w: server settings are set on the run's own throwaway cluster only; leave out --%s", errclass.ErrUsage, FlagDSN)
+	}
+	names := make([]string, 0, len(settings))
+	for k, v := range settings {
+		if _, err := s.admin.ExecContext(ctx, fmt.Sprintf("ALTER SYSTEM SET %s = %s", pgx.Identifier{k}.Sanitize(), quoteLiteral(v))); err != nil {
+			return fmt.Errorf("%w: set %s: %w", errclass.ErrHarness, k, err)
+		}
+		names = append(names, k)
+	}
+	if _, err := s.admin.ExecContext(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("%w: reload the configuration: %w", errclass.ErrHarness, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := s.Show(ctx, names)
+		if err != nil {
+			return err
+		}
+		same := true
+		for k, v := range settings {
+			same = same && got[k] == v
+		}
+		if same {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: the server reads back %v after the reload, want %v", errclass.ErrHarness, got, settings)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Setup runs ddl in db's schema on the parent's own session, whose commits
+// wait for the WAL's flush whatever the run's synchronous_commit: tables a
+// trial starts with are on the disk before it begins.
+func (s *Server) Setup(ctx context.Context, db Database, ddl string) error {
+	_, schema, ok := store.SessionKey(db.Target)
+	if !ok || schema == "" {
+		return fmt.Errorf("%w: %q names no schema", errclass.ErrHarness, db.Target)
+	}
+	q := fmt.Sprintf("BEGIN; SET LOCAL search_path TO %s; SET LOCAL synchronous_commit TO on; %s; COMMIT;", pgx.Identifier{schema}.Sanitize(), ddl)
+	if _, err := s.admin.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("%w: set up schema %s: %w", errclass.ErrHarness, schema, err)
+	}
+	return nil
+}
+
+// FreezeWriters stops (SIGSTOP) the server's WAL writer and background
+// writer until the next crash kills them. Under synchronous_commit off a
+// commit is acknowledged before its WAL is flushed, and these two are what
+// would flush it a moment later: the WAL writer at its next wake, the
+// background writer when it writes a page whose WAL is not yet on the
+// disk. Frozen, they leave every acknowledged async commit unflushed until
+// the crash, the window the setting opens held open on purpose.
+func (s *Server) FreezeWriters(ctx context.Context) error {
+	if s == nil || s.cluster == nil {
+		return fmt.Errorf("%w: freezing the server's writers needs the run's own throwaway cluster; leave out --%s", errclass.ErrUsage, FlagDSN)
+	}
+	rows, err := s.admin.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type IN ('walwriter', 'background writer')")
+	if err != nil {
+		return fmt.Errorf("%w: find the server's writers: %w", errclass.ErrHarness, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			return fmt.Errorf("%w: find the server's writers: %w", errclass.ErrHarness, err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			return fmt.Errorf("%w: stop the server's writer %d: %w", errclass.ErrHarness, pid, err)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: find the server's writers: %w", errclass.ErrHarness, err)
+	}
+	if n != 2 {
+		return fmt.Errorf("%w: found %d of the server's two writers (walwriter, background writer)", errclass.ErrHarness, n)
+	}
+	return nil
+}
+
+// Show reads settings with current_setting on the parent's session.
+func (s *Server) Show(ctx context.Context, names []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		var v string
+		if err := s.admin.QueryRowContext(ctx, "SELECT current_setting($1)", n).Scan(&v); err != nil {
+			return nil, fmt.Errorf("%w: read %s: %w", errclass.ErrHarness, n, err)
+		}
+		out[n] = v
+	}
+	return out, nil
+}
+
+// quoteLiteral quotes a setting's value as an SQL string.
+func quoteLiteral(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
 
 // WithSpec is the same server and database handing out schemas whose
 // sessions start with spec's settings instead, which a session takes from

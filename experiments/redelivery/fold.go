@@ -124,6 +124,32 @@ func (f *folder) deliver(ln line) {
 	f.checkRows(ln)
 	ln.s.out = append(ln.s.out, d)
 	ln.s.prev = o.Rows
+	f.serverCrash(ln, &ln.s.out[len(ln.s.out)-1])
+}
+
+// serverCrash takes the rows the parent read after the server's crash, on
+// the delivery of a server-crash condition that has them; the next
+// delivery starts from them. The settings the recovered server read back
+// must be the ones the run set.
+func (f *folder) serverCrash(ln line, d *Delivery) {
+	o, want := ln.o, ln.cond.ServerCrash && ln.o.Delivery == 1
+	switch {
+	case o.AfterServerCrash == nil && !want:
+		return
+	case o.AfterServerCrash == nil:
+		f.c.Obs(ln.l, "after_server_crash", "missing: delivery 1 of a server-crash condition records the rows read after the crash")
+		return
+	case !want:
+		f.c.Obs(ln.l, "after_server_crash", "recorded, but only delivery 1 of a server-crash condition crashes the server")
+		return
+	}
+	for k, v := range f.st.ServerSettings {
+		if got := o.ServerSettings[k]; got != v {
+			f.c.Obs(ln.l, results.Field("server_settings", k), "the recovered server read back %q, the run set %q", got, v)
+		}
+	}
+	d.AfterServerCrash = &CrashRows{FollowUpJobs: len(o.AfterServerCrash.FollowUpJobs), ProcessedEvents: len(o.AfterServerCrash.ProcessedEvents)}
+	ln.s.prev = *o.AfterServerCrash
 }
 
 // process checks the delivery's process line: its command line and

@@ -84,7 +84,11 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 }
 
 func text(d Delivery) string {
-	return fmt.Sprintf("%d / %d (%d)", d.FollowUpJobs, d.ProcessedEvents, d.ExitCode)
+	s := fmt.Sprintf("%d / %d (%d)", d.FollowUpJobs, d.ProcessedEvents, d.ExitCode)
+	if c := d.AfterServerCrash; c != nil {
+		s += fmt.Sprintf(", server crash → %d / %d", c.FollowUpJobs, c.ProcessedEvents)
+	}
+	return s
 }
 
 func cell(exp, obs []Delivery, i int) string {
