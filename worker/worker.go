@@ -88,9 +88,16 @@ func RunCall(call *protocol.Call) int {
 // TestMain lets a test binary act as the harness binary: when it is
 // re-executed as "<test binary> worker NAME ...", it runs the worker instead
 // of the tests. Call it from a package's TestMain.
+//
+// A program built with -race sleeps a second before it exits (GORACE's
+// atexit_sleep_ms defaults to 1000), and the tests start thousands of
+// workers, so unless GORACE is set the workers the tests start skip it.
 func TestMain(m interface{ Run() int }) {
 	if code, ok := Dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); ok {
 		os.Exit(code)
+	}
+	if _, set := os.LookupEnv("GORACE"); !set {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
 	os.Exit(m.Run())
 }
