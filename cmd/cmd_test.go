@@ -249,16 +249,46 @@ func TestWrongOracleExitsOne(t *testing.T) {
 	}
 }
 
-// TestChildDiesUnexpectedly sets CMDTEST_CHILD_EXIT5, which makes every worker exit 5: a harness failure,
-// exit 3, and no results folder left behind.
+// TestChildDiesUnexpectedly sets CMDTEST_CHILD_EXIT5, which makes every
+// worker exit 5 without a word: the workers misbehave, which is a result,
+// not a harness failure. The run records every process, exits 1 and
+// writes its folder with pass: false and the finding; verify of that
+// folder agrees and exits 4.
 func TestChildDiesUnexpectedly(t *testing.T) {
 	t.Setenv("CMDTEST_CHILD_EXIT5", "1")
-	dir := t.TempDir()
-	r := execIn(t, Hooks{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(dir, "results"))
-	if r.code != 3 || !strings.Contains(r.stderr, "exited 5") {
-		t.Fatalf("exit %d stderr %q; want 3 naming exit 5", r.code, r.stderr)
+	out := filepath.Join(t.TempDir(), "results")
+	r := execIn(t, Hooks{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", r.code, r.stderr)
 	}
-	assertOnly(t, dir)
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatalf("no folder written: %v", err)
+	}
+	for _, want := range []string{`"pass": false`, "delivery 1 exited 5; a delivery ends in 0 (ACK) or 17 (crash)", "delivery 1: no report line on stdout"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("results.json lacks %q", want)
+		}
+	}
+	// Each failure line leads with the finding: a condition that fails on
+	// findings alone is never a bare "FAIL redelivery/x:".
+	var fails int
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if !strings.HasPrefix(l, "FAIL ") {
+			continue
+		}
+		fails++
+		if !strings.Contains(l, ": delivery 1 exited 5; a delivery ends in 0 (ACK) or 17 (crash)") {
+			t.Errorf("failure line does not lead with the finding: %q", l)
+		}
+	}
+	if fails == 0 {
+		t.Errorf("no FAIL line on stderr:\n%s", r.stderr)
+	}
+	v := execIn(t, Hooks{}, "verify", out)
+	if v.code != 4 {
+		t.Errorf("verify: exit %d, want 4 (consistent, the run failed); stdout:\n%s\nstderr:\n%s", v.code, v.stdout, v.stderr)
+	}
 }
 
 func TestHelpAndList(t *testing.T) {

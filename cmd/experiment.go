@@ -22,9 +22,10 @@ import (
 
 const experimentExitHelp = `Exit codes:
   0    every expectation met
-  1    an expectation failed: one line per failed condition on stderr; results written with "pass": false
+  1    an expectation failed, or a worker misbehaved (a finding): one line per failed condition on stderr;
+       results written with "pass": false
   2    usage or input error (bad flag, bad input file, --out exists); nothing is written
-  3    the harness itself failed (e.g. a worker died in a way the protocol does not allow); nothing is written
+  3    the harness itself failed (it could not start a worker or write the folder); nothing is written
   130  interrupted (Ctrl-C or SIGTERM); the workers are stopped and nothing is written`
 
 // defaultInput is --input when not given.
@@ -309,7 +310,7 @@ func selfAndWorkdir(exe string) (string, string, error) {
 
 // rerunFunc runs scenarios through the suite for verify --rerun.
 func rerunFunc(h Hooks) review.RunFunc {
-	return func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string) error {
+	return func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string, files scenario.Files) error {
 		exe, wd, err := selfAndWorkdir(h.Executable)
 		if err != nil {
 			return err
@@ -319,7 +320,7 @@ func rerunFunc(h Hooks) review.RunFunc {
 		}
 		_, _, err = suite.Run(ctx, suite.Options{
 			Registry: h.Registry, Out: out, InputPath: input, Scenarios: scenarios, Overrides: overrides,
-			Executable: exe, Workdir: wd, TempDir: h.TempDir,
+			Executable: exe, Workdir: wd, TempDir: h.TempDir, Files: files,
 		})
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 	wb "idemlab/worker/batch"
 )
 
-func TestMain(m *testing.M) { worker.TestMain(m) }
+func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
 
 type publishedFixture struct {
 	Items    int `json:"items"`

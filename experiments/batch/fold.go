@@ -80,11 +80,11 @@ func (f *folder) folded() scenario.Folded {
 		var times []TrialTiming
 		for i, tf := range cf.trials {
 			if tf == nil {
-				f.c.Add(results.ObservationsFile, "condition "+c.Name, "trial %d has no lines; the settings give %d trials", i+1, f.st.Trials)
+				f.c.AddTo(c.Name, results.ObservationsFile, "condition "+c.Name, "trial %d has no lines; the settings give %d trials", i+1, f.st.Trials)
 				continue
 			}
 			if !tf.done() {
-				f.c.Add(results.ObservationsFile, "condition "+c.Name, "trial %d stops after %d lines; its script has more runs or resolves", i+1, tf.lines)
+				f.c.AddTo(c.Name, results.ObservationsFile, "condition "+c.Name, "trial %d stops after %d lines; its script has more runs or resolves", i+1, tf.lines)
 			}
 			outs = append(outs, tf.outcome(cf))
 			tt := tf.timing(c)

@@ -53,7 +53,7 @@ func (f *folder) resolveProcess(p results.Process, args wb.ResolveArgs) {
 	f.c.Argv(p, wb.WorkerResolve, args.Argv())
 	f.c.Env(p, nil)
 	if p.ExitCode != protocol.ExitACK {
-		f.c.Proc(p, "exit_code", "%d, but a resolve that the run went on from exits 0", p.ExitCode)
+		f.c.Proc(p, "exit_code", "%s %s, but a resolve that the run went on from exits 0", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 	rep, ok := f.c.Report(p)
 	if !ok {

@@ -44,7 +44,7 @@ func (f *folder) runLine(ln *line) {
 	switch p.ExitCode {
 	case protocol.ExitACK, protocol.ExitCrash, protocol.ExitStepFailed:
 	default:
-		f.c.Proc(p, "exit_code", "%d is not an outcome of a run (0, 17 crash or 18 step failed)", p.ExitCode)
+		f.c.Proc(p, "exit_code", "%s %s; a run ends in 0, 17 (crash) or 18 (step failed)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 	rep, ok := f.c.Report(p)
 	if p.ExitCode == protocol.ExitCrash {

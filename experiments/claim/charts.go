@@ -21,6 +21,9 @@ func winnersChart(res results.ScenarioResult, st Settings) ([]scenario.Chart, er
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
 			name := RoundCondition(r.ID, v)
+			if _, na := st.notRun(name); na {
+				continue
+			}
 			for _, cr := range res.Conditions {
 				if cr.Name != name {
 					continue
@@ -70,8 +73,9 @@ func winnersChart(res results.ScenarioResult, st Settings) ([]scenario.Chart, er
 	if err != nil {
 		return nil, err
 	}
-	return []scenario.Chart{{
-		Title: "Winners per race", Slug: "claim-winners", SVG: svg,
-		Caption: fmt.Sprintf("Winners of each race in the first group of repetitions (every repetition must agree); markers are the oracle's expectation. Race B after the TTL shows the article's bug: 0 winners with DO NOTHING, 1 with the TTL upsert. %d racers per race B.", st.Workers),
-	}}, nil
+	caption := fmt.Sprintf("Winners of each race in the first group of repetitions (every repetition must agree); markers are the oracle's expectation. Race B after the TTL shows the article's bug: 0 winners with DO NOTHING, 1 with the TTL upsert. %d racers per race B.", st.Workers)
+	if st.User != nil {
+		caption = fmt.Sprintf("Winners of each race of your statement in the first group of repetitions (every repetition must agree); markers are the TTL contract's expectation. %d racers per race B.", st.Workers)
+	}
+	return []scenario.Chart{{Title: "Winners per race", Slug: "claim-winners", SVG: svg, Caption: caption}}, nil
 }

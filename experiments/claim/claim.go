@@ -128,6 +128,11 @@ type Settings struct {
 	// PoolWorker and PoolSize say which processes serve the races.
 	PoolWorker string `json:"pool_worker"`
 	PoolSize   int    `json:"pool_size"`
+	// User is the user's own statement (--claim-sql), which runs in place
+	// of the two shipped claims; nil for the article's run.
+	User *UserClaim `json:"user_claim,omitempty"`
+	// NotRun are the conditions these settings cannot run, with why.
+	NotRun []NotRun `json:"not_run,omitempty"`
 }
 
 // BoundaryReason is recorded next to the choice.
@@ -154,11 +159,17 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagRepetitions, Usage: fmt.Sprintf("claim: repetitions of every round (1 to %d)", MaxReps)},
 		{Name: FlagMutantRepetitions, Usage: fmt.Sprintf("claim: repetitions of every round per mutant (1 to %d)", MaxReps)},
 		{Name: FlagMutants, Usage: "claim: run the mutant table (--mutants=false leaves it out)", Bool: true},
+		{Name: FlagClaimSQL, Usage: "claim: a file with your own claim statement on event_claims, run through every round in place of the shipped claims"},
+		{Name: FlagClaimFallbackSQL, Usage: "claim: a file with the statement your claim falls back to on the old schema (runs round 7)"},
 	}
 }
 
 // Plan decodes the section, applies the flags and derives the settings.
+// The user's statement files are read by PlanFiles (user.go).
 func (Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	if err := noStatementFiles(ov); err != nil {
+		return nil, err
+	}
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
 		return nil, err
@@ -222,6 +233,7 @@ func (s Settings) PoolArgs(label string) wc.PoolArgs {
 	return wc.PoolArgs{
 		Label: label, Fingerprint: s.Fingerprint, Source: s.Source, Level: s.Level, Message: s.Message,
 		Classification: s.Classification, TTLMS: s.TTLMS, BusyTimeoutMS: int64(s.SQLite.BusyTimeoutMS),
+		ClaimSQL: s.User.claimSQL(), FallbackSQL: s.User.fallbackSQL(),
 	}
 }
 
@@ -270,9 +282,12 @@ func (st Settings) Validate() error {
 		return fmt.Errorf("boundary: %q, but the TTL claim is built with %q", st.Boundary, wc.Chosen)
 	}
 	for i, v := range append(append([]wc.Variant{}, st.Claims...), st.MutantVariants...) {
+		if v == wc.User && st.User != nil {
+			continue
+		}
 		if _, err := wc.ParseVariant(string(v)); err != nil {
 			return fmt.Errorf("claims or mutant_variants[%d]: %w", i, err)
 		}
 	}
-	return nil
+	return st.validateUser()
 }

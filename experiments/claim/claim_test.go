@@ -16,7 +16,7 @@ import (
 	wc "idemlab/worker/claim"
 )
 
-func TestMain(m *testing.M) { worker.TestMain(m) }
+func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
 
 func section(tb testing.TB, in Input) json.RawMessage {
 	tb.Helper()

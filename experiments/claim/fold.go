@@ -24,6 +24,9 @@ type Extra struct {
 	Release ReleaseStats `json:"release"`
 	// Mutants is the mutant table; nil when it was not run.
 	Mutants *MutantTable `json:"mutants,omitempty"`
+	// ClaimErrors are, per condition, the first error the user's
+	// statement failed with, as a racer reports it.
+	ClaimErrors map[string]string `json:"claim_errors,omitempty"`
 }
 
 // ReleaseStats are taken over the races with more than one racer. Spread
@@ -89,6 +92,9 @@ type folder struct {
 	rb      *sqlitedb.Settings
 	spreads []int64
 	wake    int64
+
+	// claimErrs are the first error of the user's statement per condition.
+	claimErrs map[string]string
 }
 
 // raceLine is one observation line as the fold reads it: the line, the
@@ -107,7 +113,7 @@ type raceLine struct {
 // sent and the rows the parent read, and derives winners from it only
 // once it agrees with them.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}}
+	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}, claimErrs: map[string]string{}}
 	f.readPool()
 	for i, l := range rec.Observations {
 		if rl, ok := f.read(i, l); ok {
@@ -117,18 +123,23 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	}
 	if n := len(rec.Observations); n < len(f.sched) {
 		s := f.sched[n]
-		f.c.Add(results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(f.sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
+		f.c.AddTo(s.Condition, results.ObservationsFile, "condition "+s.Condition, "%d races recorded, the settings give %d; the first missing is race %d (%s repetition %d race %s)", n, len(f.sched), s.Seq, s.Condition, s.Repetition, s.Race.Name)
 	}
 	folded := scenario.Folded{Observed: map[string]any{}}
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
-			if r.hasKind(v) {
-				name := RoundCondition(r.ID, v)
+			name := RoundCondition(r.ID, v)
+			if reason, ok := st.notRun(name); ok && len(f.perRep[name]) == 0 {
+				folded.Observed[name] = NotApplicable{reason}
+			} else if r.hasKind(v) {
 				folded.Observed[name] = GroupOutcomes(f.perRep[name])
 			}
 		}
 	}
 	ex := Extra{BusyRetries: f.busy, SQLiteReadBack: f.rb, Release: f.release()}
+	if len(f.claimErrs) > 0 {
+		ex.ClaimErrors = f.claimErrs
+	}
 	if st.Mutants {
 		ex.Mutants = mutants(st, f.perRep)
 		for _, row := range ex.Mutants.Rows {
@@ -138,7 +149,23 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	folded.Extra = ex
 	f.unusedEntries()
 	f.c.Unused(rec, len(f.sched))
+	f.mutantFindings()
 	return folded, f.c.Findings
+}
+
+// mutantFindings moves the findings about a mutant's races, which are
+// recorded under their round's name, to the mutant's condition: what they
+// show fails the mutant.
+func (f *folder) mutantFindings() {
+	for i, x := range f.c.Findings {
+		for _, m := range f.st.MutantVariants {
+			for _, r := range f.st.Rounds {
+				if x.Condition == RoundCondition(r.ID, m) {
+					f.c.Findings[i].Condition = MutantCondition(m)
+				}
+			}
+		}
+	}
 }
 
 // read decodes line i against the race the schedule puts there; a line
@@ -180,6 +207,9 @@ func (f *folder) place(rl raceLine) {
 	}
 	if filepath.Base(o.DB) != DBName {
 		f.c.Obs(l, "db", "%q is not a file named %s", o.DB, DBName)
+	}
+	if o.Broken != "" {
+		f.c.Obs(l, "broken", "race %s of %s repetition %d: %s; the run stopped at this race", s.Race.Name, s.Condition, s.Repetition, o.Broken)
 	}
 }
 
@@ -254,7 +284,7 @@ func (f *folder) readPool() {
 		f.c.Argv(p, wc.PoolWorker, f.st.PoolArgs(p.Label).Argv())
 		f.c.Env(p, map[string]string{})
 		if p.ExitCode != protocol.ExitACK || p.Signal != "" {
-			f.c.Proc(p, "exit_code", "%d (signal %q); a member that served its races exits 0", p.ExitCode, p.Signal)
+			f.c.Proc(p, "exit_code", "%s %s; a member that served its races exits 0", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 		}
 		rep, ok := f.c.Report(p)
 		if !ok {
@@ -400,7 +430,7 @@ func (f *folder) entry(rl raceLine, k int, r Racer) (served, bool) {
 	race := rl.o.Race
 	e, ok := m.entries[race]
 	if !ok {
-		f.c.Proc(p, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", race, results.ObservationsFile, rl.l.N, k)
+		f.c.ProcFor(p, rl.s.Condition, "stdout", "the transcript has no race %d, but %s line %d says this process served its slot %d", race, results.ObservationsFile, rl.l.N, k)
 		return sv, false
 	}
 	m.used[race] = true
@@ -414,29 +444,32 @@ func (f *folder) entry(rl raceLine, k int, r Racer) (served, bool) {
 func (f *folder) racer(sv served, t *tally) {
 	p, e, ef, o, s := sv.p, sv.e, sv.ef, sv.rl.o, sv.rl.s
 	for _, d := range results.DiffPaths("", sv.r.Request, e.Request) {
-		f.c.Proc(p, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, sv.rl.l.N)
+		f.c.ProcFor(p, s.Condition, ef+": request"+d.Path, "the member received %s, but the parent sent %s (%s line %d)", d.B, d.A, results.ObservationsFile, sv.rl.l.N)
 	}
 	if e.SQLite != f.st.SQLite {
-		f.c.Proc(p, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
+		f.c.ProcFor(p, s.Condition, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
 	} else if f.rb == nil {
 		rb := e.SQLite
 		f.rb = &rb
 	}
 	if !(e.ReadyAtUS <= o.ReleasedAtUS && o.ReleasedAtUS <= e.ReleasedAtUS && e.ReleasedAtUS <= o.ReadAtUS) {
-		f.c.Proc(p, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
+		f.c.ProcFor(p, s.Condition, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
 	}
 	t.wakes = append(t.wakes, e.ReleasedAtUS)
 	f.checkNow(sv)
 	oc := e.Outcome
-	if oc.Path != t.wantPath {
-		f.c.Proc(p, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], t.wantPath)
+	f.claimError(sv)
+	// Which statement decided a user's claim is the statement's behaviour,
+	// which the oracle judges; for the shipped claims it is the worker's.
+	if oc.Path != t.wantPath && s.By != wc.User {
+		f.c.ProcFor(p, s.Condition, ef+": outcome.path", "%q, but a %s claim on a table %s takes %q", oc.Path, s.By, map[bool]string{true: "with claimed_at", false: "without claimed_at"}[o.ClaimedAtColumn], t.wantPath)
 	}
 	if oc.Won != (oc.Changes == 1) || oc.Changes < 0 || oc.Changes > 1 {
-		f.c.Proc(p, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
+		f.c.ProcFor(p, s.Condition, ef+": outcome.won", "%v with %d changes; a claim wins when its statement changes one row", oc.Won, oc.Changes)
 	}
 	wantFollow := oc.Won && s.Race.FollowUp
 	if e.FollowedUp != wantFollow || (wantFollow && e.ExternalID != wc.ExternalIDFor(sv.r.Request.Label)) || (!wantFollow && e.ExternalID != "") {
-		f.c.Proc(p, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(sv.r.Request.Label))
+		f.c.ProcFor(p, s.Condition, ef+": followed_up", "%v with external id %q; only a winner of a follow-up race follows up, writing %q", e.FollowedUp, e.ExternalID, wc.ExternalIDFor(sv.r.Request.Label))
 	}
 	t.out.Paths[oc.Path]++
 	f.busy[s.Condition] += e.BusyRetries
@@ -449,6 +482,20 @@ func (f *folder) racer(sv served, t *tally) {
 	}
 }
 
+// claimError keeps the first error of the user's statement per condition:
+// only that statement's failure is a result, with PathError.
+func (f *folder) claimError(sv served) {
+	e, s := sv.e, sv.rl.s
+	failed := e.Outcome.Path == wc.PathError
+	if failed != (e.ClaimError != "") || (failed && s.By != wc.User) {
+		f.c.ProcFor(sv.p, s.Condition, sv.ef+": claim_error", "%q with path %q and claim %s; only the user's statement's failure is recorded, with path %q", e.ClaimError, e.Outcome.Path, s.By, wc.PathError)
+		return
+	}
+	if failed && f.claimErrs[s.Condition] == "" {
+		f.claimErrs[s.Condition] = e.ClaimError
+	}
+}
+
 // checkNow checks the now a racer says it claimed with against the
 // request and the parent's clock around the race.
 func (f *folder) checkNow(sv served) {
@@ -457,17 +504,17 @@ func (f *folder) checkNow(sv served) {
 	switch {
 	case sv.rl.s.By == wc.MutantCallerTime:
 		if now != req.EventMS {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, sv.rl.s.By, req.EventMS)
+			f.c.ProcFor(p, sv.rl.s.Condition, ef+": outcome.now_ms", "%d, but %s takes now from the caller's timestamp %d", now, sv.rl.s.By, req.EventMS)
 		}
 	case req.NowMS != wc.NoPin:
 		if now != req.NowMS {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d, but the request pins the clock to %d", now, req.NowMS)
+			f.c.ProcFor(p, sv.rl.s.Condition, ef+": outcome.now_ms", "%d, but the request pins the clock to %d", now, req.NowMS)
 		}
 	default:
 		clock := now - req.ClockOffsetMS
 		lo, hi := o.ReleasedAtUS/1000, (o.ReadAtUS+999)/1000
 		if clock < lo || clock > hi {
-			f.c.Proc(p, ef+": outcome.now_ms", "%d less the offset %d is %d, outside the race's window %d to %d by the parent's clock", now, req.ClockOffsetMS, clock, lo, hi)
+			f.c.ProcFor(p, sv.rl.s.Condition, ef+": outcome.now_ms", "%d less the offset %d is %d, outside the race's window %d to %d by the parent's clock", now, req.ClockOffsetMS, clock, lo, hi)
 		}
 	}
 }
@@ -502,7 +549,7 @@ func (f *folder) checkRow(rl raceLine, mark RaceMarks) {
 		after = row.Count
 	}
 	if after-before != int64(winners) {
-		f.c.Obs(l, "row.count", "went from %d to %d, but %d racers say they won; every win adds one", before, after, winners)
+		f.c.Obs(l, "row.count", "race %s: %d racers reported a win, but count went %d → %d; every win adds one", s.Race.Name, winners, before, after)
 	}
 	if winners == 0 {
 		for _, d := range results.DiffPaths("row", prev, row) {

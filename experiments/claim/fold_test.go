@@ -82,11 +82,8 @@ func history(tb testing.TB, st Settings) *hist {
 				now = clock + req.ClockOffsetMS
 			}
 			ev := wc.Event{Fingerprint: st.Fingerprint, Source: st.Source, Level: st.Level, Message: st.Message, Time: req.EventMS}
-			out, err := wc.Claim(ctx, db, req.Variant, ev, now, ttl)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			e := wc.Entry{Request: req, SQLite: st.SQLite, ReadyAtUS: released - 100, ReleasedAtUS: released + 10, Outcome: out}
+			out, claimErr := claimAs(tb, db, st, req.Variant, ev, now, ttl)
+			e := wc.Entry{Request: req, SQLite: st.SQLite, ReadyAtUS: released - 100, ReleasedAtUS: released + 10, Outcome: out, ClaimError: claimErr}
 			if out.Won && req.FollowUp {
 				e.ExternalID, e.FollowedUp = wc.ExternalIDFor(req.Label), true
 				if _, err := wc.FollowUp(ctx, db, st.Fingerprint, st.Classification, e.ExternalID); err != nil {
@@ -117,6 +114,25 @@ func history(tb testing.TB, st Settings) *hist {
 		})
 	}
 	return h
+}
+
+// claimAs makes one claim as a pool member would: the user's statement's
+// error is its result, any other is the test's.
+func claimAs(tb testing.TB, db *sql.DB, st Settings, v wc.Variant, ev wc.Event, now int64, ttl time.Duration) (wc.Outcome, string) {
+	tb.Helper()
+	ctx := context.Background()
+	if v == wc.User {
+		out, err := wc.ClaimUser(ctx, db, wc.Statements{Claim: st.User.claimSQL(), Fallback: st.User.fallbackSQL()}, ev, now, ttl)
+		if err != nil {
+			return out, err.Error()
+		}
+		return out, ""
+	}
+	out, err := wc.Claim(ctx, db, v, ev, now, ttl)
+	if err != nil {
+		tb.Fatalf("claim %s: %v", v, err)
+	}
+	return out, ""
 }
 
 // records encodes the history as the loader would hand it to the fold.

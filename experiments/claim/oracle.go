@@ -287,14 +287,19 @@ type MutantVerdict struct {
 }
 
 // Expect is the scenario's oracle over the recorded settings: for every
-// round of each claim the one outcome it must show in every repetition,
-// and for every mutant that it is killed.
+// round of each claim the one outcome it must show in every repetition
+// (the TTL claim's for the user's statement), for a round the settings
+// cannot run that it is not applicable, and for every mutant that it is
+// killed.
 func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 	var out []scenario.Expected
 	for _, r := range st.Rounds {
 		for _, v := range st.Claims {
-			if r.hasKind(v) {
-				out = append(out, scenario.Expected{Condition: RoundCondition(r.ID, v), Value: ExpectedGroups(Expect(v, r, wc.Chosen, st.params()), st.Repetitions)})
+			name := RoundCondition(r.ID, v)
+			if reason, ok := st.notRun(name); ok {
+				out = append(out, scenario.Expected{Condition: name, Value: NotApplicable{reason}})
+			} else if r.hasKind(v) {
+				out = append(out, scenario.Expected{Condition: name, Value: ExpectedGroups(Expect(oracleKind(v), r, wc.Chosen, st.params()), st.Repetitions)})
 			}
 		}
 	}

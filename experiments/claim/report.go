@@ -85,6 +85,10 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scena
 	}
 	groups := map[string][]Group{}
 	for _, c := range res.Conditions {
+		if reason, ok := st.notRun(c.Name); ok {
+			t.Rows = append(t.Rows, []string{c.Name, "n/a", "n/a", cut("not applicable: "+reason, 24), "", harness.Mark(c.Pass)})
+			continue
+		}
 		var exp, obs []Group
 		if json.Unmarshal(c.Expected, &exp) != nil || json.Unmarshal(c.Observed, &obs) != nil {
 			continue
@@ -105,8 +109,18 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scena
 		t.Rows = append(t.Rows, []string{c.Name, want, strings.Join(got, "; "), last, fmt.Sprint(ex.BusyRetries[c.Name]), harness.Mark(c.Pass)})
 	}
 	sec.Tables = append(sec.Tables, t)
+	if st.User != nil {
+		sec.Settings = append(sec.Settings, userSettings(st.User)...)
+		sec.Tables = append(sec.Tables, userTable(st, res, ex))
+	}
 	if ex.Mutants != nil {
 		sec.Tables = append(sec.Tables, mutantTable(st, ex.Mutants))
+	}
+	if st.User != nil {
+		// The article's table is about its own two claims, not the user's.
+		ch, err := winnersChart(res, st)
+		sec.Charts = ch
+		return sec, err
 	}
 	art, err := article(groups, ex.Mutants)
 	if err != nil {

@@ -44,6 +44,10 @@ type Observation struct {
 	ClaimedAtColumn bool `json:"claimed_at_column"`
 	// Row is the claim row after the race; nil when there is none.
 	Row *wc.Row `json:"row"`
+	// Broken is what the parent saw of a member that broke the pool in
+	// this race: it died, hung, or answered out of turn. The run stops
+	// after such a race, and the fold reports it on the race's condition.
+	Broken string `json:"broken,omitempty"`
 }
 
 // Racer is one slot of a race: the pool process and the request it was
@@ -141,12 +145,20 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 			}
 			reqs[k] = string(b)
 		}
+		// A member that fails, or answers out of turn, is a result: the
+		// race is recorded with what the parent saw, and the run stops,
+		// since the pool is out of step.
 		rd, err := pool.Race(who, reqs)
-		if err != nil {
+		var me *harness.MemberError
+		switch {
+		case errors.As(err, &me):
+			o.Broken = me.Error()
+		case err != nil:
 			return fmt.Errorf("%s repetition %d race %s: %w", s.Condition, s.Repetition, s.Race.Name, err)
-		}
-		if err := checkAnswers(s.Seq, rd); err != nil {
-			return fmt.Errorf("%w: %s repetition %d race %s: %w", errclass.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
+		default:
+			if err := checkAnswers(s.Seq, who, rd); err != nil {
+				o.Broken = err.Error()
+			}
 		}
 		o.ReleasedAtUS = rd.ReleasedAt.UnixMicro()
 		o.ReadAtUS = time.Now().UnixMicro()
@@ -159,6 +171,9 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 			o.Row = &row
 		}
 		*lines = append(*lines, pending{obs: o, members: who})
+		if o.Broken != "" {
+			return nil
+		}
 		if s.Last() {
 			if err := f.close(); err != nil {
 				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
@@ -246,22 +261,24 @@ func (f *roundFile) close() error {
 }
 
 // checkAnswers makes sure the members answered this race, and without an
-// error; anything else means the pool is out of step.
-func checkAnswers(seq int, rd harness.Round) error {
+// error; anything else means the pool is out of step. The error names the
+// member and quotes its answer.
+func checkAnswers(seq int, who []int, rd harness.Round) error {
 	for _, group := range []struct {
 		state string
 		lines []string
 	}{{wc.StateReady, rd.Ready}, {wc.StateDone, rd.Done}} {
-		for _, line := range group.lines {
+		for k, line := range group.lines {
 			var a wc.Answer
+			m := MemberLabel(who[k])
 			if err := json.Unmarshal([]byte(line), &a); err != nil {
-				return fmt.Errorf("answer %q: %w", line, err)
+				return fmt.Errorf("member %s answered %q when the parent waited for %s: %w", m, line, group.state, err)
 			}
 			if a.Error != "" {
-				return fmt.Errorf("a racer failed: %s", a.Error)
+				return fmt.Errorf("member %s failed: %s", m, a.Error)
 			}
 			if a.Race != seq || a.State != group.state {
-				return fmt.Errorf("answer %q, want race %d %s", line, seq, group.state)
+				return fmt.Errorf("member %s answered %q, want race %d %s", m, line, seq, group.state)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
 )
 
@@ -19,7 +20,9 @@ type trialLine struct {
 
 // conditionFold is what the fold has gathered of one condition so far.
 type conditionFold struct {
-	points []string // discovered by the normal run
+	// order is the condition's trials in run order, as the normal run
+	// discovered them: its report's points, its log's syncs.
+	order  []TrialRef
 	trials int
 	out    map[string]Trial
 }
@@ -62,8 +65,8 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 		if s == nil {
 			continue
 		}
-		if s.trials != len(s.points)+1 {
-			f.c.Add("observations.jsonl", "condition "+cond.Name, "%d trials recorded, but the normal run reported %d points (and itself)", s.trials, len(s.points))
+		if s.trials != len(s.order) {
+			f.c.AddTo(cond.Name, "observations.jsonl", "condition "+cond.Name, "%d trials recorded, but the normal run's points, syncs and seeds make %d", s.trials, len(s.order))
 		}
 		folded.Observed[cond.Name] = s.out
 	}
@@ -80,9 +83,11 @@ func (f *folder) trial(t trialLine) {
 		s = &conditionFold{out: map[string]Trial{}}
 		f.per[t.o.Condition] = s
 	}
-	f.checkOrder(t, s)
+	key := f.checkOrder(t, s)
 	f.checkShape(t)
+	f.checkCut(t)
 	facts, claims := f.processes(t, s)
+	f.checkSends(t, facts)
 	if t.cond.Pattern == PatternClaim {
 		f.checkClaim(t, claims, &facts)
 	}
@@ -94,23 +99,42 @@ func (f *folder) trial(t trialLine) {
 				tr.Recovered = append(tr.Recovered, fr.Name+":"+fr.Action)
 			}
 		}
+		if f.st.Torn() {
+			tr.Views = Views(DBName(t.cond.Pattern), t.o.Recovery.Torn)
+		}
 	}
-	s.out[t.o.Point] = tr
+	s.out[key] = tr
 }
 
-// checkOrder checks the trial's place: the normal run comes first and
-// names the points, the crash trials follow them in order, each once, and
-// each on a fresh folder with the pattern's file.
-func (f *folder) checkOrder(t trialLine, s *conditionFold) {
+// seedOf is the trial's seed index, 0 when it has none.
+func seedOf(o Observation) int {
+	if o.Seed == nil {
+		return 0
+	}
+	return *o.Seed
+}
+
+// checkOrder checks the trial's place: the normal run with the first seed
+// comes first and discovers the rest, which follow in Settings.Order, each
+// once, each on a fresh folder with the pattern's file. It returns the
+// trial's key.
+func (f *folder) checkOrder(t trialLine, s *conditionFold) string {
+	if torn := f.st.Torn() && t.cond.Kind == KindPower; torn != (t.o.Seed != nil) {
+		f.c.Obs(t.l, "seed_index", "present=%v, but a trial carries a seed index exactly under the torn fault mode's power cuts", t.o.Seed != nil)
+	} else if t.o.Seed != nil && (*t.o.Seed < 0 || *t.o.Seed >= f.st.FaultSeeds) {
+		f.c.Obs(t.l, "seed_index", "%d, but the settings run %d seeds", *t.o.Seed, f.st.FaultSeeds)
+	}
+	key := f.st.TrialKey(t.cond, t.o.Point, seedOf(t.o))
+	at := TrialRef{Point: t.o.Point, Seed: seedOf(t.o)}
 	switch {
-	case s.trials == 0 && t.o.Point != PointACK:
-		f.c.Obs(t.l, "point", "%q, but a condition's first trial is the normal run (%q) that discovers the points", t.o.Point, PointACK)
-	case s.trials > 0 && (s.trials > len(s.points) || t.o.Point != s.points[s.trials-1]):
-		f.c.Obs(t.l, "point", "%q, but the normal run reported the points %q, tried in that order", t.o.Point, s.points)
+	case s.trials == 0 && at != TrialRef{Point: PointACK}:
+		f.c.Obs(t.l, "point", "%q, but a condition's first trial is the normal run (%q) that discovers the points", key, PointACK)
+	case s.trials > 0 && (s.trials >= len(s.order) || at != s.order[s.trials]):
+		f.c.Obs(t.l, "point", "%q, but the normal run's points, syncs and seeds give %v, tried in that order", key, s.order)
 	}
 	s.trials++
-	if _, dup := s.out[t.o.Point]; dup {
-		f.c.Obs(t.l, "point", "%q was already tried in this condition", t.o.Point)
+	if _, dup := s.out[key]; dup {
+		f.c.Obs(t.l, "point", "%q was already tried in this condition", key)
 	}
 	wantDB := DBName(t.cond.Pattern)
 	if filepath.Base(t.o.DB) != wantDB {
@@ -121,6 +145,32 @@ func (f *folder) checkOrder(t trialLine, s *conditionFold) {
 		f.c.Obs(t.l, "db", "folder %s is also line %d's; every trial starts on a fresh folder", dir, prev)
 	}
 	f.dirs[dir] = t.l.N
+	return key
+}
+
+// checkCut replays the cut from the trial's op log (AuditCut) and checks
+// the log against the trial's point: a cut inside sync N leaves N-1 syncs
+// logged before the fsync, N after it.
+func (f *folder) checkCut(t trialLine) {
+	if t.o.Log == nil {
+		f.c.Obs(t.l, "log", "missing; every trial keeps the VFS's op log")
+		return
+	}
+	if cut, ok := ParseSyncPoint(t.o.Point); ok {
+		want := cut.N - 1
+		if cut.After {
+			want = cut.N
+		}
+		if got := faultvfs.Syncs(t.o.Log); got != want {
+			f.c.Obs(t.l, "log", "holds %d syncs, but a cut at %s leaves %d", got, t.o.Point, want)
+		}
+	}
+	if t.o.Recovery == nil {
+		return
+	}
+	for _, p := range AuditCut(t.o.Log, *t.o.Recovery, f.st.FaultOptions(seedOf(t.o))) {
+		f.c.Obs(t.l, p.Field, "%s", p.Text)
+	}
 }
 
 // processes checks each process of the trial against what the run starts
@@ -152,30 +202,32 @@ func (f *folder) processes(t trialLine, s *conditionFold) (Facts, []claimStep) {
 		}
 		facts.LaterExits = append(facts.LaterExits, p.ExitCode)
 		if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitWorkerError || p.Signal != "" {
-			f.c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of a process after the cut (0, or 3 for a worker error)", p.ExitCode, p.Signal)
+			f.c.Proc(p, "exit_code", "%s %s; a process after the cut ends in 0, or 3 for a worker error", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 		}
 	}
 	return facts, claims
 }
 
 // first checks the trial's first process: it exits 0 on the normal run
-// and 17 at a crash point, with the condition's crash kind; the normal
-// run's report names the condition's points and the settings it read.
+// and the other ACKs, and 17 at a crash point or a cut inside a sync, with
+// the condition's crash kind, at that point; the normal run's report names
+// the condition's points and the settings it read, and its log the syncs.
 func (f *folder) first(t trialLine, s *conditionFold, p results.Process, rep protocol.Report, reported bool) {
+	acks := t.o.Point == PointACK || t.o.Point == PointACKOpen || t.o.Point == PointACKReader
 	if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash || p.Signal != "" {
-		f.c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of the first process (0 or 17)", p.ExitCode, p.Signal)
+		f.c.Proc(p, "exit_code", "%s %s; the first process ends in 0 or 17 (crash)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
-	if (t.o.Point == PointACK) != (p.ExitCode == protocol.ExitACK) {
-		f.c.Proc(p, "exit_code", "%d, but the trial's point is %q (the normal run exits 0, a crash 17)", p.ExitCode, t.o.Point)
+	if acks != (p.ExitCode == protocol.ExitACK) {
+		f.c.Proc(p, "exit_code", "%d, but the trial's point is %q (an ACK exits 0, a crash 17)", p.ExitCode, t.o.Point)
 	}
 	if !reported {
 		return
 	}
-	if p.ExitCode == protocol.ExitCrash && rep.CrashKind != t.cond.Kind {
-		f.c.Proc(p, "stdout", "the report's crash_kind is %q, the condition's %q", rep.CrashKind, t.cond.Kind)
+	if p.ExitCode == protocol.ExitCrash && (rep.CrashKind != t.cond.Kind || rep.CrashedAt != t.o.Point) {
+		f.c.Proc(p, "stdout", "the report's crashed_at is %q and crash_kind %q, but the trial's point is %q under a %q", rep.CrashedAt, rep.CrashKind, t.o.Point, t.cond.Kind)
 	}
-	if t.o.Point == PointACK {
-		s.points = rep.Points
+	if t.o.Point == PointACK && s.trials == 1 {
+		s.order = f.st.Order(t.cond, rep.Points, faultvfs.Syncs(t.o.Log))
 		f.checkReadBack(t, p, rep)
 	}
 }

@@ -14,8 +14,9 @@ var (
 	// ErrExpectation means an observation differed from the oracle, or a
 	// folder did not verify (exit 1).
 	ErrExpectation = errors.New("expectation failed")
-	// ErrHarness means the harness itself failed, for instance a worker
-	// that exited in a way the protocol does not allow (exit 3).
+	// ErrHarness means the harness itself failed: it could not start,
+	// wait for or record a worker, write the folder or read its own
+	// records (exit 3). Nothing a worker does is a harness failure.
 	ErrHarness = errors.New("harness failure")
 	// ErrFindings means a results folder does not verify: its records do
 	// not give what its results.json says (exit 1).

@@ -383,3 +383,14 @@ func (st Settings) conditionsByName() map[string]Condition {
 
 // RacerArgs are a racer's arguments.
 func RacerArgs(st Settings, p Pattern, db string) []string { return p.RacerArgs(st, db) }
+
+// Scheduled says which conditions the OS schedules: the kills after a
+// delay and the races, named "…/timing-…", whose processes a rerun does
+// not compare.
+func (Scenario) Scheduled(condition string) bool {
+	_, last, _ := strings.Cut(condition, "/")
+	for strings.Contains(last, "/") {
+		_, last, _ = strings.Cut(last, "/")
+	}
+	return strings.HasPrefix(last, "timing-")
+}

@@ -16,7 +16,7 @@ import (
 	wr "idemlab/worker/redelivery"
 )
 
-func TestMain(m *testing.M) { worker.TestMain(m) }
+func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
 
 // section is small: 4 random trials per pattern and one round of 2
 // racers, about 40 processes.

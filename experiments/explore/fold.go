@@ -8,6 +8,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/seed"
 	"idemlab/worker/protocol"
 )
 
@@ -248,7 +249,7 @@ func (f *folder) checkTrials(cf condFold) {
 		}
 	}
 	if len(missing) > 0 {
-		f.c.Add(results.ObservationsFile, "condition "+cf.c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
+		f.c.AddTo(cf.c.Name, results.ObservationsFile, "condition "+cf.c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
 	}
 }
 
@@ -300,7 +301,7 @@ func (f *folder) proc(e entry, id int, w procWant) ran {
 	}
 	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
-		f.c.Proc(p, "stdout", "%v", err)
+		f.c.Proc(p, "stdout", "%s: %v", p.Label, err)
 		return r
 	}
 	if rep.Worker != p.Worker {
@@ -336,10 +337,10 @@ func (f *folder) exit(p results.Process, rep protocol.Report, w procWant) {
 		}
 	case protocol.ExitWorkerError:
 		if !w.racer || len(rep.Result) == 0 {
-			f.c.Proc(p, "exit_code", "3 (worker error %q) is not an outcome of this step", rep.Error)
+			f.c.Proc(p, "exit_code", "%s %s; only a racer ends in 3 (worker error), and with its result", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 		}
 	default:
-		f.c.Proc(p, "exit_code", "%d is not an outcome of a delivery", p.ExitCode)
+		f.c.Proc(p, "exit_code", "%s %s; a delivery ends in 0 (ACK) or 17 (crash)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 }
 
@@ -555,7 +556,7 @@ func (f *folder) hits(cf condFold) HitsObserved {
 		if !ok {
 			continue
 		}
-		k := CrashK(f.st.Seed, c.Name, i, len(points))
+		k := seed.CrashK(f.st.Seed, c.Name, i, len(points))
 		if es[0].o.K != k || es[0].o.Point != "" || es[0].o.KillDelaysUS != nil {
 			f.c.Obs(es[0].l, "k", "%d, but seed %d gives trial %d of %s k=%d over %d points", es[0].o.K, f.st.Seed, i, c.Name, k, len(points))
 		}
@@ -587,7 +588,7 @@ func (f *folder) kills(cf condFold) TimingObserved {
 		if !ok {
 			continue
 		}
-		d := KillDelayUS(f.st.Seed, c.Name, i, window)
+		d := seed.KillDelayUS(f.st.Seed, c.Name, i, window)
 		if !slices.Equal(es[0].o.KillDelaysUS, []int64{d}) || es[0].o.Point != "" || es[0].o.K != 0 {
 			f.c.Obs(es[0].l, "kill_delays_us", "%v, but seed %d gives trial %d of %s a delay of %d µs over the measured %d µs", es[0].o.KillDelaysUS, f.st.Seed, i, c.Name, d, window)
 		}

@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"idemlab/experiments/seed"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -68,26 +69,26 @@ func TestClassify(t *testing.T) {
 // condition and index, and stays in range.
 func TestSchedule(t *testing.T) {
 	for i := range 200 {
-		k := CrashK(7, "a/crash-after-hits", i, 3)
-		if k < 1 || k > 3 || k != CrashK(7, "a/crash-after-hits", i, 3) {
+		k := seed.CrashK(7, "a/crash-after-hits", i, 3)
+		if k < 1 || k > 3 || k != seed.CrashK(7, "a/crash-after-hits", i, 3) {
 			t.Fatalf("trial %d: k %d out of 1..3 or not repeatable", i, k)
 		}
-		d := KillDelayUS(7, "a/timing-kill", i, 1000)
-		if d < 1 || d > 1000 || d != KillDelayUS(7, "a/timing-kill", i, 1000) {
+		d := seed.KillDelayUS(7, "a/timing-kill", i, 1000)
+		if d < 1 || d > 1000 || d != seed.KillDelayUS(7, "a/timing-kill", i, 1000) {
 			t.Fatalf("trial %d: delay %d out of 1..1000 or not repeatable", i, d)
 		}
 	}
 	same := 0
 	for i := range 100 {
-		if CrashK(7, "a", i, 1000) == CrashK(8, "a", i, 1000) {
+		if seed.CrashK(7, "a", i, 1000) == seed.CrashK(8, "a", i, 1000) {
 			same++
 		}
 	}
 	if same > 5 {
 		t.Errorf("seeds 7 and 8 agree on %d of 100 draws", same)
 	}
-	ks := RaceKillsUS(1, "a/timing-race-8-kill", 0, 8, 1000)
-	if diff := cmp.Diff(ks, RaceKillsUS(1, "a/timing-race-8-kill", 0, 8, 1000)); diff != "" || len(ks) != 8 {
+	ks := seed.RaceKillsUS(1, "a/timing-race-8-kill", 0, 8, 1000)
+	if diff := cmp.Diff(ks, seed.RaceKillsUS(1, "a/timing-race-8-kill", 0, 8, 1000)); diff != "" || len(ks) != 8 {
 		t.Errorf("race kills not repeatable: %s", diff)
 	}
 }

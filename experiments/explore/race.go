@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"idemlab/experiments/results"
+	"idemlab/experiments/seed"
 	"idemlab/worker/protocol"
 )
 
@@ -97,7 +98,7 @@ func (f *folder) raceKills(cf condFold, i int, rc entry) []int64 {
 		return kills
 	}
 	window := f.extra.KillWindowUS[c.Pattern]
-	kills = RaceKillsUS(f.st.Seed, c.Name, i, c.Racers, window)
+	kills = seed.RaceKillsUS(f.st.Seed, c.Name, i, c.Racers, window)
 	if !slices.Equal(rc.o.KillDelaysUS, kills) {
 		f.c.Obs(rc.l, "kill_delays_us", "%v, but seed %d gives round %d of %s %v", rc.o.KillDelaysUS, f.st.Seed, i, c.Name, kills)
 	}

@@ -30,15 +30,21 @@ type Racer struct {
 // input and the readiness pipe as descriptor BarrierReadyFD, waits until
 // each has written one byte on it, then releases all of them at once by
 // closing the release pipe. It returns the processes in the racers' order.
-// A racer that exits before the release, or that fails the protocol, is a
-// harness failure.
+//
+// A racer that exits before the release, never says it is ready, or
+// breaks the protocol is recorded like the others and returned with no
+// error: the release comes early or late, and the fold judges each racer
+// from its record. The error is only the harness's own: it could not
+// start, wait for or record a racer, or the context ended.
 func RunBarrier(ctx context.Context, r *Runner, racers []Racer) ([]*Proc, error) {
 	return RunBarrierThen(ctx, r, racers, nil)
 }
 
-// RunBarrierThen is RunBarrier that calls between, when set, once every
-// racer is ready and before the release: the parent acts while the racers
-// stand still (explore runs a lease's successor while its holder waits).
+// RunBarrierThen is RunBarrier that calls between, when set, before the
+// release: the parent acts while the racers stand still (explore runs a
+// lease's successor while its holder waits). It runs once every racer is
+// ready, or has exited, or the wait timed out; an error from it stops the
+// round as the harness's own.
 func RunBarrierThen(ctx context.Context, r *Runner, racers []Racer, between func() error) ([]*Proc, error) {
 	relR, relW, err := os.Pipe()
 	if err != nil {
@@ -86,52 +92,54 @@ func RunBarrierThen(ctx context.Context, r *Runner, racers []Racer, between func
 	// parent's write end.
 	relR.Close()
 	readyW.Close()
+	timedOut := false
 	if failure == nil {
 		// A racer seen exiting early is put back for the collection below.
-		exited := func() (int, bool) {
+		exited := func() bool {
 			select {
 			case d := <-doneCh:
 				doneCh <- d
-				return d.i, true
+				return true
 			default:
-				return 0, false
+				return false
 			}
 		}
-		failure = awaitReady(ctx, readyR, len(racers), exited)
+		timedOut, failure = awaitReady(ctx, readyR, len(racers), exited)
 	}
 	if failure == nil && between != nil {
 		failure = between()
 	}
 	release()
-	if failure == nil {
-		for i, h := range handles {
-			if d := racers[i].KillAfterRelease; d > 0 {
-				h.killAfter(d)
-			}
+	for i, h := range handles {
+		switch d := racers[i].KillAfterRelease; {
+		case failure != nil:
+		case d > 0:
+			h.killAfter(d)
+		case timedOut:
+			// A racer that never said it was ready may never end
+			// either; one still running this long after the release
+			// is killed, so it cannot hang the run.
+			h.killAfter(BarrierReadyTimeout)
 		}
 	}
 	procs := make([]*Proc, len(racers))
-	var errs []error
+	errs := []error{failure}
 	for range handles {
 		d := <-doneCh
 		procs[d.i] = d.p
-		if d.err != nil {
-			errs = append(errs, d.err)
-		}
+		errs = append(errs, d.err)
 	}
-	if len(errs) > 0 {
-		// A worker's own error says more than "exited before the release".
-		return nil, errors.Join(errs...)
-	}
-	if failure != nil {
-		return nil, failure
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return procs, nil
 }
 
-// awaitReady reads one byte per racer, and fails when a racer exits first,
-// the time runs out or the context ends.
-func awaitReady(ctx context.Context, readyR io.Reader, n int, exited func() (int, bool)) error {
+// awaitReady reads one byte per racer. It returns early, with no error,
+// when a racer exits first or the time runs out (timedOut): that is the
+// racers' doing, and their records say what they did. It fails only when
+// the context ends or the pipe cannot be read.
+func awaitReady(ctx context.Context, readyR io.Reader, n int, exited func() bool) (timedOut bool, err error) {
 	readyCh := make(chan error, 1)
 	go func() {
 		_, err := io.ReadFull(readyR, make([]byte, n))
@@ -144,18 +152,19 @@ func awaitReady(ctx context.Context, readyR io.Reader, n int, exited func() (int
 	for {
 		select {
 		case err := <-readyCh:
-			if err != nil {
-				return fmt.Errorf("%w: wait for %d racers to be ready: %w", errclass.ErrHarness, n, err)
+			// EOF: every racer closed the pipe, so every one has exited.
+			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return false, fmt.Errorf("%w: wait for %d racers to be ready: %w", errclass.ErrHarness, n, err)
 			}
-			return nil
+			return false, nil
 		case <-poll.C:
-			if i, ok := exited(); ok {
-				return fmt.Errorf("%w: racer %d exited before the release", errclass.ErrHarness, i)
+			if exited() {
+				return false, nil
 			}
 		case <-deadline.C:
-			return fmt.Errorf("%w: racers not ready after %s", errclass.ErrHarness, BarrierReadyTimeout)
+			return true, nil
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", errclass.ErrHarness, ctx.Err())
+			return false, fmt.Errorf("%w: wait for %d racers to be ready: %w", errclass.ErrHarness, n, ctx.Err())
 		}
 	}
 }

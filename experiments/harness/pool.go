@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,8 @@ type Pool struct {
 	members []*member
 	release *os.File
 	closed  bool
+	// broken is the first member failure; no round runs after it.
+	broken *MemberError
 }
 
 type member struct {
@@ -112,11 +115,42 @@ func (p *Pool) start(ctx context.Context, r *Runner, i int, relR *os.File) error
 // Size is the number of members.
 func (p *Pool) Size() int { return len(p.members) }
 
+// MemberError is a pool member that broke the pool's protocol: it died,
+// hung, or closed a pipe before it answered. That is the worker's doing,
+// not the harness's: the caller stops racing, closes the pool, which
+// records every member, and records what it saw, so the fold judges the
+// member from its record.
+type MemberError struct {
+	// Member is the member's index, or -1 when no single member is to
+	// blame (every member closed the release pipe).
+	Member int
+	Label  string
+	// What the parent was doing: "send request", "wait for ready",
+	// "release", "wait for done".
+	What string
+	Err  error
+}
+
+func (e *MemberError) Error() string {
+	return fmt.Sprintf("pool member %s: %s: %v", e.Label, e.What, e.Err)
+}
+
+func (e *MemberError) Unwrap() error { return e.Err }
+
 // Race runs one barrier round: requests[k] goes to member who[k]. It
 // waits until every one of them answered ready, releases them with one
-// write, and waits for every done answer. Members must be distinct.
+// write, and waits for every done answer; Ready[k] and Done[k] are
+// member who[k]'s lines. Members must be distinct.
+//
+// A member that fails (a *MemberError) does not stop the round for the
+// others: they are still released and their done answers read, so their
+// transcripts end cleanly, and its own lines stay empty. The pool is
+// then broken, and every later Race returns the same error.
 func (p *Pool) Race(who []int, requests []string) (Round, error) {
-	var rd Round
+	rd := Round{Ready: make([]string, len(who)), Done: make([]string, len(who))}
+	if p.broken != nil {
+		return rd, p.broken
+	}
 	seen := map[int]bool{}
 	for k, i := range who {
 		if i < 0 || i >= len(p.members) || seen[i] {
@@ -126,29 +160,43 @@ func (p *Pool) Race(who []int, requests []string) (Round, error) {
 		if strings.Contains(requests[k], "\n") {
 			return rd, fmt.Errorf("%w: pool: a request must be one line", errclass.ErrHarness)
 		}
+	}
+	live := make([]bool, len(who))
+	for k, i := range who {
 		if _, err := p.members[i].stdin.WriteString(requests[k] + "\n"); err != nil {
-			return rd, p.fail(i, "send request", err)
+			p.fail(i, "send request", err)
+			continue
 		}
+		live[k] = true
 	}
-	for _, i := range who {
-		line, err := p.answer(i)
-		if err != nil {
-			return rd, p.fail(i, "wait for ready", err)
-		}
-		rd.Ready = append(rd.Ready, line)
-	}
+	p.collect(who, live, rd.Ready, "wait for ready")
 	rd.ReleasedAt = time.Now()
 	if _, err := p.release.Write(make([]byte, len(who))); err != nil {
-		return rd, fmt.Errorf("%w: pool: release: %w", errclass.ErrHarness, err)
+		p.broken = cmp.Or(p.broken, &MemberError{Member: -1, Label: "(every member)", What: "release", Err: err})
+		return rd, p.broken
 	}
-	for _, i := range who {
-		line, err := p.answer(i)
-		if err != nil {
-			return rd, p.fail(i, "wait for done", err)
-		}
-		rd.Done = append(rd.Done, line)
+	p.collect(who, live, rd.Done, "wait for done")
+	if p.broken != nil {
+		return rd, p.broken
 	}
 	return rd, nil
+}
+
+// collect reads one answer from each live member into lines; a member
+// that fails is no longer live.
+func (p *Pool) collect(who []int, live []bool, lines []string, what string) {
+	for k, i := range who {
+		if !live[k] {
+			continue
+		}
+		line, err := p.answer(i)
+		if err != nil {
+			p.fail(i, what, err)
+			live[k] = false
+			continue
+		}
+		lines[k] = line
+	}
 }
 
 func (p *Pool) answer(i int) (string, error) {
@@ -163,12 +211,18 @@ func (p *Pool) answer(i int) (string, error) {
 	return strings.TrimSuffix(line, "\n"), nil
 }
 
-func (p *Pool) fail(i int, what string, err error) error {
-	return fmt.Errorf("%w: pool member %s: %s: %w", errclass.ErrHarness, p.spec.Label(i), what, err)
+// fail marks the pool broken by member i, keeping the first failure.
+func (p *Pool) fail(i int, what string, err error) {
+	if p.broken == nil {
+		p.broken = &MemberError{Member: i, Label: p.spec.Label(i), What: what, Err: err}
+	}
 }
 
 // Close ends every member's input, waits for all of them and returns
-// their records in member order. A member that failed is an error.
+// their records in member order. A member that misbehaved is recorded
+// like the others; one still running PoolTimeout after its input ended is
+// killed, so a hung member cannot hang the run. The error is only the
+// harness's own (it could not wait for or record a member).
 func (p *Pool) Close() ([]*Proc, error) {
 	if p.closed {
 		return nil, errors.New("pool: closed twice")
@@ -177,6 +231,7 @@ func (p *Pool) Close() ([]*Proc, error) {
 	p.release.Close()
 	for _, m := range p.members {
 		m.stdin.Close()
+		m.h.killAfter(PoolTimeout)
 	}
 	var procs []*Proc
 	var errs []error

@@ -37,7 +37,7 @@ type Spec struct {
 	// crash: 0 and 17.
 	Exits []int
 	// KillAfter, when positive, sends SIGKILL after that delay. A process
-	// killed this way is an accepted outcome, not a harness failure.
+	// killed this way is an accepted outcome, not a breach.
 	KillAfter time.Duration
 	// Stdin is the child's standard input; nil means none. A pipe here is
 	// how racing workers wait behind a barrier.
@@ -50,7 +50,14 @@ type Spec struct {
 // Proc is a finished child: its record and its parsed report.
 type Proc struct {
 	Record results.ProcessRecord
+	// Report is the child's report; empty when it printed none that
+	// parses, or died from a signal.
 	Report protocol.Report
+	// Breach says how the child broke the protocol, in a reader's words;
+	// empty when it kept it. It is not an error of the run, and a
+	// scenario goes on past it: the fold judges the child from its record
+	// and says the same in its finding.
+	Breach string
 }
 
 // Runner spawns workers by re-executing the harness binary.
@@ -150,7 +157,15 @@ func childEnv(set map[string]string) []string {
 	return env
 }
 
-// Wait waits for the child, records it and checks it kept the protocol.
+// Wait waits for the child and records it. Whatever the child did is a
+// result: a signal the harness did not send, an exit code outside
+// Spec.Exits, no or a bad report line, a crash at another point than the
+// one chosen. Wait returns such a process with no error and says what it
+// broke in Proc.Breach; the scenario records its observation as usual, and
+// the fold judges the process from its record. The error is only for the
+// harness's own faults: it could not wait for the child or record it, or
+// the context ended (kept in the chain, so errors.Is(err,
+// context.Canceled) holds).
 func (h *Handle) Wait() (*Proc, error) {
 	werr := h.cmd.Wait()
 	h.mu.Lock()
@@ -205,29 +220,44 @@ func (h *Handle) Wait() (*Proc, error) {
 	if err := h.ctx.Err(); err != nil {
 		return p, fmt.Errorf("%w: worker %s (process %d) stopped: %w", errclass.ErrHarness, s.Worker, rec.ID, err)
 	}
+	p.Report, p.Breach = judge(s, rec)
+	return p, nil
+}
+
+// judge parses a finished child's report and says what, if anything, it
+// broke of the protocol. A child that died from a signal has no report,
+// as the folds read it: whatever it printed before is not its last word.
+func judge(s Spec, rec results.ProcessRecord) (protocol.Report, string) {
+	var rep protocol.Report
 	if rec.Signal != "" {
-		return p, fmt.Errorf("%w: worker %s (process %d, %s) died from signal %s%s", errclass.ErrHarness, s.Worker, rec.ID, s.Label, rec.Signal, stderrTail(rec.Stderr))
+		return rep, protocol.Ending(rec.ExitCode, rec.Signal, rec.Stderr)
 	}
 	exits := s.Exits
 	if exits == nil {
 		exits = []int{protocol.ExitACK, protocol.ExitCrash}
 	}
+	var breaches []string
 	if !containsInt(exits, rec.ExitCode) {
-		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d, want one of %v%s", errclass.ErrHarness, s.Worker, rec.ID, s.Label, rec.ExitCode, exits, stderrTail(rec.Stderr))
+		breaches = append(breaches, fmt.Sprintf("%s, want one of %v", protocol.Ending(rec.ExitCode, "", rec.Stderr), exits))
 	}
 	rep, err := protocol.ParseReport(rec.Stdout)
 	if err != nil {
-		return p, fmt.Errorf("%w: worker %s (process %d, %s): %w", errclass.ErrHarness, s.Worker, rec.ID, s.Label, err)
+		return protocol.Report{}, strings.Join(append(breaches, err.Error()), "; ")
 	}
-	p.Report = rep
 	if k, _ := protocol.ParseCrashAfterHits(s.Env[protocol.EnvCrashAfterHits]); k > 0 {
 		if rec.ExitCode == protocol.ExitCrash && (len(rep.Points) != k || rep.CrashedAt != rep.Points[k-1]) {
-			return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q after %d hits, but a crash at hit %d was chosen", errclass.ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, len(rep.Points), k)
+			breaches = append(breaches, fmt.Sprintf("exited %d at point %q after %d hits, but a crash at hit %d was chosen", protocol.ExitCrash, rep.CrashedAt, len(rep.Points), k))
+		}
+	} else if cut, _ := protocol.ParseSyncCut(s.Env[protocol.EnvCutAtSync]); cut.N > 0 {
+		// A cut inside a sync is chosen by its number, and the worker
+		// reports it under its point's name.
+		if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != cut.Point() {
+			breaches = append(breaches, fmt.Sprintf("exited %d at point %q, but a cut at %q was chosen", protocol.ExitCrash, rep.CrashedAt, cut.Point()))
 		}
 	} else if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != s.CrashAt {
-		return p, fmt.Errorf("%w: worker %s (process %d, %s) exited %d at point %q, but point %q was chosen", errclass.ErrHarness, s.Worker, rec.ID, s.Label, protocol.ExitCrash, rep.CrashedAt, s.CrashAt)
+		breaches = append(breaches, fmt.Sprintf("exited %d at point %q, but point %q was chosen", protocol.ExitCrash, rep.CrashedAt, s.CrashAt))
 	}
-	return p, nil
+	return rep, strings.Join(breaches, "; ")
 }
 
 func containsInt(xs []int, x int) bool {
@@ -237,18 +267,4 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
-}
-
-func stderrTail(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
-	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return ": " + s
 }

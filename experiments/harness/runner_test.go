@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,8 +19,9 @@ import (
 	"idemlab/worker/protocol"
 )
 
-// misbehave holds test-only workers that break the protocol in the ways a
-// real child could. They exist only in this test binary.
+// misbehave holds test-only workers: most break the protocol in one of
+// the ways a real child could, test.ok keeps it. They exist only in this
+// test binary.
 var misbehave = map[string]func() int{
 	"test.exit5":   func() int { fmt.Println(`{"worker":"test.exit5","points":[]}`); return 5 },
 	"test.garbage": func() int { fmt.Println("not json"); return 0 },
@@ -35,6 +37,8 @@ var misbehave = map[string]func() int{
 		fmt.Println(`{"worker":"test.wrongcrash","points":["x"],"crashed_at":"x"}`)
 		return protocol.ExitCrash
 	},
+	"test.panics": func() int { panic("broken on purpose") },
+	"test.ok":     func() int { fmt.Println(`{"worker":"test.ok","points":[]}`); return 0 },
 }
 
 func TestMain(m *testing.M) {
@@ -46,19 +50,23 @@ func TestMain(m *testing.M) {
 	worker.TestMain(m)
 }
 
-func TestRunnerRejectsProtocolBreaks(t *testing.T) {
+// TestRunnerRecordsProtocolBreaks shows that whatever a worker does is a
+// result: the process is recorded and returned with no error, and Breach
+// says in a reader's words what it broke.
+func TestRunnerRecordsProtocolBreaks(t *testing.T) {
 	tests := []struct {
 		worker string
 		spec   harness.Spec
 		want   string
 	}{
-		{"test.exit5", harness.Spec{}, "exited 5"},
+		{"test.exit5", harness.Spec{}, "exited 5, want one of [0 17]"},
 		{"test.garbage", harness.Spec{}, "parse report line"},
 		{"test.silent", harness.Spec{}, "no report line"},
 		{"test.twolines", harness.Spec{}, "2 lines on stdout"},
 		{"test.selfkill", harness.Spec{}, "died from signal killed"},
-		{"test.wrongcrash", harness.Spec{CrashAt: "y"}, `point "y" was chosen`},
-		{"no.such.worker", harness.Spec{}, "exited 2"},
+		{"test.wrongcrash", harness.Spec{CrashAt: "y"}, `exited 17 at point "x", but point "y" was chosen`},
+		{"test.panics", harness.Spec{}, "panicked (exit 2): broken on purpose"},
+		{"no.such.worker", harness.Spec{}, `exited 2 (usage error): worker no.such.worker: unknown worker "no.such.worker"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.worker, func(t *testing.T) {
@@ -66,16 +74,49 @@ func TestRunnerRejectsProtocolBreaks(t *testing.T) {
 			spec := tt.spec
 			spec.Worker = tt.worker
 			p, err := env.Runner.Run(context.Background(), spec)
-			if !errors.Is(err, errclass.ErrHarness) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want a harness failure containing %q", err, tt.want)
+			if err != nil {
+				t.Fatalf("err = %v, want none: a misbehaving worker is a result", err)
 			}
-			if p == nil || p.Record.ID == 0 {
-				t.Fatalf("process not recorded: %+v", p)
+			if p.Record.ID == 0 || !strings.Contains(p.Breach, tt.want) {
+				t.Fatalf("record %d, breach %q; want it recorded, the breach containing %q", p.Record.ID, p.Breach, tt.want)
 			}
 			if n := len(env.Lines(t, results.ProcessesFile)); n != 1 {
 				t.Errorf("%d process records, want 1", n)
 			}
 		})
+	}
+}
+
+// TestRunnerKeptProtocol shows that a worker that kept the protocol has
+// no breach and its report parsed.
+func TestRunnerKeptProtocol(t *testing.T) {
+	env := harnesstest.New(t)
+	p, err := env.Runner.Run(context.Background(), harness.Spec{Worker: "test.ok"})
+	if err != nil || p.Breach != "" || p.Report.Worker != "test.ok" {
+		t.Fatalf("err %v, breach %q, report %+v; want a clean process", err, p.Breach, p.Report)
+	}
+}
+
+// TestRunnerHarnessFaults shows the errors that remain: the harness could
+// not start a process, or the context ended, which stays in the chain.
+func TestRunnerHarnessFaults(t *testing.T) {
+	env := harnesstest.New(t)
+	bad := &harness.Runner{Executable: filepath.Join(t.TempDir(), "missing"), Recorder: env.Recorder}
+	if _, err := bad.Run(context.Background(), harness.Spec{Worker: "test.ok"}); !errors.Is(err, errclass.ErrHarness) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("start of a missing binary: err = %v, want a harness failure that keeps its cause", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := env.Runner.Start(ctx, harness.Spec{Worker: "test.sleep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	p, err := h.Wait()
+	if !errors.Is(err, errclass.ErrHarness) || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: err = %v, want a harness failure for which errors.Is(err, context.Canceled) holds", err)
+	}
+	if p == nil || p.Record.Signal != "killed" {
+		t.Errorf("cancelled process not recorded as killed: %+v", p)
 	}
 }
 

@@ -38,22 +38,25 @@ type PatternExtra struct {
 
 // ConditionExtra is one condition's trials.
 type ConditionExtra struct {
-	Name      string `json:"name"`
-	Fault     string `json:"fault"`
-	Power     string `json:"power,omitempty"`
-	Trials    int    `json:"trials"`
-	Violating int    `json:"violating"`
+	Name   string `json:"name"`
+	Fault  string `json:"fault"`
+	Power  string `json:"power,omitempty"`
+	Trials int    `json:"trials"`
+	// Violating, ViolatingTrials, Broken, First and Failed depend on how
+	// the OS schedules the processes in kill trials and races, so a rerun
+	// does not compare them; the verdict and the trials do.
+	Violating int `json:"violating" idemlab:"measure"`
 	// ViolatingTrials are the indices of the trials that broke an
-	// invariant, in order: with the discovered points they
-	// name the violating crash points, so a sweep can be compared point by
-	// point with another implementation's.
-	ViolatingTrials []int `json:"violating_trials"`
+	// invariant, in order: with the discovered points they name the
+	// violating crash points, so a sweep can be compared point by point
+	// with another implementation's.
+	ViolatingTrials []int `json:"violating_trials" idemlab:"measure"`
 	// Broken counts the trials that broke each invariant.
-	Broken map[string]int `json:"broken"`
+	Broken map[string]int `json:"broken" idemlab:"measure"`
 	// First is the first trial that broke an invariant.
-	First *Violation `json:"first,omitempty"`
+	First *Violation `json:"first,omitempty" idemlab:"measure"`
 	// Failed counts the deliveries whose step failed, by error class.
-	Failed map[string]int `json:"failed,omitempty"`
+	Failed map[string]int `json:"failed,omitempty" idemlab:"measure"`
 }
 
 // Violation is a trial that broke an invariant, with what was done to it.

@@ -62,3 +62,10 @@ func splitLines(s string) []string {
 	}
 	return out
 }
+
+// Scheduled says which conditions the OS schedules: the random class
+// (half its trials are kills after a delay) and the races, whose processes
+// a rerun does not compare.
+func (Scenario) Scheduled(condition string) bool {
+	return strings.HasSuffix(condition, "/"+wp.FaultRandom) || strings.HasSuffix(condition, "/"+wp.FaultConcurrent)
+}

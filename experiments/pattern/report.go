@@ -45,8 +45,34 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 			t.Legend = append(t.Legend, p.Name+": "+p.About)
 		}
 		sec.Tables = append(sec.Tables, t)
+		sec.Replays = append(sec.Replays, replays(st, pat, p)...)
 	}
 	return sec, nil
+}
+
+// replays are the commands that run a pattern's broken classes again: the
+// same file, class and seed. A crash at a point or a seeded hit, and a
+// power cut, break again; a kill after a delay or a race may not.
+func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
+	var out []scenario.Replay
+	for _, c := range p.Conditions {
+		if c.First == nil || c.Fault == FaultNone {
+			continue
+		}
+		args := []string{"--scenario", Name, "--pattern-file", pat.Source, "--faults", c.Fault, "--seed", fmt.Sprint(st.Seed)}
+		switch c.Fault {
+		case "random":
+			args = append(args, "--trials", fmt.Sprint(st.HitTrials+st.KillTrials))
+		case "concurrent":
+			args = append(args, "--rounds", fmt.Sprint(st.Rounds))
+		}
+		what := fmt.Sprintf("%s/%s, trial %d", p.Name, conditionSuffix(c), c.First.Trial)
+		if c.First.Kind == KindKill || c.First.Kind == KindRace {
+			what += " (timed by the scheduler: it may not break again)"
+		}
+		out = append(out, scenario.Replay{What: what, Args: args})
+	}
+	return out
 }
 
 func conditionSuffix(c ConditionExtra) string {

@@ -67,7 +67,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	folded := scenario.Folded{Observed: map[string]any{}}
 	for name, s := range f.per {
 		if len(s.out) != st.Deliveries {
-			f.c.Add(results.ObservationsFile, "condition "+name, "%d deliveries recorded, the settings give %d", len(s.out), st.Deliveries)
+			f.c.AddTo(name, results.ObservationsFile, "condition "+name, "%d deliveries recorded, the settings give %d", len(s.out), st.Deliveries)
 		}
 		folded.Observed[name] = s.out
 	}
@@ -112,11 +112,13 @@ func (f *folder) deliver(ln line) {
 	if want := len(ln.s.out) + 1; o.Delivery != want {
 		f.c.Obs(ln.l, "delivery", "is %d, want %d: deliveries are recorded in order from 1", o.Delivery, want)
 	}
-	f.checkRows(ln)
 	d := Delivery{Delivery: o.Delivery, FollowUpJobs: len(o.Rows.FollowUpJobs), ProcessedEvents: len(o.Rows.ProcessedEvents), Points: []string{}}
+	// The process comes first: how a worker ended is the cause a reader
+	// wants first, and the rows it left follow from it.
 	if p, ok := f.c.Use(f.rec, ln.l, o.ProcessID); ok {
 		f.process(ln, p, &d)
 	}
+	f.checkRows(ln)
 	ln.s.out = append(ln.s.out, d)
 	ln.s.prev = o.Rows
 }
@@ -133,7 +135,7 @@ func (f *folder) process(ln line, p results.Process, d *Delivery) {
 	f.c.Env(p, env)
 	d.ExitCode = p.ExitCode
 	if p.Signal != "" || (p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash) {
-		f.c.Proc(p, "exit_code", "%d (signal %q) is not an outcome of a delivery (0 ACK or 17 crash)", p.ExitCode, p.Signal)
+		f.c.Proc(p, "exit_code", "delivery %d %s; a delivery ends in 0 (ACK) or 17 (crash)", ln.o.Delivery, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
 	rep, ok := f.c.Report(p)
 	if !ok {
@@ -162,8 +164,11 @@ func (f *folder) checkRows(ln line) {
 			f.c.Obs(ln.l, results.Field("rows", "processed_events", i), "is %q, but the only event delivered is %q", id, f.st.EventID)
 		}
 	}
-	if r.FollowUpJobs == nil || r.ProcessedEvents == nil {
-		f.c.Obs(ln.l, "rows", "a table is missing; both are listed, empty or not")
+	if r.FollowUpJobs == nil {
+		f.c.Obs(ln.l, "rows.follow_up_jobs", "after delivery %d the file has no %s table (null in the record)", ln.o.Delivery, wr.TableJobs)
+	}
+	if r.ProcessedEvents == nil {
+		f.c.Obs(ln.l, "rows.processed_events", "after delivery %d the file has no %s table (null in the record)", ln.o.Delivery, wr.TableProcessed)
 	}
 }
 
@@ -184,10 +189,10 @@ func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *sq
 	}
 	added := len(after.FollowUpJobs) - len(before.FollowUpJobs)
 	if r.Outcome.JobInserted != (added == 1) || added < 0 || added > 1 {
-		f.c.Proc(p, "stdout", "the worker says job_inserted=%v, but the file went from %d to %d jobs", r.Outcome.JobInserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
+		f.c.Proc(p, "stdout", "%s reported job_inserted=%v, but follow_up_jobs went %d → %d", p.Label, r.Outcome.JobInserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
 	}
 	if r.Outcome.AlreadyProcessed != (len(before.ProcessedEvents) > 0) {
-		f.c.Proc(p, "stdout", "the worker says already_processed=%v, but the file held %d processed records before it ran", r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
+		f.c.Proc(p, "stdout", "%s reported already_processed=%v, but processed_events held %d rows before it", p.Label, r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
 	}
 	return &r.Settings
 }

@@ -19,7 +19,7 @@ import (
 	wr "idemlab/worker/redelivery"
 )
 
-func TestMain(m *testing.M) { worker.TestMain(m) }
+func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
 
 const section = `{"event_id": "agent-run-042:completed", "job_key": "review-agent-run-042"}`
 

@@ -76,11 +76,18 @@ func (c *Checker) Obs(l Line, field, format string, args ...any) {
 
 // Proc records a finding about a process line.
 func (c *Checker) Proc(p Process, field, format string, args ...any) {
+	c.ProcFor(p, p.Condition, field, format, args...)
+}
+
+// ProcFor is Proc for a process that serves several conditions, such as a
+// member of a pool: the finding fails the condition whose part of the
+// process's work it is about.
+func (c *Checker) ProcFor(p Process, condition, field, format string, args ...any) {
 	f := fmt.Sprintf("line %d (process %d)", p.N, p.ID)
 	if field != "" {
 		f += ": " + field
 	}
-	c.add(p.Condition, ProcessesFile, f, format, args...)
+	c.add(condition, ProcessesFile, f, format, args...)
 }
 
 // Use looks up the process an observation line names and marks it used.
@@ -128,20 +135,24 @@ func (c *Checker) Unused(r Records, max int) {
 func (c *Checker) Report(p Process) (protocol.Report, bool) {
 	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
-		c.Proc(p, "stdout", "%v", err)
+		c.Proc(p, "stdout", "%s: %v", p.Label, err)
 		return rep, false
 	}
 	if rep.Worker != p.Worker {
 		c.Proc(p, "stdout", "the report names worker %q, the record says %q", rep.Worker, p.Worker)
 	}
-	crashAt := p.Env[protocol.EnvCrashAt]
+	// The chosen point is named, or, for a cut inside a sync, numbered.
+	env, crashAt := protocol.EnvCrashAt, p.Env[protocol.EnvCrashAt]
+	if cut, err := protocol.ParseSyncCut(p.Env[protocol.EnvCutAtSync]); err == nil && cut.N > 0 {
+		env, crashAt = protocol.EnvCutAtSync, cut.Point()
+	}
 	switch {
 	case p.ExitCode == protocol.ExitCrash && rep.CrashedAt != crashAt:
-		c.Proc(p, "exit_code", "17 (crash) at %q, but the harness set %s=%q", rep.CrashedAt, protocol.EnvCrashAt, crashAt)
+		c.Proc(p, "exit_code", "17 (crash) at %q, but the harness set %s=%q", rep.CrashedAt, env, p.Env[env])
 	case p.ExitCode != protocol.ExitCrash && rep.CrashedAt != "":
 		c.Proc(p, "exit_code", "%d, but the report says it crashed at %q (a crash exits 17)", p.ExitCode, rep.CrashedAt)
 	case p.ExitCode != protocol.ExitCrash && crashAt != "" && p.Signal == "":
-		c.Proc(p, "env", "%s=%q was set, but the worker exited %d without crashing", protocol.EnvCrashAt, crashAt, p.ExitCode)
+		c.Proc(p, "env", "%s=%q was set, but the worker exited %d without crashing", env, p.Env[env], p.ExitCode)
 	}
 	return rep, true
 }

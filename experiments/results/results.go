@@ -26,7 +26,7 @@ const FormatVersion = 2
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
-	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; files a plan reads besides the input file (a pattern file) are carried in attachments/",
+	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; durability's records carry each trial's VFS op log and its oracle predicts every power cut exactly, so a durability scenario of version 1 cannot be derived again; files a plan reads besides the input file (a pattern file) are carried in attachments/",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
@@ -35,6 +35,14 @@ var FormatChanges = map[int]string{
 // reports a difference under them as a change of format, not a finding.
 var FormatDerivations = map[int][]string{
 	2: {"scenarios[durability].extra.matrix.severity"},
+}
+
+// FormatRecords lists, per version, the scenarios whose records that
+// version changed so that an older folder's cannot be derived again by
+// this build's fold. verify says so in one line for such a scenario, and
+// derives the others.
+var FormatRecords = map[int]map[string]string{
+	2: {"durability": "each trial carries its VFS op log, and the oracle predicts every power cut exactly"},
 }
 
 // Results is results.json.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
@@ -19,7 +18,8 @@ import (
 // RunFunc runs the named scenarios with the given input file and overrides
 // into a new folder out, as the experiment command does. The caller wires
 // it to the suite, so this package imports no scenario.
-type RunFunc func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string) error
+// and reads the files its plans name through files, the folder's copies.
+type RunFunc func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string, files scenario.Files) error
 
 // RerunOutcome is the comparison of a folder with a fresh run.
 type RerunOutcome struct {
@@ -63,7 +63,7 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 	for i, rs := range f.Results.Scenarios {
 		out.Scenarios = append(out.Scenarios, rs.Name)
 		dir := filepath.Join(tmp, fmt.Sprintf("results-%d", i))
-		if err := run(ctx, dir, input, []string{rs.Name}, rs.Overrides); err != nil && !isExpectation(err) {
+		if err := run(ctx, dir, input, []string{rs.Name}, rs.Overrides, f); err != nil && !isExpectation(err) {
 			return nil, fmt.Errorf("rerun of scenario %s: %w", rs.Name, err)
 		}
 		fresh, err := Verify(dir, Options{Registry: opts.Registry, Limits: opts.Limits})
@@ -80,8 +80,8 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 		m := scenario.Measurements(s, rs.Settings, f.Records(rs.Name))
 		m.Union(scenario.Measurements(s, fresh.Derived.Scenarios[0].Settings, fresh.Folder.Records(rs.Name)))
 		out.Measured[rs.Name] = m.Paths()
-		a := projection(scenario.Replayable(o.Derived.Scenarios[i], m), f.Records(rs.Name))
-		b := projection(scenario.Replayable(fresh.Derived.Scenarios[0], m), fresh.Folder.Records(rs.Name))
+		a := projection(s, scenario.Replayable(o.Derived.Scenarios[i], m), f.Records(rs.Name))
+		b := projection(s, scenario.Replayable(fresh.Derived.Scenarios[0], m), fresh.Folder.Records(rs.Name))
 		for _, d := range results.DiffPaths(rs.Name, a, b) {
 			out.Differences[rs.Name] = append(out.Differences[rs.Name], fmt.Sprintf("%s: recorded %s, rerun %s", d.Path, d.A, d.B))
 		}
@@ -129,10 +129,10 @@ type runView struct {
 	Processes  []processView             `json:"processes"`
 }
 
-func projection(s results.ScenarioResult, rec results.Records) runView {
+func projection(sc scenario.Scenario, s results.ScenarioResult, rec results.Records) runView {
 	v := runView{Settings: s.Settings, Conditions: s.Conditions, Extra: s.Extra, Findings: s.Findings, Pass: s.Pass}
 	for _, p := range rec.Processes {
-		if volatileCondition(p.Condition) {
+		if scenario.IsScheduled(sc, p.Condition) {
 			continue
 		}
 		pv := processView{Condition: p.Condition, Label: p.Label, Worker: p.Worker, ExitCode: p.ExitCode, Signal: p.Signal}
@@ -155,17 +155,4 @@ func projection(s results.ScenarioResult, rec results.Records) runView {
 		return a.Label < b.Label
 	})
 	return v
-}
-
-// volatileCondition says a condition's processes are scheduled by the OS,
-// not by the seed: kills after a delay and racing workers. Such a
-// condition's last name segment starts with "timing" (explore's
-// "separate-commit/timing-kill"). Only its process records are left out;
-// its derived figures are compared like any other, less the fields its
-// scenario declares measurements.
-func volatileCondition(name string) bool {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	return strings.HasPrefix(strings.ToLower(name), "timing")
 }

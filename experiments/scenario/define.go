@@ -109,6 +109,11 @@ func (d defined[S, X]) OptIn() bool {
 	return ok && o.OptIn()
 }
 
+func (d defined[S, X]) Scheduled(condition string) bool {
+	sc, ok := d.t.(Scheduled)
+	return ok && sc.Scheduled(condition)
+}
+
 // Check uses the typed scenario's rule (Checker), or equality of the two
 // JSON values when it has none, which is what Evaluate does for a plain
 // Scenario.

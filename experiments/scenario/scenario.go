@@ -52,6 +52,21 @@ type OptIn interface {
 	OptIn() bool
 }
 
+// Scheduled is implemented by scenarios some of whose conditions the OS
+// schedules rather than the seed: kills after a delay and racing workers.
+// verify --rerun leaves those conditions' process records out (how many
+// processes ran, and how each ended); their derived figures are compared
+// like any other, less the fields the scenario declares measurements.
+type Scheduled interface {
+	Scheduled(condition string) bool
+}
+
+// IsScheduled says whether s declares the condition scheduled by the OS.
+func IsScheduled(s Scenario, condition string) bool {
+	sc, ok := s.(Scheduled)
+	return ok && sc.Scheduled(condition)
+}
+
 // IsOptIn reports whether s runs only when named.
 func IsOptIn(s Scenario) bool {
 	o, ok := s.(OptIn)

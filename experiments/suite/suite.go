@@ -42,6 +42,9 @@ type Options struct {
 	// TempDir holds the scenarios' scratch databases; empty means the
 	// system default.
 	TempDir string
+	// Files, when set, is where plans read the files they name (a pattern
+	// file); nil reads them from disk. verify --rerun sets the folder.
+	Files scenario.Files
 	// OnStart is called once with the scenarios and the processes each
 	// plan counts, before the first process; OnScenario before each
 	// scenario runs; OnProcess after each process is recorded.
@@ -201,7 +204,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	files := &DiskFiles{}
+	files := &DiskFiles{src: opts.Files}
 	plans, err := PlanAll(chosen, in, opts.Overrides, files)
 	if err != nil {
 		return nil, nil, err
@@ -308,6 +311,9 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 // folder, and keeps what it read, so the run can carry the very bytes it
 // planned with into the folder.
 type DiskFiles struct {
+	// src, when set, is read instead of the disk: a rerun reads the
+	// folder's own copies.
+	src   scenario.Files
 	names []string
 	read  map[string][]byte
 }
@@ -317,7 +323,11 @@ func (d *DiskFiles) ReadFile(name string) ([]byte, error) {
 	if b, ok := d.read[name]; ok {
 		return b, nil
 	}
-	b, err := os.ReadFile(name)
+	read := os.ReadFile
+	if d.src != nil {
+		read = d.src.ReadFile
+	}
+	b, err := read(name)
 	if err != nil {
 		return nil, err
 	}

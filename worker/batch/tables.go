@@ -26,25 +26,23 @@ type JournalRow struct {
 func (r JournalRow) Key() Key { return Key{Job: r.Job, Item: r.Item, Step: r.Step} }
 
 // ReadJournal lists every row of step_journal in key order. A NULL receipt
-// or error_type reads as empty.
+// or error_type reads as empty. A file without the table, which a run that
+// died before it made its schema leaves, has no rows: what such a run did
+// is the fold's to judge, not a fault of the parent's read.
 func ReadJournal(ctx context.Context, st store.Store) ([]JournalRow, error) {
-	rs, err := st.QueryContext(ctx, `SELECT job_id, item_id, step_name, status, payload_digest, receipt, error_type, updated_at
-FROM step_journal ORDER BY job_id, item_id, step_name`)
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
-	}
-	defer rs.Close()
 	rows := []JournalRow{}
-	for rs.Next() {
+	_, err := st.ReadTable(ctx, "step_journal", `SELECT job_id, item_id, step_name, status, payload_digest, receipt, error_type, updated_at
+FROM step_journal ORDER BY job_id, item_id, step_name`, func(scan func(dest ...any) error) error {
 		var r JournalRow
 		var receipt, errType sql.NullString
-		if err := rs.Scan(&r.Job, &r.Item, &r.Step, &r.Status, &r.Digest, &receipt, &errType, &r.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("read journal: %w", err)
+		if err := scan(&r.Job, &r.Item, &r.Step, &r.Status, &r.Digest, &receipt, &errType, &r.UpdatedAt); err != nil {
+			return err
 		}
 		r.Receipt, r.ErrorType = receipt.String, errType.String
 		rows = append(rows, r)
-	}
-	if err := rs.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}
 	return rows, nil

@@ -22,15 +22,29 @@ type PoolArgs struct {
 	Classification string
 	TTLMS          int64
 	BusyTimeoutMS  int64
+	// ClaimSQL is the user's own claim statement, which requests of
+	// variant User run, and FallbackSQL the one it falls back to on the
+	// old schema; both "" for the article's run.
+	ClaimSQL    string
+	FallbackSQL string
 }
 
-// Argv is the member's command line after the worker name.
+// Argv is the member's command line after the worker name. The user's
+// statements are on it only when given, so the article's run renders as
+// it always has.
 func (a PoolArgs) Argv() []string {
-	return []string{
+	argv := []string{
 		"-label", a.Label, "-fingerprint", a.Fingerprint, "-source", a.Source, "-level", a.Level,
 		"-message", a.Message, "-classification", a.Classification,
 		"-ttl-ms", fmt.Sprint(a.TTLMS), "-busy-timeout-ms", fmt.Sprint(a.BusyTimeoutMS),
 	}
+	if a.ClaimSQL != "" {
+		argv = append(argv, "-claim-sql", a.ClaimSQL)
+	}
+	if a.FallbackSQL != "" {
+		argv = append(argv, "-fallback-sql", a.FallbackSQL)
+	}
+	return argv
 }
 
 // ParsePoolArgs reads the command line PoolArgs.Argv renders.
@@ -45,13 +59,35 @@ func ParsePoolArgs(argv []string) (PoolArgs, error) {
 	fs.StringVar(&a.Classification, "classification", "", "what a winner's follow-up writes")
 	fs.Int64Var(&a.TTLMS, "ttl-ms", 0, "claim TTL in milliseconds")
 	fs.Int64Var(&a.BusyTimeoutMS, "busy-timeout-ms", 0, "SQLite busy timeout in milliseconds")
+	fs.StringVar(&a.ClaimSQL, "claim-sql", "", "the user's claim statement, run by requests of variant user")
+	fs.StringVar(&a.FallbackSQL, "fallback-sql", "", "the statement the user's claim falls back to on the old schema")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
 	if a.Label == "" || a.Fingerprint == "" || a.TTLMS <= 0 || a.BusyTimeoutMS < 0 {
 		return a, errors.New("-label, -fingerprint and a positive -ttl-ms are required")
 	}
+	if a.FallbackSQL != "" && a.ClaimSQL == "" {
+		return a, errors.New("-fallback-sql is given without -claim-sql")
+	}
 	return a, nil
+}
+
+// statements are the user's statements this member was given.
+func (a PoolArgs) statements() Statements {
+	return Statements{Claim: a.ClaimSQL, Fallback: a.FallbackSQL}
+}
+
+// variant checks a request's variant: User only for a member given the
+// user's statement.
+func (a PoolArgs) variant(v Variant) (Variant, error) {
+	if v != User {
+		return ParseVariant(string(v))
+	}
+	if a.ClaimSQL == "" {
+		return "", fmt.Errorf("variant %q, but this member was given no -claim-sql", v)
+	}
+	return v, nil
 }
 
 // ClaimerArgs are what both one-shot claim workers take: the file, the

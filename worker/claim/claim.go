@@ -257,13 +257,18 @@ func Claim(ctx context.Context, db *sql.DB, v Variant, ev Event, now int64, ttl 
 	if !ok {
 		return out, fmt.Errorf("claim: %w %q", ErrUnknownVariant, v)
 	}
+	return claimWith(ctx, db, q, legacySQL, ev, now, ttl, out)
+}
+
+// claimWith runs statement q and, when it fails because the table has no
+// claimed_at column, the fallback ("" for none). The migration has not
+// reached this database yet: deciding with the old claim keeps one
+// winner, where treating the error as a win would make every caller one.
+func claimWith(ctx context.Context, db *sql.DB, q, fallback string, ev Event, now int64, ttl time.Duration, out Outcome) (Outcome, error) {
 	res, err := exec(ctx, db, q, ev, now, ttl, out)
-	if err != nil && missingClaimedAt(err) {
-		// The migration has not reached this database yet. Deciding with
-		// the old claim keeps one winner; treating the error as a win
-		// would make every caller a winner.
+	if err != nil && fallback != "" && missingClaimedAt(err) {
 		res.Path = PathFallback
-		return exec(ctx, db, legacySQL, ev, now, ttl, res)
+		return exec(ctx, db, fallback, ev, now, ttl, res)
 	}
 	return res, err
 }

@@ -26,6 +26,23 @@ func TestPoolArgsArgv(t *testing.T) {
 	}
 }
 
+// TestPoolArgsUserStatements: the user's statements are on the command
+// line only when given, and read back as given.
+func TestPoolArgsUserStatements(t *testing.T) {
+	a := PoolArgs{Label: "pool-1", Fingerprint: "fp", TTLMS: 60000, ClaimSQL: "INSERT INTO event_claims -- :fp\n", FallbackSQL: "INSERT 'x'"}
+	argv := a.Argv()
+	if diff := cmp.Diff([]string{"-claim-sql", a.ClaimSQL, "-fallback-sql", a.FallbackSQL}, argv[len(argv)-4:]); diff != "" {
+		t.Errorf("Argv tail (-want +got):\n%s", diff)
+	}
+	got, err := ParsePoolArgs(argv)
+	if err != nil || got != a {
+		t.Errorf("ParsePoolArgs(Argv) = %+v, %v; want %+v", got, err, a)
+	}
+	if v, err := got.variant(User); err != nil || v != User {
+		t.Errorf("variant(user) = %q, %v", v, err)
+	}
+}
+
 // TestArgsRoundTrip: every claim worker reads back what its Argv renders,
 // pinned clock and flags off included.
 func TestArgsRoundTrip(t *testing.T) {
@@ -57,6 +74,8 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"race without label", parseErr(ParseRaceArgs(RaceArgs{ClaimerArgs: c}.Argv())), "-label is required"},
 		{"race with an unknown variant", parseErr(ParseRaceArgs(RaceArgs{ClaimerArgs: ClaimerArgs{DB: "f", Variant: "nope", TTLMS: 1, Event: event(t0)}, Label: "l"}.Argv())), "unknown claim variant"},
 		{"bench without count", parseErr(ParseBenchArgs(BenchArgs{ClaimerArgs: c}.Argv())), "-count must be positive"},
+		{"pool with a fallback and no claim", parseErr(ParsePoolArgs(PoolArgs{Label: "l", Fingerprint: "f", TTLMS: 1, FallbackSQL: "INSERT"}.Argv())), "-fallback-sql is given without -claim-sql"},
+		{"pool asked for the user's claim without one", parseErr(PoolArgs{Label: "l"}.variant(User)), "given no -claim-sql"},
 		{"bench with negative busy timeout", parseErr(ParseBenchArgs(BenchArgs{ClaimerArgs: ClaimerArgs{DB: "f", Variant: TTL, TTLMS: 1, BusyTimeoutMS: -1, Event: event(t0)}, Count: 1}.Argv())), "must not be negative"},
 	}
 	for _, tt := range tests {

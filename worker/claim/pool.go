@@ -73,6 +73,9 @@ type Entry struct {
 	FollowedUp   bool              `json:"followed_up"`
 	ExternalID   string            `json:"external_id,omitempty"`
 	BusyRetries  int               `json:"busy_retries"`
+	// ClaimError is the error of a user's statement that failed when it
+	// ran (Outcome.Path is PathError).
+	ClaimError string `json:"claim_error,omitempty"`
 }
 
 // PoolResult is the report payload of "claim.pool": the whole transcript.
@@ -143,7 +146,7 @@ func Serve(ctx context.Context, c PoolArgs, requests io.Reader, answers io.Write
 // start as close together as processes can.
 func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, wait func() error) (Entry, error) {
 	e := Entry{Request: req}
-	v, err := ParseVariant(string(req.Variant))
+	v, err := c.variant(req.Variant)
 	if err != nil {
 		return e, err
 	}
@@ -163,8 +166,14 @@ func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, w
 	e.ReleasedAtUS = time.Now().UnixMicro()
 	clock := Clock{OffsetMS: req.ClockOffsetMS, PinnedMS: req.NowMS}
 	ev := Event{Fingerprint: c.Fingerprint, Source: c.Source, Level: c.Level, Message: c.Message, Time: req.EventMS}
-	out, err := Claim(ctx, db, v, ev, clock.Now(), time.Duration(c.TTLMS)*time.Millisecond)
-	if err != nil {
+	ttl := time.Duration(c.TTLMS) * time.Millisecond
+	var out Outcome
+	if v == User {
+		// The user's statement failing is its result, not the member's.
+		if out, err = ClaimUser(ctx, db, c.statements(), ev, clock.Now(), ttl); err != nil {
+			e.ClaimError = err.Error()
+		}
+	} else if out, err = Claim(ctx, db, v, ev, clock.Now(), ttl); err != nil {
 		return e, err
 	}
 	e.Outcome, e.BusyRetries = out, out.BusyRetries

@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 
 	"github.com/mattn/go-sqlite3"
@@ -112,7 +110,7 @@ func RaceMain(call *protocol.Call) int {
 	if err := wr.EnsureSchema(ctx, db); err != nil {
 		return call.Fail(err)
 	}
-	if err := waitForRelease(a.ReadyFD, call.Stdin); err != nil {
+	if err := protocol.AwaitRelease(a.ReadyFD, call.Stdin); err != nil {
 		return call.Fail(err)
 	}
 	res := RaceResult{Pattern: p, Settings: settings}
@@ -139,26 +137,4 @@ func RaceMain(call *protocol.Call) int {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
 	return call.Finish(res, protocol.ExitACK)
-}
-
-// waitForRelease writes the readiness byte and blocks until the parent
-// closes standard input, which releases every racer at once.
-func waitForRelease(fd int, stdin io.Reader) error {
-	f := os.NewFile(uintptr(fd), "ready")
-	if f == nil {
-		return fmt.Errorf("ready descriptor %d is not open", fd)
-	}
-	if _, err := f.Write([]byte{1}); err != nil {
-		return fmt.Errorf("signal ready on descriptor %d: %w", fd, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close ready descriptor %d: %w", fd, err)
-	}
-	if stdin == nil {
-		return errors.New("no standard input to wait on")
-	}
-	if _, err := io.Copy(io.Discard, stdin); err != nil {
-		return fmt.Errorf("wait for the release: %w", err)
-	}
-	return nil
 }

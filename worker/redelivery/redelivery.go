@@ -201,8 +201,10 @@ func Main(call *protocol.Call) int {
 	if err != nil {
 		return call.Fail(err)
 	}
+	res := Result{Pattern: a.Pattern, Outcome: out, Settings: settings}
+	call.AckOpen(res)
 	if err := db.Close(); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
-	return call.Finish(Result{Pattern: a.Pattern, Outcome: out, Settings: settings}, protocol.ExitACK)
+	return call.Finish(res, protocol.ExitACK)
 }
