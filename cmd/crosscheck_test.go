@@ -38,13 +38,14 @@ const exploreClaim = "claim-ttl"
 // The races. Every implementation races crossRacers deliveries of one
 // event, in batches of rounds without faults and as many with them (the
 // pattern crashes racers at seeded points, explore kills them after seeded
-// delays). Measured per round at 3 racers, over 84 to 126 rounds each:
-// explore showed the separate-commit duplicate in 1 in 25 rounds without
-// kills and 1 in 10 with them, the pattern file in 1 in 14 and 1 in 4, the
-// Python handler in 1 in 10 and 3 in 10. Three racers find it in the
-// fewest processes: explore's two-racer rounds without kills almost never
-// show it (1 in 110). A batch of exploreRounds then misses it about 1 time
-// in 6, of patternRounds 1 in 14 (pattern file) and 1 in 40 (Python).
+// delays). Three racers find the separate-commit duplicate in the fewest
+// processes: explore's two-racer rounds without kills almost never show it
+// (1 in 110). Measured over ten runs of this test under -race, per round:
+// explore showed it in 8 of 132 rounds without kills and 9 of 132 with
+// them, the pattern file in 7 of 80 and 35 of 80, the Python handler in 3
+// of 80 and 15 of 80. A batch then misses it about 1 time in 5 for
+// explore (it did in 1 of the 10 runs), 1 in 250 for the file and 1 in 8
+// for Python.
 const (
 	crossRacers   = 3
 	exploreRounds = 12
@@ -325,11 +326,11 @@ type crossRuns struct {
 }
 
 // At most this many batches are run, so the known unsafe pattern misses
-// in all of them about 1 time in 1,500 (explore's 48 rounds), 1 in 2,700
-// (the pattern file's 24) and 1 in 60,000 (the Python handler's 24).
+// in all of them about 1 time in 3,000 (explore's 60 rounds), in 4,000
+// (Python's 32) and far less for the file.
 const (
-	exploreBatches = 4
-	patternBatches = 3
+	exploreBatches = 5
+	patternBatches = 4
 )
 
 // TestCrossCheck runs the hand-written workers (explore, durability) and
