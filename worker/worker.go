@@ -136,6 +136,10 @@ type Breaks map[string]map[string]Func
 // variant of it. An EnvBreak that names no breakage exits ExitUsage, so a
 // typo cannot run the real workers in a test that expects broken ones.
 // Call it from a package's TestMain.
+//
+// A program built with -race sleeps a second before it exits (GORACE's
+// atexit_sleep_ms defaults to 1000), and the tests start thousands of
+// workers, so unless GORACE is set the workers the tests start skip it.
 func TestMain(m interface{ Run() int }, breaks ...Breaks) {
 	if name := os.Getenv(EnvBreak); name != "" && len(os.Args) > 1 && os.Args[1] == Arg {
 		replace, ok := lookupBreak(breaks, name)
@@ -148,6 +152,9 @@ func TestMain(m interface{ Run() int }, breaks ...Breaks) {
 	}
 	if code, ok := Dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); ok {
 		os.Exit(code)
+	}
+	if _, set := os.LookupEnv("GORACE"); !set {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
 	os.Exit(m.Run())
 }
