@@ -11,10 +11,14 @@ build:
 vet:
 	$(GO) vet ./...
 
-# The test command of the README and of .ci/run. Under -race the cmd
-# package's real runs take longer than go test's default 10 minutes on a
-# busy 2-core machine.
+# The test command of the README and of .ci/run. The PostgreSQL tests
+# start throwaway clusters; without the server's binaries they skip (t.Skip
+# says why under -v), and this says so once. Under -race the cmd package's
+# real runs take longer than go test's default 10 minutes on a busy 2-core
+# machine.
 test: vet
+	@command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || \
+		echo "make test: PostgreSQL's server binaries (pg_ctl) are not installed, so the PostgreSQL tests skip; install the package postgresql to run them"
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 experiment:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/progress"
 	"idemlab/experiments/results"
@@ -44,7 +45,9 @@ type ExperimentOptions struct {
 	// SummaryJSON and JUnit are files for CI, written on every exit.
 	SummaryJSON string
 	JUnit       string
-	hooks       Hooks
+	// Backend says where a PostgreSQL run's database lives.
+	Backend backend.Options
+	hooks   Hooks
 }
 
 // overrideFlag records the raw text of a scenario flag, so the scenario
@@ -53,6 +56,8 @@ type overrideFlag struct {
 	name string
 	into map[string]string
 	bool bool
+	// single flags take one value; the last given wins.
+	single bool
 }
 
 func (f *overrideFlag) String() string { return f.into[f.name] }
@@ -60,7 +65,7 @@ func (f *overrideFlag) String() string { return f.into[f.name] }
 // Set records the value; a repeated flag joins its values with commas, so
 // "--mode a --mode b" means "--mode a,b" and nothing is silently dropped.
 func (f *overrideFlag) Set(v string) error {
-	if old, ok := f.into[f.name]; ok && !f.bool {
+	if old, ok := f.into[f.name]; ok && !f.bool && !f.single {
 		v = old + "," + v
 	}
 	f.into[f.name] = v
@@ -105,6 +110,7 @@ and the failures.
 	c.Flags().BoolVar(&opts.Verbose, "verbose", false, "print the full expected-vs-observed diff of each failed condition")
 	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE on every exit, with its status (see README for a jq line)")
 	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE on every exit, one test case per condition")
+	bindBackendFlags(c, opts)
 	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all but the opt-in ones: %s)", strings.Join(defaultNames(h.Registry), ", ")))
 	// A flag several scenarios take is bound once; its help names them all.
 	type decl struct {
@@ -177,6 +183,7 @@ func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results,
 	so := suite.Options{
 		Registry: opts.hooks.Registry, Out: opts.Out, InputPath: opts.Input, Scenarios: opts.Scenarios,
 		Overrides: opts.Overrides, Executable: exe, Workdir: wd, TempDir: opts.hooks.TempDir,
+		Backend: opts.Backend, OnBackend: opts.hooks.OnBackend,
 		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
 	}
 	res, plans, err := suite.Run(ctx, so)
@@ -185,6 +192,21 @@ func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results,
 		printSummary(opts, res, plans)
 	}
 	return res, err
+}
+
+// bindBackendFlags declares the backend flags. --backend, --isolation and
+// --synchronous-commit are recorded with the scenarios' overrides, since
+// the settings say which backend ran; --dsn and --keep say only where.
+func bindBackendFlags(c *cobra.Command, opts *ExperimentOptions) {
+	for _, f := range []struct{ name, usage string }{
+		{backend.FlagBackend, "sqlite (default) or postgres; overrides the input file's backend section"},
+		{backend.FlagIsolation, "postgres: default_transaction_isolation, read-committed (default), repeatable-read or serializable"},
+		{backend.FlagSynchronousCommit, "postgres: synchronous_commit, on (default), local or off"},
+	} {
+		c.Flags().Var(&overrideFlag{name: f.name, into: opts.Overrides, single: true}, f.name, f.usage)
+	}
+	c.Flags().StringVar(&opts.Backend.DSN, backend.FlagDSN, "", "postgres: an existing server's connection string; each run makes its own database idemlab_<run> there (default: start a throwaway cluster)")
+	c.Flags().BoolVar(&opts.Backend.Keep, backend.FlagKeep, false, "postgres with --dsn: keep the run's database instead of dropping it")
 }
 
 // printSummary prints each scenario's tables, how the run compares with

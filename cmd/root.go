@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"idemlab/experiments/backend"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -29,6 +30,9 @@ type Hooks struct {
 	Registry   scenario.Registry
 	Executable string
 	TempDir    string
+	// OnBackend, when set, sees the run's PostgreSQL server once it is
+	// up; tests use it to check that nothing of it survives the run.
+	OnBackend func(backend.Info)
 }
 
 // NewRootCmd builds the command tree.

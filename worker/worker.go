@@ -12,6 +12,7 @@ import (
 	"idemlab/worker/batch"
 	"idemlab/worker/claim"
 	"idemlab/worker/explore"
+	"idemlab/worker/faultvfs"
 	"idemlab/worker/pattern"
 	"idemlab/worker/protocol"
 	"idemlab/worker/redelivery"
@@ -73,10 +74,30 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer, replace 
 		return call.Usage(err), true
 	}
 	call.Points.CrashAfterHits(k)
+	if err := armPowerFaults(call); err != nil {
+		return call.Usage(err), true
+	}
 	if fn, ok := replace[call.Name]; ok {
 		return fn(call), true
 	}
 	return RunCall(call), true
+}
+
+// armPowerFaults applies the environment that only the durability matrix
+// sets: an ACK with the connection open, and a cut at the N-th sync. Every
+// stop without cleanup (a crash, an ACK with the connection open) first
+// publishes the fault VFS's pending write ranges, so its log holds every
+// write a torn cut may keep: a process that holds its locks to the end, as
+// locking_mode=EXCLUSIVE does, never published them otherwise.
+func armPowerFaults(call *protocol.Call) error {
+	call.SetAckOpen(os.Getenv(protocol.EnvAckOpen) == "1")
+	call.Points.OnStop(func() { _ = faultvfs.PublishPending() })
+	cut, err := protocol.ParseSyncCut(os.Getenv(protocol.EnvCutAtSync))
+	if err != nil || cut.N == 0 {
+		return err
+	}
+	call.Points.Arm(cut.Point())
+	return faultvfs.ArmSyncCut(cut.N, cut.After, call.Points.Crash)
 }
 
 // Run runs the named worker. exit is how a crash ends the process; nil means
@@ -115,6 +136,10 @@ type Breaks map[string]map[string]Func
 // variant of it. An EnvBreak that names no breakage exits ExitUsage, so a
 // typo cannot run the real workers in a test that expects broken ones.
 // Call it from a package's TestMain.
+//
+// A program built with -race sleeps a second before it exits (GORACE's
+// atexit_sleep_ms defaults to 1000), and the tests start thousands of
+// workers, so unless GORACE is set the workers the tests start skip it.
 func TestMain(m interface{ Run() int }, breaks ...Breaks) {
 	if name := os.Getenv(EnvBreak); name != "" && len(os.Args) > 1 && os.Args[1] == Arg {
 		replace, ok := lookupBreak(breaks, name)
@@ -127,6 +152,9 @@ func TestMain(m interface{ Run() int }, breaks ...Breaks) {
 	}
 	if code, ok := Dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); ok {
 		os.Exit(code)
+	}
+	if _, set := os.LookupEnv("GORACE"); !set {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
 	os.Exit(m.Run())
 }

@@ -17,9 +17,11 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Name is the scenario's name on the command line.
@@ -123,8 +125,12 @@ type Settings struct {
 	Clock          string       `json:"clock"`
 	Barrier        string       `json:"barrier"`
 	Rounds         []Round      `json:"rounds"`
-	// SQLite is what every racer's connection must read back.
-	SQLite sqlitedb.Settings `json:"sqlite"`
+	// SQLite is what every racer's connection must read back, on SQLite.
+	SQLite sqlitedb.Settings `json:"sqlite,omitzero"`
+	// Backend is empty for SQLite; on PostgreSQL it is postgres, and
+	// Postgres is what every racer's session must read back.
+	Backend  string             `json:"backend,omitempty"`
+	Postgres *store.PGRequested `json:"postgres,omitempty"`
 	// PoolWorker and PoolSize say which processes serve the races.
 	PoolWorker string `json:"pool_worker"`
 	PoolSize   int    `json:"pool_size"`
@@ -164,9 +170,25 @@ func (Scenario) Flags() []scenario.Flag {
 	}
 }
 
-// Plan decodes the section, applies the flags and derives the settings.
-// The user's statement files are read by PlanFiles (user.go).
-func (Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+// Plan decodes the section, applies the flags and derives the settings,
+// for a run on SQLite. The user's statement files are read by PlanFiles
+// (user.go).
+func (sc Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	return sc.PlanOn(backend.SQLite, section, ov)
+}
+
+// PlanOn is Plan for a run on backend b. On PostgreSQL every round and
+// every mutant runs unchanged: each racer claims on its own session, with
+// the run's isolation level. A user's statement is checked against
+// SQLite before anything runs, so it runs on SQLite only.
+func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	if !b.IsSQLite() {
+		for _, f := range []string{FlagClaimSQL, FlagClaimFallbackSQL} {
+			if _, ok := ov[f]; ok {
+				return nil, fmt.Errorf("--%s: a user's statement is checked by preparing it on SQLite, so it runs on SQLite only; leave out --backend %s", f, b.Name)
+			}
+		}
+	}
 	if err := noStatementFiles(ov); err != nil {
 		return nil, err
 	}
@@ -201,7 +223,11 @@ func (Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Pl
 	if _, given := ov[FlagMutantRepetitions]; given && !mutants {
 		return nil, fmt.Errorf("--%s: given with --%s=false, which runs no mutant", FlagMutantRepetitions, FlagMutants)
 	}
-	return &plan{s: Derive(in, mutants)}, nil
+	st := Derive(in, mutants)
+	if !b.IsSQLite() {
+		st.SQLite, st.Backend, st.Postgres = sqlitedb.Settings{}, b.Name, b.Requested()
+	}
+	return &plan{s: st}, nil
 }
 
 // Derive is the settings an input and the mutant choice imply.
@@ -234,7 +260,21 @@ func (s Settings) PoolArgs(label string) wc.PoolArgs {
 		Label: label, Fingerprint: s.Fingerprint, Source: s.Source, Level: s.Level, Message: s.Message,
 		Classification: s.Classification, TTLMS: s.TTLMS, BusyTimeoutMS: int64(s.SQLite.BusyTimeoutMS),
 		ClaimSQL: s.User.claimSQL(), FallbackSQL: s.User.fallbackSQL(),
+		Backend: s.Backend,
 	}
+}
+
+// backendName is the backend the settings run on, as store names it.
+func (s Settings) backendName() string {
+	b, _ := store.ParseBackend(s.Backend)
+	return b
+}
+
+// ReadCommitted says whether the run is on PostgreSQL under READ
+// COMMITTED, where the oracle also says that no racer meets a
+// serialization failure or a deadlock.
+func (s Settings) ReadCommitted() bool {
+	return s.Postgres != nil && s.Postgres.Isolation == store.IsolationLevels["read-committed"]
 }
 
 // MemberLabel names pool member i.
@@ -255,10 +295,12 @@ type Params struct {
 	Workers        int
 	TTLMS          int64
 	Classification string
+	// ReadCommitted is a run on PostgreSQL under READ COMMITTED.
+	ReadCommitted bool
 }
 
 func (s Settings) params() Params {
-	return Params{Workers: s.Workers, TTLMS: s.TTLMS, Classification: s.Classification}
+	return Params{Workers: s.Workers, TTLMS: s.TTLMS, Classification: s.Classification, ReadCommitted: s.ReadCommitted()}
 }
 
 // Validate refuses recorded values out of the ranges the input allows, so

@@ -2,14 +2,15 @@ package claim
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Extra is the scenario's derived extra table.
@@ -20,6 +21,12 @@ type Extra struct {
 	// SQLiteReadBack is what the racers' connections read back; the fold
 	// checks every one against the settings.
 	SQLiteReadBack *sqlitedb.Settings `json:"sqlite_read_back,omitempty"`
+	// SerializationRetries and DeadlockRetries are PostgreSQL's 40001 and
+	// 40P01 retries the racers report, per condition, as BusyRetries are
+	// SQLite's; PostgresReadBack is what their sessions read back.
+	SerializationRetries map[string]int    `json:"serialization_retries,omitempty"`
+	DeadlockRetries      map[string]int    `json:"deadlock_retries,omitempty"`
+	PostgresReadBack     *store.PGSettings `json:"postgres_read_back,omitempty"`
 	// Release says how close together the racers left the barrier.
 	Release ReleaseStats `json:"release"`
 	// Mutants is the mutant table; nil when it was not run.
@@ -89,7 +96,10 @@ type folder struct {
 	perRep  map[string][][]RaceOutcome
 	dbs     map[string]string
 	busy    map[string]int
+	ser     map[string]int
+	dead    map[string]int
 	rb      *sqlitedb.Settings
+	pgRB    *store.PGSettings
 	spreads []int64
 	wake    int64
 
@@ -113,7 +123,7 @@ type raceLine struct {
 // sent and the rows the parent read, and derives winners from it only
 // once it agrees with them.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}, claimErrs: map[string]string{}}
+	f := &folder{st: st, rec: rec, sched: Schedule(st), members: map[int]*member{}, perRep: map[string][][]RaceOutcome{}, dbs: map[string]string{}, busy: map[string]int{}, ser: map[string]int{}, dead: map[string]int{}, claimErrs: map[string]string{}}
 	f.readPool()
 	for i, l := range rec.Observations {
 		if rl, ok := f.read(i, l); ok {
@@ -136,7 +146,10 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 			}
 		}
 	}
-	ex := Extra{BusyRetries: f.busy, SQLiteReadBack: f.rb, Release: f.release()}
+	ex := Extra{BusyRetries: f.busy, SQLiteReadBack: f.rb, PostgresReadBack: f.pgRB, Release: f.release()}
+	if st.Postgres != nil {
+		ex.SerializationRetries, ex.DeadlockRetries = f.ser, f.dead
+	}
 	if len(f.claimErrs) > 0 {
 		ex.ClaimErrors = f.claimErrs
 	}
@@ -205,8 +218,8 @@ func (f *folder) place(rl raceLine) {
 			f.c.Obs(l, "base_ms", "%d, but the round started at %d", o.BaseMS, f.cur.base)
 		}
 	}
-	if filepath.Base(o.DB) != DBName {
-		f.c.Obs(l, "db", "%q is not a file named %s", o.DB, DBName)
+	if !backend.IsTarget(f.st.backendName(), o.DB, DBName) {
+		f.c.Obs(l, "db", "%q is not a %s", o.DB, backend.TargetKind(f.st.backendName(), DBName))
 	}
 	if o.Broken != "" {
 		f.c.Obs(l, "broken", "race %s of %s repetition %d: %s; the run stopped at this race", s.Race.Name, s.Condition, s.Repetition, o.Broken)
@@ -350,6 +363,8 @@ type tally struct {
 	mark     RaceMarks
 	wantPath wc.Path
 	wakes    []int64
+	// failures counts the race's 40001 and 40P01 retries.
+	failures int
 }
 
 // served is one racer's entry in its member's transcript, beside the slot
@@ -400,6 +415,12 @@ func (f *folder) race(rl raceLine) {
 			f.racer(sv, t)
 		}
 	}
+	if f.st.ReadCommitted() {
+		t.out.SerializationFailures = FailuresNone
+		if t.failures > 0 {
+			t.out.SerializationFailures = FailuresSome
+		}
+	}
 	if w := t.wakes; len(w) > 1 {
 		sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
 		f.spreads = append(f.spreads, w[len(w)-1]-w[0])
@@ -448,9 +469,14 @@ func (f *folder) racer(sv served, t *tally) {
 	}
 	if e.SQLite != f.st.SQLite {
 		f.c.ProcFor(p, s.Condition, ef+": sqlite", "the connection read back %s, the settings require %s", results.Compact(e.SQLite), results.Compact(f.st.SQLite))
-	} else if f.rb == nil {
+	} else if f.rb == nil && f.st.Postgres == nil {
 		rb := e.SQLite
 		f.rb = &rb
+	}
+	if msg := backend.CheckReadBack(f.st.Postgres, e.Postgres); msg != "" {
+		f.c.ProcFor(p, s.Condition, ef+": postgres", "%s", msg)
+	} else if f.pgRB == nil {
+		f.pgRB = e.Postgres
 	}
 	if !(e.ReadyAtUS <= o.ReleasedAtUS && o.ReleasedAtUS <= e.ReleasedAtUS && e.ReleasedAtUS <= o.ReadAtUS) {
 		f.c.ProcFor(p, s.Condition, ef+": released_at_us", "ready at %d and released at %d, but the parent released the race at %d and read the row at %d; a racer is ready before the release and wakes after it", e.ReadyAtUS, e.ReleasedAtUS, o.ReleasedAtUS, o.ReadAtUS)
@@ -473,6 +499,9 @@ func (f *folder) racer(sv served, t *tally) {
 	}
 	t.out.Paths[oc.Path]++
 	f.busy[s.Condition] += e.BusyRetries
+	f.ser[s.Condition] += e.SerializationRetries
+	f.dead[s.Condition] += e.DeadlockRetries
+	t.failures += e.SerializationRetries + e.DeadlockRetries
 	if oc.Won {
 		t.out.Winners++
 		t.mark.WinnerNows = append(t.mark.WinnerNows, oc.NowMS)

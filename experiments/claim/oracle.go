@@ -40,7 +40,18 @@ type RaceOutcome struct {
 	// Paths counts the statements that decided the claims.
 	Paths map[wc.Path]int `json:"paths"`
 	Row   RowSummary      `json:"row"`
+	// SerializationFailures is, on PostgreSQL under READ COMMITTED,
+	// whether any racer met 40001 or 40P01: "none" or "some". Elsewhere it
+	// is left out: SQLite has neither, and under REPEATABLE READ and
+	// SERIALIZABLE a loser may meet 40001, which it retries.
+	SerializationFailures string `json:"serialization_failures,omitempty"`
 }
+
+// Values of SerializationFailures.
+const (
+	FailuresNone = "none"
+	FailuresSome = "some"
+)
 
 // Group is a set of repetitions that produced the same outcome.
 type Group struct {
@@ -49,10 +60,16 @@ type Group struct {
 }
 
 // Expect is the oracle. It is a model of the claim semantics, not a
-// table: the racers of a race are applied one after another, as SQLite
-// applies statements on one row, each deciding with the model's version of
-// its statement. kind is Legacy or TTL; b is the boundary the TTL claim is
-// meant to have.
+// table: the racers of a race are applied one after another, each
+// deciding with the model's version of its statement. That is what every
+// backend and isolation level gives, each by its own means: SQLite applies
+// statements on one row one after another; PostgreSQL under READ
+// COMMITTED makes a racer wait for the row's lock and re-check WHERE on
+// the winner's row, so no racer meets a serialization failure; under
+// REPEATABLE READ and SERIALIZABLE it refuses the racers whose snapshot
+// missed the winner's row with 40001, and their retry, in a new snapshot,
+// decides as the model's next racer. kind is Legacy or TTL; b is the
+// boundary the TTL claim is meant to have.
 func Expect(kind wc.Variant, r Round, b wc.Boundary, p Params) []RaceOutcome {
 	m := model{hasCol: r.Schema == wc.SchemaNew}
 	var out []RaceOutcome
@@ -63,6 +80,9 @@ func Expect(kind wc.Variant, r Round, b wc.Boundary, p Params) []RaceOutcome {
 		}
 		n := race.Racers(p.Workers)
 		o := RaceOutcome{Race: race.Name, Workers: n, Paths: map[wc.Path]int{}}
+		if p.ReadCommitted {
+			o.SerializationFailures = FailuresNone
+		}
 		for i := 0; i < n; i++ {
 			won, path := m.claim(by, b, race, p.TTLMS)
 			o.Paths[path]++

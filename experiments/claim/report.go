@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -64,13 +65,30 @@ var cases = map[string][]target{
 // and the article's table beside the reproduced figures. Charts wait for
 // the charts package; when they come, a round has only the races it ran
 // (round 1 has no race B).
+// backendRow is the settings row of the database the racers used.
+func backendRow(st Settings, ex Extra) [2]string {
+	if st.Postgres != nil {
+		return [2]string{"PostgreSQL", backend.Describe(*st.Postgres, ex.PostgresReadBack)}
+	}
+	return [2]string{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)}
+}
+
+// retriesCell is a condition's retries: SQLITE_BUSY on SQLite, 40001 and
+// 40P01 on PostgreSQL.
+func retriesCell(st Settings, ex Extra, cond string) string {
+	if st.Postgres != nil {
+		return fmt.Sprintf("%d/%d", ex.SerializationRetries[cond], ex.DeadlockRetries[cond])
+	}
+	return fmt.Sprint(ex.BusyRetries[cond])
+}
+
 func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scenario.Section, error) {
 	var sec scenario.Section
 	sec.Settings = [][2]string{
 		{"racers per race", fmt.Sprintf("%d (a pool of %d %s processes serves every race)", st.Workers, st.PoolSize, st.PoolWorker)},
 		{"repetitions", fmt.Sprintf("%d per round; %d per round and mutant", st.Repetitions, st.MutantRepetitions)},
 		{"TTL", fmt.Sprintf("%d ms, boundary claimed_at %s now - ttl", st.TTLMS, st.Boundary)},
-		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)},
+		backendRow(st, ex),
 		{"release", fmt.Sprintf("%d races of 2+ racers: wake spread median %d µs, max %d µs; last wake ≤ %d µs after the release", ex.Release.Races, ex.Release.MedianSpreadUS, ex.Release.MaxSpreadUS, ex.Release.MaxWakeUS)},
 	}
 	t := scenario.Table{
@@ -82,6 +100,10 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scena
 			"last row: count, claimed_at, external_id after the last race; X:now is race X's winner's clock, X:winner its follow-up",
 			"busy: SQLITE_BUSY retries after the busy timeout, summed over the racers",
 		},
+	}
+	if st.Postgres != nil {
+		t.Header[4] = "40001/40P01"
+		t.Legend[3] = "40001/40P01: PostgreSQL's serialization-failure and deadlock retries, summed over the racers; each retry runs the statement again in a new transaction"
 	}
 	groups := map[string][]Group{}
 	for _, c := range res.Conditions {
@@ -106,7 +128,7 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scena
 		if len(obs) > 0 && len(obs[0].Outcome) > 0 {
 			last = rowCell(obs[0].Outcome[len(obs[0].Outcome)-1].Row)
 		}
-		t.Rows = append(t.Rows, []string{c.Name, want, strings.Join(got, "; "), last, fmt.Sprint(ex.BusyRetries[c.Name]), harness.Mark(c.Pass)})
+		t.Rows = append(t.Rows, []string{c.Name, want, strings.Join(got, "; "), last, retriesCell(st, ex, c.Name), harness.Mark(c.Pass)})
 	}
 	sec.Tables = append(sec.Tables, t)
 	if st.User != nil {

@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -107,19 +107,33 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, lines *[]pending) error {
 	st := p.s
 	busy := time.Duration(st.SQLite.BusyTimeoutMS) * time.Millisecond
-	tpl, err := templates(ctx, env.TempDir, busy)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	var tpl map[wc.SchemaVersion][]byte
+	var feed *schemaFeed
+	if env.Backend == nil {
+		var err error
+		if tpl, err = templates(ctx, env.TempDir, busy); err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+	} else {
+		feed = newSchemaFeed(ctx, env.Backend, Schedule(st))
+		defer feed.stop()
 	}
 	var f *roundFile
-	defer func() { f.close() }()
+	// The parent's own session to the rounds' databases is kept from one
+	// round to the next where the backend allows (store.Sessions).
+	var sessions store.Sessions
+	defer func() { f.close(); sessions.Close() }()
 	var last int64
 	for _, s := range Schedule(st) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if s.Index == 0 {
-			if f, err = newRoundFile(ctx, env.TempDir, busy, tpl[s.Round.Schema]); err != nil {
+			db, err := feed.next()
+			if err != nil {
+				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
+			}
+			if f, err = newRoundFile(ctx, env, &sessions, busy, s.Round.Schema, tpl, db); err != nil {
 				return fmt.Errorf("%w: %s repetition %d: %w", errclass.ErrHarness, s.Condition, s.Repetition, err)
 			}
 		}
@@ -162,7 +176,7 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 		}
 		o.ReleasedAtUS = rd.ReleasedAt.UnixMicro()
 		o.ReadAtUS = time.Now().UnixMicro()
-		row, ok, err := wc.ReadRow(ctx, store.SQLiteDB(f.db), st.Fingerprint)
+		row, ok, err := wc.ReadRow(ctx, f.st, st.Fingerprint)
 		if err != nil {
 			return fmt.Errorf("%w: %s repetition %d race %s: %w", errclass.ErrHarness, s.Condition, s.Repetition, s.Race.Name, err)
 		}
@@ -184,35 +198,117 @@ func (p *plan) race(ctx context.Context, env scenario.Env, pool *harness.Pool, l
 	return nil
 }
 
-// roundFile is a round's fresh file and the parent's own connection to
-// it, which reads the row after each race, and stays
-// open for the whole round. Holding it means no racer's close is the last
+// roundFile is a round's fresh database and the parent's own connection
+// to it, which reads the row after each race, and stays open for the
+// whole round. On SQLite, holding it means no racer's close is the last
 // one, so no racer's close checkpoints the WAL (an fsync per race); the
 // connection is idle during a race and holds no lock.
 type roundFile struct {
-	dir, path string
-	db        *sql.DB
-	base      int64
+	db      backend.Database
+	st      store.Store
+	release func() error
+	path    string
+	base    int64
+	// copied says the file is a copy of a SQLite template.
+	copied bool
 }
 
-func newRoundFile(ctx context.Context, tmp string, busy time.Duration, template []byte) (*roundFile, error) {
-	dir, err := os.MkdirTemp(tmp, "idemlab-claim-")
-	if err != nil {
-		return nil, fmt.Errorf("create database folder: %w", err)
-	}
-	f := &roundFile{dir: dir, path: filepath.Join(dir, DBName)}
-	if err := os.WriteFile(f.path, template, 0o644); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("write fresh database: %w", err)
-	}
-	db, _, err := sqlitedb.Open(ctx, wc.Options(f.path, busy))
-	if err != nil {
-		os.RemoveAll(dir)
+// newRoundFile makes the round's database with the round's table layout:
+// on SQLite a copy of the layout's template file (tpl), on PostgreSQL the
+// schema made before the races (made, holding the table already), or a
+// fresh one in which the table is created.
+func newRoundFile(ctx context.Context, env scenario.Env, sessions *store.Sessions, busy time.Duration, v wc.SchemaVersion, tpl map[wc.SchemaVersion][]byte, made *backend.Database) (*roundFile, error) {
+	var db backend.Database
+	var err error
+	if made != nil {
+		db = *made
+	} else if db, err = env.Fresh(ctx, "idemlab-claim-", DBName); err != nil {
 		return nil, err
 	}
-	f.db = db
+	f := &roundFile{db: db, path: db.Target}
+	hasTable := made != nil
+	if template, ok := tpl[v]; ok && !hasTable {
+		if err := os.WriteFile(f.path, template, 0o644); err != nil {
+			db.Drop()
+			return nil, fmt.Errorf("write fresh database: %w", err)
+		}
+		f.copied, hasTable = true, true
+	}
+	if f.st, _, f.release, err = sessions.Open(ctx, db.Backend, db.Target, wc.Options("", busy)); err != nil {
+		db.Drop()
+		return nil, err
+	}
+	if !hasTable {
+		if err := wc.CreateSchema(ctx, f.st.DB, v); err != nil {
+			return nil, errors.Join(err, f.close())
+		}
+	}
 	f.base = time.Now().UnixMilli()
 	return f, nil
+}
+
+// schemaFeed makes every round's schema on PostgreSQL, with its table, in
+// the schedule's order, twenty rounds per commit, on a goroutine of its
+// own while the races run: the rounds' tables cost their commits once per
+// twenty rounds, and the making overlaps the racing, as SQLite's rounds
+// copy a template file.
+type schemaFeed struct {
+	made   chan feedItem
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type feedItem struct {
+	db  backend.Database
+	err error
+}
+
+func newSchemaFeed(ctx context.Context, srv *backend.Server, sched []Slot) *schemaFeed {
+	var ddls []string
+	for _, s := range sched {
+		if s.Index == 0 {
+			ddl, _ := wc.DDL(s.Round.Schema)
+			ddls = append(ddls, ddl)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	f := &schemaFeed{made: make(chan feedItem, len(ddls)), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		defer close(f.made)
+		for len(ddls) > 0 && ctx.Err() == nil {
+			n := min(20, len(ddls))
+			dbs, err := srv.FreshMany(ctx, "idemlab-claim", ddls[:n])
+			if err != nil {
+				f.made <- feedItem{err: err}
+				return
+			}
+			for _, db := range dbs {
+				f.made <- feedItem{db: db}
+			}
+			ddls = ddls[n:]
+		}
+	}()
+	return f
+}
+
+// next is the next round's database; nil, nil on SQLite (a nil feed).
+func (f *schemaFeed) next() (*backend.Database, error) {
+	if f == nil {
+		return nil, nil
+	}
+	it, ok := <-f.made
+	if !ok {
+		return nil, errors.New("no schema left for the round")
+	}
+	return &it.db, it.err
+}
+
+// stop ends the making and waits for it, so nothing uses the server after
+// the run.
+func (f *schemaFeed) stop() {
+	f.cancel()
+	<-f.done
 }
 
 // templates creates one empty file per table layout, in WAL mode, and
@@ -255,9 +351,12 @@ func (f *roundFile) close() error {
 	if f == nil {
 		return nil
 	}
-	_, err := f.db.Exec("PRAGMA synchronous=OFF")
-	err = errors.Join(err, f.db.Close())
-	return errors.Join(err, os.RemoveAll(f.dir))
+	var err error
+	if f.copied {
+		_, err = f.st.DB.Exec("PRAGMA synchronous=OFF")
+	}
+	err = errors.Join(err, f.release())
+	return errors.Join(err, f.db.Drop())
 }
 
 // checkAnswers makes sure the members answered this race, and without an

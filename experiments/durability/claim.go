@@ -56,20 +56,6 @@ func ClaimArgs(s Settings, db, holder string) we.ClaimArgs {
 	return we.ClaimArgs{DB: db, Fingerprint: s.EventID, Holder: holder, Classification: s.JobKey, TTLMS: ClaimTTLMS, OffsetMS: off}
 }
 
-// claimTrace: the delivery commits its claim, then the downstream fields,
-// each in autocommit. After the cut the probe wins only if the claim is
-// gone, which makes it a second winner inside the delivery's TTL window,
-// and then writes the fields itself; the re-claim after the TTL always wins
-// and writes them if no earlier winner's survived, so nothing is missing.
-func claimTrace(point string) Trace {
-	commits := map[string]int{we.PointClaimSchema: 0, we.PointClaimed: 1, we.PointClaimFollowUp: 2, PointACK: 2}[point]
-	return Trace{Commits: commits, Acked: point == PointACK, After: func(k int) map[string]bool {
-		kept := commits - k
-		lostClaim := commits >= 1 && kept == 0
-		return map[string]bool{TagLostClaim: lostClaim, TagLostDownstream: commits >= 2 && kept < 2, TagDuplicate: lostClaim}
-	}}
-}
-
 // ClaimOf parses the single row of a claim file's rows; ok is false when
 // there is not exactly one well-formed row.
 func ClaimOf(r Rows) (wc.Cells, bool) {
@@ -137,9 +123,13 @@ func (f *folder) checkClaim(t trialLine, steps []claimStep, facts *Facts) {
 		}
 		holder := claimHolders[s.role]
 		if s.p.ExitCode == protocol.ExitCrash {
-			// A crashed delivery left exactly what its points say.
+			// A crashed delivery left exactly what its points say; one cut
+			// inside a sync may also have left the commit it was inside.
 			passed := func(pt string) bool { return slices.Contains(s.rep.Points, pt) }
-			if passed(we.PointClaimed) != (b.ClaimedAt != "") || passed(we.PointClaimFollowUp) != (b.ExternalID == wc.ExternalIDFor(holder)) {
+			claimed, followed := b.ClaimedAt != "", b.ExternalID == wc.ExternalIDFor(holder)
+			_, inSync := ParseSyncPoint(o.Point)
+			if passed(we.PointClaimed) && !claimed || passed(we.PointClaimFollowUp) && !followed ||
+				!inSync && (passed(we.PointClaimed) != claimed || passed(we.PointClaimFollowUp) != followed) {
 				c.Proc(s.p, "stdout", "passed %q, but the file it left has claimed_at %q and external_id %q", s.rep.Points, b.ClaimedAt, b.ExternalID)
 			}
 			continue

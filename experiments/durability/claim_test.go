@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenario/scenariotest"
 	we "idemlab/worker/explore"
+	"idemlab/worker/faultvfs"
 )
 
 // claimRows is a claim file holding row, or none when row is "".
@@ -62,32 +63,33 @@ func TestClassifyClaim(t *testing.T) {
 	}
 }
 
-// TestAllowedClaim checks the oracle's claim cells against the model: a
-// lost claim always brings a second winner inside the TTL.
-func TestAllowedClaim(t *testing.T) {
+// TestWantClaim checks the oracle's claim cells: a lost claim always
+// brings a second winner inside the TTL.
+func TestWantClaim(t *testing.T) {
 	power := func(mode, sync string) Setting { return Setting{JournalMode: mode, Synchronous: sync, Kind: KindPower} }
 	tests := []struct {
 		point string
 		s     Setting
-		want  []string
+		want  string
 	}{
-		{PointACK, power("DELETE", "FULL"), []string{OutcomeOK, "lost-acked+lost-downstream"}},
-		{PointACK, power("WAL", "NORMAL"), []string{OutcomeOK}},
-		{PointACK, power("WAL", "OFF"), []string{OutcomeOK, "lost-acked+lost-downstream", "lost-acked+lost-claim+lost-downstream+duplicate", AnyCorrupt}},
-		{we.PointClaimSchema, power("WAL", "NORMAL"), []string{OutcomeOK}},
-		{we.PointClaimed, power("WAL", "NORMAL"), []string{OutcomeOK, "rolled-back+lost-claim+duplicate"}},
-		{we.PointClaimFollowUp, power("DELETE", "NORMAL"), []string{OutcomeOK, "rolled-back+lost-downstream"}},
-		{we.PointClaimFollowUp, Setting{JournalMode: "WAL", Synchronous: "OFF", Kind: KindKill}, []string{OutcomeOK}},
-		{we.PointClaimFollowUp, power("DELETE", "EXTRA"), []string{OutcomeOK}},
+		{PointACK, power("DELETE", "FULL"), "lost-acked+lost-downstream"},
+		{PointACK, power("WAL", "NORMAL"), OutcomeOK},
+		{PointACKOpen, power("WAL", "NORMAL"), "lost-acked+lost-claim+lost-downstream+duplicate"},
+		{PointACK, power("WAL", "OFF"), "lost-acked+lost-claim+lost-downstream+duplicate"},
+		{we.PointClaimSchema, power("WAL", "NORMAL"), OutcomeOK},
+		{we.PointClaimed, power("WAL", "NORMAL"), "rolled-back+lost-claim+duplicate"},
+		{we.PointClaimFollowUp, power("DELETE", "NORMAL"), "rolled-back+lost-downstream"},
+		{we.PointClaimFollowUp, Setting{JournalMode: "WAL", Synchronous: "OFF", Kind: KindKill}, OutcomeOK},
+		{we.PointClaimFollowUp, power("DELETE", "EXTRA"), OutcomeOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.s.JournalMode+"/"+tt.s.Synchronous+"/"+tt.s.Kind+"/"+tt.point, func(t *testing.T) {
-			got, err := Allowed(PatternClaim, tt.s, 1, tt.point)
+			got, err := WantOf(PatternClaim, tt.s, 1, tt.point, faultvfs.FaultDrop)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Allowed (-want +got):\n%s", diff)
+			if got.Outcome != tt.want {
+				t.Errorf("WantOf = %q, want %q", got.Outcome, tt.want)
 			}
 		})
 	}
@@ -97,7 +99,8 @@ func TestAllowedClaim(t *testing.T) {
 // under WAL/NORMAL, where a crashed delivery's claim and fields may go, and
 // DELETE/EXTRA, where nothing may, and tampers with the WAL/NORMAL records.
 func TestRealClaimSlice(t *testing.T) {
-	points := []string{PointACK, we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp}
+	points := []string{PointACK, we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp, PointACKOpen, PointACKReader}
+	lostAll := "lost-acked+lost-claim+lost-downstream+duplicate"
 	tests := []struct {
 		mode, sync string
 		want       map[string]string // point → outcome; the rest ok
@@ -105,6 +108,8 @@ func TestRealClaimSlice(t *testing.T) {
 		{"WAL", "NORMAL", map[string]string{
 			we.PointClaimed:       "rolled-back+lost-claim+duplicate",
 			we.PointClaimFollowUp: "rolled-back+lost-claim+lost-downstream+duplicate",
+			PointACKOpen:          lostAll,
+			PointACKReader:        lostAll,
 		}},
 		{"DELETE", "EXTRA", nil},
 	}

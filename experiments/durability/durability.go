@@ -4,8 +4,18 @@
 // synchronous setting. After each cut the parent checks the recovered file
 // (integrity_check, rows), lets the pattern go on (redelivery, resume and
 // resolve) and classifies what happened: rows rolled back, acknowledged
-// work lost, duplicates, missing work. The oracle is the set of outcomes
-// the durability model admits; the check is membership.
+// work lost, duplicates, missing work. Beyond the workers' own points every
+// condition cuts after an ACK with the worker's connection still open and
+// after an ACK while the parent holds a read connection, and, with
+// --sync-points, inside every sync the normal run made.
+//
+// The oracle (exact.go) comes from the settings alone, through an abstract
+// model of SQLite's sync schedule (package syncmodel): under the drop fault
+// mode it gives each trial's exact outcome, rows lost and the files a cut
+// removes or brings back; under the seeded torn mode, the outcomes each
+// combination of what the seed did to the unsynced files allows. Every
+// trial keeps the VFS's op log, and the fold replays the cut from it
+// (audit.go), so verify re-derives the cut as well as its outcome.
 //
 // The scenario is opt-in: a full matrix is a few hundred processes, so it
 // runs only with --scenario durability.
@@ -13,8 +23,9 @@
 // Reading order: settings.go (the input and the conditions), run.go (one
 // trial, process by process) with records.go (what a trial records) and
 // workers.go (the workers' command lines and the rows the parent reads),
-// model.go and oracle.go (what the model admits), fold.go with checks.go
-// and classify.go (from the records to an outcome per trial), then
+// model.go, exact.go and oracle.go (what the model says), fold.go with
+// checks.go, audit.go and classify.go (from the records to an outcome per
+// trial), then
 // matrix.go, findings.go and report.go (what a person reads).
 package durability
 
@@ -55,6 +66,11 @@ const (
 	FlagSynchronous = "synchronous"
 	FlagKind        = "kind"
 	FlagItems       = "items"
+	FlagFault       = "fault"
+	FlagFaultSeeds  = "fault-seeds"
+	FlagFaultUnit   = "fault-unit"
+	FlagSeed        = "seed"
+	FlagSyncPoints  = "sync-points"
 )
 
 // Scenario is the durability matrix, written against its own settings
@@ -81,6 +97,11 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagSynchronous, Usage: "synchronous levels, comma list, any case: OFF,NORMAL,FULL,EXTRA"},
 		{Name: FlagKind, Usage: "crash kinds, comma list: kill,power"},
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
+		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
+		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},
+		{Name: FlagFaultUnit, Usage: "with --fault torn: the unit decided, 512 (a sector, the default) or 4096 (a page)"},
+		{Name: FlagSeed, Usage: "with --fault torn: the base seed; a trial's seeds follow it"},
+		{Name: FlagSyncPoints, Usage: "also cut inside every sync of the normal run, just before and just after the fsync", Bool: true},
 		scenario.ShardFlag,
 	}
 }
@@ -113,6 +134,9 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 		return nil, err
 	} else if ok {
 		in.Items = n
+	}
+	if err := faultFlags(&in, overrides, from); err != nil {
+		return nil, err
 	}
 	st, err := settingsOf(in, from)
 	if err != nil {

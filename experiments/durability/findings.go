@@ -12,18 +12,22 @@ import (
 )
 
 // cell is one trial as the matrix shows it: one pattern's point under one
-// condition, its outcome and whether the model allows it.
+// condition (and, under the torn mode, one seed), its outcome and whether
+// it ended as the model says.
 type cell struct {
-	cond    Condition
-	point   string
-	outcome string
-	allowed []string
+	cond Condition
+	// point is the trial's point, key its key (the point, with the seed
+	// under the torn mode).
+	point, key string
+	outcome    string
+	allowed    []string
+	match      bool
 }
 
 // name is how the conditions table and the sentences name the trial.
-func (c cell) name() string { return c.cond.Name + " " + c.point }
+func (c cell) name() string { return c.cond.Name + " " + c.key }
 
-func (c cell) ok() bool { return Allows(c.allowed, c.outcome) }
+func (c cell) ok() bool { return c.match }
 
 func (c cell) has(tag string) bool { return slices.Contains(strings.Split(c.outcome, "+"), tag) }
 
@@ -35,7 +39,7 @@ func (c cell) safe() bool { return c.outcome == OutcomeOK || c.outcome == TagRol
 func (c cell) setting() string { return c.cond.JournalMode + "/" + c.cond.Synchronous }
 
 // cellsOf lists the trials of a derived result: conditions in the order of
-// the settings, points in the model's order, then any point the model
+// the settings, trials in the model's order, then any trial the model
 // lacks (which the check fails).
 func cellsOf(st Settings, res results.ScenarioResult) []cell {
 	byName := map[string]results.ConditionResult{}
@@ -48,21 +52,33 @@ func cellsOf(st Settings, res results.ScenarioResult) []cell {
 		if !ok {
 			continue
 		}
-		var exp map[string][]string
+		var exp map[string]Want
 		var obs map[string]Trial
 		if json.Unmarshal(cr.Expected, &exp) != nil || json.Unmarshal(cr.Observed, &obs) != nil {
 			continue
 		}
-		points := append([]string{PointACK}, Points(cond.Pattern, st.Items)...)
-		for _, pt := range sortedKeys(obs) {
-			if !slices.Contains(points, pt) {
-				points = append(points, pt)
+		order, err := st.ModelOrder(cond)
+		if err != nil {
+			continue
+		}
+		var keys, points []string
+		for _, tr := range order {
+			keys, points = append(keys, st.TrialKey(cond, tr.Point, tr.Seed)), append(points, tr.Point)
+		}
+		for _, k := range sortedKeys(obs) {
+			if !slices.Contains(keys, k) {
+				pt, _, _ := strings.Cut(k, "#")
+				keys, points = append(keys, k), append(points, pt)
 			}
 		}
-		for _, pt := range points {
-			if t, ok := obs[pt]; ok {
-				out = append(out, cell{cond: cond, point: pt, outcome: t.Outcome, allowed: exp[pt]})
+		for i, k := range keys {
+			t, ok := obs[k]
+			if !ok {
+				continue
 			}
+			w, known := exp[k]
+			match := known && len(Mismatch(k, w, t)) == 0
+			out = append(out, cell{cond: cond, point: points[i], key: k, outcome: t.Outcome, allowed: w.Allowed(t), match: match})
 		}
 	}
 	return out

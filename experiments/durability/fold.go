@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
 )
 
@@ -29,19 +30,20 @@ type conditionFold struct {
 	out  map[string]Trial
 }
 
-// sequence is one shard's trials of a condition: its normal run, which
-// discovers the points, then a crash at each point of its part, in order.
+// sequence is one shard's trials of a condition.
 type sequence struct {
-	points []string // discovered by the normal run
-	want   []string // the points whose trials this shard runs
+	// all is the condition's trials in run order, as the shard's normal
+	// run discovered them: its report's points, its log's syncs; order
+	// is the part of them the shard runs, the normal run first.
+	all    []TrialRef
+	order  []TrialRef
 	trials int
-	line   results.Line
 }
 
 func (s *conditionFold) seq(l results.Line) *sequence {
 	q := s.seqs[l.Shard]
 	if q == nil {
-		q = &sequence{line: l}
+		q = &sequence{}
 		s.seqs[l.Shard] = q
 	}
 	return q
@@ -56,8 +58,8 @@ type folder struct {
 	per map[string]*conditionFold
 	// dirs maps each trial's folder to the line that used it.
 	dirs map[string]int
-	// first is the lowest shard of a merged folder's records, whose
-	// normal runs stand for the plan's; ran are the crash trials held.
+	// firstShard is the lowest shard of a merged folder's records, whose
+	// normal runs stand for the plan's; ran are the plan's trials held.
 	firstShard int
 	ran        []shard.Ran
 }
@@ -96,18 +98,17 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 			continue
 		}
 		for _, sh := range slices.Sorted(maps.Keys(s.seqs)) {
-			q := s.seqs[sh]
-			if q.trials != len(q.want)+1 {
-				f.c.AddTo(cond.Name, "observations.jsonl", "condition "+cond.Name, "%d trials recorded%s, but the normal run reported %d points of its part (and itself)", q.trials, inShard(sh), len(q.want))
+			if q := s.seqs[sh]; q.trials != len(q.order) {
+				f.c.AddTo(cond.Name, "observations.jsonl", "condition "+cond.Name, "%d trials recorded%s, but the normal run's points, syncs and seeds make %d", q.trials, inShard(sh), len(q.order))
 			}
 		}
-		var points []string
-		if q, ok := s.seqs[f.firstShard]; ok {
-			points = q.points
-		}
-		discovered[cond.Name] = points
-		for _, pt := range points {
-			folded.Plan = append(folded.Plan, shard.Trial{Condition: cond.Name, ID: TrialID(cond, pt)})
+		if q, ok := s.seqs[f.firstShard]; ok && len(q.all) > 0 {
+			for _, tr := range q.all {
+				discovered[cond.Name] = append(discovered[cond.Name], st.TrialKey(cond, tr.Point, tr.Seed))
+			}
+			for _, tr := range q.all[1:] {
+				folded.Plan = append(folded.Plan, shard.Trial{Condition: cond.Name, ID: st.TrialID(cond, tr)})
+			}
 		}
 		folded.Observed[cond.Name] = s.out
 	}
@@ -132,9 +133,11 @@ func (f *folder) trial(t trialLine) {
 		s = &conditionFold{seqs: map[int]*sequence{}, out: map[string]Trial{}}
 		f.per[t.o.Condition] = s
 	}
-	f.checkOrder(t, s)
+	key := f.checkOrder(t, s)
 	f.checkShape(t)
+	f.checkCut(t)
 	facts, claims := f.processes(t, s)
+	f.checkSends(t, facts)
 	if t.cond.Pattern == PatternClaim {
 		f.checkClaim(t, claims, &facts)
 	}
@@ -146,31 +149,59 @@ func (f *folder) trial(t trialLine) {
 				tr.Recovered = append(tr.Recovered, fr.Name+":"+fr.Action)
 			}
 		}
-	}
-	if t.o.Point != PointACK {
-		f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: t.cond.Name, ID: TrialID(t.cond, t.o.Point)}, Shard: t.l.Shard})
+		if f.st.Torn() {
+			tr.Views = Views(DBName(t.cond.Pattern), t.o.Recovery.Torn)
+		}
 	}
 	// Every shard runs the normal run; the first shard's stands for the
 	// plan's, the others' are checked as any trial.
-	if t.o.Point != PointACK || t.l.Shard == f.firstShard {
-		s.out[t.o.Point] = tr
+	discovery := f.discovery(t, s)
+	if !discovery || t.l.Shard == f.firstShard {
+		s.out[key] = tr
+	}
+	if !discovery {
+		f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: t.cond.Name, ID: f.st.TrialID(t.cond, TrialRef{Point: t.o.Point, Seed: seedOf(t.o)})}, Shard: t.l.Shard})
 	}
 }
 
-// checkOrder checks the trial's place: the normal run comes first and
-// names the points, the crash trials follow them in order, each once, and
-// each on a fresh folder with the pattern's file.
-func (f *folder) checkOrder(t trialLine, s *conditionFold) {
+// discovery says whether line t is its shard's normal run with the first
+// seed: the run that discovers the points, which every shard makes.
+func (f *folder) discovery(t trialLine, s *conditionFold) bool {
+	return s.seq(t.l).trials == 1 && t.o.Point == PointACK && seedOf(t.o) == 0
+}
+
+// seedOf is the trial's seed index, 0 when it has none.
+func seedOf(o Observation) int {
+	if o.Seed == nil {
+		return 0
+	}
+	return *o.Seed
+}
+
+// checkOrder checks the trial's place: the normal run with the first seed
+// comes first and discovers the rest, which follow in Settings.Order, each
+// once, each on a fresh folder with the pattern's file. It returns the
+// trial's key.
+func (f *folder) checkOrder(t trialLine, s *conditionFold) string {
+	if torn := f.st.Torn() && t.cond.Kind == KindPower; torn != (t.o.Seed != nil) {
+		f.c.Obs(t.l, "seed_index", "present=%v, but a trial carries a seed index exactly under the torn fault mode's power cuts", t.o.Seed != nil)
+	} else if t.o.Seed != nil && (*t.o.Seed < 0 || *t.o.Seed >= f.st.FaultSeeds) {
+		f.c.Obs(t.l, "seed_index", "%d, but the settings run %d seeds", *t.o.Seed, f.st.FaultSeeds)
+	}
+	key := f.st.TrialKey(t.cond, t.o.Point, seedOf(t.o))
+	at := TrialRef{Point: t.o.Point, Seed: seedOf(t.o)}
 	q := s.seq(t.l)
 	switch {
-	case q.trials == 0 && t.o.Point != PointACK:
-		f.c.Obs(t.l, "point", "%q, but a condition's first trial is the normal run (%q) that discovers the points", t.o.Point, PointACK)
-	case q.trials > 0 && (q.trials > len(q.want) || t.o.Point != q.want[q.trials-1]):
-		f.c.Obs(t.l, "point", "%q, but the normal run reported the points %q, whose part %q is tried in that order", t.o.Point, q.points, q.want)
+	case q.trials == 0 && at != TrialRef{Point: PointACK}:
+		f.c.Obs(t.l, "point", "%q, but a condition's first trial is the normal run (%q) that discovers the points", key, PointACK)
+	case q.trials > 0 && (q.trials >= len(q.order) || at != q.order[q.trials]):
+		f.c.Obs(t.l, "point", "%q, but the normal run's points, syncs and seeds give %v, of which this run tries %v in that order", key, q.all, q.order)
 	}
 	q.trials++
-	if _, dup := s.out[t.o.Point]; dup && (t.o.Point != PointACK || t.l.Shard == f.firstShard) {
-		f.c.Obs(t.l, "point", "%q was already tried in this condition", t.o.Point)
+	// Each shard's normal run is a run of the same trial; only the first
+	// shard's counts.
+	if _, dup := s.out[key]; dup && (!f.discovery(t, s) || t.l.Shard == f.firstShard) {
+		f.c.Obs(t.l, "point", "%q was already tried in this condition", key)
 	}
 	wantDB := DBName(t.cond.Pattern)
 	if filepath.Base(t.o.DB) != wantDB {
@@ -183,6 +214,32 @@ func (f *folder) checkOrder(t trialLine, s *conditionFold) {
 		f.c.Obs(t.l, "db", "folder %s is also line %d's; every trial starts on a fresh folder", dir, prev)
 	}
 	f.dirs[dir] = t.l.N
+	return key
+}
+
+// checkCut replays the cut from the trial's op log (AuditCut) and checks
+// the log against the trial's point: a cut inside sync N leaves N-1 syncs
+// logged before the fsync, N after it.
+func (f *folder) checkCut(t trialLine) {
+	if t.o.Log == nil {
+		f.c.Obs(t.l, "log", "missing; every trial keeps the VFS's op log")
+		return
+	}
+	if cut, ok := ParseSyncPoint(t.o.Point); ok {
+		want := cut.N - 1
+		if cut.After {
+			want = cut.N
+		}
+		if got := faultvfs.Syncs(t.o.Log); got != want {
+			f.c.Obs(t.l, "log", "holds %d syncs, but a cut at %s leaves %d", got, t.o.Point, want)
+		}
+	}
+	if t.o.Recovery == nil {
+		return
+	}
+	for _, p := range AuditCut(t.o.Log, *t.o.Recovery, f.st.FaultOptions(seedOf(t.o))) {
+		f.c.Obs(t.l, p.Field, "%s", p.Text)
+	}
 }
 
 // processes checks each process of the trial against what the run starts
@@ -221,32 +278,28 @@ func (f *folder) processes(t trialLine, s *conditionFold) (Facts, []claimStep) {
 }
 
 // first checks the trial's first process: it exits 0 on the normal run
-// and 17 at a crash point, with the condition's crash kind; the normal
-// run's report names the condition's points and the settings it read.
+// and the other ACKs, and 17 at a crash point or a cut inside a sync, with
+// the condition's crash kind, at that point; the normal run's report names
+// the condition's points and the settings it read, and its log the syncs.
 func (f *folder) first(t trialLine, s *conditionFold, p results.Process, rep protocol.Report, reported bool) {
+	acks := t.o.Point == PointACK || t.o.Point == PointACKOpen || t.o.Point == PointACKReader
 	if p.ExitCode != protocol.ExitACK && p.ExitCode != protocol.ExitCrash || p.Signal != "" {
 		f.c.Proc(p, "exit_code", "%s %s; the first process ends in 0 or 17 (crash)", p.Label, protocol.Ending(p.ExitCode, p.Signal, p.Stderr))
 	}
-	if (t.o.Point == PointACK) != (p.ExitCode == protocol.ExitACK) {
-		f.c.Proc(p, "exit_code", "%d, but the trial's point is %q (the normal run exits 0, a crash 17)", p.ExitCode, t.o.Point)
+	if acks != (p.ExitCode == protocol.ExitACK) {
+		f.c.Proc(p, "exit_code", "%d, but the trial's point is %q (an ACK exits 0, a crash 17)", p.ExitCode, t.o.Point)
 	}
 	if !reported {
 		return
 	}
-	if p.ExitCode == protocol.ExitCrash && rep.CrashKind != t.cond.Kind {
-		f.c.Proc(p, "stdout", "the report's crash_kind is %q, the condition's %q", rep.CrashKind, t.cond.Kind)
+	if p.ExitCode == protocol.ExitCrash && (rep.CrashKind != t.cond.Kind || rep.CrashedAt != t.o.Point) {
+		f.c.Proc(p, "stdout", "the report's crashed_at is %q and crash_kind %q, but the trial's point is %q under a %q", rep.CrashedAt, rep.CrashKind, t.o.Point, t.cond.Kind)
 	}
-	if t.o.Point == PointACK {
-		q := s.seq(t.l)
-		q.points = rep.Points
-		q.want = []string{}
-		for _, pt := range rep.Points {
-			if shard.Holds(f.st.Shard, f.rec.Shards, t.l.Shard, TrialID(t.cond, pt)) {
-				q.want = append(q.want, pt)
-			}
-		}
-		if firstQ, ok := s.seqs[f.firstShard]; ok && firstQ != q && !slices.Equal(firstQ.points, q.points) {
-			f.c.Obs(t.l, "", "shard %d's normal run reported the points %q, but shard %d's %q: the shards ran different code or inputs", t.l.Shard, q.points, f.firstShard, firstQ.points)
+	if q := s.seq(t.l); t.o.Point == PointACK && q.trials == 1 {
+		q.all = f.st.Order(t.cond, rep.Points, faultvfs.Syncs(t.o.Log))
+		q.order = f.st.share(t.cond, q.all, func(id string) bool { return shard.Holds(f.st.Shard, f.rec.Shards, t.l.Shard, id) })
+		if first, ok := s.seqs[f.firstShard]; ok && first != q && !slices.Equal(first.all, q.all) {
+			f.c.Obs(t.l, "", "shard %d's normal run gives the trials %v, but shard %d's %v: the shards ran different code or inputs", t.l.Shard, q.all, f.firstShard, first.all)
 		}
 		f.checkReadBack(t, p, rep)
 	}

@@ -2,6 +2,7 @@ package durability
 
 import (
 	"slices"
+	"strings"
 )
 
 // Extra is the scenario's derived extra table: the matrix for a heat map.
@@ -26,7 +27,11 @@ func BuildMatrix(st Settings, observed map[string]any) Matrix {
 	var m Matrix
 	rowIdx, colIdx := map[string]int{}, map[string]int{}
 	for _, p := range AllPatterns {
-		for _, pt := range append([]string{PointACK}, Points(p, st.Items)...) {
+		cols := append(append([]string{PointACK}, Points(p, st.Items)...), ExtraPoints(p)...)
+		if st.SyncPoints {
+			cols = append(cols, rowSync)
+		}
+		for _, pt := range cols {
 			if slices.ContainsFunc(st.Conditions, func(c Condition) bool { return c.Pattern == p }) {
 				colIdx[p+"/"+pt] = len(m.Columns)
 				m.Columns = append(m.Columns, p+"/"+pt)
@@ -51,9 +56,13 @@ func BuildMatrix(st Settings, observed map[string]any) Matrix {
 	for _, c := range st.Conditions {
 		trials, _ := observed[c.Name].(map[string]Trial)
 		i := rowIdx[c.JournalMode+"/"+c.Synchronous+"/"+c.Kind]
-		for pt, t := range trials {
-			if j, ok := colIdx[c.Pattern+"/"+pt]; ok {
-				m.Outcomes[i][j], m.Severity[i][j] = t.Outcome, int(SeverityOf(t.Outcome))
+		// Seeds of one point, and the cuts inside syncs, share a cell,
+		// which shows the worst of them.
+		for _, k := range sortedKeys(trials) {
+			pt, _, _ := strings.Cut(k, "#")
+			j, ok := colIdx[c.Pattern+"/"+matrixRow(pt)]
+			if sv := int(SeverityOf(trials[k].Outcome)); ok && sv > m.Severity[i][j] {
+				m.Outcomes[i][j], m.Severity[i][j] = trials[k].Outcome, sv
 			}
 		}
 	}

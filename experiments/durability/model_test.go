@@ -3,11 +3,8 @@ package durability
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
-	wr "idemlab/worker/redelivery"
 )
 
 const ev = "e|k"
@@ -55,39 +52,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestAllowed checks the oracle's sets for the cells the issue names.
-func TestAllowed(t *testing.T) {
-	power := func(mode, sync string) Setting { return Setting{JournalMode: mode, Synchronous: sync, Kind: KindPower} }
-	tests := []struct {
-		pattern, point string
-		s              Setting
-		want           []string
-	}{
-		{PatternSeparate, wr.PointAfterJobCommit, Setting{JournalMode: "WAL", Synchronous: "OFF", Kind: KindKill}, []string{TagDuplicate}},
-		{PatternSeparate, wr.PointAfterJobCommit, power("WAL", "NORMAL"), []string{TagDuplicate, TagRolledBack}},
-		{PatternSeparate, PointACK, power("DELETE", "FULL"), []string{OutcomeOK, "lost-acked+duplicate"}},
-		{PatternSeparate, PointACK, power("WAL", "NORMAL"), []string{OutcomeOK}},
-		{PatternSingle, PointACK, power("DELETE", "EXTRA"), []string{OutcomeOK}},
-		{PatternSingle, wr.PointAfterCommit, power("WAL", "OFF"), []string{OutcomeOK, TagRolledBack, AnyCorrupt}},
-		{PatternBatch, "after-send-accepted:item-001", power("WAL", "NORMAL"), []string{OutcomeOK, "rolled-back+duplicate"}},
-		{PatternBatch, "after-send-accepted:item-001", Setting{JournalMode: "DELETE", Synchronous: "FULL", Kind: KindPower, Exclusive: true}, []string{OutcomeOK}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.pattern+"/"+tt.s.JournalMode+"/"+tt.s.Synchronous+"/"+tt.s.Kind+"/"+tt.point, func(t *testing.T) {
-			got, err := Allowed(tt.pattern, tt.s, 1, tt.point)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Allowed (-want +got):\n%s", diff)
-			}
-		})
-	}
-	if _, err := Allowed(PatternSingle, power("WAL", "FULL"), 1, "nowhere"); err == nil {
-		t.Error("an unknown point was allowed")
-	}
-}
-
 func TestAllows(t *testing.T) {
 	tests := []struct {
 		allowed []string
@@ -96,8 +60,9 @@ func TestAllows(t *testing.T) {
 	}{
 		{[]string{OutcomeOK}, OutcomeOK, true},
 		{[]string{OutcomeOK}, TagRolledBack, false},
-		{[]string{OutcomeOK, AnyCorrupt}, "corrupt+duplicate", true},
-		{[]string{AnyCorrupt}, TagDuplicate, false},
+		{[]string{OutcomeOK, AnyOutcome}, "corrupt+duplicate", true},
+		{[]string{OutcomeOK, AnyOutcome}, "lost-acked+duplicate", true},
+		{[]string{TagLostAcked}, "corrupt+lost-acked", false},
 	}
 	for _, tt := range tests {
 		if got := Allows(tt.allowed, tt.outcome); got != tt.want {

@@ -3,10 +3,13 @@ package durability
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/worker/faultvfs"
 )
 
 // Trial is one trial's observed figures, derived by the fold.
@@ -18,32 +21,50 @@ type Trial struct {
 	Integrity string `json:"integrity"`
 	// Recovered lists "file:action" for every file the cut changed.
 	Recovered []string `json:"recovered,omitempty"`
+	// Views, under the torn mode, names what the seed did to each file it
+	// decided (ViewKey), read from the recorded decisions.
+	Views string `json:"views,omitempty"`
 }
 
-// Expect is the oracle: per condition, per point (the model's points and
-// PointACK), the outcomes the durability model allows.
+// Expect is the oracle, from the settings alone: per condition, per trial
+// (each point, and under the torn mode each seed of a power trial), what
+// the sync model says the trial ends as (WantOf).
 func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 	var out []scenario.Expected
 	for _, c := range st.Conditions {
-		exp := map[string][]string{}
-		// A shard expects its part of the crash trials; every part has
-		// the normal run.
-		for _, pt := range append([]string{PointACK}, st.share(c, Points(c.Pattern, st.Items))...) {
-			a, err := Allowed(c.Pattern, c.Setting(), st.Items, pt)
+		order, err := st.ModelOrder(c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		exp := map[string]Want{}
+		// A shard expects its part of the trials, and the normal run.
+		for _, tr := range st.share(c, order, st.Shard.Runs) {
+			w, err := WantOf(c.Pattern, c.Setting(), st.Items, tr.Point, st.faultOf(c))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.Name, err)
 			}
-			exp[pt] = a
+			exp[st.TrialKey(c, tr.Point, tr.Seed)] = w
 		}
 		out = append(out, scenario.Expected{Condition: c.Name, Value: exp})
 	}
 	return out, nil
 }
 
-// Check passes a condition when the same points were tried as the model
-// has, and each trial's outcome is in its allowed set.
+// faultOf is the fault mode of a condition's cuts: the settings' for a
+// power cut; a kill keeps everything.
+func (s Settings) faultOf(c Condition) string {
+	if c.Kind == KindPower {
+		return s.Fault
+	}
+	return faultvfs.FaultDrop
+}
+
+// Check passes a condition when the same trials ran as the model has, and
+// each ended as it says: under the drop mode the exact outcome, rows lost
+// and files removed or brought back; under the torn mode an outcome the
+// seed's views allow, and the same files.
 func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []results.Difference, error) {
-	var exp map[string][]string
+	var exp map[string]Want
 	var obs map[string]Trial
 	if err := json.Unmarshal(expected, &exp); err != nil {
 		return false, nil, fmt.Errorf("expected: %w", err)
@@ -52,21 +73,82 @@ func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []res
 		return false, nil, fmt.Errorf("observed: %w", err)
 	}
 	var diffs []results.Difference
-	for _, pt := range sortedKeys(exp) {
-		o, ok := obs[pt]
-		switch {
-		case !ok:
-			diffs = append(diffs, results.Difference{Path: "[" + pt + "]", Expected: fmt.Sprint(exp[pt]), Observed: "(not tried)"})
-		case !Allows(exp[pt], o.Outcome):
-			diffs = append(diffs, results.Difference{Path: "[" + pt + "].outcome", Expected: fmt.Sprintf("one of %v", exp[pt]), Observed: o.Outcome})
+	for _, k := range sortedKeys(exp) {
+		o, ok := obs[k]
+		if !ok {
+			diffs = append(diffs, results.Difference{Path: "[" + k + "]", Expected: exp[k].String(), Observed: "(not tried)"})
+			continue
 		}
+		diffs = append(diffs, Mismatch(k, exp[k], o)...)
 	}
-	for _, pt := range sortedKeys(obs) {
-		if _, ok := exp[pt]; !ok {
-			diffs = append(diffs, results.Difference{Path: "[" + pt + "]", Expected: "(no such point in the model)", Observed: obs[pt].Outcome})
+	for _, k := range sortedKeys(obs) {
+		if _, ok := exp[k]; !ok {
+			diffs = append(diffs, results.Difference{Path: "[" + k + "]", Expected: "(no such trial in the model)", Observed: obs[k].Outcome})
 		}
 	}
 	return len(diffs) == 0, diffs, nil
+}
+
+// Mismatch lists where trial o, keyed k, differs from what the model
+// wants of it; none means it matches.
+func Mismatch(k string, w Want, o Trial) []results.Difference {
+	var diffs []results.Difference
+	add := func(field, want, got string) {
+		diffs = append(diffs, results.Difference{Path: "[" + k + "]." + field, Expected: want, Observed: got})
+	}
+	if w.Torn != nil {
+		allowed, ok := w.Torn[o.Views]
+		switch {
+		case !ok:
+			add("views", "one of "+strings.Join(sortedKeys(w.Torn), " | "), o.Views)
+		case !Allows(allowed, o.Outcome):
+			add("outcome", fmt.Sprintf("one of %v", allowed), o.Outcome)
+		}
+	} else {
+		if o.Outcome != w.Outcome {
+			add("outcome", w.Outcome, o.Outcome)
+		}
+		if o.RowsLost != w.RowsLost {
+			add("rows_lost", fmt.Sprint(w.RowsLost), fmt.Sprint(o.RowsLost))
+		}
+	}
+	if got := NamesChanged(o.Recovered); !slices.Equal(got, w.Recovered) {
+		add("recovered", fmt.Sprint(w.Recovered), fmt.Sprint(got))
+	}
+	return diffs
+}
+
+// Allowed is what the model allows trial o, for the report: the one exact
+// outcome, or the set the seed's views allow.
+func (w Want) Allowed(o Trial) []string {
+	if w.Torn != nil {
+		return w.Torn[o.Views]
+	}
+	return []string{w.Outcome}
+}
+
+// String renders a Want for a difference.
+func (w Want) String() string {
+	if w.Torn != nil {
+		return fmt.Sprintf("torn %v, files %v", w.Torn, w.Recovered)
+	}
+	return fmt.Sprintf("%s, %d rows lost, files %v", w.Outcome, w.RowsLost, w.Recovered)
+}
+
+// NamesChanged keeps, of a trial's recovered files, the ones a cut
+// removed or brought back, which the model predicts; a restored file and
+// the WAL index, which every cut removes, are left out.
+func NamesChanged(recovered []string) []string {
+	out := []string{}
+	for _, r := range recovered {
+		name, action, _ := strings.Cut(r, ":")
+		if strings.HasSuffix(name, "-shm") || action == faultvfs.ActRestore {
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

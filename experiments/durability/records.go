@@ -36,8 +36,12 @@ const (
 type Observation struct {
 	Scenario  string `json:"scenario"`
 	Condition string `json:"condition"`
-	// Point is the crash point of the first process, or PointACK.
+	// Point is the crash point of the first process, or PointACK,
+	// PointACKOpen, PointACKReader, or a cut inside a sync.
 	Point string `json:"point"`
+	// Seed is the index of the trial's seed under the torn mode (the seed
+	// itself is Settings.Seed plus it); absent otherwise.
+	Seed *int `json:"seed_index,omitempty"`
 	// DB is the trial's database; each trial has its own folder.
 	DB string `json:"db"`
 	// Receiver is the batch trial's receiver URL.
@@ -46,7 +50,10 @@ type Observation struct {
 	// Before is what the first process left as a kill leaves it: read by
 	// the parent from a copy of the folder, before any cut.
 	Before Rows `json:"before"`
-	// Recovery is faultvfs's report of the cut; absent for a kill.
+	// Log is faultvfs's op log as the first process left it: what the cut
+	// is replayed from. Recovery is faultvfs's report of the cut, absent
+	// for a kill; its own copy of the log is left out, as it is this one.
+	Log      []faultvfs.Op    `json:"log"`
 	Recovery *faultvfs.Report `json:"recovery,omitempty"`
 	// After is what the next process finds, and Integrity what PRAGMA
 	// integrity_check said about it.

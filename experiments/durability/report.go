@@ -42,10 +42,11 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenar
 		{"journal_mode × synchronous", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.JournalMode + "/" + c.Synchronous }), ", ")},
 		{"crash kinds", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Kind }), ", ")},
 		{"batch items", fmt.Sprint(st.Items)},
-		{"power cut", "worker/faultvfs: unsynced data and undurable names are lost, undurable deletions come back"},
+		{"power cut", powerCutPhrase(st)},
+		{"cuts inside a sync", map[bool]string{true: "every sync of the normal run, just before and just after the fsync", false: "off (--sync-points)"}[st.SyncPoints]},
 	}
 	cells := cellsOf(st, res)
-	sec.Tables = []scenario.Table{matrixTable(st, cells)}
+	sec.Tables = []scenario.Table{matrixTable(st, cells), totalsTable(st, cells)}
 	var misses []string
 	for _, c := range cells {
 		if !c.ok() {
@@ -67,6 +68,14 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenar
 	return sec, nil
 }
 
+// powerCutPhrase says what the settings' power cut does.
+func powerCutPhrase(st Settings) string {
+	if st.Torn() {
+		return fmt.Sprintf("worker/faultvfs, torn: each %d-byte unit written since the last sync kept, dropped or garbled, %d seeds from %d; undurable names lost, undurable deletions come back", st.FaultUnit, st.FaultSeeds, st.Seed)
+	}
+	return "worker/faultvfs, drop: unsynced data and undurable names are lost, undurable deletions come back"
+}
+
 // matrixLegend explains the matrix's codes.
 var matrixLegend = []string{
 	"cell: the outcome after a process kill, then after a power cut, at that point; - not run",
@@ -74,8 +83,12 @@ var matrixLegend = []string{
 	"K a committed claim gone after the cut; F committed downstream fields gone or replaced",
 	"D duplicate (2 jobs, a send accepted twice, or 2 claim winners within one TTL)",
 	"M work missing at the end; C integrity_check failed; E a later worker failed",
-	"! the outcome is outside the durability model's allowed set for that trial",
+	"! the trial ended otherwise than the durability model says (outcome, rows lost, or files removed or brought back)",
 	"ack: no crash; the worker exited 0 and the power was cut after it, before the redelivery, resume or probe",
+	"ack-open: the worker reported success and was cut with its connection open, so no close-time checkpoint ran",
+	"ack-reader: the parent held a read connection open, so the worker's close was not the last one",
+	"sync cuts: the worst outcome of the cuts inside every sync of the normal run (--sync-points)",
+	"under --fault torn a power cell shows the worst outcome of its seeds",
 	"claim: after the cut a probe claims inside the TTL, then a re-claim after it finishes the work",
 	"D=DELETE W=WAL; OFF NORM FULL EXTR are synchronous levels",
 }
@@ -96,22 +109,38 @@ func matrixTable(st Settings, cells []cell) scenario.Table {
 		Header: append([]string{"pattern / point"}, shortCols(cols)...),
 		Legend: matrixLegend,
 	}
-	at := map[string]cell{} // pattern/point MODE/SYNC kind
+	// A slot holds every seed of a point, or every sync cut of a
+	// pattern: it shows the worst outcome, and "!" if any trial in it
+	// ended otherwise than the model says.
+	type slot struct {
+		worst string
+		miss  bool
+	}
+	at := map[string]*slot{} // pattern/row MODE/SYNC kind
 	for _, c := range cells {
-		at[c.cond.Pattern+"/"+c.point+" "+c.setting()+" "+c.cond.Kind] = c
+		k := c.cond.Pattern + "/" + matrixRow(c.point) + " " + c.setting() + " " + c.cond.Kind
+		sl := at[k]
+		if sl == nil {
+			sl = &slot{worst: c.outcome}
+			at[k] = sl
+		}
+		if SeverityOf(c.outcome) > SeverityOf(sl.worst) {
+			sl.worst = c.outcome
+		}
+		sl.miss = sl.miss || !c.ok()
 	}
 	for _, p := range AllPatterns {
-		for _, pt := range append([]string{PointACK}, Points(p, st.Items)...) {
+		rows := append(append([]string{PointACK}, Points(p, st.Items)...), ExtraPoints(p)...)
+		for _, pt := range append(rows, rowSync) {
 			r := []string{shortRow(p, pt)}
 			seen := false
 			for _, col := range cols {
 				var parts []string
 				for _, k := range AllKinds {
-					c, ok := at[p+"/"+pt+" "+col+" "+k]
 					s := "-"
-					if ok {
-						s, seen = Code(c.outcome), true
-						if !c.ok() {
+					if sl, ok := at[p+"/"+pt+" "+col+" "+k]; ok {
+						s, seen = Code(sl.worst), true
+						if sl.miss {
 							s += "!"
 						}
 					}
@@ -123,6 +152,59 @@ func matrixTable(st Settings, cells []cell) scenario.Table {
 				t.Rows = append(t.Rows, r)
 			}
 		}
+	}
+	return t
+}
+
+// rowSync is the matrix row that gathers a pattern's cuts inside a sync.
+const rowSync = "sync cuts"
+
+// matrixRow is the matrix row of a point: its own, or rowSync for a cut
+// inside a sync.
+func matrixRow(point string) string {
+	if _, ok := ParseSyncPoint(point); ok {
+		return rowSync
+	}
+	return point
+}
+
+// totalsTable counts the trials per crash kind and what they ended as, the
+// figures the README quotes.
+func totalsTable(st Settings, cells []cell) scenario.Table {
+	tags := []string{TagLostAcked, TagRolledBack, TagDuplicate, TagLostClaim, TagLostDownstream, TagMissing, TagCorrupt, TagError}
+	t := scenario.Table{
+		Title:  "trials per crash kind and how many ended with each tag (fault " + st.Fault + ")",
+		Header: []string{"kind", "trials"},
+		Legend: []string{"a trial counts once under every tag it carries; ! counts the trials that ended otherwise than the model says"},
+	}
+	for _, tag := range tags {
+		t.Header = append(t.Header, Code(tag))
+	}
+	t.Header = append(t.Header, "!")
+	for _, k := range AllKinds {
+		n, miss, per := 0, 0, map[string]int{}
+		for _, c := range cells {
+			if c.cond.Kind != k {
+				continue
+			}
+			n++
+			if !c.ok() {
+				miss++
+			}
+			for _, tag := range tags {
+				if c.has(tag) {
+					per[tag]++
+				}
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		r := []string{k, fmt.Sprint(n)}
+		for _, tag := range tags {
+			r = append(r, fmt.Sprint(per[tag]))
+		}
+		t.Rows = append(t.Rows, append(r, fmt.Sprint(miss)))
 	}
 	return t
 }

@@ -28,41 +28,45 @@ func (p *plan) Settings() any { return p.s }
 
 // Processes counts the most processes each trial may start: two per
 // redelivery trial; delivery, probe and re-claim for the claim; run,
-// resume and last run for the batch, and a resolve where a send may be
-// left in flight: at every crash point, each of which follows a notify's
-// IN_FLIGHT, and after the ACK where a cut may take back a SUCCEEDED. A cut
-// that takes back an IN_FLIGHT leaves nothing to resolve, so a lossy
-// setting may start fewer; the progress total shrinks to them at the end.
+// resume and last run for the batch, and a resolve where the sync model
+// says the file the resume opens may hold a notify IN_FLIGHT. The sync
+// points are the model's; a run that found other ones fails its check.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
-		pts := len(p.s.share(c, Points(c.Pattern, p.s.Items)))
-		switch c.Pattern {
-		case PatternBatch:
-			n += 3*(pts+1) + pts
-			if tr, err := TraceOf(c.Pattern, p.s.Items, PointACK); err == nil && len(Losses(c.Setting(), true, tr.Commits)) > 1 {
-				n++
+		order, err := p.s.ModelOrder(c)
+		if err != nil {
+			continue
+		}
+		for _, tr := range p.s.share(c, order, p.s.Shard.Runs) {
+			switch c.Pattern {
+			case PatternBatch:
+				n += 3
+				if held, err := MayHoldSend(c.Pattern, c.Setting(), p.s.Items, tr.Point, p.s.faultOf(c)); err == nil && held {
+					n++
+				}
+			case PatternClaim:
+				n += 3
+			default:
+				n += 2
 			}
-		case PatternClaim:
-			n += 3 * (pts + 1)
-		default:
-			n += 2 * (pts + 1)
 		}
 	}
 	return n
 }
 
 // Run runs each condition: a normal run first, whose report names the
-// crash points, then one trial per point.
+// crash points and whose log counts the syncs, then every other trial in
+// the order Settings.Order gives.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	for _, c := range p.s.Conditions {
-		first, err := p.trial(ctx, env, c, PointACK)
+		points, syncs, err := p.trial(ctx, env, c, TrialRef{Point: PointACK})
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", c.Name, PointACK, err)
 		}
-		for _, pt := range p.s.share(c, first) {
-			if _, err := p.trial(ctx, env, c, pt); err != nil {
-				return fmt.Errorf("%s %s: %w", c.Name, pt, err)
+		for _, tr := range p.s.share(c, p.s.Order(c, points, syncs), p.s.Shard.Runs)[1:] {
+			if _, _, err := p.trial(ctx, env, c, tr); err != nil {
+				return fmt.Errorf("%s %s: %w", c.Name, p.s.TrialKey(c, tr.Point, tr.Seed), err)
 			}
 		}
 	}
@@ -75,11 +79,21 @@ func Env(c Condition) map[string]string {
 	return map[string]string{protocol.EnvVFS: protocol.VFSFault, protocol.EnvJournalMode: c.JournalMode, protocol.EnvSynchronous: c.Synchronous}
 }
 
-// FirstEnv is the first process's environment.
+// FirstEnv is the first process's environment: the crash kind, and what
+// stops it: a crash point, a cut inside a sync, or an ACK with the
+// connection open. The normal run and the ACK with the parent's reader
+// open run to their exit.
 func FirstEnv(c Condition, point string) map[string]string {
 	e := Env(c)
 	e[protocol.EnvCrashKind] = c.Kind
-	if point != PointACK {
+	cut, isSync := ParseSyncPoint(point)
+	switch {
+	case point == PointACK, point == PointACKReader:
+	case point == PointACKOpen:
+		e[protocol.EnvAckOpen] = "1"
+	case isSync:
+		e[protocol.EnvCutAtSync] = cut.String()
+	default:
 		e[protocol.EnvCrashAt] = point
 	}
 	return e
@@ -101,21 +115,27 @@ type trial struct {
 	rcv *receiver.Receiver
 	cl  *wb.Client
 	ctx context.Context
+	// seed is the index of the trial's seed under the torn mode.
+	seed int
 }
 
-// trial runs one trial and returns the points its first process passed.
-func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, point string) ([]string, error) {
+// trial runs one trial and returns the points its first process passed
+// and the syncs its log holds.
+func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr TrialRef) ([]string, int, error) {
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-durability-")
 	if err != nil {
-		return nil, fmt.Errorf("%w: create trial folder: %w", errclass.ErrHarness, err)
+		return nil, 0, fmt.Errorf("%w: create trial folder: %w", errclass.ErrHarness, err)
 	}
 	defer os.RemoveAll(dir)
-	t := &trial{p: p, env: env, c: c, dir: dir, ctx: ctx}
-	t.o = Observation{Scenario: Name, Condition: c.Name, Point: point, Steps: []Step{}}
+	t := &trial{p: p, env: env, c: c, dir: dir, ctx: ctx, seed: tr.Seed}
+	t.o = Observation{Scenario: Name, Condition: c.Name, Point: tr.Point, Steps: []Step{}}
+	if p.s.Torn() && c.Kind == KindPower {
+		t.o.Seed = &t.seed
+	}
 	if c.Pattern == PatternBatch {
 		t.db = filepath.Join(dir, DBBatch)
 		if t.rcv, err = receiver.Start(receiver.Config{}); err != nil {
-			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+			return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		defer t.rcv.Close()
 		t.cl = wb.NewClient(t.rcv.URL)
@@ -126,28 +146,47 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, point s
 	}
 	t.o.DB = t.db
 	if err := t.prepare(); err != nil {
-		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
+		return nil, 0, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
 	}
-	first, err := t.spawn(RoleFirst, FirstEnv(c, point), []int{protocol.ExitACK, protocol.ExitCrash}, nil)
+	first, err := t.first(tr.Point)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := t.cut(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	if err := t.rest(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if t.o.Final, _, err = t.read(t.dir, false); err != nil {
-		return nil, fmt.Errorf("%w: read the final rows: %w", errclass.ErrHarness, err)
-	}
+	t.o.Final, _ = t.readOrNote(t.dir, false)
 	if t.rcv != nil {
 		t.o.Sends, _ = t.rcv.LogSince(0)
 	}
 	if err := env.Recorder.Observe(t.o); err != nil {
-		return nil, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+		return nil, 0, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
-	return first.Report.Points, nil
+	return first.Report.Points, faultvfs.Syncs(t.o.Log), nil
+}
+
+// first runs the trial's first process. For PointACKReader the parent
+// holds a read connection open meanwhile, so the worker's close is not the
+// last one; see holdReader for how it then lets go without a close of its
+// own changing the files.
+func (t *trial) first(point string) (*harness.Proc, error) {
+	var reader *heldReader
+	if point == PointACKReader {
+		var err error
+		if reader, err = t.holdReader(); err != nil {
+			return nil, fmt.Errorf("%w: hold a reader: %w", errclass.ErrHarness, err)
+		}
+	}
+	proc, err := t.spawn(RoleFirst, FirstEnv(t.c, point), []int{protocol.ExitACK, protocol.ExitCrash}, nil)
+	if reader != nil {
+		if rerr := reader.release(); rerr != nil && err == nil {
+			err = fmt.Errorf("%w: release the reader: %w", errclass.ErrHarness, rerr)
+		}
+	}
+	return proc, err
 }
 
 // prepare creates the file and its tables with the default VFS and no
@@ -195,11 +234,16 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lo
 	return proc, nil
 }
 
-// cut reads what a kill leaves from a copy of the folder, then, for a
-// power cut, recovers the folder to what the disk held, and reads again
-// with an integrity check. The folder is baselined afterwards, since the
-// parent's own reads changed it outside the VFS.
+// cut keeps the VFS's op log, reads what a kill leaves from a copy of the
+// folder, then, for a power cut, recovers the folder to what the disk held
+// under the settings' fault mode, and reads again with an integrity check.
+// The folder is baselined afterwards, since the parent's own reads changed
+// it outside the VFS.
 func (t *trial) cut() error {
+	var err error
+	if t.o.Log, err = faultvfs.ReadLog(t.dir); err != nil {
+		return err
+	}
 	cp, err := os.MkdirTemp(t.env.TempDir, "idemlab-durability-copy-")
 	if err != nil {
 		return err
@@ -212,17 +256,35 @@ func (t *trial) cut() error {
 		return fmt.Errorf("read the rows a kill leaves: %w", err)
 	}
 	if t.c.Kind == KindPower {
-		rep, err := faultvfs.Recover(t.dir)
+		rep, err := faultvfs.RecoverWith(t.dir, t.p.s.FaultOptions(t.seed))
 		if err != nil {
 			return err
 		}
+		rep.Log = nil // the observation's Log is the same
 		t.o.Recovery = &rep
 	}
-	if t.o.After, t.o.Integrity, err = t.read(t.dir, true); err != nil {
-		return fmt.Errorf("read the rows after the cut: %w", err)
-	}
+	t.o.After, t.o.Integrity = t.readOrNote(t.dir, true)
 	return faultvfs.Baseline(t.dir)
 }
+
+// readOrNote reads like read, but a file a torn cut left unreadable is an
+// outcome, not a harness fault: the error stands in the integrity result
+// (which then fails) and every table reads as empty.
+func (t *trial) readOrNote(dir string, integrity bool) (Rows, []string) {
+	rows, check, err := t.read(dir, integrity)
+	if err == nil {
+		return rows, check
+	}
+	rows = Rows{}
+	for _, tb := range Tables(t.c.Pattern) {
+		rows[tb] = []string{}
+	}
+	return rows, []string{UnreadablePrefix + err.Error()}
+}
+
+// UnreadablePrefix starts the integrity result of a file the parent could
+// not read at all after the cut.
+const UnreadablePrefix = "unreadable: "
 
 // rest is what follows the cut: a redelivery, or the batch's resume, the
 // resolves of held sends and the last run. Every exit is recorded; a
@@ -245,7 +307,9 @@ func (t *trial) rest() error {
 	}
 	rows, err := t.journal()
 	if err != nil {
-		return fmt.Errorf("%w: read the journal after the resume: %w", errclass.ErrHarness, err)
+		// A journal the cut left unreadable holds no send to resolve; the
+		// resume's own failure is recorded already.
+		rows = nil
 	}
 	for _, k := range wb.HeldSends(rows, t.p.s.JobID) {
 		lk, err := t.cl.Ask(t.ctx, k)

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/worker/faultvfs"
 	"idemlab/worker/sqlitedb"
 )
 
@@ -25,6 +28,15 @@ type Input struct {
 	JournalModes []string `json:"journal_modes,omitempty"`
 	Synchronous  []string `json:"synchronous,omitempty"`
 	Kinds        []string `json:"kinds,omitempty"`
+	// Fault is what a power cut does to unsynced writes: "drop" (the
+	// default) or "torn"; FaultSeeds, FaultUnit and Seed are the torn
+	// mode's.
+	Fault      string `json:"fault,omitempty"`
+	FaultSeeds int    `json:"fault_seeds,omitempty"`
+	FaultUnit  int    `json:"fault_unit,omitempty"`
+	Seed       *int64 `json:"seed,omitempty"`
+	// SyncPoints adds a cut inside every sync of the normal run.
+	SyncPoints bool `json:"sync_points,omitempty"`
 }
 
 // Condition is one pattern under one setting; its trials are a normal run
@@ -52,24 +64,151 @@ type Settings struct {
 	// BusyTimeoutMS is what every worker reads back; the journal mode and
 	// synchronous level come from the condition.
 	BusyTimeoutMS int `json:"busy_timeout_ms"`
-	// Shard is the part of the crash trials this run runs (--shard); nil
-	// runs them all. Every condition's normal run, which discovers the
-	// points, runs in every part.
+	// Fault is the power cut's fault mode, faultvfs.FaultDrop or
+	// FaultTorn. Under the torn mode every power trial runs FaultSeeds
+	// times, the j-th with seed Seed+j, deciding units of FaultUnit bytes.
+	Fault      string `json:"fault"`
+	FaultSeeds int    `json:"fault_seeds,omitempty"`
+	FaultUnit  int    `json:"fault_unit,omitempty"`
+	Seed       int64  `json:"seed,omitempty"`
+	// SyncPoints: each condition also cuts inside every sync the normal
+	// run made, just before and just after the fsync.
+	SyncPoints bool `json:"sync_points,omitempty"`
+	// Shard is the part of the trials this run runs (--shard); nil runs
+	// them all. Every condition's normal run, which discovers the points
+	// and the syncs, runs in every part.
 	Shard *shard.Part `json:"shard,omitempty"`
 }
 
-// TrialID is a crash trial's id in the plan: "condition@point".
-func TrialID(c Condition, point string) string { return c.Name + "@" + point }
+// TrialID is a trial's id in the plan: "condition@key", the key as
+// TrialKey gives it.
+func (s Settings) TrialID(c Condition, tr TrialRef) string {
+	return c.Name + "@" + s.TrialKey(c, tr.Point, tr.Seed)
+}
 
-// share lists the points of c whose trials this run runs.
-func (st Settings) share(c Condition, points []string) []string {
-	var out []string
-	for _, pt := range points {
-		if st.Shard.Runs(TrialID(c, pt)) {
-			out = append(out, pt)
+// share keeps of a condition's trials in run order (Order) the normal
+// run, which every part runs, and the others that keep gives.
+func (s Settings) share(c Condition, order []TrialRef, keep func(id string) bool) []TrialRef {
+	if len(order) == 0 {
+		return order
+	}
+	out := []TrialRef{order[0]}
+	for _, tr := range order[1:] {
+		if keep(s.TrialID(c, tr)) {
+			out = append(out, tr)
 		}
 	}
 	return out
+}
+
+// Default torn-mode figures.
+const (
+	defaultFaultSeeds = 8
+	maxFaultSeeds     = 64
+	defaultSeed       = 1
+)
+
+// Torn says the power cuts tear unsynced writes.
+func (s Settings) Torn() bool { return s.Fault == faultvfs.FaultTorn }
+
+// Seeds is how many times a condition runs each point: FaultSeeds for a
+// power cut under the torn mode, once otherwise.
+func (s Settings) Seeds(c Condition) int {
+	if s.Torn() && c.Kind == KindPower {
+		return s.FaultSeeds
+	}
+	return 1
+}
+
+// FaultOptions are the recovery options of the seed-th run of a power
+// trial.
+func (s Settings) FaultOptions(seed int) faultvfs.Options {
+	if !s.Torn() {
+		return faultvfs.Options{Fault: faultvfs.FaultDrop}
+	}
+	return faultvfs.Options{Fault: faultvfs.FaultTorn, Seed: s.Seed + int64(seed), Unit: s.FaultUnit}
+}
+
+// faultFlags applies the fault flags to the input.
+func faultFlags(in *Input, ov map[string]string, from map[string]string) error {
+	if v, ok := ov[FlagFault]; ok {
+		in.Fault, from["fault"] = strings.TrimSpace(v), "--"+FlagFault
+	}
+	if n, ok, err := scenario.IntFlag(ov, FlagFaultSeeds, 1, maxFaultSeeds); err != nil {
+		return err
+	} else if ok {
+		in.FaultSeeds, from["fault_seeds"] = n, "--"+FlagFaultSeeds
+	}
+	if n, ok, err := scenario.IntFlag(ov, FlagFaultUnit, faultvfs.UnitSector, faultvfs.UnitPage); err != nil {
+		return err
+	} else if ok {
+		in.FaultUnit, from["fault_unit"] = n, "--"+FlagFaultUnit
+	}
+	if v, ok := ov[FlagSeed]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("--%s %q: want a whole number from 0", FlagSeed, v)
+		}
+		in.Seed, from["seed"] = &n, "--"+FlagSeed
+	}
+	if b, ok, err := scenario.BoolFlag(ov, FlagSyncPoints); err != nil {
+		return err
+	} else if ok {
+		in.SyncPoints = b
+	}
+	return nil
+}
+
+// faultSettings checks the fault mode's fields and fills the defaults. The
+// torn mode's own fields make sense only with it, so given without it they
+// are an error rather than silently ignored; the seed, a flag other
+// scenarios share, is only unused.
+func faultSettings(in Input, from map[string]string, st *Settings) error {
+	name := func(field string) string {
+		if f, ok := from[field]; ok {
+			return f
+		}
+		return "durability." + field
+	}
+	st.Fault, st.SyncPoints = in.Fault, in.SyncPoints
+	switch in.Fault {
+	case "", faultvfs.FaultDrop:
+		st.Fault = faultvfs.FaultDrop
+		// The seed is left alone: --seed is explore's and pattern's too,
+		// and a run of several scenarios may well give it.
+		for _, f := range []struct {
+			field string
+			set   bool
+		}{{"fault_seeds", in.FaultSeeds != 0}, {"fault_unit", in.FaultUnit != 0}} {
+			if f.set {
+				return fmt.Errorf("%s: only with fault %q", name(f.field), faultvfs.FaultTorn)
+			}
+		}
+		return nil
+	case faultvfs.FaultTorn:
+	default:
+		return fmt.Errorf("%s: %q is not one of %s", name("fault"), in.Fault, strings.Join(faultvfs.Faults, ", "))
+	}
+	st.FaultSeeds, st.FaultUnit, st.Seed = defaultFaultSeeds, faultvfs.UnitSector, defaultSeed
+	if in.FaultSeeds != 0 {
+		if in.FaultSeeds < 1 || in.FaultSeeds > maxFaultSeeds {
+			return fmt.Errorf("%s %d: want 1 to %d", name("fault_seeds"), in.FaultSeeds, maxFaultSeeds)
+		}
+		st.FaultSeeds = in.FaultSeeds
+	}
+	if in.FaultUnit != 0 {
+		if in.FaultUnit != faultvfs.UnitSector && in.FaultUnit != faultvfs.UnitPage {
+			return fmt.Errorf("%s %d: want %d or %d", name("fault_unit"), in.FaultUnit, faultvfs.UnitSector, faultvfs.UnitPage)
+		}
+		st.FaultUnit = in.FaultUnit
+	}
+	if in.Seed != nil {
+		if *in.Seed < 0 {
+			return fmt.Errorf("%s %d: want a whole number from 0", name("seed"), *in.Seed)
+		}
+		st.Seed = *in.Seed
+	}
+	return nil
 }
 
 func splitList(s string) []string {
@@ -133,6 +272,9 @@ func settingsOf(in Input, from map[string]string) (Settings, error) {
 		}
 	}
 	st := Settings{EventID: in.EventID, JobKey: in.JobKey, JobID: in.JobID, Items: in.Items, BusyTimeoutMS: busyTimeoutMS}
+	if err := faultSettings(in, from, &st); err != nil {
+		return Settings{}, err
+	}
 	// Run order follows the known lists, not the order given, so one set
 	// of flags always gives one matrix.
 	for _, p := range AllPatterns {

@@ -172,14 +172,7 @@ func awaitReady(ctx context.Context, readyR io.Reader, n int, exited func() bool
 // killAfter arms a SIGKILL for a started child, as Spec.KillAfter does at
 // the start. The timer is stopped once the child has been waited for.
 func (h *Handle) killAfter(d time.Duration) {
-	t := time.AfterFunc(d, func() {
-		select {
-		case <-h.done:
-		default:
-			h.killed = true
-			h.cmd.Process.Kill()
-		}
-	})
+	t := time.AfterFunc(d, h.kill)
 	go func() {
 		<-h.done
 		t.Stop()

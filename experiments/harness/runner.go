@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -71,15 +72,18 @@ type Runner struct {
 
 // Handle is a started child.
 type Handle struct {
-	ctx    context.Context
-	r      *Runner
-	spec   Spec
-	cmd    *exec.Cmd
-	out    bytes.Buffer
-	errb   bytes.Buffer
-	start  time.Time
+	ctx   context.Context
+	r     *Runner
+	spec  Spec
+	cmd   *exec.Cmd
+	out   bytes.Buffer
+	errb  bytes.Buffer
+	start time.Time
+	timer *time.Timer
+	// mu orders a kill with the wait: killed is set only by a kill sent
+	// before done was closed.
+	mu     sync.Mutex
 	killed bool
-	timer  *time.Timer
 	done   chan struct{}
 }
 
@@ -115,16 +119,21 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Handle, error) {
 		return nil, fmt.Errorf("%w: start worker %s: %w", errclass.ErrHarness, s.Worker, err)
 	}
 	if s.KillAfter > 0 {
-		h.timer = time.AfterFunc(s.KillAfter, func() {
-			select {
-			case <-h.done:
-			default:
-				h.killed = true
-				cmd.Process.Kill()
-			}
-		})
+		h.timer = time.AfterFunc(s.KillAfter, h.kill)
 	}
 	return h, nil
+}
+
+// kill sends SIGKILL unless the child was already waited for.
+func (h *Handle) kill() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.done:
+	default:
+		h.killed = true
+		h.cmd.Process.Kill()
+	}
 }
 
 // childEnv is the parent's environment without any inherited harness
@@ -159,7 +168,10 @@ func childEnv(set map[string]string) []string {
 // context.Canceled) holds).
 func (h *Handle) Wait() (*Proc, error) {
 	werr := h.cmd.Wait()
+	h.mu.Lock()
 	close(h.done)
+	killed := h.killed
+	h.mu.Unlock()
 	if h.timer != nil {
 		h.timer.Stop()
 	}
@@ -186,7 +198,7 @@ func (h *Handle) Wait() (*Proc, error) {
 	default:
 		rec.ExitCode = h.cmd.ProcessState.ExitCode()
 	}
-	if h.killed {
+	if killed {
 		rec.KilledBy = "harness"
 	}
 	if h.r.Recorder != nil {
@@ -202,7 +214,7 @@ func (h *Handle) Wait() (*Proc, error) {
 	if werr != nil && !errors.As(werr, &ee) {
 		return p, fmt.Errorf("%w: wait for worker %s: %w", errclass.ErrHarness, s.Worker, werr)
 	}
-	if h.killed && rec.Signal != "" {
+	if killed && rec.Signal != "" {
 		return p, nil
 	}
 	if err := h.ctx.Err(); err != nil {
@@ -235,6 +247,12 @@ func judge(s Spec, rec results.ProcessRecord) (protocol.Report, string) {
 	if k, _ := protocol.ParseCrashAfterHits(s.Env[protocol.EnvCrashAfterHits]); k > 0 {
 		if rec.ExitCode == protocol.ExitCrash && (len(rep.Points) != k || rep.CrashedAt != rep.Points[k-1]) {
 			breaches = append(breaches, fmt.Sprintf("exited %d at point %q after %d hits, but a crash at hit %d was chosen", protocol.ExitCrash, rep.CrashedAt, len(rep.Points), k))
+		}
+	} else if cut, _ := protocol.ParseSyncCut(s.Env[protocol.EnvCutAtSync]); cut.N > 0 {
+		// A cut inside a sync is chosen by its number, and the worker
+		// reports it under its point's name.
+		if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != cut.Point() {
+			breaches = append(breaches, fmt.Sprintf("exited %d at point %q, but a cut at %q was chosen", protocol.ExitCrash, rep.CrashedAt, cut.Point()))
 		}
 	} else if rec.ExitCode == protocol.ExitCrash && rep.CrashedAt != s.CrashAt {
 		breaches = append(breaches, fmt.Sprintf("exited %d at point %q, but point %q was chosen", protocol.ExitCrash, rep.CrashedAt, s.CrashAt))

@@ -43,10 +43,15 @@ type ConditionExtra struct {
 	Fault  string `json:"fault"`
 	Power  string `json:"power,omitempty"`
 	Trials int    `json:"trials"`
-	// Violating, Broken, First and Failed depend on how the OS schedules
-	// the processes in kill trials and races, so a rerun does not compare
-	// them; the verdict and the trials do.
+	// Violating, ViolatingTrials, Broken, First and Failed depend on how
+	// the OS schedules the processes in kill trials and races, so a rerun
+	// does not compare them; the verdict and the trials do.
 	Violating int `json:"violating" idemlab:"measure"`
+	// ViolatingTrials are the indices of the trials that broke an
+	// invariant, in order: with the discovered points they name the
+	// violating crash points, so a sweep can be compared point by point
+	// with another implementation's.
+	ViolatingTrials []int `json:"violating_trials" idemlab:"measure"`
 	// Broken counts the trials that broke each invariant.
 	Broken map[string]int `json:"broken" idemlab:"measure"`
 	// First is the lowest-numbered trial that broke an invariant.
@@ -79,7 +84,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	}
 	for _, c := range st.Conditions {
 		f.conds[c.Name] = c
-		f.extra[c.Name] = &ConditionExtra{Name: c.Name, Fault: c.Fault, Power: c.Power, Broken: map[string]int{}}
+		f.extra[c.Name] = &ConditionExtra{Name: c.Name, Fault: c.Fault, Power: c.Power, Broken: map[string]int{}, ViolatingTrials: []int{}}
 	}
 	for i, l := range rec.Observations {
 		if i == 0 || l.Shard < f.first {
@@ -152,6 +157,7 @@ func (f *folder) line(l results.Line) {
 	ex.Trials++
 	if len(broken) > 0 {
 		ex.Violating++
+		ex.ViolatingTrials = append(ex.ViolatingTrials, o.Trial)
 		for _, b := range broken {
 			ex.Broken[b.name]++
 		}
@@ -438,6 +444,8 @@ func (f *folder) result() (scenario.Folded, []results.Finding) {
 				continue
 			}
 			ce := f.extra[c.Name]
+			// Trials run in parallel, so they are recorded in any order.
+			slices.Sort(ce.ViolatingTrials)
 			folded.Observed[c.Name] = Verdict{Violated: ce.Violating > 0}
 			pe.Conditions = append(pe.Conditions, *ce)
 		}

@@ -1,20 +1,23 @@
 package redelivery
 
 import (
-	"path/filepath"
-
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Extra is the scenario's derived extra table.
 type Extra struct {
 	// SQLiteReadBack is what the acknowledging workers said their
 	// connections read back; the fold checks each against the settings.
-	SQLiteReadBack sqlitedb.Settings `json:"sqlite_read_back"`
+	SQLiteReadBack sqlitedb.Settings `json:"sqlite_read_back,omitzero"`
+	// PostgresReadBack is the same on PostgreSQL: the server's version and
+	// the settings its sessions ran with.
+	PostgresReadBack *store.PGSettings `json:"postgres_read_back,omitempty"`
 }
 
 // folder is one fold's state across the observation lines.
@@ -27,7 +30,7 @@ type folder struct {
 	// file belongs to.
 	per      map[string]*condState
 	dbs      map[string]string
-	readBack *sqlitedb.Settings
+	readBack *Extra
 }
 
 // condState is one condition's deliveries so far and the rows the last
@@ -73,7 +76,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	}
 	f.c.Unused(rec, 1)
 	if f.readBack != nil {
-		folded.Extra = Extra{SQLiteReadBack: *f.readBack}
+		folded.Extra = *f.readBack
 	}
 	return folded, f.c.Findings
 }
@@ -106,8 +109,8 @@ func (f *folder) read(l results.Line) (line, bool) {
 // deliver checks one delivery and adds it to its condition.
 func (f *folder) deliver(ln line) {
 	o := ln.o
-	if o.DB != ln.s.db || filepath.Base(o.DB) != DBName {
-		f.c.Obs(ln.l, "db", "%q, but the condition's deliveries go to one file named %s (%q)", o.DB, DBName, ln.s.db)
+	if o.DB != ln.s.db || !backend.IsTarget(f.st.backendName(), o.DB, DBName) {
+		f.c.Obs(ln.l, "db", "%q, but the condition's deliveries go to one %s (%q)", o.DB, backend.TargetKind(f.st.backendName(), DBName), ln.s.db)
 	}
 	if want := len(ln.s.out) + 1; o.Delivery != want {
 		f.c.Obs(ln.l, "delivery", "is %d, want %d: deliveries are recorded in order from 1", o.Delivery, want)
@@ -121,6 +124,32 @@ func (f *folder) deliver(ln line) {
 	f.checkRows(ln)
 	ln.s.out = append(ln.s.out, d)
 	ln.s.prev = o.Rows
+	f.serverCrash(ln, &ln.s.out[len(ln.s.out)-1])
+}
+
+// serverCrash takes the rows the parent read after the server's crash, on
+// the delivery of a server-crash condition that has them; the next
+// delivery starts from them. The settings the recovered server read back
+// must be the ones the run set.
+func (f *folder) serverCrash(ln line, d *Delivery) {
+	o, want := ln.o, ln.cond.ServerCrash && ln.o.Delivery == 1
+	switch {
+	case o.AfterServerCrash == nil && !want:
+		return
+	case o.AfterServerCrash == nil:
+		f.c.Obs(ln.l, "after_server_crash", "missing: delivery 1 of a server-crash condition records the rows read after the crash")
+		return
+	case !want:
+		f.c.Obs(ln.l, "after_server_crash", "recorded, but only delivery 1 of a server-crash condition crashes the server")
+		return
+	}
+	for k, v := range f.st.ServerSettings {
+		if got := o.ServerSettings[k]; got != v {
+			f.c.Obs(ln.l, results.Field("server_settings", k), "the recovered server read back %q, the run set %q", got, v)
+		}
+	}
+	d.AfterServerCrash = &CrashRows{FollowUpJobs: len(o.AfterServerCrash.FollowUpJobs), ProcessedEvents: len(o.AfterServerCrash.ProcessedEvents)}
+	ln.s.prev = *o.AfterServerCrash
 }
 
 // process checks the delivery's process line: its command line and
@@ -173,8 +202,9 @@ func (f *folder) checkRows(ln line) {
 }
 
 // checkClaim cross-checks an acknowledging worker's report with the rows
-// the parent read before and after it, and returns the pragmas it claims.
-func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *sqlitedb.Settings {
+// the parent read before and after it, and returns the settings it says
+// its connection read back.
+func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *Extra {
 	var r wr.Result
 	if err := results.DecodeStrict(rep.Result, &r); err != nil {
 		f.c.Proc(p, "stdout", "the report's result is not a delivery result: %v", err)
@@ -187,6 +217,9 @@ func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *sq
 	if r.Settings != f.st.SQLite {
 		f.c.Proc(p, "stdout", "the worker read back %s, the settings require %s", results.Compact(r.Settings), results.Compact(f.st.SQLite))
 	}
+	if msg := backend.CheckReadBack(f.st.Postgres, r.Postgres); msg != "" {
+		f.c.Proc(p, "stdout", "%s", msg)
+	}
 	added := len(after.FollowUpJobs) - len(before.FollowUpJobs)
 	if r.Outcome.JobInserted != (added == 1) || added < 0 || added > 1 {
 		f.c.Proc(p, "stdout", "%s reported job_inserted=%v, but follow_up_jobs went %d → %d", p.Label, r.Outcome.JobInserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
@@ -194,5 +227,5 @@ func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *sq
 	if r.Outcome.AlreadyProcessed != (len(before.ProcessedEvents) > 0) {
 		f.c.Proc(p, "stdout", "%s reported already_processed=%v, but processed_events held %d rows before it", p.Label, r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
 	}
-	return &r.Settings
+	return &Extra{SQLiteReadBack: r.Settings, PostgresReadBack: r.Postgres}
 }

@@ -9,10 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -49,19 +48,44 @@ type Condition struct {
 	Name    string     `json:"name"`
 	Pattern wr.Pattern `json:"pattern"`
 	CrashAt string     `json:"crash_at,omitempty"`
+	// ServerCrash crashes the PostgreSQL server after delivery 1, at its
+	// crash point or after its ACK, and lets it recover before the
+	// redelivery (--server-crash).
+	ServerCrash bool `json:"server_crash,omitempty"`
 }
 
 // Conditions are the article's four conditions plus single-transaction
 // normal, in the article's order.
 func Conditions() []Condition {
 	return []Condition{
-		{"separate-commit/normal", wr.SeparateCommit, ""},
-		{"separate-commit/crash-after-job-commit", wr.SeparateCommit, wr.PointAfterJobCommit},
-		{"single-transaction/normal", wr.SingleTransaction, ""},
-		{"single-transaction/crash-before-commit", wr.SingleTransaction, wr.PointBeforeCommit},
-		{"single-transaction/crash-after-commit", wr.SingleTransaction, wr.PointAfterCommit},
+		{Name: "separate-commit/normal", Pattern: wr.SeparateCommit, CrashAt: ""},
+		{Name: "separate-commit/crash-after-job-commit", Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit},
+		{Name: "single-transaction/normal", Pattern: wr.SingleTransaction, CrashAt: ""},
+		{Name: "single-transaction/crash-before-commit", Pattern: wr.SingleTransaction, CrashAt: wr.PointBeforeCommit},
+		{Name: "single-transaction/crash-after-commit", Pattern: wr.SingleTransaction, CrashAt: wr.PointAfterCommit},
 	}
 }
+
+// ServerCrashConditions are the conditions --server-crash adds: the
+// server SIGKILLed (postmaster and backends) after delivery 1 stopped at
+// the separate commits' duplicate point, or after its ACK.
+func ServerCrashConditions() []Condition {
+	return []Condition{
+		{"separate-commit/crash-after-job-commit/server-crash", wr.SeparateCommit, wr.PointAfterJobCommit, true},
+		{"separate-commit/ack/server-crash", wr.SeparateCommit, "", true},
+		{"single-transaction/ack/server-crash", wr.SingleTransaction, "", true},
+	}
+}
+
+// FlagServerCrash adds the server-crash conditions on PostgreSQL.
+const FlagServerCrash = "server-crash"
+
+// ServerCrashSettings are what a run with --server-crash sets on its
+// cluster, with ALTER SYSTEM, and reads back after each crash: a WAL
+// writer that sleeps 10 s and no autovacuum, so that under
+// synchronous_commit off nothing flushes a delivery's commits before the
+// crash, and what is lost is decided by the setting, not by timing.
+var ServerCrashSettings = map[string]string{"wal_writer_delay": "10s", "autovacuum": "off"}
 
 // Deliveries is how often each condition's event is delivered: once with
 // the crash, once to a fresh process.
@@ -74,8 +98,22 @@ type Settings struct {
 	JobKey     string      `json:"job_key"`
 	Deliveries int         `json:"deliveries_per_condition"`
 	Conditions []Condition `json:"conditions"`
-	// SQLite is what every worker must read back from its connection.
-	SQLite sqlitedb.Settings `json:"sqlite"`
+	// SQLite is what every worker must read back from its connection, on
+	// SQLite.
+	SQLite sqlitedb.Settings `json:"sqlite,omitzero"`
+	// Backend is empty for SQLite; on PostgreSQL it is postgres, and
+	// Postgres is what every session must read back.
+	Backend  string             `json:"backend,omitempty"`
+	Postgres *store.PGRequested `json:"postgres,omitempty"`
+	// ServerSettings are the server settings a --server-crash run applies
+	// and reads back after every crash.
+	ServerSettings map[string]string `json:"server_settings,omitempty"`
+}
+
+// asyncCommit says whether a commit's ACK may come before its WAL is on
+// the disk: synchronous_commit off.
+func (s Settings) asyncCommit() bool {
+	return s.Postgres != nil && s.Postgres.SynchronousCommit == "off"
 }
 
 // Event is the event every condition delivers.
@@ -84,7 +122,13 @@ func (s Settings) Event() wr.Event { return wr.Event{ID: s.EventID, JobKey: s.Jo
 // Args are a delivery's worker arguments; the run renders them and the
 // fold renders them again to check each recorded command line.
 func (s Settings) Args(c Condition, db string) wr.Args {
-	return wr.Args{DB: db, Pattern: c.Pattern, Event: s.Event()}
+	return wr.Args{DB: db, Pattern: c.Pattern, Event: s.Event(), Backend: s.Backend}
+}
+
+// backendName is the backend the settings run on, as store names it.
+func (s Settings) backendName() string {
+	b, _ := store.ParseBackend(s.Backend)
+	return b
 }
 
 // Scenario is the redelivery scenario, written against its own settings;
@@ -102,10 +146,19 @@ func (Scenario) Summary() string {
 	return "article 000: separate commits vs one transaction, crash, redelivery to a fresh process"
 }
 
-func (Scenario) Flags() []scenario.Flag { return nil }
+func (Scenario) Flags() []scenario.Flag {
+	return []scenario.Flag{{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"}}
+}
 
-// Plan decodes the section. The scenario takes no flags.
-func (Scenario) Plan(section json.RawMessage, _ map[string]string) (scenario.Plan, error) {
+// Plan decodes the section for a run on SQLite.
+func (sc Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+	return sc.PlanOn(backend.SQLite, section, ov)
+}
+
+// PlanOn decodes the section for a run on backend b. Both patterns and
+// every crash point run unchanged on PostgreSQL; the worker's crash is a
+// process exit, and the server rolls back what it had not committed.
+func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
 		return nil, err
@@ -113,7 +166,24 @@ func (Scenario) Plan(section json.RawMessage, _ map[string]string) (scenario.Pla
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	return &plan{s: Settings{EventID: in.EventID, JobKey: in.JobKey, Deliveries: Deliveries, Conditions: Conditions(), SQLite: wr.RequestedSQLite()}}, nil
+	crash, _, err := scenario.BoolFlag(ov, FlagServerCrash)
+	if err != nil {
+		return nil, err
+	}
+	st := Settings{EventID: in.EventID, JobKey: in.JobKey, Deliveries: Deliveries, Conditions: Conditions()}
+	switch {
+	case b.IsSQLite() && crash:
+		return nil, fmt.Errorf("--%s crashes the PostgreSQL server; it needs --backend postgres (SQLite's crashes are the durability scenario's)", FlagServerCrash)
+	case b.IsSQLite():
+		st.SQLite = wr.RequestedSQLite()
+	default:
+		st.Backend, st.Postgres = b.Name, b.Requested()
+	}
+	if crash {
+		st.Conditions = append(st.Conditions, ServerCrashConditions()...)
+		st.ServerSettings = ServerCrashSettings
+	}
+	return &plan{s: st}, nil
 }
 
 type plan struct{ s Settings }
@@ -133,11 +203,22 @@ type Observation struct {
 	// Rows are both tables as the parent read them; a table the file did
 	// not hold is null.
 	Rows wr.State `json:"rows"`
+	// AfterServerCrash are both tables as the parent read them once the
+	// crashed server had recovered, and ServerSettings what it read back
+	// of ServerCrashSettings then; a server-crash condition's delivery 1
+	// only.
+	AfterServerCrash *wr.State         `json:"after_server_crash,omitempty"`
+	ServerSettings   map[string]string `json:"server_settings,omitempty"`
 }
 
 // Run delivers each condition's event twice and records what each delivery
 // left in the file.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+	if len(p.s.ServerSettings) > 0 {
+		if err := env.Backend.Apply(ctx, p.s.ServerSettings); err != nil {
+			return err
+		}
+	}
 	for _, c := range p.s.Conditions {
 		if err := p.runCondition(ctx, env, c); err != nil {
 			return err
@@ -147,12 +228,12 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 }
 
 func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) error {
-	dir, err := os.MkdirTemp(env.TempDir, "idemlab-redelivery-")
+	fresh, err := env.Fresh(ctx, "idemlab-redelivery-", DBName)
 	if err != nil {
-		return fmt.Errorf("%w: create database folder: %w", errclass.ErrHarness, err)
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
-	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, DBName)
+	defer fresh.Drop()
+	db := fresh.Target
 	for d := 1; d <= p.s.Deliveries; d++ {
 		spec := harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("delivery %d", d),
@@ -160,28 +241,69 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 		}
 		if d == 1 {
 			spec.CrashAt = c.CrashAt
+			if c.ServerCrash {
+				if err := prepareCrash(ctx, env, fresh); err != nil {
+					return fmt.Errorf("%s: %w", c.Name, err)
+				}
+			}
 		}
 		proc, err := env.Runner.Run(ctx, spec)
 		if err != nil {
 			return fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
 		}
-		rows, err := readState(ctx, db)
+		rows, err := readState(ctx, fresh)
 		if err != nil {
 			return fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d, err)
 		}
-		if err := env.Recorder.Observe(Observation{
-			Scenario: Name, Condition: c.Name, Delivery: d, ProcessID: proc.Record.ID, DB: db, Rows: rows,
-		}); err != nil {
+		o := Observation{Scenario: Name, Condition: c.Name, Delivery: d, ProcessID: proc.Record.ID, DB: db, Rows: rows}
+		if d == 1 && c.ServerCrash {
+			if err := crashServer(ctx, env, p.s, fresh, &o); err != nil {
+				return fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
+			}
+		}
+		if err := env.Recorder.Observe(o); err != nil {
 			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 		}
 	}
 	return nil
 }
 
-// readState opens the file as the next process would, which also rolls
-// back a hot journal left by a crash, and lists both tables.
-func readState(ctx context.Context, path string) (wr.State, error) {
-	st, err := store.OpenSQLite(ctx, wr.Options(path))
+// prepareCrash readies a server-crash condition's delivery 1: its tables
+// are made, and flushed, by the parent, so the delivery's own commits are
+// the only ones at stake, and the server's writers are frozen until the
+// crash (backend.Server.FreezeWriters), so that under synchronous_commit
+// off no background flush decides, by its timing, what survives.
+func prepareCrash(ctx context.Context, env scenario.Env, db backend.Database) error {
+	if err := env.Backend.Setup(ctx, db, wr.Schema); err != nil {
+		return err
+	}
+	return env.Backend.FreezeWriters(ctx)
+}
+
+// crashServer crashes the run's server, lets it recover, and reads the
+// tables and the server settings back into o.
+func crashServer(ctx context.Context, env scenario.Env, st Settings, db backend.Database, o *Observation) error {
+	if err := env.Backend.Crash(ctx); err != nil {
+		return err
+	}
+	after, err := readState(ctx, db)
+	if err != nil {
+		return fmt.Errorf("%w: read after the server's crash: %w", errclass.ErrHarness, err)
+	}
+	o.AfterServerCrash = &after
+	names := make([]string, 0, len(st.ServerSettings))
+	for k := range st.ServerSettings {
+		names = append(names, k)
+	}
+	o.ServerSettings, err = env.Backend.Show(ctx, names)
+	return err
+}
+
+// readState opens the database as the next process would, which on
+// SQLite also rolls back a hot journal left by a crash, and lists both
+// tables.
+func readState(ctx context.Context, db backend.Database) (wr.State, error) {
+	st, err := db.Open(ctx, wr.Options(""))
 	if err != nil {
 		return wr.State{}, err
 	}

@@ -3,12 +3,12 @@ package redelivery
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
@@ -17,6 +17,7 @@ import (
 	"idemlab/worker"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
+	"idemlab/worker/store"
 )
 
 func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
@@ -121,12 +122,49 @@ func TestRunRealProcesses(t *testing.T) {
 // TestEveryPointRealProcesses crashes real workers at every point the
 // workers report, so no point is listed by hand.
 func TestEveryPointRealProcesses(t *testing.T) {
+	everyPoint(t, settings, nil)
+}
+
+// TestPostgresEveryPoint is the same on a throwaway PostgreSQL cluster,
+// under each isolation level: the worker's crash is a process exit, and
+// the oracle is the one SQLite's run is judged by.
+func TestPostgresEveryPoint(t *testing.T) {
+	if _, err := backend.FindBinaries(); err != nil {
+		t.Skipf("PostgreSQL tests skipped: %v", err)
+	}
+	for _, iso := range store.IsolationOrder {
+		t.Run(iso, func(t *testing.T) {
+			spec := backend.Spec{Name: store.BackendPostgres, Isolation: iso, SynchronousCommit: "on"}
+			srv, err := backend.Start(context.Background(), spec, backend.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			p, err := Scenario{}.PlanOn(spec, json.RawMessage(section), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			everyPoint(t, p.Settings().(Settings), srv)
+		})
+	}
+}
+
+// everyPoint discovers each pattern's points from a probe delivery, runs
+// a condition per point on the backend (srv nil: SQLite), and checks that
+// the records give no finding and every condition passes.
+func everyPoint(t *testing.T, base Settings, srv *backend.Server) {
+	t.Helper()
 	env := harnesstest.New(t)
+	probeEnv := scenario.Env{TempDir: t.TempDir(), Backend: srv}
 	var conds []Condition
 	for _, p := range wr.Patterns {
+		db, err := probeEnv.Fresh(context.Background(), "probe-", DBName)
+		if err != nil {
+			t.Fatal(err)
+		}
 		probe, err := env.Runner.Run(context.Background(), harness.Spec{
 			Scenario: Name, Condition: "probe", Worker: wr.WorkerName,
-			Args: settings.Args(Condition{Pattern: p}, filepath.Join(t.TempDir(), DBName)).Argv(),
+			Args: base.Args(Condition{Pattern: p}, db.Target).Argv(),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -138,11 +176,11 @@ func TestEveryPointRealProcesses(t *testing.T) {
 	if len(conds) < 6 {
 		t.Fatalf("discovered %d points, want at least 6", len(conds))
 	}
-	st := settings
+	st := base
 	st.Conditions = conds
 	p := &plan{s: st}
 	env2 := harnesstest.New(t)
-	if err := p.Run(context.Background(), scenario.Env{Runner: env2.Runner, Recorder: env2.Recorder, TempDir: t.TempDir()}); err != nil {
+	if err := p.Run(context.Background(), scenario.Env{Runner: env2.Runner, Recorder: env2.Recorder, TempDir: t.TempDir(), Backend: srv}); err != nil {
 		t.Fatal(err)
 	}
 	env2.Recorder.Close()

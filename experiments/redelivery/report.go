@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -37,12 +38,16 @@ type Published struct {
 
 // Report arranges a derived result: the condition table, the article's
 // table beside it, and the jobs chart.
-func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenario.Section, error) {
+func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenario.Section, error) {
 	var sec scenario.Section
 	sec.Settings = [][2]string{
 		{"event", st.EventID}, {"job key", st.JobKey},
 		{"deliveries per condition", fmt.Sprint(st.Deliveries)},
-		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)},
+	}
+	if st.Postgres == nil {
+		sec.Settings = append(sec.Settings, [2]string{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)})
+	} else {
+		sec.Settings = append(sec.Settings, [2]string{"PostgreSQL", backend.Describe(*st.Postgres, x.PostgresReadBack)})
 	}
 	t := scenario.Table{
 		Title:  "rows follow_up_jobs / processed_events (exit code) after each delivery",
@@ -79,7 +84,11 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenar
 }
 
 func text(d Delivery) string {
-	return fmt.Sprintf("%d / %d (%d)", d.FollowUpJobs, d.ProcessedEvents, d.ExitCode)
+	s := fmt.Sprintf("%d / %d (%d)", d.FollowUpJobs, d.ProcessedEvents, d.ExitCode)
+	if c := d.AfterServerCrash; c != nil {
+		s += fmt.Sprintf(", server crash → %d / %d", c.FollowUpJobs, c.ProcessedEvents)
+	}
+	return s
 }
 
 func cell(exp, obs []Delivery, i int) string {

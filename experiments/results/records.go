@@ -147,14 +147,18 @@ func (c *Checker) Report(p Process) (protocol.Report, bool) {
 	if rep.Worker != p.Worker {
 		c.Proc(p, "stdout", "the report names worker %q, the record says %q", rep.Worker, p.Worker)
 	}
-	crashAt := p.Env[protocol.EnvCrashAt]
+	// The chosen point is named, or, for a cut inside a sync, numbered.
+	env, crashAt := protocol.EnvCrashAt, p.Env[protocol.EnvCrashAt]
+	if cut, err := protocol.ParseSyncCut(p.Env[protocol.EnvCutAtSync]); err == nil && cut.N > 0 {
+		env, crashAt = protocol.EnvCutAtSync, cut.Point()
+	}
 	switch {
 	case p.ExitCode == protocol.ExitCrash && rep.CrashedAt != crashAt:
-		c.Proc(p, "exit_code", "17 (crash) at %q, but the harness set %s=%q", rep.CrashedAt, protocol.EnvCrashAt, crashAt)
+		c.Proc(p, "exit_code", "17 (crash) at %q, but the harness set %s=%q", rep.CrashedAt, env, p.Env[env])
 	case p.ExitCode != protocol.ExitCrash && rep.CrashedAt != "":
 		c.Proc(p, "exit_code", "%d, but the report says it crashed at %q (a crash exits 17)", p.ExitCode, rep.CrashedAt)
 	case p.ExitCode != protocol.ExitCrash && crashAt != "" && p.Signal == "":
-		c.Proc(p, "env", "%s=%q was set, but the worker exited %d without crashing", protocol.EnvCrashAt, crashAt, p.ExitCode)
+		c.Proc(p, "env", "%s=%q was set, but the worker exited %d without crashing", env, p.Env[env], p.ExitCode)
 	}
 	return rep, true
 }

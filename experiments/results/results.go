@@ -27,7 +27,7 @@ const FormatVersion = 3
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
-	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; files a plan reads besides the input file (a pattern file) are carried in attachments/",
+	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; durability's records carry each trial's VFS op log and its oracle predicts every power cut exactly, so a durability scenario of version 1 cannot be derived again; files a plan reads besides the input file (a pattern file) are carried in attachments/",
 	3: "results.json gained shard (a folder run with --shard i/n, whose process ids start at (i-1)×1,000,000,000+1), shards (a folder joined by idemlab merge: each shard's environment, times and block of records) and, in both, each split scenario's plan (its hash, its number of trials and, in a shard's folder, the trials it ran)",
 }
 
@@ -41,6 +41,14 @@ var FormatDerivations = map[int][]string{
 	// The first violation of a pattern condition was the first line's,
 	// which parallel trials record in any order; it is the lowest trial's.
 	3: {"scenarios[pattern].extra.patterns[*].conditions[*].first"},
+}
+
+// FormatRecords lists, per version, the scenarios whose records that
+// version changed so that an older folder's cannot be derived again by
+// this build's fold. verify says so in one line for such a scenario, and
+// derives the others.
+var FormatRecords = map[int]map[string]string{
+	2: {"durability": "each trial carries its VFS op log, and the oracle predicts every power cut exactly"},
 }
 
 // Results is results.json.
@@ -107,7 +115,10 @@ type Environment struct {
 	GOOS          string `json:"goos"`
 	GOARCH        string `json:"goarch"`
 	SQLiteVersion string `json:"sqlite_version"`
-	NumCPU        int    `json:"num_cpu"`
+	// PostgresVersion is the server's version as the parent read it
+	// back, on a run on PostgreSQL.
+	PostgresVersion string `json:"postgres_version,omitempty"`
+	NumCPU          int    `json:"num_cpu"`
 }
 
 // Inputs names the input file, its hash, and the copy the folder carries,

@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -304,6 +306,12 @@ func (c *check) scenarios(in suite.Input, haveInput bool) {
 		for name := range rs.Overrides {
 			claimed[name] = true
 		}
+		if v, changed := c.recordsChanged(rs.Name); changed {
+			c.add(results.ResultsFile, base, "was recorded in format %d; format %d changed its records (%s), so this idemlab cannot derive it again: verify it with the idemlab that made it", c.formatVersion, v, results.FormatRecords[v][rs.Name])
+			derived.Scenarios = append(derived.Scenarios, rs)
+			derived.Pass = derived.Pass && rs.Pass
+			continue
+		}
 		if haveInput {
 			c.settings(s, rs, in)
 		}
@@ -351,7 +359,11 @@ func (c *check) settings(s scenario.Scenario, rs results.ScenarioResult, in suit
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		c.notice("scenario %s ran with --%s %s, which overrides the input file's %s section", rs.Name, n, rs.Overrides[n], rs.Name)
+		section := rs.Name
+		if slices.Contains(backend.RecordedFlags, n) {
+			section = backend.SectionName
+		}
+		c.notice("scenario %s ran with --%s %s, which overrides the input file's %s section", rs.Name, n, rs.Overrides[n], section)
 	}
 }
 
@@ -374,6 +386,17 @@ func (c *check) compare(base string, rec, der results.ScenarioResult) {
 		}
 		c.add(results.ResultsFile, conditionPath(d.Path, rec), "is %s, but the records give %s", d.A, d.B)
 	}
+}
+
+// recordsChanged says whether a version after the folder's changed the
+// scenario's records, and which.
+func (c *check) recordsChanged(name string) (int, bool) {
+	for v := c.formatVersion + 1; v <= results.FormatVersion; v++ {
+		if _, ok := results.FormatRecords[v][name]; ok {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // rederived says whether a field's derivation changed after the folder's

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 )
 
@@ -102,6 +103,18 @@ func (d defined[S, X]) Report(res results.ScenarioResult) (Section, error) {
 		}
 	}
 	return d.t.Report(st, res, x)
+}
+
+// PlanOn forwards to the typed scenario's PlanOn, or refuses and says why
+// when it runs on SQLite only.
+func (d defined[S, X]) PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (Plan, error) {
+	if b.IsSQLite() {
+		return d.t.Plan(section, overrides)
+	}
+	if o, ok := d.t.(OnBackend); ok {
+		return o.PlanOn(b, section, overrides)
+	}
+	return nil, refuse(d.t, d.t, b)
 }
 
 func (d defined[S, X]) OptIn() bool {

@@ -8,7 +8,10 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/shard"
@@ -74,6 +77,41 @@ func IsOptIn(s Scenario) bool {
 	return ok && o.OptIn()
 }
 
+// OnBackend is implemented by scenarios that also run on PostgreSQL.
+// PlanOn is Plan for a run on backend b; the run's settings record b, so
+// the oracle can state what each isolation level gives.
+type OnBackend interface {
+	PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (Plan, error)
+}
+
+// SQLiteOnly is implemented by scenarios that run on SQLite alone, to say
+// why in the refusal a run on another backend gets.
+type SQLiteOnly interface {
+	SQLiteOnly() string
+}
+
+// PlanOn plans s for backend b: Plan itself for SQLite, PlanOn for a
+// scenario that runs on b, and a refusal that says why for one that does
+// not.
+func PlanOn(s Scenario, b backend.Spec, section json.RawMessage, overrides map[string]string) (Plan, error) {
+	if b.IsSQLite() {
+		return s.Plan(section, overrides)
+	}
+	if o, ok := s.(OnBackend); ok {
+		return o.PlanOn(b, section, overrides)
+	}
+	return nil, refuse(s, s, b)
+}
+
+// refuse says that s cannot run on b, and why when why says.
+func refuse(s interface{ Name() string }, why any, b backend.Spec) error {
+	reason := "it has not been ported from SQLite"
+	if o, ok := why.(SQLiteOnly); ok {
+		reason = o.SQLiteOnly()
+	}
+	return fmt.Errorf("scenario %s %w %s: %s; run it without --backend %s", s.Name(), backend.ErrNotOnBackend, b.Name, reason, b.Name)
+}
+
 // Plan is a scenario ready to run.
 type Plan interface {
 	// Settings are recorded in results.json; verify derives them again
@@ -95,6 +133,18 @@ type Env struct {
 	Recorder *results.Recorder
 	// TempDir holds scratch databases; empty means the system default.
 	TempDir string
+	// Backend is the run's PostgreSQL database; nil on SQLite.
+	Backend *backend.Server
+}
+
+// Fresh makes an empty database for one condition on the run's backend:
+// a file named file in a new folder prefix* under TempDir on SQLite, a
+// schema of its own on PostgreSQL.
+func (e Env) Fresh(ctx context.Context, prefix, file string) (backend.Database, error) {
+	if e.Backend == nil {
+		return backend.FreshFile(e.TempDir, prefix, file)
+	}
+	return e.Backend.Fresh(ctx, strings.Trim(prefix, "-"))
 }
 
 // Flag is one experiment flag a scenario accepts.

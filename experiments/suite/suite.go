@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/progress"
@@ -44,6 +45,12 @@ type Options struct {
 	// TempDir holds the scenarios' scratch databases; empty means the
 	// system default.
 	TempDir string
+	// Backend says where a PostgreSQL run's database lives (--dsn,
+	// --keep); which backend runs is among the overrides.
+	Backend backend.Options
+	// OnBackend, when set, is called once the run's PostgreSQL server is
+	// up, before the first scenario.
+	OnBackend func(backend.Info)
 	// Files, when set, is where plans read the files they name (a pattern
 	// file); nil reads them from disk. verify --rerun sets the folder.
 	Files scenario.Files
@@ -61,6 +68,9 @@ type Input struct {
 	Bytes    []byte
 	SHA256   string
 	Sections map[string]json.RawMessage
+	// Backend is the top-level backend section; empty when the file has
+	// none, which means SQLite.
+	Backend json.RawMessage
 }
 
 // ReadInput reads an input file and splits it into sections, refusing a
@@ -84,9 +94,16 @@ func ParseInput(path string, b []byte, reg scenario.Registry) (Input, error) {
 	if err := scenario.DecodeStrict(b, &in.Sections); err != nil {
 		return in, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, path, err)
 	}
+	if b, ok := in.Sections[backend.SectionName]; ok {
+		in.Backend = b
+		delete(in.Sections, backend.SectionName)
+		if _, err := backend.Resolve(b, nil); err != nil {
+			return in, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, path, err)
+		}
+	}
 	for name := range in.Sections {
 		if _, ok := reg.Lookup(name); !ok {
-			return in, fmt.Errorf("%w: %s: %s: not a scenario (known: %s)", errclass.ErrUsage, path, name, strings.Join(reg.Names(), ", "))
+			return in, fmt.Errorf("%w: %s: %s: not a scenario nor %q (known: %s)", errclass.ErrUsage, path, name, backend.SectionName, strings.Join(reg.Names(), ", "))
 		}
 	}
 	return in, nil
@@ -130,12 +147,23 @@ type Planned struct {
 	Scenario  scenario.Scenario
 	Plan      scenario.Plan
 	Overrides map[string]string
+	// Backend is the backend it runs on.
+	Backend backend.Spec
 }
 
 // PlanAll decodes each chosen scenario's section with the overrides that
-// apply to it. A flag that applies to none of them is an error. files reads
-// the further files a plan names (scenario.FilePlanner).
+// apply to it, on the backend the input's backend section and the backend
+// flags choose. A flag that applies to none of them is an error, and so
+// is a scenario that cannot run on the chosen backend. The backend flags
+// are recorded with every scenario's overrides, since its settings say
+// which backend it ran on. files reads the further files a plan names
+// (scenario.FilePlanner).
 func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files) ([]Planned, error) {
+	bflags, overrides := backend.Split(overrides)
+	spec, err := backend.Resolve(in.Backend, bflags)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
+	}
 	used := map[string]bool{}
 	var out []Planned
 	for _, s := range chosen {
@@ -146,14 +174,17 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, 
 				used[f.Name] = true
 			}
 		}
-		p, err := planOne(s, in, ov, files)
+		p, err := planOne(s, spec, in, ov, files)
 		if err != nil {
-			return nil, planError(s, in, ov, files, err)
+			return nil, planError(s, spec, in, ov, files, err)
+		}
+		for k, v := range bflags {
+			ov[k] = v
 		}
 		if len(ov) == 0 {
 			ov = nil
 		}
-		out = append(out, Planned{Scenario: s, Plan: p, Overrides: ov})
+		out = append(out, Planned{Scenario: s, Plan: p, Overrides: ov, Backend: spec})
 	}
 	var stray []string
 	for name := range overrides {
@@ -176,7 +207,10 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, 
 // well, the flags are at fault, and the error (which names the flag) is
 // not led by the input file's name; otherwise the file is named.
 // planOne plans one scenario, with its files when it reads any.
-func planOne(s scenario.Scenario, in Input, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+func planOne(s scenario.Scenario, spec backend.Spec, in Input, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	if !spec.IsSQLite() {
+		return scenario.PlanOn(s, spec, in.Sections[s.Name()], ov)
+	}
 	if fp, ok := s.(scenario.FilePlanner); ok {
 		return fp.PlanFiles(in.Sections[s.Name()], ov, files)
 	}
@@ -185,9 +219,9 @@ func planOne(s scenario.Scenario, in Input, ov map[string]string, files scenario
 
 // planError names the flag when the section alone plans, else the input
 // file.
-func planError(s scenario.Scenario, in Input, ov map[string]string, files scenario.Files, err error) error {
+func planError(s scenario.Scenario, spec backend.Spec, in Input, ov map[string]string, files scenario.Files, err error) error {
 	if len(ov) > 0 {
-		if _, alone := planOne(s, in, nil, files); alone == nil {
+		if _, alone := planOne(s, spec, in, nil, files); alone == nil {
 			return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
 		}
 	}
@@ -219,7 +253,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := runInto(ctx, opts, plans, in, files, out, part)
+	res, err := startAndRun(ctx, opts, plans, in, files, out, part)
 	if err == nil {
 		err = out.Commit()
 	}
@@ -257,7 +291,33 @@ func shardOf(chosen []scenario.Scenario, overrides map[string]string) (*shard.Pa
 	return part, nil
 }
 
-func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output, part *shard.Part) (*results.Results, error) {
+// startAndRun starts the run's backend, runs into out, and stops the
+// backend again whatever happened, before the folder is committed: a run
+// whose server could not be stopped and removed has failed.
+func startAndRun(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output, part *shard.Part) (*results.Results, error) {
+	spec := backend.SQLite
+	if len(plans) > 0 {
+		spec = plans[0].Backend
+	}
+	bo := opts.Backend
+	if bo.TempDir == "" {
+		bo.TempDir = opts.TempDir
+	}
+	srv, err := backend.Start(ctx, spec, bo)
+	if err != nil {
+		return nil, err
+	}
+	if srv != nil && opts.OnBackend != nil {
+		opts.OnBackend(srv.Info())
+	}
+	res, err := runInto(ctx, opts, plans, in, files, out, srv, part)
+	if cerr := srv.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("%w: stop the run's PostgreSQL server: %w", errclass.ErrHarness, cerr)
+	}
+	return res, err
+}
+
+func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files *DiskFiles, out *results.Output, srv *backend.Server, part *shard.Part) (*results.Results, error) {
 	code, err := results.CodeHashes(opts.Executable, opts.Workdir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
@@ -283,7 +343,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 	}
 	env := scenario.Env{
 		Runner:   &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess},
-		Recorder: rec, TempDir: opts.TempDir,
+		Recorder: rec, TempDir: opts.TempDir, Backend: srv,
 	}
 	for _, p := range plans {
 		if opts.OnScenario != nil {
@@ -312,7 +372,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 	res := &results.Results{
 		Format: results.FormatVersion,
 		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
-		Environment: results.HostEnvironment(),
+		Environment: environment(srv),
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
 		Code:        code, Attachments: attachments, Shard: part, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
@@ -329,6 +389,16 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 		return nil, err
 	}
 	return res, nil
+}
+
+// environment describes the machine and, on PostgreSQL, the server's
+// version as the parent read it back.
+func environment(srv *backend.Server) results.Environment {
+	env := results.HostEnvironment()
+	if srv != nil {
+		env.PostgresVersion = srv.Info().ServerVersion
+	}
+	return env
 }
 
 // DiskFiles reads the files plans name from disk, relative to the working

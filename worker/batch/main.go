@@ -58,6 +58,10 @@ func RunMain(call *protocol.Call) int {
 	out, runErr := Run(ctx, cfg, items)
 	res.MS = float64(time.Since(start).Nanoseconds()) / 1e6
 	res.Outcome = out
+	if runErr == nil {
+		// Only a run that succeeded is ACKed with its file open.
+		call.AckOpen(res)
+	}
 	if cfg.Journal != nil {
 		if err := cfg.Journal.Close(); err != nil && runErr == nil {
 			runErr = err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"idemlab/worker/store"
 )
 
 // Each claim worker's arguments are a struct with one Argv, which the
@@ -27,6 +29,10 @@ type PoolArgs struct {
 	// old schema; both "" for the article's run.
 	ClaimSQL    string
 	FallbackSQL string
+	// Backend is empty for SQLite, which keeps the command line as it was
+	// before there was a choice; a request's DB is then a connection
+	// string.
+	Backend string
 }
 
 // Argv is the member's command line after the worker name. The user's
@@ -44,7 +50,27 @@ func (a PoolArgs) Argv() []string {
 	if a.FallbackSQL != "" {
 		argv = append(argv, "-fallback-sql", a.FallbackSQL)
 	}
-	return argv
+	return withBackend(argv, a.Backend)
+}
+
+// withBackend appends -backend unless it is SQLite's, the default.
+func withBackend(argv []string, backend string) []string {
+	if backend == "" {
+		return argv
+	}
+	return append(argv, "-backend", backend)
+}
+
+// bindBackend declares -backend on fs; check normalises SQLite to "".
+func bindBackend(fs *flag.FlagSet, into *string) (check func() error) {
+	fs.StringVar(into, "backend", "", "sqlite (default) or postgres")
+	return func() error {
+		b, err := store.ParseBackend(*into)
+		if b == store.BackendSQLite {
+			*into = ""
+		}
+		return err
+	}
 }
 
 // ParsePoolArgs reads the command line PoolArgs.Argv renders.
@@ -61,7 +87,11 @@ func ParsePoolArgs(argv []string) (PoolArgs, error) {
 	fs.Int64Var(&a.BusyTimeoutMS, "busy-timeout-ms", 0, "SQLite busy timeout in milliseconds")
 	fs.StringVar(&a.ClaimSQL, "claim-sql", "", "the user's claim statement, run by requests of variant user")
 	fs.StringVar(&a.FallbackSQL, "fallback-sql", "", "the statement the user's claim falls back to on the old schema")
+	backend := bindBackend(fs, &a.Backend)
 	if err := fs.Parse(argv); err != nil {
+		return a, err
+	}
+	if err := backend(); err != nil {
 		return a, err
 	}
 	if a.Label == "" || a.Fingerprint == "" || a.TTLMS <= 0 || a.BusyTimeoutMS < 0 {
@@ -99,14 +129,16 @@ type ClaimerArgs struct {
 	BusyTimeoutMS int64
 	ReadyFD       int
 	Event         Event
+	// Backend is empty for SQLite; DB is then a connection string.
+	Backend string
 }
 
 func (a ClaimerArgs) argv() []string {
-	return []string{
+	return withBackend([]string{
 		"-db", a.DB, "-variant", string(a.Variant), "-ttl-ms", fmt.Sprint(a.TTLMS), "-busy-timeout-ms", fmt.Sprint(a.BusyTimeoutMS),
 		"-ready-fd", strconv.Itoa(a.ReadyFD), "-fingerprint", a.Event.Fingerprint, "-source", a.Event.Source,
 		"-level", a.Event.Level, "-message", a.Event.Message, "-event-time-ms", fmt.Sprint(a.Event.Time),
-	}
+	}, a.Backend)
 }
 
 // bind declares the flags on fs and returns the check to run after
@@ -122,7 +154,11 @@ func (a *ClaimerArgs) bind(fs *flag.FlagSet) func() error {
 	fs.StringVar(&a.Event.Level, "level", "", "event level")
 	fs.StringVar(&a.Event.Message, "message", "", "event message")
 	fs.Int64Var(&a.Event.Time, "event-time-ms", 0, "the caller's event timestamp, Unix milliseconds")
+	backend := bindBackend(fs, &a.Backend)
 	return func() error {
+		if err := backend(); err != nil {
+			return err
+		}
 		v, err := ParseVariant(*variant)
 		if err != nil {
 			return err

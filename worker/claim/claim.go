@@ -13,9 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Variant names one way of claiming. The two real claims come first; the
@@ -106,10 +105,10 @@ var schemas = map[SchemaVersion]string{
   source         TEXT NOT NULL,
   level          TEXT NOT NULL,
   message        TEXT NOT NULL,
-  first_seen     INTEGER NOT NULL,
-  last_seen      INTEGER NOT NULL,
-  count          INTEGER NOT NULL,
-  claimed_at     INTEGER,
+  first_seen     BIGINT NOT NULL,
+  last_seen      BIGINT NOT NULL,
+  count          BIGINT NOT NULL,
+  claimed_at     BIGINT,
   classification TEXT,
   external_id    TEXT
 )`,
@@ -118,9 +117,9 @@ var schemas = map[SchemaVersion]string{
   source         TEXT NOT NULL,
   level          TEXT NOT NULL,
   message        TEXT NOT NULL,
-  first_seen     INTEGER NOT NULL,
-  last_seen      INTEGER NOT NULL,
-  count          INTEGER NOT NULL,
+  first_seen     BIGINT NOT NULL,
+  last_seen      BIGINT NOT NULL,
+  count          BIGINT NOT NULL,
   classification TEXT,
   external_id    TEXT
 )`,
@@ -150,17 +149,39 @@ type Outcome struct {
 	// BusyRetries counts statements that returned SQLITE_BUSY after the
 	// busy timeout and were run again.
 	BusyRetries int `json:"busy_retries"`
+	// SerializationRetries and DeadlockRetries count PostgreSQL's 40001
+	// and 40P01, after which the statement, its own transaction, was run
+	// again.
+	SerializationRetries int `json:"serialization_retries,omitempty"`
+	DeadlockRetries      int `json:"deadlock_retries,omitempty"`
 }
+
+// count adds one retry of class c.
+func (o *Outcome) count(c store.Class) {
+	switch c {
+	case store.ClassBusy:
+		o.BusyRetries++
+	case store.ClassSerialization:
+		o.SerializationRetries++
+	case store.ClassDeadlock:
+		o.DeadlockRetries++
+	}
+}
+
+// retries is every retry the claim made.
+func (o Outcome) retries() int { return o.BusyRetries + o.SerializationRetries + o.DeadlockRetries }
 
 // Errors a claim can return.
 var (
 	// ErrUnknownVariant is a variant name that is not defined.
 	ErrUnknownVariant = errors.New("unknown claim variant")
-	// ErrTooBusy means SQLITE_BUSY persisted through every retry.
+	// ErrTooBusy means SQLITE_BUSY, or a serialization failure or a
+	// deadlock, persisted through every retry.
 	ErrTooBusy = errors.New("database stayed busy")
 )
 
-// MaxBusyRetries bounds the retries of one statement after SQLITE_BUSY.
+// MaxBusyRetries bounds the retries of one statement after SQLITE_BUSY,
+// 40001 or 40P01.
 const MaxBusyRetries = 50
 
 // ParseVariant checks a variant name.
@@ -190,14 +211,23 @@ func Options(path string, busyTimeout time.Duration) sqlitedb.Options {
 
 // CreateSchema creates event_claims in the given layout.
 func CreateSchema(ctx context.Context, db *sql.DB, v SchemaVersion) error {
-	ddl, ok := schemas[v]
-	if !ok {
-		return fmt.Errorf("create schema: unknown schema version %q", v)
+	ddl, err := DDL(v)
+	if err != nil {
+		return err
 	}
 	if _, err := db.ExecContext(ctx, ddl); err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
 	return nil
+}
+
+// DDL is the statement that creates event_claims in layout v.
+func DDL(v SchemaVersion) (string, error) {
+	ddl, ok := schemas[v]
+	if !ok {
+		return "", fmt.Errorf("create schema: unknown schema version %q", v)
+	}
+	return ddl, nil
 }
 
 const legacySQL = `INSERT INTO event_claims
@@ -210,20 +240,24 @@ const upsertHead = `INSERT INTO event_claims
 VALUES (:fp, :source, :level, :message, :ts, :ts, 1, :now)
 ON CONFLICT(fingerprint) DO `
 
+// upsertSet and the WHERE clauses name the existing row's columns with
+// the table's name, which both SQLite and PostgreSQL read as that row;
+// PostgreSQL refuses a bare count or claimed_at there as ambiguous with
+// excluded's.
 const upsertSet = `UPDATE SET
   claimed_at = excluded.claimed_at,
   last_seen = excluded.last_seen,
-  count = count + 1`
+  count = event_claims.count + 1`
 
 // statements holds the SQL of every variant that runs the upsert. Each
 // mutant differs from TTL in exactly the place its name says.
 var statements = map[Variant]string{
-	TTL:                   upsertHead + upsertSet + "\nWHERE claimed_at IS NULL OR claimed_at < :cutoff",
+	TTL:                   upsertHead + upsertSet + "\nWHERE event_claims.claimed_at IS NULL OR event_claims.claimed_at < :cutoff",
 	MutantDoNothing:       upsertHead + "NOTHING",
 	MutantNoWhere:         upsertHead + upsertSet,
-	MutantNullExcluded:    upsertHead + upsertSet + "\nWHERE claimed_at IS NOT NULL AND claimed_at < :cutoff",
-	MutantBoundaryFlipped: upsertHead + upsertSet + "\nWHERE claimed_at IS NULL OR claimed_at <= :cutoff",
-	MutantCallerTime:      upsertHead + upsertSet + "\nWHERE claimed_at IS NULL OR claimed_at < :cutoff",
+	MutantNullExcluded:    upsertHead + upsertSet + "\nWHERE event_claims.claimed_at IS NOT NULL AND event_claims.claimed_at < :cutoff",
+	MutantBoundaryFlipped: upsertHead + upsertSet + "\nWHERE event_claims.claimed_at IS NULL OR event_claims.claimed_at <= :cutoff",
+	MutantCallerTime:      upsertHead + upsertSet + "\nWHERE event_claims.claimed_at IS NULL OR event_claims.claimed_at < :cutoff",
 }
 
 // SQL returns the statement a variant runs against the new schema.
@@ -238,12 +272,21 @@ func SQL(v Variant) (string, error) {
 	return s, nil
 }
 
-// Claim claims ev once with variant v. now is the worker's own clock in
+// Claim claims ev once with variant v on a SQLite handle; see ClaimOn.
+func Claim(ctx context.Context, db *sql.DB, v Variant, ev Event, now int64, ttl time.Duration) (Outcome, error) {
+	return ClaimOn(ctx, store.SQLiteDB(db), v, ev, now, ttl)
+}
+
+// ClaimOn claims ev once with variant v. now is the worker's own clock in
 // Unix milliseconds; tests pass it directly. The caller's ev.Time is only
 // stored, except by MutantCallerTime, whose bug is to use it. The statement
 // runs on its own, in autocommit: SQLite applies statements on one row one
-// after another, so among racing callers exactly one changes the row.
-func Claim(ctx context.Context, db *sql.DB, v Variant, ev Event, now int64, ttl time.Duration) (Outcome, error) {
+// after another, and PostgreSQL under READ COMMITTED makes a racer wait
+// for the row's lock and re-check WHERE against the winner's row, so
+// among racing callers exactly one changes the row. Under REPEATABLE READ
+// and SERIALIZABLE PostgreSQL refuses the losers with 40001 instead, and
+// the statement runs again, a bounded number of times.
+func ClaimOn(ctx context.Context, db store.Store, v Variant, ev Event, now int64, ttl time.Duration) (Outcome, error) {
 	out := Outcome{NowMS: now, Path: PathUpsert}
 	if v == MutantCallerTime {
 		now = ev.Time
@@ -264,17 +307,17 @@ func Claim(ctx context.Context, db *sql.DB, v Variant, ev Event, now int64, ttl 
 // claimed_at column, the fallback ("" for none). The migration has not
 // reached this database yet: deciding with the old claim keeps one
 // winner, where treating the error as a win would make every caller one.
-func claimWith(ctx context.Context, db *sql.DB, q, fallback string, ev Event, now int64, ttl time.Duration, out Outcome) (Outcome, error) {
+func claimWith(ctx context.Context, db store.Store, q, fallback string, ev Event, now int64, ttl time.Duration, out Outcome) (Outcome, error) {
 	res, err := exec(ctx, db, q, ev, now, ttl, out)
-	if err != nil && fallback != "" && missingClaimedAt(err) {
+	if err != nil && fallback != "" && missingClaimedAt(db.Dialect, err) {
 		res.Path = PathFallback
 		return exec(ctx, db, fallback, ev, now, ttl, res)
 	}
 	return res, err
 }
 
-func exec(ctx context.Context, db *sql.DB, q string, ev Event, now int64, ttl time.Duration, out Outcome) (Outcome, error) {
-	args := []any{
+func exec(ctx context.Context, db store.Store, q string, ev Event, now int64, ttl time.Duration, out Outcome) (Outcome, error) {
+	args := []sql.NamedArg{
 		sql.Named("fp", ev.Fingerprint), sql.Named("source", ev.Source), sql.Named("level", ev.Level),
 		sql.Named("message", ev.Message), sql.Named("ts", ev.Time),
 	}
@@ -284,13 +327,14 @@ func exec(ctx context.Context, db *sql.DB, q string, ev Event, now int64, ttl ti
 	if strings.Contains(q, ":cutoff") {
 		args = append(args, sql.Named("cutoff", now-ttl.Milliseconds()))
 	}
+	q, bound := db.Dialect.BindNamed(q, args)
 	for {
-		res, err := db.ExecContext(ctx, q, args...)
-		if sqlitedb.IsBusy(err) {
-			if out.BusyRetries >= MaxBusyRetries {
-				return out, fmt.Errorf("claim %s: %w after %d retries: %w", ev.Fingerprint, ErrTooBusy, out.BusyRetries, err)
+		res, err := db.DB.ExecContext(ctx, q, bound...)
+		if c := db.Dialect.Classify(err); c.Retryable() {
+			if out.retries() >= MaxBusyRetries {
+				return out, fmt.Errorf("claim %s: %w after %d retries: %w", ev.Fingerprint, ErrTooBusy, out.retries(), err)
 			}
-			out.BusyRetries++
+			out.count(c)
 			continue
 		}
 		if err != nil {
@@ -306,33 +350,35 @@ func exec(ctx context.Context, db *sql.DB, q string, ev Event, now int64, ttl ti
 	}
 }
 
-// missingClaimedAt reports whether err is SQLite refusing the upsert
-// because event_claims has no claimed_at column. Only that exact cause
-// falls back; any other error stays an error.
-func missingClaimedAt(err error) bool {
-	var se sqlite3.Error
-	if !errors.As(err, &se) || se.Code != sqlite3.ErrError {
-		return false
-	}
-	msg := se.Error()
-	return strings.Contains(msg, "claimed_at") &&
-		(strings.Contains(msg, "no such column") || strings.Contains(msg, "has no column named"))
+// missingClaimedAt reports whether err is the database refusing the
+// upsert because event_claims has no claimed_at column. Only that exact
+// cause falls back; any other error stays an error.
+func missingClaimedAt(d store.Dialect, err error) bool {
+	return d.Classify(err) == store.ClassUndefinedColumn && strings.Contains(err.Error(), "claimed_at")
 }
 
-// FollowUp is the winner's downstream processing: it writes the fields
-// that a re-claim must leave alone.
+// FollowUp is the winner's downstream processing on a SQLite handle; see
+// FollowUpOn.
 func FollowUp(ctx context.Context, db *sql.DB, fingerprint, classification, externalID string) (busyRetries int, err error) {
+	out, err := FollowUpOn(ctx, store.SQLiteDB(db), fingerprint, classification, externalID)
+	return out.BusyRetries, err
+}
+
+// FollowUpOn writes the fields that a re-claim must leave alone, and
+// returns the retries it made, counted as a claim's are.
+func FollowUpOn(ctx context.Context, db store.Store, fingerprint, classification, externalID string) (Outcome, error) {
+	var out Outcome
 	for {
 		_, err := db.ExecContext(ctx,
 			"UPDATE event_claims SET classification = ?, external_id = ? WHERE fingerprint = ?",
 			classification, externalID, fingerprint)
-		if sqlitedb.IsBusy(err) && busyRetries < MaxBusyRetries {
-			busyRetries++
+		if c := db.Dialect.Classify(err); c.Retryable() && out.retries() < MaxBusyRetries {
+			out.count(c)
 			continue
 		}
 		if err != nil {
-			return busyRetries, fmt.Errorf("write downstream fields of %s: %w", fingerprint, err)
+			return out, fmt.Errorf("write downstream fields of %s: %w", fingerprint, err)
 		}
-		return busyRetries, nil
+		return out, nil
 	}
 }

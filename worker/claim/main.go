@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // NoPin marks -now-ms as unset: the worker reads its own clock.
@@ -64,7 +64,12 @@ type RaceResult struct {
 	FollowedUp  bool              `json:"followed_up"`
 	ExternalID  string            `json:"external_id,omitempty"`
 	BusyRetries int               `json:"busy_retries"`
-	Settings    sqlitedb.Settings `json:"settings"`
+	Settings    sqlitedb.Settings `json:"settings,omitzero"`
+	// Postgres is what the session read back, on PostgreSQL, and the
+	// retries are PostgreSQL's, the claim's and the follow-up's.
+	Postgres             *store.PGSettings `json:"postgres,omitempty"`
+	SerializationRetries int               `json:"serialization_retries,omitempty"`
+	DeadlockRetries      int               `json:"deadlock_retries,omitempty"`
 }
 
 // ExternalIDFor is the external id a winner's follow-up writes: it names
@@ -93,20 +98,24 @@ func RaceMain(call *protocol.Call) int {
 	}
 	clock := Clock{OffsetMS: a.ClockOffsetMS, PinnedMS: a.NowMS}
 	ctx := context.Background()
-	db, settings, err := a.openBehindBarrier(ctx, call)
+	db, rb, err := a.openBehindBarrier(ctx, call)
 	if err != nil {
 		return call.Fail(err)
 	}
 	defer db.Close()
-	out, err := Claim(ctx, db, a.Variant, a.Event, clock.Now(), time.Duration(a.TTLMS)*time.Millisecond)
+	out, err := ClaimOn(ctx, db, a.Variant, a.Event, clock.Now(), time.Duration(a.TTLMS)*time.Millisecond)
 	if err != nil {
 		return call.Fail(err)
 	}
-	res := RaceResult{Label: a.Label, Variant: a.Variant, Outcome: out, CallerMS: a.Event.Time, BusyRetries: out.BusyRetries, Settings: settings}
+	res := RaceResult{Label: a.Label, Variant: a.Variant, Outcome: out, CallerMS: a.Event.Time, Postgres: rb.Postgres}
+	if rb.SQLite != nil {
+		res.Settings = *rb.SQLite
+	}
+	res.addRetries(out)
 	if out.Won && a.FollowUp {
 		res.ExternalID = ExternalIDFor(a.Label)
-		n, err := FollowUp(ctx, db, a.Event.Fingerprint, a.Classification, res.ExternalID)
-		res.BusyRetries += n
+		n, err := FollowUpOn(ctx, db, a.Event.Fingerprint, a.Classification, res.ExternalID)
+		res.addRetries(n)
 		if err != nil {
 			return call.Fail(err)
 		}
@@ -118,12 +127,22 @@ func RaceMain(call *protocol.Call) int {
 	return call.Finish(res, protocol.ExitACK)
 }
 
+// addRetries adds a statement's retries to the result's.
+func (r *RaceResult) addRetries(o Outcome) {
+	r.BusyRetries += o.BusyRetries
+	r.SerializationRetries += o.SerializationRetries
+	r.DeadlockRetries += o.DeadlockRetries
+}
+
 // BenchResult is the report payload of "claim.bench".
 type BenchResult struct {
 	Claims      int     `json:"claims"`
 	Won         []int   `json:"won"`
 	BusyRetries int     `json:"busy_retries"`
 	ElapsedMS   float64 `json:"elapsed_ms"`
+	// SerializationRetries and DeadlockRetries are PostgreSQL's.
+	SerializationRetries int `json:"serialization_retries,omitempty"`
+	DeadlockRetries      int `json:"deadlock_retries,omitempty"`
 }
 
 // BenchFingerprint names the i-th fingerprint of a benchmark loop.
@@ -149,8 +168,10 @@ func BenchMain(call *protocol.Call) int {
 	for i := 0; i < a.Count; i++ {
 		ev := a.Event
 		ev.Fingerprint = BenchFingerprint(a.Event.Fingerprint, i)
-		out, err := Claim(ctx, db, a.Variant, ev, time.Now().UnixMilli(), ttl)
+		out, err := ClaimOn(ctx, db, a.Variant, ev, time.Now().UnixMilli(), ttl)
 		res.BusyRetries += out.BusyRetries
+		res.SerializationRetries += out.SerializationRetries
+		res.DeadlockRetries += out.DeadlockRetries
 		if err != nil {
 			return call.Fail(err)
 		}
@@ -168,21 +189,21 @@ func BenchMain(call *protocol.Call) int {
 // openBehindBarrier opens the file, then signals readiness and waits for
 // the parent's release, so that the open's cost is paid before the race
 // and every racer claims as close to the same instant as processes can.
-func (a ClaimerArgs) openBehindBarrier(ctx context.Context, call *protocol.Call) (*sql.DB, sqlitedb.Settings, error) {
+func (a ClaimerArgs) openBehindBarrier(ctx context.Context, call *protocol.Call) (store.Store, store.ReadBack, error) {
 	opts, err := sqlitedb.FromEnv(Options(a.DB, time.Duration(a.BusyTimeoutMS)*time.Millisecond))
 	if err != nil {
-		return nil, sqlitedb.Settings{}, err
+		return store.Store{}, store.ReadBack{}, err
 	}
-	db, settings, err := sqlitedb.Open(ctx, opts)
+	db, rb, err := store.Open(ctx, a.Backend, a.DB, opts)
 	if err != nil {
-		return nil, settings, err
+		return db, rb, err
 	}
 	b, closeReady := a.barrier(call)
 	err = b.Wait()
 	closeReady()
 	if err != nil {
 		db.Close()
-		return nil, settings, err
+		return store.Store{}, rb, err
 	}
-	return db, settings, nil
+	return db, rb, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Registry names of the claim workers, used by the worker registry and by
@@ -65,8 +66,10 @@ const (
 // what its own connection read back, when it was ready and released by
 // its own clock, and what its claim did.
 type Entry struct {
-	Request      Request           `json:"request"`
-	SQLite       sqlitedb.Settings `json:"sqlite"`
+	Request Request           `json:"request"`
+	SQLite  sqlitedb.Settings `json:"sqlite,omitzero"`
+	// Postgres is what the session read back, on PostgreSQL.
+	Postgres     *store.PGSettings `json:"postgres,omitempty"`
 	ReadyAtUS    int64             `json:"ready_at_us"`
 	ReleasedAtUS int64             `json:"released_at_us"`
 	Outcome      Outcome           `json:"outcome"`
@@ -76,6 +79,17 @@ type Entry struct {
 	// ClaimError is the error of a user's statement that failed when it
 	// ran (Outcome.Path is PathError).
 	ClaimError string `json:"claim_error,omitempty"`
+	// SerializationRetries and DeadlockRetries are PostgreSQL's, the
+	// claim's and the follow-up's together, as BusyRetries are.
+	SerializationRetries int `json:"serialization_retries,omitempty"`
+	DeadlockRetries      int `json:"deadlock_retries,omitempty"`
+}
+
+// addRetries adds a statement's retries to the entry's.
+func (e *Entry) addRetries(o Outcome) {
+	e.BusyRetries += o.BusyRetries
+	e.SerializationRetries += o.SerializationRetries
+	e.DeadlockRetries += o.DeadlockRetries
 }
 
 // PoolResult is the report payload of "claim.pool": the whole transcript.
@@ -115,6 +129,8 @@ func Serve(ctx context.Context, c PoolArgs, requests io.Reader, answers io.Write
 	sc := bufio.NewScanner(requests)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	one := make([]byte, 1)
+	var sessions store.Sessions
+	defer sessions.Close()
 	for sc.Scan() {
 		var req Request
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
@@ -122,7 +138,7 @@ func Serve(ctx context.Context, c PoolArgs, requests io.Reader, answers io.Write
 		if err := dec.Decode(&req); err != nil {
 			return res, fmt.Errorf("request %q: %w", sc.Text(), err)
 		}
-		e, err := serveOne(ctx, c, req, answers, func() error {
+		e, err := serveOne(ctx, c, &sessions, req, answers, func() error {
 			_, err := io.ReadFull(release, one)
 			return err
 		})
@@ -143,19 +159,29 @@ func Serve(ctx context.Context, c PoolArgs, requests io.Reader, answers io.Write
 
 // serveOne opens its own connection to the race's file before it says
 // ready, so the open's cost is paid before the release and the claims
-// start as close together as processes can.
-func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, wait func() error) (Entry, error) {
+// start as close together as processes can. On PostgreSQL the member's
+// session is kept from race to race (store.Sessions) and moved to the
+// race's schema.
+func serveOne(ctx context.Context, c PoolArgs, sessions *store.Sessions, req Request, answers io.Writer, wait func() error) (Entry, error) {
 	e := Entry{Request: req}
 	v, err := c.variant(req.Variant)
 	if err != nil {
 		return e, err
 	}
-	db, settings, err := sqlitedb.Open(ctx, Options(req.DB, time.Duration(c.BusyTimeoutMS)*time.Millisecond))
+	db, rb, release, err := sessions.Open(ctx, c.Backend, req.DB, Options(req.DB, time.Duration(c.BusyTimeoutMS)*time.Millisecond))
 	if err != nil {
 		return e, err
 	}
-	defer db.Close()
-	e.SQLite = settings
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
+	if rb.SQLite != nil {
+		e.SQLite = *rb.SQLite
+	}
+	e.Postgres = rb.Postgres
 	e.ReadyAtUS = time.Now().UnixMicro()
 	if err := answer(answers, Answer{Race: req.Race, State: StateReady}); err != nil {
 		return e, err
@@ -170,23 +196,25 @@ func serveOne(ctx context.Context, c PoolArgs, req Request, answers io.Writer, w
 	var out Outcome
 	if v == User {
 		// The user's statement failing is its result, not the member's.
-		if out, err = ClaimUser(ctx, db, c.statements(), ev, clock.Now(), ttl); err != nil {
+		if out, err = ClaimUserOn(ctx, db, c.statements(), ev, clock.Now(), ttl); err != nil {
 			e.ClaimError = err.Error()
 		}
-	} else if out, err = Claim(ctx, db, v, ev, clock.Now(), ttl); err != nil {
+	} else if out, err = ClaimOn(ctx, db, v, ev, clock.Now(), ttl); err != nil {
 		return e, err
 	}
-	e.Outcome, e.BusyRetries = out, out.BusyRetries
+	e.Outcome = out
+	e.addRetries(out)
 	if out.Won && req.FollowUp {
 		e.ExternalID = ExternalIDFor(req.Label)
-		n, err := FollowUp(ctx, db, c.Fingerprint, c.Classification, e.ExternalID)
-		e.BusyRetries += n
+		n, err := FollowUpOn(ctx, db, c.Fingerprint, c.Classification, e.ExternalID)
+		e.addRetries(n)
 		if err != nil {
 			return e, err
 		}
 		e.FollowedUp = true
 	}
-	if err := db.Close(); err != nil {
+	released = true
+	if err := release(); err != nil {
 		return e, fmt.Errorf("close database: %w", err)
 	}
 	return e, nil

@@ -55,22 +55,51 @@ func scanRow(scan func(...any) error, hasClaimedAt bool) (Row, error) {
 }
 
 // ReadRow reads the row of fingerprint; ok is false when there is none. It
-// works on both layouts and says which one it found.
+// works on both layouts and says which one it found, from the columns of
+// one SELECT *, so a read after each race costs two round trips (is there
+// a table, then its row), not four.
 func ReadRow(ctx context.Context, st store.Store, fingerprint string) (row Row, ok bool, err error) {
-	has, err := HasClaimedAt(ctx, st)
-	if err != nil {
+	if has, err := st.HasTable(ctx, TableClaims); err != nil || !has {
 		return row, false, err
 	}
-	row.HasClaimedAt = has
-	_, err = st.ReadTable(ctx, TableClaims, selectRows(has)+" WHERE fingerprint = ?", func(scan func(...any) error) error {
-		r, err := scanRow(scan, has)
-		row, ok = r, err == nil
-		return err
-	}, fingerprint)
+	rs, err := st.QueryContext(ctx, "SELECT * FROM event_claims WHERE fingerprint = ?", fingerprint)
 	if err != nil {
-		return Row{HasClaimedAt: has}, false, fmt.Errorf("read claim row: %w", err)
+		return row, false, fmt.Errorf("read claim row: %w", err)
 	}
-	return row, ok, nil
+	defer rs.Close()
+	cols, err := rs.Columns()
+	if err != nil {
+		return row, false, fmt.Errorf("read claim row: %w", err)
+	}
+	switch strings.Join(cols, ",") {
+	case layoutColumns(true):
+		row.HasClaimedAt = true
+	case layoutColumns(false):
+	default:
+		return row, false, fmt.Errorf("read claim row: event_claims has columns %v, which is neither layout", cols)
+	}
+	if rs.Next() {
+		var claimedAt *int64
+		dest := []any{&row.Fingerprint, &row.Source, &row.Level, &row.Message, &row.FirstSeen, &row.LastSeen, &row.Count, &claimedAt, &row.Classification, &row.ExternalID}
+		if !row.HasClaimedAt {
+			dest = append(dest[:7], dest[8:]...)
+		}
+		if err := rs.Scan(dest...); err != nil {
+			return Row{HasClaimedAt: row.HasClaimedAt}, false, fmt.Errorf("read claim row: %w", err)
+		}
+		row.ClaimedAt, ok = claimedAt, true
+	}
+	return row, ok, rs.Err()
+}
+
+// layoutColumns lists event_claims' columns in order, as the two schemas
+// create them.
+func layoutColumns(hasClaimedAt bool) string {
+	cols := "fingerprint,source,level,message,first_seen,last_seen,count"
+	if hasClaimedAt {
+		cols += ",claimed_at"
+	}
+	return cols + ",classification,external_id"
 }
 
 // Rows are the rows of event_claims in fingerprint order; nil when the
@@ -100,12 +129,12 @@ func ReadClaims(ctx context.Context, st store.Store) (Rows, error) {
 // HasClaimedAt reports whether event_claims has the claimed_at column.
 func HasClaimedAt(ctx context.Context, st store.Store) (bool, error) {
 	found := false
-	_, err := st.ReadTable(ctx, TableClaims, "SELECT name FROM pragma_table_info('event_claims')", func(scan func(...any) error) error {
+	_, err := st.ReadTable(ctx, TableClaims, st.Dialect.ColumnsQuery(), func(scan func(...any) error) error {
 		var name string
 		err := scan(&name)
 		found = found || name == "claimed_at"
 		return err
-	})
+	}, TableClaims)
 	if err != nil {
 		return false, fmt.Errorf("read table info: %w", err)
 	}

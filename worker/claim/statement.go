@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-sqlite3"
+
+	"idemlab/worker/store"
 )
 
 // A user's own claim statement runs where the TTL upsert runs, bound to
@@ -56,6 +58,11 @@ type Statements struct {
 // statement's result: the outcome says PathError, the error is returned
 // beside it, and the caller records it rather than stopping.
 func ClaimUser(ctx context.Context, db *sql.DB, u Statements, ev Event, now int64, ttl time.Duration) (Outcome, error) {
+	return ClaimUserOn(ctx, store.SQLiteDB(db), u, ev, now, ttl)
+}
+
+// ClaimUserOn is ClaimUser on a store.
+func ClaimUserOn(ctx context.Context, db store.Store, u Statements, ev Event, now int64, ttl time.Duration) (Outcome, error) {
 	out, err := claimWith(ctx, db, u.Claim, u.Fallback, ev, now, ttl, Outcome{NowMS: now, Path: PathUpsert})
 	if err != nil {
 		out.Path, out.Won, out.Changes = PathError, false, 0

@@ -119,6 +119,7 @@ func ClaimMain(call *protocol.Call) int {
 			call.Points.Hit(PointClaimFollowUp)
 		}
 	}
+	call.AckOpen(res)
 	if err := db.Close(); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}

@@ -15,6 +15,7 @@ import (
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // RacerName is the registry name of the racing worker.
@@ -38,11 +39,16 @@ const (
 type RaceResult struct {
 	Pattern    wr.Pattern        `json:"pattern"`
 	Outcome    wr.Outcome        `json:"outcome"`
-	Settings   sqlitedb.Settings `json:"settings"`
+	Settings   sqlitedb.Settings `json:"settings,omitzero"`
 	Attempts   int               `json:"attempts"`
 	BusyErrors int               `json:"busy_errors"`
 	Error      string            `json:"error,omitempty"`
 	ErrorClass string            `json:"error_class,omitempty"`
+	// Postgres is what the session read back on PostgreSQL, and
+	// SerializationErrors the attempts that met 40001 or 40P01, each of
+	// which was run again while attempts were left.
+	Postgres            *store.PGSettings `json:"postgres,omitempty"`
+	SerializationErrors int               `json:"serialization_errors,omitempty"`
 }
 
 // RaceArgs are the racer's arguments: the delivering worker's, the
@@ -79,7 +85,7 @@ func ParseRaceArgs(argv []string) (RaceArgs, error) {
 	return a, nil
 }
 
-// Classify names the kind of a delivery error.
+// Classify names the kind of a delivery error on SQLite.
 func Classify(err error) string {
 	if sqlitedb.IsBusy(err) {
 		return ClassBusy
@@ -89,6 +95,24 @@ func Classify(err error) string {
 		return ClassConstraint
 	}
 	return ClassOther
+}
+
+// ClassSerialization is PostgreSQL's 40001 or 40P01 on the last attempt.
+const ClassSerialization = "serialization"
+
+// classifyOn names the kind of a delivery error on the store's backend:
+// SQLite's classes as Classify gives them, and on PostgreSQL its unique
+// violation as a constraint failure and 40001 and 40P01 as serialization.
+func classifyOn(d store.Dialect, err error) string {
+	switch d.Classify(err) {
+	case store.ClassSerialization, store.ClassDeadlock:
+		return ClassSerialization
+	case store.ClassUnique:
+		return ClassConstraint
+	case store.ClassBusy:
+		return ClassBusy
+	}
+	return Classify(err)
 }
 
 // RaceMain is the registered worker "explore.race". It writes one byte on
@@ -101,29 +125,36 @@ func RaceMain(call *protocol.Call) int {
 	}
 	p, ev := a.Delivery.Pattern, a.Delivery.Event
 	ctx := context.Background()
-	db, settings, err := sqlitedb.Open(ctx, wr.Options(a.Delivery.DB))
+	db, rb, err := store.Open(ctx, a.Delivery.Backend, a.Delivery.DB, wr.Options(a.Delivery.DB))
 	if err != nil {
 		return call.Fail(err)
 	}
 	// The parent created the tables; this reads them, so the first
 	// statement after the release is the delivery's own.
-	if err := wr.EnsureSchema(ctx, db); err != nil {
+	if err := wr.EnsureSchema(ctx, db.DB); err != nil {
 		return call.Fail(err)
 	}
 	if err := protocol.AwaitRelease(a.ReadyFD, call.Stdin); err != nil {
 		return call.Fail(err)
 	}
-	res := RaceResult{Pattern: p, Settings: settings}
+	res := RaceResult{Pattern: p, Postgres: rb.Postgres}
+	if rb.SQLite != nil {
+		res.Settings = *rb.SQLite
+	}
 	for {
 		res.Attempts++
-		out, err := wr.Deliver(ctx, db, p, ev, call.Points)
+		out, err := wr.DeliverOn(ctx, db, p, ev, call.Points)
 		if err == nil {
 			res.Outcome = out
 			break
 		}
-		class := Classify(err)
-		if class == ClassBusy {
-			res.BusyErrors++
+		class := classifyOn(db.Dialect, err)
+		if class == ClassBusy || class == ClassSerialization {
+			if class == ClassBusy {
+				res.BusyErrors++
+			} else {
+				res.SerializationErrors++
+			}
 			if res.Attempts < a.MaxAttempts {
 				continue
 			}

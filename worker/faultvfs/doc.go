@@ -61,6 +61,41 @@
 //   - The -shm file is never durable: Recover removes it, as SQLite
 //     rebuilds it from the WAL.
 //
+// # Fault modes
+//
+// What a cut does to data written since a file's last sync is the fault
+// mode (Options). FaultDrop, the default, loses all of it, so its outcome
+// is a function of the ops alone and an oracle can predict it exactly.
+// FaultTorn follows SQLite's crash VFS (src/test6.c) and LazyFS's torn
+// writes: every range written since the last sync is cut into units (512
+// bytes, or a 4096-byte page) that never cross a unit boundary and never
+// cover a byte no write touched, and each unit is kept, dropped or garbled
+// with seeded bytes, independently (Decide), so a later write can survive
+// an earlier one. It keeps SQLITE_IOCAP_POWERSAFE_OVERWRITE, which the unix
+// VFS promises: bytes outside every write never change. It promises
+// nothing the unix VFS does not: no atomic sectors, no ordering of writes,
+// no safe appends. The torn mode applies to a file restored to the inode it
+// has now; a file whose name a cut removes or brings back on another inode
+// has no unsynced write that could land.
+//
+// # The audit trail
+//
+// Recover's Report carries the op log it replayed (names, inodes, ranges,
+// syncs, deletions and directory syncs, image slots by name only) and, in
+// the torn mode, the seed and every decision. Derive computes the plan and
+// the decisions from that log and the options alone, so whoever holds the
+// report can check that the files it lists are exactly those the log calls
+// for. ReadLog reads a folder's log without cutting anything.
+//
+// # Cuts inside a commit
+//
+// ArmSyncCut stops the process inside its N-th sync through the VFS, just
+// before the fsync or just after it is recorded, as test6.c crashes inside
+// a chosen xSync; protocol.EnvCutAtSync is how a parent asks for it. Before
+// the process stops, its unpublished write ranges are logged, so the torn
+// mode sees every write. A process killed at a crash point does the same
+// through PublishPending.
+//
 // Names map to inodes in the model (see Model), because a journal deleted
 // and created again is a new file under an old name, and the directory
 // entry that survives decides which one comes back.
@@ -83,8 +118,8 @@
 // protocol.EnvVFS=protocol.VFSFault; workers put sqlitedb.VFSFromEnv()
 // into sqlitedb.Options.VFS, and sqlitedb.Open registers the VFS on first
 // use. For a power cut the parent also sets protocol.EnvCrashKind to
-// protocol.CrashKindPower; once the worker has exited it calls Recover and
-// records the Report. Baseline and Recover use plain file I/O, which drops
+// protocol.CrashKindPower; once the worker has exited it calls Recover (or
+// RecoverWith, to choose the fault mode) and records the Report. Baseline and Recover use plain file I/O, which drops
 // any POSIX locks the calling process holds on those files, so the caller
 // must have no connection open to them.
 package faultvfs

@@ -74,12 +74,25 @@ static int fltTruncate(sqlite3_file *f, sqlite3_int64 size){
   }
   return RM(f)->xTruncate(REAL(f), size);
 }
+/* fltCutArmed is set when the process must stop at its N-th sync (see
+** ArmSyncCut); only then does every sync call into Go twice more, just
+** before the fsync and just after it is recorded. */
+static int fltCutArmed;
+
+void idemlab_flt_arm(int on){
+  __atomic_store_n(&fltCutArmed, on, __ATOMIC_RELEASE);
+}
+
 static int fltSync(sqlite3_file *f, int flags){
   FltFile *p = (FltFile*)f;
-  int rc = RM(f)->xSync(REAL(f), flags);
+  int armed = p->handle>0 && __atomic_load_n(&fltCutArmed, __ATOMIC_ACQUIRE);
+  int rc;
+  if( armed ) idemlabFltSyncPoint(p->handle, 0);
+  rc = RM(f)->xSync(REAL(f), flags);
   if( rc==SQLITE_OK && p->handle>0 && idemlabFltSync(p->handle)!=0 ){
     rc = SQLITE_IOERR_FSYNC;
   }
+  if( rc==SQLITE_OK && armed ) idemlabFltSyncPoint(p->handle, 1);
   return rc;
 }
 static int fltFileSize(sqlite3_file *f, sqlite3_int64 *pSize){

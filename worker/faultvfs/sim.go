@@ -59,6 +59,7 @@ func (s *Sim) Write(name string, off int, b []byte) error {
 	}
 	copy(d[off:], b)
 	s.data[ino] = d
+	s.mustApply(Op{Kind: OpWrite, Ino: ino, Spans: []Span{{int64(off), int64(off + len(b))}}})
 	return nil
 }
 
@@ -74,6 +75,7 @@ func (s *Sim) Truncate(name string, size int) error {
 	} else {
 		s.data[ino] = append(d, make([]byte, size-len(d))...)
 	}
+	s.mustApply(Op{Kind: OpWrite, Ino: ino, Spans: []Span{{int64(size), ToEnd}}})
 	return nil
 }
 
@@ -114,6 +116,25 @@ func (s *Sim) Files() map[string][]byte {
 // Cut returns the directory as it is after a power loss. The Sim is left
 // as it was, so one sequence can be cut at several points.
 func (s *Sim) Cut() map[string][]byte {
+	out, err := s.CutWith(Options{})
+	if err != nil {
+		panic(err) // the drop model cannot fail on a Sim's own ops
+	}
+	return out
+}
+
+// CutWith is Cut under a chosen fault mode, with the decisions it took.
+func (s *Sim) CutWith(o Options) (map[string][]byte, error) {
+	o, err := o.normalize()
+	if err != nil {
+		return nil, err
+	}
+	torn := map[string]TornFile{}
+	if o.Fault == FaultTorn {
+		for _, tf := range TornPlan(&s.m, o.Seed, o.Unit) {
+			torn[tf.Name] = tf
+		}
+	}
 	out := map[string][]byte{}
 	for _, a := range s.m.Plan() {
 		if a.Kind == ActRemove {
@@ -123,12 +144,26 @@ func (s *Sim) Cut() map[string][]byte {
 		if a.Image != "" {
 			b = slices.Clone(s.images[a.Image])
 		}
+		if tf, ok := torn[a.Name]; ok {
+			if b, err = Tear(b, s.data[a.Ino], tf, o.Seed, o.Unit); err != nil {
+				return nil, err
+			}
+		}
 		if b == nil {
 			b = []byte{}
 		}
 		out[a.Name] = b
 	}
-	return out
+	return out, nil
+}
+
+// Torn returns the torn decisions a cut with o would take now.
+func (s *Sim) Torn(o Options) []TornFile {
+	o, err := o.normalize()
+	if err != nil {
+		return nil
+	}
+	return TornPlan(&s.m, o.Seed, o.Unit)
 }
 
 // mustApply applies an op the Sim built itself, so an error is a bug here.

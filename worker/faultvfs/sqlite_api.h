@@ -91,5 +91,6 @@ int sqlite3_vfs_register(sqlite3_vfs *pVfs, int makeDflt);
 
 /* The wrapper's own functions, defined in faultvfs.c. */
 int idemlab_flt_register(const char *zName);
+void idemlab_flt_arm(int on);
 
 #endif

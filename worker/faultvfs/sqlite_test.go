@@ -46,6 +46,16 @@ func child() int {
 	if err := call.Points.SetKind(os.Getenv(protocol.EnvCrashKind)); err != nil {
 		return call.Usage(err)
 	}
+	cut, err := protocol.ParseSyncCut(os.Getenv(protocol.EnvCutAtSync))
+	if err != nil {
+		return call.Usage(err)
+	}
+	if cut.N > 0 {
+		call.Points.Arm(cut.Point())
+		if err := faultvfs.ArmSyncCut(cut.N, cut.After, call.Points.Crash); err != nil {
+			return call.Usage(err)
+		}
+	}
 	vfs, err := sqlitedb.VFSFromEnv()
 	if err != nil {
 		return call.Usage(err)
@@ -151,6 +161,12 @@ func rows(tb testing.TB, path, journal string) int {
 // transactions, when an idle connection holds none on the database.
 func cutCopy(tb testing.TB, path string) (string, faultvfs.Report) {
 	tb.Helper()
+	return cutCopyWith(tb, path, faultvfs.Options{})
+}
+
+// cutCopyWith is cutCopy under a chosen fault mode.
+func cutCopyWith(tb testing.TB, path string, o faultvfs.Options) (string, faultvfs.Report) {
+	tb.Helper()
 	src := filepath.Dir(path)
 	dst := tb.TempDir()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -170,15 +186,15 @@ func cutCopy(tb testing.TB, path string) (string, faultvfs.Report) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rep, err := faultvfs.Recover(dst)
+	rep, err := faultvfs.RecoverWith(dst, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return filepath.Join(dst, filepath.Base(path)), rep
 }
 
-// durabilityCases are the claims in DURABILITY.md, as rows left by a cut
-// after two committed transactions.
+// durabilityCases are the package doc's durability rules, as rows left by
+// a cut after two committed transactions.
 var durabilityCases = []struct {
 	name, journal, sync string
 	want                int

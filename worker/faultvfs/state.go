@@ -265,19 +265,14 @@ func (d *dirState) refresh() error {
 
 // applyLog applies every whole line of a log to m.
 func applyLog(m *Model, b []byte) error {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			return nil
-		}
-		var op Op
-		if err := json.Unmarshal(b[:i], &op); err != nil {
-			return fmt.Errorf("faultvfs: log line %q: %w", b[:i], err)
-		}
+	ops, err := parseLog(b)
+	if err != nil {
+		return fmt.Errorf("faultvfs: %w", err)
+	}
+	for _, op := range ops {
 		if err := m.Apply(op); err != nil {
 			return fmt.Errorf("faultvfs: %w", err)
 		}
-		b = b[i+1:]
 	}
 	return nil
 }
@@ -435,3 +430,9 @@ func (d *dirState) dbFile(path, ino string) (*os.File, error) {
 
 // isShm reports whether name is a WAL index, which the model never keeps.
 func isShm(name string) bool { return strings.HasSuffix(name, "-shm") }
+
+// PublishPending logs this process's unpublished write ranges now. A worker
+// about to stop at a crash point calls it, so that the log, and with it the
+// torn mode, knows every write the process made, even one a lock release
+// never published.
+func PublishPending() error { return publishAll() }

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -170,5 +172,40 @@ func TestArgsRoundTrip(t *testing.T) {
 	}
 	if _, err := ParseArgs([]string{"-file", "p"}); err == nil {
 		t.Error("missing -db accepted")
+	}
+}
+
+// TestStepErrorBeforeTheCrash: a delivery armed to crash at a point past a
+// step that fails (a racer whose insert of the processed record lost to
+// another racer's) ends as a failed step, exit 18, not as a worker that
+// never reached its crash point (exit 3), which the fold would report as
+// no outcome of a delivery.
+func TestStepErrorBeforeTheCrash(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		crashAt string
+		hits    int
+	}{{"at a point", "after-7-exec", 0}, {"after k hits", "", 14}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f, dbPath := loadPattern(t, dir)
+			f.Handler[4] = Step{Exec: "SELECT 1"}
+			f.Handler = append(f.Handler, Step{Exec: "INSERT INTO processed_events (event_id) VALUES (:event_id)"})
+			f.Invariants = slices.DeleteFunc(f.Invariants, func(iv Invariant) bool { return iv.Sends != nil })
+			b, err := json.Marshal(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, "p.json")
+			if err := os.WriteFile(file, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr strings.Builder
+			call := protocol.NewCall(WorkerName, Args{File: file, DB: dbPath, EventID: "ev-1", Delivery: 1}.Argv(), nil, &stdout, &stderr, tt.crashAt, func(int) { t.Fatal("crashed") })
+			call.Points.CrashAfterHits(tt.hits)
+			if code := Main(call); code != protocol.ExitStepFailed {
+				t.Errorf("exit %d, want %d (step failed)\nstdout %s\nstderr %s", code, protocol.ExitStepFailed, stdout.String(), stderr.String())
+			}
+		})
 	}
 }

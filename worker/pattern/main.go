@@ -131,14 +131,18 @@ func Main(call *protocol.Call) int {
 	d := Delivery{EventID: a.EventID, Number: a.Delivery, Worker: a.Worker, NowMS: time.Now().UnixMilli() + a.NowOffsetMS}
 	out := Run(ctx, conn, f, d, httpSender{base: a.Receiver}, call.Points)
 	res := Result{Outcome: out, Settings: settings}
+	// A stop or a failed step ends the handler on a shorter path than
+	// discovery's, so a crash chosen further along is rightly never
+	// reached: a racer whose insert lost to another's is a failed
+	// delivery, not a worker that disagrees with the parent on its points.
+	if out.Error != "" || out.StoppedAt > 0 {
+		call.Points.Disarm()
+	}
 	if out.Error != "" {
 		// Exit without closing, as a failed process would: whatever the
 		// step left open is rolled back by the next open.
 		fmt.Fprintf(call.Stderr, "worker %s: step %d: %s\n", call.Name, out.FailedStep, out.Error)
 		return call.Finish(res, protocol.ExitStepFailed)
-	}
-	if out.StoppedAt > 0 {
-		call.Points.Disarm()
 	}
 	if err := errors.Join(conn.Close(), db.Close()); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))

@@ -66,6 +66,16 @@ const (
 	// ExitCrash at its k-th Hit, whatever the point's name. A seeded k
 	// replays exactly, where a kill after a delay cannot.
 	EnvCrashAfterHits = "IDEMLAB_CRASH_AFTER_HITS"
+	// EnvCutAtSync, "N:before" or "N:after" (see SyncCut), makes the child
+	// stop inside its N-th sync through the fault VFS, just before or just
+	// after the fsync, and exit with ExitCrash at the point SyncCut.Point
+	// names. It needs EnvVFS=VFSFault.
+	EnvCutAtSync = "IDEMLAB_CUT_AT_SYNC"
+	// EnvAckOpen, set to "1", makes a worker that succeeded report it and
+	// exit 0 at once, with its database connection still open, as a
+	// long-running consumer that ACKs and goes on would be when the power
+	// fails: no close runs, so no close-time checkpoint either.
+	EnvAckOpen = "IDEMLAB_ACK_OPEN"
 )
 
 // Crash kinds for EnvCrashKind.
@@ -87,6 +97,43 @@ func ParseCrashAfterHits(s string) (int, error) {
 		return 0, fmt.Errorf("%s=%q: want a whole number from 1", EnvCrashAfterHits, s)
 	}
 	return k, nil
+}
+
+// SyncCut is a crash inside the N-th sync of a process: just before the
+// fsync, or just after it returned.
+type SyncCut struct {
+	N     int
+	After bool
+}
+
+// String is the EnvCutAtSync form, "N:before" or "N:after".
+func (c SyncCut) String() string {
+	if c.After {
+		return strconv.Itoa(c.N) + ":after"
+	}
+	return strconv.Itoa(c.N) + ":before"
+}
+
+// Point is the crash point a sync cut reports: "sync-N-before" or
+// "sync-N-after".
+func (c SyncCut) Point() string {
+	if c.After {
+		return "sync-" + strconv.Itoa(c.N) + "-after"
+	}
+	return "sync-" + strconv.Itoa(c.N) + "-before"
+}
+
+// ParseSyncCut reads EnvCutAtSync; "" means none (N 0).
+func ParseSyncCut(s string) (SyncCut, error) {
+	if s == "" {
+		return SyncCut{}, nil
+	}
+	n, when, ok := strings.Cut(s, ":")
+	k, err := strconv.Atoi(n)
+	if !ok || err != nil || k < 1 || when != "before" && when != "after" {
+		return SyncCut{}, fmt.Errorf("%s=%q: want N:before or N:after, N a whole number from 1", EnvCutAtSync, s)
+	}
+	return SyncCut{N: k, After: when == "after"}, nil
 }
 
 // Report is the single JSON line a child writes on stdout.
@@ -116,6 +163,8 @@ type Call struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Points *Points
+	// ackOpen is EnvAckOpen: AckOpen exits instead of returning.
+	ackOpen bool
 }
 
 // NewCall prepares a call whose crash point comes from crashAt. exit is the
@@ -137,6 +186,9 @@ func (c *Call) Finish(result any, code int) int {
 	if c.Points.crashAt != "" {
 		return c.Fail(fmt.Errorf("crash point %q was never reached (passed %v)", c.Points.crashAt, c.Points.passed))
 	}
+	if c.Points.armed != "" {
+		return c.Fail(fmt.Errorf("crash point %q was never reached (passed %v)", c.Points.armed, c.Points.passed))
+	}
 	if k := c.Points.crashAfter; k > 0 {
 		return c.Fail(fmt.Errorf("crash after %d hits was never reached (passed %d: %v)", k, len(c.Points.passed), c.Points.passed))
 	}
@@ -146,6 +198,24 @@ func (c *Call) Finish(result any, code int) int {
 	}
 	c.write(Report{Worker: c.Name, Points: c.Points.Passed(), Result: raw})
 	return code
+}
+
+// SetAckOpen makes AckOpen report and exit; the dispatcher sets it from
+// EnvAckOpen.
+func (c *Call) SetAckOpen(on bool) { c.ackOpen = on }
+
+// AckOpen is where a worker that succeeded stands just before it closes its
+// database. When the parent asked for an ACK with the connection open, it
+// reports result as Finish would and exits at once with that code, so
+// nothing is closed; otherwise it returns and the worker closes and calls
+// Finish as usual.
+func (c *Call) AckOpen(result any) {
+	if c.ackOpen {
+		if c.Points.onStop != nil {
+			c.Points.onStop()
+		}
+		c.Points.exit(c.Finish(result, ExitACK))
+	}
 }
 
 // Fail reports err and returns ExitWorkerError.
@@ -185,6 +255,11 @@ type Points struct {
 	passed     []string
 	exit       func(int)
 	call       *Call
+	// armed is a point something outside the worker's code crashes at
+	// through Crash, such as a sync cut; onStop runs before any crash and
+	// before an ACK with the connection open.
+	armed  string
+	onStop func()
 }
 
 // Hit marks that the worker reached the named point. If the parent chose
@@ -196,9 +271,36 @@ func (p *Points) Hit(name string) {
 	if name != p.crashAt && (p.crashAfter == 0 || len(p.passed) != p.crashAfter) {
 		return
 	}
+	p.crash(name)
+}
+
+// crash reports a crash at name and exits.
+func (p *Points) crash(name string) {
+	if p.onStop != nil {
+		p.onStop()
+	}
 	p.call.write(Report{Worker: p.call.Name, Points: p.Passed(), CrashedAt: name, CrashKind: p.kind})
 	p.exit(ExitCrash)
 }
+
+// Arm names a point that code outside the worker will crash at with Crash,
+// such as the fault VFS's sync cut. Until it fires, Finish treats it as a
+// chosen point never reached.
+func (p *Points) Arm(name string) { p.armed = name }
+
+// Crash passes the armed point and crashes there, as Hit does for a chosen
+// one.
+func (p *Points) Crash() {
+	name := p.armed
+	p.armed = ""
+	p.passed = append(p.passed, name)
+	p.crash(name)
+}
+
+// OnStop sets a function that runs whenever the process is about to stop
+// without its own cleanup, at a crash or an ACK with the connection open,
+// before the report.
+func (p *Points) OnStop(fn func()) { p.onStop = fn }
 
 // SetKind sets the crash kind the report echoes. Empty keeps reports as
 // they were before kinds existed; an unknown kind is an error, so a typo in

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+
+	"idemlab/worker/store"
 )
 
 // Args are the delivering worker's arguments: the file, the pattern and
@@ -11,14 +13,23 @@ import (
 // with ParseArgs, and the fold renders them again to check each recorded
 // command line, so the three agree by construction.
 type Args struct {
+	// DB is a SQLite file, or a PostgreSQL connection string when Backend
+	// is postgres.
 	DB      string
 	Pattern Pattern
 	Event   Event
+	// Backend is empty for SQLite, which keeps the command line as it was
+	// before there was a choice.
+	Backend string
 }
 
 // Argv is the command line after the worker name.
 func (a Args) Argv() []string {
-	return []string{"-db", a.DB, "-pattern", string(a.Pattern), "-event-id", a.Event.ID, "-job-key", a.Event.JobKey}
+	argv := []string{"-db", a.DB, "-pattern", string(a.Pattern), "-event-id", a.Event.ID, "-job-key", a.Event.JobKey}
+	if a.Backend != "" {
+		argv = append(argv, "-backend", a.Backend)
+	}
+	return argv
 }
 
 // Bind declares the arguments' flags on fs and returns the check to run
@@ -29,7 +40,15 @@ func (a *Args) Bind(fs *flag.FlagSet) (check func() error) {
 	pattern := fs.String("pattern", "", "separate-commit or single-transaction")
 	fs.StringVar(&a.Event.ID, "event-id", "", "event id")
 	fs.StringVar(&a.Event.JobKey, "job-key", "", "job key")
+	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
 	return func() error {
+		b, err := store.ParseBackend(a.Backend)
+		if err != nil {
+			return err
+		}
+		if b == store.BackendSQLite {
+			a.Backend = ""
+		}
 		p, err := ParsePattern(*pattern)
 		if err != nil {
 			return err

@@ -29,6 +29,23 @@ func TestArgsRoundTrip(t *testing.T) {
 	}
 }
 
+// TestArgsBackend: SQLite's command line is as it always was, PostgreSQL's
+// names the backend, and an explicit sqlite reads back as the default.
+func TestArgsBackend(t *testing.T) {
+	a := redelivery.Args{DB: "host=/x dbname=d", Pattern: redelivery.SeparateCommit, Event: event, Backend: "postgres"}
+	got, err := redelivery.ParseArgs(a.Argv())
+	if err != nil || got != a || !strings.HasSuffix(strings.Join(a.Argv(), " "), "-backend postgres") {
+		t.Errorf("postgres round trip: %+v, %v (argv %q)", got, err, a.Argv())
+	}
+	got, err = redelivery.ParseArgs(append(redelivery.Args{DB: "f", Pattern: redelivery.SeparateCommit, Event: event}.Argv(), "-backend", "sqlite"))
+	if err != nil || got.Backend != "" {
+		t.Errorf("-backend sqlite read back as %q, %v; want the default", got.Backend, err)
+	}
+	if _, err := redelivery.ParseArgs(append(a.Argv(), "-backend", "oracle")); err == nil || !strings.Contains(err.Error(), "unknown backend") {
+		t.Errorf("-backend oracle: %v", err)
+	}
+}
+
 func TestParseArgsRefuses(t *testing.T) {
 	tests := []struct {
 		argv []string

@@ -11,6 +11,7 @@ import (
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // WorkerName is the registry name of the delivering worker; the parent
@@ -62,11 +63,14 @@ type Outcome struct {
 	JobInserted bool `json:"job_inserted"`
 }
 
-// Result is the worker's report payload.
+// Result is the worker's report payload. Settings are what a SQLite
+// connection read back, Postgres what a PostgreSQL session did; the other
+// is left out.
 type Result struct {
 	Pattern  Pattern           `json:"pattern"`
 	Outcome  Outcome           `json:"outcome"`
-	Settings sqlitedb.Settings `json:"settings"`
+	Settings sqlitedb.Settings `json:"settings,omitzero"`
+	Postgres *store.PGSettings `json:"postgres,omitempty"`
 }
 
 // ErrUnknownPattern is returned for a pattern name that is not defined.
@@ -90,27 +94,34 @@ func EnsureSchema(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// Deliver handles ev once with pattern p. It calls pts.Hit at every crash
-// point; a chosen point ends the process there. Rollback is deliberately not
-// deferred: a crash must leave the database exactly as a dead process would.
+// Deliver handles ev once with pattern p on a SQLite handle. It calls
+// pts.Hit at every crash point; a chosen point ends the process there.
 func Deliver(ctx context.Context, db *sql.DB, p Pattern, ev Event, pts *protocol.Points) (Outcome, error) {
+	return DeliverOn(ctx, store.SQLiteDB(db), p, ev, pts)
+}
+
+// DeliverOn is Deliver on either backend: the statements that differ come
+// from the store's dialect. Rollback is deliberately not deferred: a crash
+// must leave the database exactly as a dead process would.
+func DeliverOn(ctx context.Context, st store.Store, p Pattern, ev Event, pts *protocol.Points) (Outcome, error) {
 	switch p {
 	case SeparateCommit:
-		return deliverSeparate(ctx, db, ev, pts)
+		return deliverSeparate(ctx, st, ev, pts)
 	case SingleTransaction:
-		return deliverSingle(ctx, db, ev, pts)
+		return deliverSingle(ctx, st, ev, pts)
 	}
 	return Outcome{}, fmt.Errorf("deliver: %w %q", ErrUnknownPattern, p)
 }
 
-func deliverSeparate(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Points) (Outcome, error) {
+func deliverSeparate(ctx context.Context, st store.Store, ev Event, pts *protocol.Points) (Outcome, error) {
+	db, q := st.DB, st.Dialect.Rebind
 	var out Outcome
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return out, fmt.Errorf("begin job transaction: %w", err)
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM processed_events WHERE event_id = ?", ev.ID).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, q("SELECT count(*) FROM processed_events WHERE event_id = ?"), ev.ID).Scan(&n); err != nil {
 		tx.Rollback()
 		return out, fmt.Errorf("check processed event: %w", err)
 	}
@@ -118,7 +129,7 @@ func deliverSeparate(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Po
 		out.AlreadyProcessed = true
 		return out, tx.Rollback()
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", ev.ID, ev.JobKey); err != nil {
+	if _, err := tx.ExecContext(ctx, q("INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)"), ev.ID, ev.JobKey); err != nil {
 		tx.Rollback()
 		return out, fmt.Errorf("insert job: %w", err)
 	}
@@ -132,7 +143,7 @@ func deliverSeparate(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Po
 	if err != nil {
 		return out, fmt.Errorf("begin processed transaction: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO processed_events (event_id) VALUES (?)", ev.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, q("INSERT INTO processed_events (event_id) VALUES (?)"), ev.ID); err != nil {
 		tx.Rollback()
 		return out, fmt.Errorf("insert processed event: %w", err)
 	}
@@ -143,14 +154,15 @@ func deliverSeparate(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Po
 	return out, nil
 }
 
-func deliverSingle(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Points) (Outcome, error) {
+func deliverSingle(ctx context.Context, st store.Store, ev Event, pts *protocol.Points) (Outcome, error) {
+	db, q := st.DB, st.Dialect.Rebind
 	var out Outcome
-	// BEGIN IMMEDIATE: the DSN sets _txlock=immediate.
+	// On SQLite, BEGIN IMMEDIATE: the DSN sets _txlock=immediate.
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return out, fmt.Errorf("begin transaction: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO processed_events (event_id) VALUES (?)", ev.ID)
+	res, err := tx.ExecContext(ctx, q(st.Dialect.InsertIgnore("INTO processed_events (event_id) VALUES (?)")), ev.ID)
 	if err != nil {
 		tx.Rollback()
 		return out, fmt.Errorf("claim event: %w", err)
@@ -162,7 +174,7 @@ func deliverSingle(ctx context.Context, db *sql.DB, ev Event, pts *protocol.Poin
 	}
 	pts.Hit(PointAfterProcessedInsert)
 	if n == 1 {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)", ev.ID, ev.JobKey); err != nil {
+		if _, err := tx.ExecContext(ctx, q("INSERT INTO follow_up_jobs (event_id, job_key) VALUES (?, ?)"), ev.ID, ev.JobKey); err != nil {
 			tx.Rollback()
 			return out, fmt.Errorf("insert job: %w", err)
 		}
@@ -190,19 +202,24 @@ func Main(call *protocol.Call) int {
 	if err != nil {
 		return call.Usage(err)
 	}
-	db, settings, err := sqlitedb.Open(ctx, opts)
+	st, rb, err := store.Open(ctx, a.Backend, a.DB, opts)
 	if err != nil {
 		return call.Fail(err)
 	}
-	if err := EnsureSchema(ctx, db); err != nil {
+	if err := EnsureSchema(ctx, st.DB); err != nil {
 		return call.Fail(err)
 	}
-	out, err := Deliver(ctx, db, a.Pattern, a.Event, call.Points)
+	out, err := DeliverOn(ctx, st, a.Pattern, a.Event, call.Points)
 	if err != nil {
 		return call.Fail(err)
 	}
-	if err := db.Close(); err != nil {
+	res := Result{Pattern: a.Pattern, Outcome: out, Postgres: rb.Postgres}
+	if rb.SQLite != nil {
+		res.Settings = *rb.SQLite
+	}
+	call.AckOpen(res)
+	if err := st.Close(); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
-	return call.Finish(Result{Pattern: a.Pattern, Outcome: out, Settings: settings}, protocol.ExitACK)
+	return call.Finish(res, protocol.ExitACK)
 }

@@ -39,7 +39,7 @@ type State struct {
 // file reads it here.
 func ReadState(ctx context.Context, st store.Store) (State, error) {
 	var s State
-	jobs, err := st.ReadTable(ctx, TableJobs, "SELECT event_id, job_key FROM follow_up_jobs ORDER BY rowid", func(scan func(...any) error) error {
+	jobs, err := st.ReadTable(ctx, TableJobs, "SELECT event_id, job_key FROM follow_up_jobs ORDER BY "+st.Dialect.RowOrder(), func(scan func(...any) error) error {
 		var e Event
 		err := scan(&e.ID, &e.JobKey)
 		s.FollowUpJobs = append(s.FollowUpJobs, e)

@@ -9,23 +9,37 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"idemlab/worker/sqlitedb"
 )
 
-// Dialect holds what differs between the databases idemlab speaks to.
+// Dialect holds what differs between the databases idemlab speaks to. It
+// is the one place that knows: a worker or a reader asks its store's
+// dialect, never which backend it runs on.
 type Dialect interface {
 	// Name is the backend's name, as on the command line.
 	Name() string
 	// Rebind rewrites a query written with ? placeholders into the
 	// dialect's own.
 	Rebind(query string) string
+	// BindNamed rewrites a query written with :name parameters into one
+	// the driver takes, with the arguments in the order it wants them.
+	BindNamed(query string, args []sql.NamedArg) (string, []any)
 	// TableQuery counts the tables named by its one ? placeholder, so a
 	// reader can tell a table a killed worker never created from an
 	// empty one.
 	TableQuery() string
+	// ColumnsQuery lists the column names of the table named by its one ?
+	// placeholder, one row each.
+	ColumnsQuery() string
+	// InsertIgnore turns "INTO t (cols) VALUES (...)" into an insert that
+	// does nothing where it would break a unique constraint.
+	InsertIgnore(into string) string
+	// RowOrder is the column that orders a table without a key by
+	// insertion, for tables that are only ever inserted into.
+	RowOrder() string
+	// Classify says what kind of failure err is.
+	Classify(err error) Class
 }
 
 // Store is an open database and its dialect.
@@ -37,6 +51,11 @@ type Store struct {
 // QueryContext runs a query written with ? placeholders.
 func (s Store) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return s.DB.QueryContext(ctx, s.Dialect.Rebind(query), args...)
+}
+
+// ExecContext runs a statement written with ? placeholders.
+func (s Store) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.DB.ExecContext(ctx, s.Dialect.Rebind(query), args...)
 }
 
 // HasTable reports whether the database holds the table name.
@@ -74,43 +93,6 @@ func (s Store) ReadTable(ctx context.Context, table, query string, row func(scan
 
 // Close closes the database handle.
 func (s Store) Close() error { return s.DB.Close() }
-
-// SQLite is SQLite's dialect: ? placeholders as written.
-type SQLite struct{}
-
-func (SQLite) Name() string               { return "sqlite" }
-func (SQLite) Rebind(query string) string { return query }
-func (SQLite) TableQuery() string {
-	return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
-}
-
-// Numbered is a dialect with $1, $2, ... placeholders, as PostgreSQL's.
-type Numbered struct{ Backend string }
-
-func (n Numbered) Name() string { return n.Backend }
-
-// TableQuery asks the standard information schema.
-func (Numbered) TableQuery() string {
-	return "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"
-}
-
-// Rebind numbers each ? outside a quoted string.
-func (Numbered) Rebind(query string) string {
-	var b strings.Builder
-	n, quoted := 0, false
-	for _, r := range query {
-		switch {
-		case r == '\'':
-			quoted = !quoted
-		case r == '?' && !quoted:
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
 
 // SQLiteDB is an open SQLite handle as a Store, for a caller that holds
 // its connection for other work too.

@@ -10,13 +10,13 @@ import (
 	"idemlab/worker/sqlitedb"
 )
 
-func TestNumberedRebind(t *testing.T) {
+func TestPostgresRebind(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"SELECT 1", "SELECT 1"},
 		{"SELECT a FROM t WHERE b = ? AND c = ?", "SELECT a FROM t WHERE b = $1 AND c = $2"},
 		{"SELECT '?' , ?", "SELECT '?' , $1"},
 	} {
-		if got := (Numbered{Backend: "postgres"}).Rebind(tt.in); got != tt.want {
+		if got := (Postgres{}).Rebind(tt.in); got != tt.want {
 			t.Errorf("Rebind(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}

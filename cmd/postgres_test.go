@@ -1,0 +1,95 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"idemlab/experiments/all"
+	"idemlab/experiments/backend"
+	"idemlab/experiments/scenario"
+)
+
+// needPostgres skips a test, saying why, where the server's binaries are
+// not installed.
+func needPostgres(t *testing.T) {
+	t.Helper()
+	if _, err := backend.FindBinaries(); err != nil {
+		t.Skipf("PostgreSQL tests skipped: %v", err)
+	}
+}
+
+// TestPostgresLeavesNothing runs on a throwaway cluster three ways, a run
+// that passes, a run whose workers all fail (exit 5: a result, the run
+// fails its expectations), and a run interrupted while the server is up,
+// and after each finds no process of the server's group and no cluster
+// folder; the interrupted run writes no folder.
+func TestPostgresLeavesNothing(t *testing.T) {
+	needPostgres(t)
+	for _, tt := range []struct {
+		name      string
+		env       string
+		interrupt bool
+		code      int
+		stderr    string
+	}{
+		{name: "run", code: 0},
+		{name: "failure", env: "1", code: 1, stderr: "exited 5"},
+		{name: "interrupt", interrupt: true, code: 130, stderr: "interrupted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("CMDTEST_CHILD_EXIT5", tt.env)
+			}
+			dir := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var info *backend.Info
+			h := Hooks{OnBackend: func(i backend.Info) {
+				info = &i
+				if tt.interrupt {
+					cancel()
+				}
+			}}
+			var out, errb bytes.Buffer
+			code := execute(ctx, []string{"experiment", "--quiet", "--backend", "postgres", "--scenario", "redelivery", "--input", goodInput, "--out", filepath.Join(dir, "results")},
+				Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, h)
+			if code != tt.code || !strings.Contains(errb.String(), tt.stderr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tt.code, tt.stderr)
+			}
+			if info == nil || info.Cluster == nil {
+				t.Fatal("the run started no cluster")
+			}
+			if left := backend.ClusterProcesses(info.Cluster.Dir); len(left) > 0 {
+				t.Errorf("processes of the server (pid %d) survive the run: %v", info.Cluster.PID, left)
+			}
+			if _, err := os.Stat(info.Cluster.Dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the cluster's folder %s survives the run (%v)", info.Cluster.Dir, err)
+			}
+			if tt.interrupt {
+				assertOnly(t, dir)
+			}
+		})
+	}
+}
+
+// TestScenariosOnPostgres: redelivery and claim plan on PostgreSQL; every
+// other scenario refuses it, saying why in its own words.
+func TestScenariosOnPostgres(t *testing.T) {
+	spec := backend.Spec{Name: "postgres", Isolation: "read-committed", SynchronousCommit: "on"}
+	runs := map[string]bool{"redelivery": true, "claim": true}
+	for _, s := range all.Scenarios() {
+		_, err := scenario.PlanOn(s, spec, nil, nil)
+		refused := errors.Is(err, backend.ErrNotOnBackend)
+		if refused == runs[s.Name()] {
+			t.Errorf("%s on postgres: %v; want it to %s", s.Name(), err, map[bool]string{true: "plan", false: "refuse"}[runs[s.Name()]])
+		}
+		if refused && strings.Contains(err.Error(), "not been ported") {
+			t.Errorf("%s refuses without saying why: %v", s.Name(), err)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package durability
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"idemlab/worker/faultvfs"
+	"idemlab/worker/sqlitedb"
+)
+
+// heldReader is the parent's read connection of a PointACKReader trial.
+type heldReader struct {
+	t  *trial
+	db *sql.DB
+}
+
+// holdReader opens a read connection to the trial's file through the fault
+// VFS, as a second process of the service would, and reads through it: in
+// WAL mode an open connection that has read keeps a shared lock on the
+// database, so the worker's close cannot take the exclusive lock it needs
+// to checkpoint and delete the WAL. Through the VFS, the WAL file it
+// creates is logged like the worker's own.
+func (t *trial) holdReader() (*heldReader, error) {
+	o := DBOptions(t.c, t.db)
+	o.VFS = faultvfs.Name
+	db, _, err := sqlitedb.Open(t.ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if err := db.QueryRowContext(t.ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &heldReader{t: t, db: db}, nil
+}
+
+// release lets the reader go once the worker has exited, without its close
+// changing what the cut finds: the reader's close is now the last one, so
+// it would checkpoint and delete the WAL, which the power cut at that
+// instant never lets happen. The folder, the VFS's sidecar with it, is
+// copied first, the reader closed, and the copy put back.
+func (r *heldReader) release() error {
+	snap, err := os.MkdirTemp(r.t.env.TempDir, "idemlab-durability-held-")
+	if err != nil {
+		r.db.Close()
+		return err
+	}
+	defer os.RemoveAll(snap)
+	if err := copyTree(r.t.dir, snap); err != nil {
+		r.db.Close()
+		return fmt.Errorf("copy the folder: %w", err)
+	}
+	cerr := r.db.Close()
+	entries, err := os.ReadDir(r.t.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(r.t.dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return errors.Join(cerr, copyTree(snap, r.t.dir))
+}
+
+// copyTree copies every regular file and folder below src into dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		case d.Type().IsRegular():
+			return copyFile(p, filepath.Join(dst, rel))
+		}
+		return nil
+	})
+}
