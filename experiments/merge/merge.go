@@ -157,23 +157,13 @@ func copyFile(src, dst string) error {
 	return writeNew(dst, b)
 }
 
+// writeNew writes a new file of the merged folder, making its folder
+// (attachments/) first.
 func writeNew(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return results.WriteNew(path, b)
 }
 
 // list joins names for a message.

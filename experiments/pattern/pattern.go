@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	wp "idemlab/worker/pattern"
@@ -179,7 +180,7 @@ func readPattern(files scenario.Files, name string) (Pattern, error) {
 	if err != nil {
 		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
 	}
-	p := Pattern{Source: name, SHA256: sha256Hex(b), File: f, MaxDeliveries: f.MaxDeliveries, Power: f.Power}
+	p := Pattern{Source: name, SHA256: results.SHA256Hex(b), File: f, MaxDeliveries: f.MaxDeliveries, Power: f.Power}
 	if p.MaxDeliveries == 0 {
 		p.MaxDeliveries = wp.DefaultMaxDeliveries
 	}

@@ -10,6 +10,7 @@ import (
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/protocol"
@@ -22,7 +23,7 @@ func programFiles(files scenario.Files, dir string, argv []string) map[string]st
 	out := map[string]string{}
 	for _, a := range argv[1:] {
 		if b, err := files.ReadFile(filepath.Join(dir, a)); err == nil {
-			out[a] = sha256Hex(b)
+			out[a] = results.SHA256Hex(b)
 		}
 	}
 	if len(out) == 0 {

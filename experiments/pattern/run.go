@@ -2,8 +2,6 @@ package pattern
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,11 +26,6 @@ import (
 
 // checkCtx bounds the preparing of a pattern's statements at plan time.
 var checkCtx = context.Background()
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
 
 // Trial kinds.
 const (

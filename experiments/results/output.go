@@ -88,3 +88,21 @@ func (o *Output) Commit() error {
 func (o *Output) Abort() {
 	os.RemoveAll(o.Staging)
 }
+
+// WriteNew writes a file of a results folder that must not exist yet, and
+// syncs it, so a folder renamed into place holds every byte it names.
+func WriteNew(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -322,7 +322,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
-	if err := writeFile(filepath.Join(out.Staging, results.InputCopyFile), in.Bytes); err != nil {
+	if err := results.WriteNew(filepath.Join(out.Staging, results.InputCopyFile), in.Bytes); err != nil {
 		return nil, fmt.Errorf("%w: copy the input file: %w", errclass.ErrHarness, err)
 	}
 	attachments, err := files.attach(out.Staging)
@@ -444,28 +444,12 @@ func (d *DiskFiles) attach(staging string) ([]results.Attachment, error) {
 	var out []results.Attachment
 	for i, name := range d.names {
 		a := results.Attachment{Name: name, File: results.AttachmentFile(i, name), SHA256: results.SHA256Hex(d.read[name])}
-		if err := writeFile(filepath.Join(staging, filepath.FromSlash(a.File)), d.read[name]); err != nil {
+		if err := results.WriteNew(filepath.Join(staging, filepath.FromSlash(a.File)), d.read[name]); err != nil {
 			return nil, err
 		}
 		out = append(out, a)
 	}
 	return out, nil
-}
-
-func writeFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // failureItems is how many findings and differences a failure line shows

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -222,7 +223,7 @@ func knownKeys(path string, b []byte, known []string) error {
 	}
 	var bad []string
 	for k := range m {
-		if !contains(known, k) {
+		if !slices.Contains(known, k) {
 			bad = append(bad, k)
 		}
 	}
@@ -248,13 +249,4 @@ func typeError(err error) error {
 		return refuse(te.Field, "got JSON %s, want %s", te.Value, te.Type)
 	}
 	return refuse("(file)", "%v", err)
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"idemlab/worker/sqlitedb"
@@ -131,7 +132,7 @@ func (f File) validateSteps() error {
 			}
 		}
 		if s.As != "" {
-			if !nameRE.MatchString(s.As) || contains(bound, s.As) {
+			if !nameRE.MatchString(s.As) || slices.Contains(bound, s.As) {
 				return refuse(path+".as", "%q: want a new lower-case name, not one of %s", s.As, strings.Join(bound, ", "))
 			}
 			bound = append(bound, s.As)
@@ -188,7 +189,7 @@ func ParamNames(sqlText string) []string {
 	var out []string
 	for _, part := range unquoted(sqlText) {
 		for _, m := range paramRE.FindAllStringSubmatch(part, -1) {
-			if !contains(out, m[1]) {
+			if !slices.Contains(out, m[1]) {
 				out = append(out, m[1])
 			}
 		}
@@ -220,7 +221,7 @@ func unquoted(s string) []string {
 
 func knownParams(path, sqlText string, bound []string) error {
 	for _, p := range ParamNames(sqlText) {
-		if !contains(bound, p) {
+		if !slices.Contains(bound, p) {
 			return refuse(path, "parameter :%s does not exist here (known: :%s)", p, strings.Join(bound, ", :"))
 		}
 	}
@@ -243,7 +244,7 @@ func (iv Invariant) validate(path string, sendSteps []string) error {
 		if iv.Equals != nil || iv.AtMost != nil {
 			return refuse(path, "a sends invariant takes equals or at_most inside sends")
 		}
-		if sendSteps != nil && !contains(sendSteps, iv.Sends.Step) {
+		if sendSteps != nil && !slices.Contains(sendSteps, iv.Sends.Step) {
 			return refuse(path+".sends.step", "%q is not a step any send of the handler names (sent: %s)", iv.Sends.Step, strings.Join(sendSteps, ", "))
 		}
 		return bound(path+".sends", iv.Sends.Equals, iv.Sends.AtMost)
@@ -261,7 +262,7 @@ func bound(path string, equals, atMost *int64) error {
 func (f File) sendSteps() []string {
 	var out []string
 	for _, s := range f.Handler {
-		if s.Send != nil && !contains(out, s.Send.Step) {
+		if s.Send != nil && !slices.Contains(out, s.Send.Step) {
 			out = append(out, s.Send.Step)
 		}
 	}
@@ -271,7 +272,7 @@ func (f File) sendSteps() []string {
 // ParsePower reads a power setting such as "WAL/NORMAL".
 func ParsePower(s string) (journalMode, synchronous string, err error) {
 	j, sy, ok := strings.Cut(strings.ToUpper(strings.TrimSpace(s)), "/")
-	if !ok || !contains(sqlitedb.JournalModes, j) || !contains(sqlitedb.SyncLevels, sy) {
+	if !ok || !slices.Contains(sqlitedb.JournalModes, j) || !slices.Contains(sqlitedb.SyncLevels, sy) {
 		return "", "", fmt.Errorf("%q: want JOURNAL_MODE/SYNCHRONOUS with a journal mode of %s and a level of %s", s, strings.Join(sqlitedb.JournalModes, ", "), strings.Join(sqlitedb.SyncLevels, ", "))
 	}
 	return j, sy, nil
@@ -290,7 +291,7 @@ var Faults = []string{FaultPoints, FaultRandom, FaultConcurrent, FaultPower}
 
 func validUnsafe(k string) error {
 	class, narrow, hasNarrow := strings.Cut(k, ":")
-	if !contains(Faults, class) {
+	if !slices.Contains(Faults, class) {
 		return fmt.Errorf("%q: want a fault class (%s), optionally narrowed as \"power:DELETE/FULL\"", k, strings.Join(Faults, ", "))
 	}
 	if hasNarrow && class == FaultPower {
