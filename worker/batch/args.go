@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"idemlab/worker/store"
 )
 
 // Registry names of the two workers; the parent builds command lines with
@@ -43,6 +45,13 @@ type RunArgs struct {
 	// Verify asks the receiver about sends left unfinished before holding
 	// them; IdempotencyKey attaches job:item:step to every send.
 	Verify, IdempotencyKey bool
+	// Backend is empty for SQLite, which keeps the command line as it was
+	// before there was a choice; with postgres, DB is a connection string.
+	Backend string
+	// ReadyFD, when not 0, makes the run a racer: it opens the journal,
+	// says it is ready on this descriptor, and waits behind the parent's
+	// barrier before its first step.
+	ReadyFD int
 }
 
 // Argv renders the arguments after the worker name.
@@ -63,7 +72,26 @@ func (a RunArgs) Argv() []string {
 	if a.IdempotencyKey {
 		args = append(args, "-idempotency-key")
 	}
+	if a.Backend != "" {
+		args = append(args, "-backend", a.Backend)
+	}
+	if a.ReadyFD != 0 {
+		args = append(args, "-ready-fd", strconv.Itoa(a.ReadyFD))
+	}
 	return args
+}
+
+// parseBackend checks a -backend value and keeps SQLite's as empty, as
+// Argv leaves it out.
+func parseBackend(b *string) error {
+	name, err := store.ParseBackend(*b)
+	if err != nil {
+		return fmt.Errorf("-backend: %w", err)
+	}
+	if name == store.BackendSQLite {
+		*b = ""
+	}
+	return nil
 }
 
 // formatMS renders milliseconds in the fewest digits that parse back to
@@ -86,10 +114,17 @@ func ParseRunArgs(args []string) (RunArgs, error) {
 	fs.Float64Var(&a.TransformMS, "transform-ms", 0, "simulated latency of transform")
 	fs.BoolVar(&a.Verify, "verify", false, "verify unknown sends with the receiver")
 	fs.BoolVar(&a.IdempotencyKey, "idempotency-key", false, "attach job:item:step to every send")
+	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
+	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to say ready on before waiting for the release (racers)")
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}
+	if err := parseBackend(&a.Backend); err != nil {
+		return a, err
+	}
 	switch {
+	case a.ReadyFD != 0 && a.ReadyFD < 3:
+		return a, fmt.Errorf("-ready-fd %d: want 3 or more", a.ReadyFD)
 	case fs.NArg() > 0:
 		return a, fmt.Errorf("unexpected arguments %v", fs.Args())
 	case a.Mode != ModeJournal && a.Mode != ModeRerunAll:
@@ -120,6 +155,9 @@ type ResolveArgs struct {
 	// Receipt is the receiver's receipt; only a delivered send has one, so
 	// only then is it rendered.
 	Receipt string
+	// Backend is empty for SQLite; with postgres, DB is a connection
+	// string.
+	Backend string
 }
 
 // Argv renders the arguments after the worker name.
@@ -127,6 +165,9 @@ func (a ResolveArgs) Argv() []string {
 	args := []string{"-db", a.DB, "-job", a.Key.Job, "-item", a.Key.Item, "-step", a.Key.Step, "-delivered=" + strconv.FormatBool(a.Delivered)}
 	if a.Delivered {
 		args = append(args, "-receipt", a.Receipt)
+	}
+	if a.Backend != "" {
+		args = append(args, "-backend", a.Backend)
 	}
 	return args
 }
@@ -143,7 +184,11 @@ func ParseResolveArgs(args []string) (ResolveArgs, error) {
 	fs.StringVar(&a.Key.Step, "step", "", "step name")
 	fs.BoolVar(&a.Delivered, "delivered", false, "the receiver holds the delivery")
 	fs.StringVar(&a.Receipt, "receipt", "", "the receiver's receipt")
+	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
 	if err := fs.Parse(args); err != nil {
+		return a, err
+	}
+	if err := parseBackend(&a.Backend); err != nil {
 		return a, err
 	}
 	if fs.NArg() > 0 {

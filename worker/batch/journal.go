@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Status is a journal row's state.
@@ -25,12 +26,17 @@ const (
 )
 
 // Schema is the article's step_journal, column for column, with the same
-// primary key. It is stored WITHOUT ROWID: the primary key is then the
-// table's only b-tree, so each state change writes one b-tree page instead
-// of a table page and its index page, about a sixth of an executed step's
-// cost (62 to 52 µs in one benchmark run). Rows, keys and constraints are
-// the article's.
-const Schema = `
+// primary key, as SQLite stores it. It is stored WITHOUT ROWID: the
+// primary key is then the table's only b-tree, so each state change writes
+// one b-tree page instead of a table page and its index page, about a
+// sixth of an executed step's cost (62 to 52 µs in one benchmark run).
+// Rows, keys and constraints are the article's.
+var Schema = SchemaOn(store.SQLite{})
+
+// SchemaOn is the table in dialect d's words: the same columns, key and
+// constraint on every backend.
+func SchemaOn(d store.Dialect) string {
+	return `
 CREATE TABLE IF NOT EXISTS step_journal (
     job_id TEXT NOT NULL,
     item_id TEXT NOT NULL,
@@ -39,9 +45,10 @@ CREATE TABLE IF NOT EXISTS step_journal (
     payload_digest TEXT NOT NULL,
     receipt TEXT,
     error_type TEXT,
-    updated_at REAL NOT NULL,
+    updated_at ` + d.FloatType() + ` NOT NULL,
     PRIMARY KEY (job_id, item_id, step_name)
-) WITHOUT ROWID`
+)` + d.KeyedTable()
+}
 
 // The refusals of resolve, as the article states them.
 var (
@@ -91,44 +98,70 @@ func Options(path string) sqlitedb.Options {
 // since a statement prepared per step would cost more than the step's
 // commit.
 type Journal struct {
-	db       *sql.DB
+	st store.Store
+	// Settings are what a SQLite file read back, Postgres what a
+	// PostgreSQL session did; the other is zero.
 	Settings sqlitedb.Settings
+	Postgres *store.PGSettings
+	// Retries counts the marks run again after a serialization failure
+	// or a deadlock (PostgreSQL's 40001 and 40P01).
+	Retries  int
 	upsert   *sql.Stmt
 	itemRows *sql.Stmt
 	// now is the clock for updated_at; tests may replace it.
 	now func() time.Time
 }
 
-// OpenJournal opens path, creating the table when create is true. Without
-// create, a file lacking the table is refused with ErrNotJournal, so that
-// resolve never turns a mistyped path into a new empty journal.
+// MaxMarkAttempts bounds how often one mark is tried when a concurrent
+// transaction makes it fail with a serialization failure or a deadlock.
+const MaxMarkAttempts = 50
+
+// OpenJournal opens the SQLite file path, creating the table when create
+// is true. Without create, a file lacking the table is refused with
+// ErrNotJournal, so that resolve never turns a mistyped path into a new
+// empty journal.
 func OpenJournal(ctx context.Context, path string, create bool) (*Journal, error) {
-	opts, err := sqlitedb.FromEnv(Options(path))
+	return OpenJournalOn(ctx, store.BackendSQLite, path, create)
+}
+
+// OpenJournalOn is OpenJournal on either backend: target is a SQLite file
+// or a PostgreSQL connection string, and what differs in the statements
+// comes from the store's dialect.
+func OpenJournalOn(ctx context.Context, backend, target string, create bool) (*Journal, error) {
+	opts, err := sqlitedb.FromEnv(Options(target))
 	if err != nil {
 		return nil, err
 	}
-	db, settings, err := sqlitedb.Open(ctx, opts)
+	st, rb, err := store.Open(ctx, backend, target, opts)
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{db: db, Settings: settings, now: time.Now}
+	j := &Journal{st: st, Postgres: rb.Postgres, now: time.Now}
+	if rb.SQLite != nil {
+		j.Settings = *rb.SQLite
+	}
+	if err := j.prepare(ctx, target, create); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// prepare makes or finds the table and prepares the two statements every
+// step runs.
+func (j *Journal) prepare(ctx context.Context, target string, create bool) error {
+	db, q := j.st.DB, j.st.Dialect.Rebind
 	if create {
-		if _, err := db.ExecContext(ctx, Schema); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("create step_journal: %w", err)
+		if _, err := db.ExecContext(ctx, SchemaOn(j.st.Dialect)); err != nil {
+			return fmt.Errorf("create step_journal: %w", err)
 		}
-	} else {
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'step_journal'").Scan(&n); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("look for step_journal: %w", err)
-		}
-		if n == 0 {
-			db.Close()
-			return nil, fmt.Errorf("open journal %s: %w", path, ErrNotJournal)
-		}
+	} else if ok, err := j.st.HasTable(ctx, "step_journal"); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("open journal %s: %w", target, ErrNotJournal)
 	}
-	j.upsert, err = db.PrepareContext(ctx, `
+	var err error
+	j.upsert, err = db.PrepareContext(ctx, q(`
 INSERT INTO step_journal (job_id, item_id, step_name, status, payload_digest, receipt, error_type, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(job_id, item_id, step_name) DO UPDATE SET
@@ -136,25 +169,23 @@ ON CONFLICT(job_id, item_id, step_name) DO UPDATE SET
     payload_digest = excluded.payload_digest,
     receipt = excluded.receipt,
     error_type = excluded.error_type,
-    updated_at = excluded.updated_at`)
+    updated_at = excluded.updated_at`))
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("prepare mark: %w", err)
+		return fmt.Errorf("prepare mark: %w", err)
 	}
-	j.itemRows, err = db.PrepareContext(ctx, `
-SELECT step_name, status, payload_digest FROM step_journal WHERE job_id = ? AND item_id = ?`)
+	j.itemRows, err = db.PrepareContext(ctx, q(`
+SELECT step_name, status, payload_digest FROM step_journal WHERE job_id = ? AND item_id = ?`))
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("prepare item rows: %w", err)
+		return fmt.Errorf("prepare item rows: %w", err)
 	}
-	return j, nil
+	return nil
 }
 
 // Close closes the statements and the file.
 func (j *Journal) Close() error {
 	j.upsert.Close()
 	j.itemRows.Close()
-	if err := j.db.Close(); err != nil {
+	if err := j.st.Close(); err != nil {
 		return fmt.Errorf("close journal: %w", err)
 	}
 	return nil
@@ -169,13 +200,24 @@ func nullable(s string) any {
 
 // Mark writes one row's new state in its own transaction (an autocommit
 // statement), as the article does: each state change is durable on its own
-// before the next step begins.
+// before the next step begins. A mark that a concurrent run's transaction
+// made fail with a serialization failure or a deadlock is run again, at
+// most MaxMarkAttempts times: the upsert overwrites the row whole, so a
+// second try writes what the first would have. SQLite's busy file is not
+// retried here; its busy timeout waits instead.
 func (j *Journal) Mark(ctx context.Context, k Key, st Status, digest, receipt, errorType string) error {
-	ts := float64(j.now().UnixNano()) / 1e9
-	if _, err := j.upsert.ExecContext(ctx, k.Job, k.Item, k.Step, string(st), digest, nullable(receipt), nullable(errorType), ts); err != nil {
+	for attempt := 1; ; attempt++ {
+		ts := float64(j.now().UnixNano()) / 1e9
+		_, err := j.upsert.ExecContext(ctx, k.Job, k.Item, k.Step, string(st), digest, nullable(receipt), nullable(errorType), ts)
+		if err == nil {
+			return nil
+		}
+		if c := j.st.Dialect.Classify(err); (c == store.ClassSerialization || c == store.ClassDeadlock) && attempt < MaxMarkAttempts {
+			j.Retries++
+			continue
+		}
 		return fmt.Errorf("mark %s %s: %w", k, st, err)
 	}
-	return nil
 }
 
 // ItemState is what the resume rules need to know of one step's row.
@@ -241,9 +283,9 @@ func parseStatus(b []byte) Status {
 // Get reads one row; ok is false when it does not exist.
 func (j *Journal) Get(ctx context.Context, k Key) (r Row, ok bool, err error) {
 	var st string
-	err = j.db.QueryRowContext(ctx, `
+	err = j.st.DB.QueryRowContext(ctx, j.st.Dialect.Rebind(`
 SELECT step_name, status, payload_digest, coalesce(receipt, ''), coalesce(error_type, '')
-FROM step_journal WHERE job_id = ? AND item_id = ? AND step_name = ?`, k.Job, k.Item, k.Step).
+FROM step_journal WHERE job_id = ? AND item_id = ? AND step_name = ?`), k.Job, k.Item, k.Step).
 		Scan(&r.Step, &st, &r.Digest, &r.Receipt, &r.ErrorType)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Row{}, false, nil
@@ -265,13 +307,14 @@ func (j *Journal) Resolve(ctx context.Context, k Key, delivered bool, receipt st
 	if delivered && receipt == "" {
 		return fmt.Errorf("resolve %s: %w", k, ErrReceiptRequired)
 	}
-	tx, err := j.db.BeginTx(ctx, nil)
+	q := j.st.Dialect.Rebind
+	tx, err := j.st.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin resolve: %w", err)
 	}
 	defer tx.Rollback()
 	var st string
-	err = tx.QueryRowContext(ctx, "SELECT status FROM step_journal WHERE job_id = ? AND item_id = ? AND step_name = ?", k.Job, k.Item, k.Step).Scan(&st)
+	err = tx.QueryRowContext(ctx, q("SELECT status FROM step_journal WHERE job_id = ? AND item_id = ? AND step_name = ?"), k.Job, k.Item, k.Step).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("resolve %s: %w", k, ErrNoRow)
 	}
@@ -282,10 +325,10 @@ func (j *Journal) Resolve(ctx context.Context, k Key, delivered bool, receipt st
 		return fmt.Errorf("resolve %s: %w", k, ErrAlreadySucceeded)
 	}
 	if delivered {
-		_, err = tx.ExecContext(ctx, `UPDATE step_journal SET status = 'SUCCEEDED', receipt = ?, error_type = NULL, updated_at = ?
-WHERE job_id = ? AND item_id = ? AND step_name = ?`, receipt, float64(j.now().UnixNano())/1e9, k.Job, k.Item, k.Step)
+		_, err = tx.ExecContext(ctx, q(`UPDATE step_journal SET status = 'SUCCEEDED', receipt = ?, error_type = NULL, updated_at = ?
+WHERE job_id = ? AND item_id = ? AND step_name = ?`), receipt, float64(j.now().UnixNano())/1e9, k.Job, k.Item, k.Step)
 	} else {
-		_, err = tx.ExecContext(ctx, "DELETE FROM step_journal WHERE job_id = ? AND item_id = ? AND step_name = ?", k.Job, k.Item, k.Step)
+		_, err = tx.ExecContext(ctx, q("DELETE FROM step_journal WHERE job_id = ? AND item_id = ? AND step_name = ?"), k.Job, k.Item, k.Step)
 	}
 	if err != nil {
 		return fmt.Errorf("resolve %s: write: %w", k, err)

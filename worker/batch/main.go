@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // MSDuration converts milliseconds to a duration.
@@ -41,23 +41,33 @@ func RunMain(call *protocol.Call) int {
 	pinged := make(chan error, 1)
 	go func() { pinged <- client.Ping(ctx) }()
 	if a.Mode == ModeJournal {
-		j, err := OpenJournal(ctx, a.DB, true)
+		j, err := OpenJournalOn(ctx, a.Backend, a.DB, true)
 		if err != nil {
 			return call.Fail(err)
 		}
 		// No deferred Close: a crash point must leave the file as a dead
 		// process would, and os.Exit skips defers anyway.
 		cfg.Journal = j
-		res.SQLite = &j.Settings
+		if res.Postgres = j.Postgres; res.Postgres == nil {
+			res.SQLite = &j.Settings
+		}
 	}
 	items := Items(a.Items, a.ChangeItem)
 	if err := <-pinged; err != nil {
 		return call.Fail(err)
 	}
+	if a.ReadyFD != 0 {
+		if err := protocol.AwaitRelease(a.ReadyFD, call.Stdin); err != nil {
+			return call.Fail(err)
+		}
+	}
 	start := time.Now()
 	out, runErr := Run(ctx, cfg, items)
 	res.MS = float64(time.Since(start).Nanoseconds()) / 1e6
 	res.Outcome = out
+	if cfg.Journal != nil {
+		res.SerializationRetries = cfg.Journal.Retries
+	}
 	if runErr == nil {
 		// Only a run that succeeded is ACKed with its file open.
 		call.AckOpen(res)
@@ -89,10 +99,10 @@ func ResolveFile(ctx context.Context, a ResolveArgs) error {
 	if a.DB == "" || a.Key.Job == "" || a.Key.Item == "" || a.Key.Step == "" {
 		return fmt.Errorf("%w: db, job, item and step are all required", ErrResolveUsage)
 	}
-	if st, err := os.Stat(a.DB); err != nil || !st.Mode().IsRegular() {
+	if store.Missing(a.Backend, a.DB) {
 		return fmt.Errorf("%w: db %s: no such journal file", ErrResolveUsage, a.DB)
 	}
-	j, err := OpenJournal(ctx, a.DB, false)
+	j, err := OpenJournalOn(ctx, a.Backend, a.DB, false)
 	if errors.Is(err, ErrNotJournal) {
 		return fmt.Errorf("%w: %w", ErrResolveUsage, err)
 	}

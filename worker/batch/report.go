@@ -1,6 +1,9 @@
 package batch
 
-import "idemlab/worker/sqlitedb"
+import (
+	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
+)
 
 // RunResult is the report payload of batch.run.
 type RunResult struct {
@@ -12,6 +15,10 @@ type RunResult struct {
 	// the article's in-process timing; opening the journal is excluded.
 	MS     float64            `json:"ms"`
 	SQLite *sqlitedb.Settings `json:"sqlite,omitempty"`
+	// Postgres is what the session read back on PostgreSQL, and
+	// SerializationRetries the marks run again after 40001 or 40P01.
+	Postgres             *store.PGSettings `json:"postgres,omitempty"`
+	SerializationRetries int               `json:"serialization_retries,omitempty"`
 }
 
 // ResolveResult is the report payload of batch.resolve.

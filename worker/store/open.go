@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"idemlab/worker/sqlitedb"
 )
@@ -50,4 +51,15 @@ func Open(ctx context.Context, backend, target string, o sqlitedb.Options) (Stor
 		return Store{}, ReadBack{}, err
 	}
 	return SQLiteDB(db), ReadBack{SQLite: &s}, nil
+}
+
+// Missing says that target names no database a worker could open without
+// creating one: a SQLite path that is not a regular file. A PostgreSQL
+// connection string is never missing here; the server says so on open.
+func Missing(backend, target string) bool {
+	if backend == BackendPostgres {
+		return false
+	}
+	st, err := os.Stat(target)
+	return err != nil || !st.Mode().IsRegular()
 }

@@ -111,6 +111,13 @@ func (Postgres) InsertIgnore(into string) string { return "INSERT " + into + " O
 // into, never updated or deleted from, fills its pages in insertion order.
 func (Postgres) RowOrder() string { return "ctid" }
 
+// KeyedTable is nothing: a PostgreSQL table is a heap beside its key's
+// index.
+func (Postgres) KeyedTable() string { return "" }
+
+// FloatType is DOUBLE PRECISION; PostgreSQL's REAL holds 4 bytes.
+func (Postgres) FloatType() string { return "DOUBLE PRECISION" }
+
 // SQLSTATE codes the workers tell apart.
 const (
 	CodeSerialization   = "40001"

@@ -35,6 +35,12 @@ func (SQLite) InsertIgnore(into string) string { return "INSERT OR IGNORE " + in
 // RowOrder is SQLite's implicit rowid, which grows with each insert.
 func (SQLite) RowOrder() string { return "rowid" }
 
+// KeyedTable is WITHOUT ROWID: the primary key is the table's only b-tree.
+func (SQLite) KeyedTable() string { return " WITHOUT ROWID" }
+
+// FloatType is REAL, SQLite's 8-byte float.
+func (SQLite) FloatType() string { return "REAL" }
+
 // Classify reads SQLite's result code, and the message for a missing
 // column, which SQLite reports as a plain SQLITE_ERROR.
 func (SQLite) Classify(err error) Class {

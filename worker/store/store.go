@@ -40,6 +40,11 @@ type Dialect interface {
 	RowOrder() string
 	// Classify says what kind of failure err is.
 	Classify(err error) Class
+	// KeyedTable ends a CREATE TABLE whose rows are stored by their
+	// primary key alone, where the database can: SQLite's WITHOUT ROWID.
+	KeyedTable() string
+	// FloatType is the column type of a 64-bit float.
+	FloatType() string
 }
 
 // Store is an open database and its dialect.
