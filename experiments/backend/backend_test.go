@@ -25,8 +25,8 @@ func TestResolve(t *testing.T) {
 		err     string
 	}{
 		{"nothing is sqlite", "", nil, SQLite, ""},
-		{"section", `{"name":"postgres","isolation":"serializable"}`, nil, Spec{"postgres", "serializable", "on"}, ""},
-		{"flag wins", `{"name":"postgres","isolation":"serializable"}`, map[string]string{"isolation": "repeatable-read", "synchronous-commit": "off"}, Spec{"postgres", "repeatable-read", "off"}, ""},
+		{"section", `{"name":"postgres","isolation":"serializable"}`, nil, Spec{"postgres", "serializable", "on", true}, ""},
+		{"flag wins", `{"name":"postgres","isolation":"serializable"}`, map[string]string{"isolation": "repeatable-read", "synchronous-commit": "off"}, Spec{"postgres", "repeatable-read", "off", true}, ""},
 		{"flag alone", "", map[string]string{"backend": "postgres"}, pg, ""},
 		{"unknown backend", `{"name":"mysql"}`, nil, Spec{}, "backend.name: unknown backend"},
 		{"unknown field", `{"name":"postgres","dsn":"x"}`, nil, Spec{}, `unknown field "dsn"`},

@@ -59,6 +59,10 @@ type Spec struct {
 	Name              string
 	Isolation         string
 	SynchronousCommit string
+	// IsolationChosen says the isolation came from the input's section or
+	// --isolation rather than the default: a scenario that runs every
+	// level in one run (explore) runs that one level alone.
+	IsolationChosen bool
 }
 
 // SQLite is the default backend.
@@ -121,7 +125,7 @@ func Resolve(section json.RawMessage, overrides map[string]string) (Spec, error)
 		if _, ok := store.IsolationLevels[v]; !ok {
 			return Spec{}, fmt.Errorf("%s %q: want one of %s", field[FlagIsolation], v, strings.Join(store.IsolationOrder, ", "))
 		}
-		spec.Isolation = v
+		spec.Isolation, spec.IsolationChosen = v, true
 	}
 	if v := val[FlagSynchronousCommit]; v != "" {
 		if !contains(store.SynchronousCommit, v) {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
@@ -41,7 +42,57 @@ func Duplicates(n int) string { return "duplicates-" + strconv.Itoa(n) }
 // batchArgs is a run of explore's small batch: no simulated latency, so a
 // sweep costs process starts only.
 func batchArgs(st Settings, mode string, f Files) []string {
-	return wb.RunArgs{Mode: mode, Job: st.JobKey, Items: st.Items, Receiver: f.Receiver, DB: f.DB}.Argv()
+	return wb.RunArgs{Mode: mode, Job: st.JobKey, Items: st.Items, Receiver: f.Receiver, DB: f.DB, Backend: st.Backend}.Argv()
+}
+
+// batchRacerArgs is a run of the journal raced behind the barrier.
+func batchRacerArgs(st Settings, f Files) []string {
+	return wb.RunArgs{Mode: wb.ModeJournal, Job: st.JobKey, Items: st.Items, Receiver: f.Receiver, DB: f.DB, Backend: st.Backend, ReadyFD: harness.BarrierReadyFD}.Argv()
+}
+
+// journalRaceAllowed is the outcomes after k runs of the journal raced on
+// one job and a recovery. Each run reads an item's rows once, before the
+// item's first step, and each mark is a transaction of its own: no lock
+// is held from the read to the send, under any isolation level (a
+// concurrent mark waits for a row lock, or meets 40001 and is run again,
+// but the send it guards has already been decided). So every run may
+// find an item unsent and send it: 1 to k accepts per item, 0 to
+// (k-1)·items duplicates. On SQLite the journal's EXCLUSIVE lock lets one
+// run in at a time; this set is PostgreSQL's.
+func journalRaceAllowed(st Settings, k int) []string {
+	out := []string{OutcomeClean}
+	for n := 1; n <= (k-1)*st.Items; n++ {
+		out = append(out, Duplicates(n))
+	}
+	return out
+}
+
+// batchClaim decodes a journal racer's report: one run, its mark retries,
+// and how it ended (completed, or needs_review when it found a send
+// another run had in flight).
+func batchClaim(raw json.RawMessage, _ bool) (Claim, error) {
+	var r wb.RunResult
+	if err := results.DecodeStrict(raw, &r); err != nil {
+		return Claim{}, err
+	}
+	c := Claim{Postgres: r.Postgres, Attempts: 1, SerializationErrors: r.SerializationRetries, End: r.Status}
+	if r.SQLite != nil {
+		c.Settings = *r.SQLite
+	}
+	return c, nil
+}
+
+// readJournalOn lists the journal through a store, as Read does a file.
+func readJournalOn(ctx context.Context, st store.Store) (State, error) {
+	rows, err := wb.ReadJournal(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	s := State{TableJournal: []string{}}
+	for _, r := range rows {
+		s[TableJournal] = append(s[TableJournal], journalRow(r))
+	}
+	return s, nil
 }
 
 // batchPattern is article 002's run in one mode. The journal recovers as
@@ -125,6 +176,9 @@ func batchPattern(mode string) Pattern {
 	}
 	if mode == wb.ModeJournal {
 		p.TrialProcesses = 4
+		p.PostgresRacer, p.RacesOnPostgres, p.RacerArgs = wb.WorkerRun, true, batchRacerArgs
+		p.Tables, p.ReadOn = wb.SchemaOn, readJournalOn
+		p.Claim, p.RaceAllowed = batchClaim, journalRaceAllowed
 		p.Recovery = func(st Settings, f Files, done []string, s State) (Action, bool) {
 			switch {
 			case len(done) == 0:
@@ -135,7 +189,11 @@ func batchPattern(mode string) Pattern {
 			if held := heldSends(st, s); len(held) > 0 {
 				k := held[0]
 				return Action{Step: StepResolve + " " + k.String(), Role: RoleResolve, Worker: wb.WorkerResolve, LookUp: k.String(),
-					With: func(l Lookup) []string { return l.Resolve(f.DB, k).Argv() }}, true
+					With: func(l Lookup) []string {
+						a := l.Resolve(f.DB, k)
+						a.Backend = st.Backend
+						return a.Argv()
+					}}, true
 			}
 			return Action{Step: StepFinal, Role: RoleRecovery, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
 		}

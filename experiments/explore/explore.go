@@ -84,6 +84,21 @@ type Settings struct {
 	Conditions []Condition      `json:"conditions"`
 	// SQLite is what every acknowledging worker must read back.
 	SQLite sqlitedb.Settings `json:"sqlite"`
+	// Backend is empty for SQLite; on PostgreSQL it is postgres, each
+	// condition names its isolation level, and every session must read
+	// back that level and SynchronousCommit. Isolations are the levels
+	// the run covers; NotRun says, part by part, what explore runs on
+	// SQLite alone and why.
+	Backend           string   `json:"backend,omitempty"`
+	SynchronousCommit string   `json:"synchronous_commit,omitempty"`
+	Isolations        []string `json:"isolations,omitempty"`
+	NotRun            []NotRun `json:"not_run,omitempty"`
+}
+
+// NotRun is a part of the exploration a backend does not run, and why.
+type NotRun struct {
+	Part   string `json:"part"`
+	Reason string `json:"reason"`
 }
 
 // PatternSetting is what the records depend on of a pattern.
@@ -128,6 +143,9 @@ type Condition struct {
 	// Unfenced runs a takeover with the fence off: unconditional journal
 	// writes and a receiver that accepts any generation.
 	Unfenced bool `json:"unfenced,omitempty"`
+	// Isolation is the PostgreSQL isolation level every session of the
+	// condition starts with, by its command-line name; empty on SQLite.
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Timing reports whether a condition's outcomes depend on OS scheduling.
@@ -343,7 +361,14 @@ func (p *plan) Processes() int {
 		case KindTakeover:
 			n += 2 * p.s.pointShare(c, pat.PointCount(p.s)) // the paused holder and its successor
 		case KindRace:
-			n += (c.Racers + 1) * len(p.s.share(c))
+			// The racers and the recovery: a process on SQLite; on
+			// PostgreSQL, the pattern's whole recovery (the journal's
+			// resume, at most one resolve, and the final run).
+			rec := 1
+			if p.s.Backend != "" {
+				rec = pat.TrialProcesses - 1
+			}
+			n += (c.Racers + rec) * len(p.s.share(c))
 		}
 	}
 	return n
@@ -417,7 +442,7 @@ func (st Settings) conditionsByName() map[string]Condition {
 }
 
 // RacerArgs are a racer's arguments.
-func RacerArgs(st Settings, p Pattern, db string) []string { return p.RacerArgs(st, db) }
+func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st, f) }
 
 // Scheduled says which conditions the OS schedules: the kills after a
 // delay and the races, named "…/timing-…", whose processes a rerun does

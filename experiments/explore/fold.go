@@ -1,16 +1,18 @@
 package explore
 
 import (
+	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/seed"
 	"idemlab/experiments/shard"
 	"idemlab/worker/protocol"
+	"idemlab/worker/store"
 )
 
 // DiscoveryObserved is what a pattern's discovery delivery passed.
@@ -71,6 +73,9 @@ type TimingFigures struct {
 	RacerEnds  map[string]int `json:"racer_ends,omitempty"`
 	BusyErrors int            `json:"busy_errors"`
 	Retries    int            `json:"retries"`
+	// SerializationErrors are the 40001 and 40P01 failures racers met
+	// and ran again, on PostgreSQL.
+	SerializationErrors int `json:"serialization_errors,omitempty"`
 	PerTrial   []TimingTrial  `json:"per_trial"`
 }
 
@@ -433,6 +438,31 @@ func (f *folder) account(pat Pattern, r ran, before State) {
 	for _, msg := range pat.Account(f.st, r.step.Role, r.rep.Result, before, r.step.Rows) {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
+	if f.st.Backend == "" {
+		return
+	}
+	// Every worker on PostgreSQL reports what its session read back,
+	// under the same key.
+	var rb struct {
+		Postgres *store.PGSettings `json:"postgres"`
+	}
+	if err := json.Unmarshal(r.rep.Result, &rb); err != nil {
+		f.c.Proc(p, "stdout", "the result: %v", err)
+		return
+	}
+	if msg := backend.CheckReadBack(f.st.requested(f.cond(p.Condition)), rb.Postgres); msg != "" {
+		f.c.Proc(p, "stdout", "%s", msg)
+	}
+}
+
+// cond is the settings' condition named name.
+func (f *folder) cond(name string) Condition {
+	for _, c := range f.st.Conditions {
+		if c.Name == name {
+			return c
+		}
+	}
+	return Condition{}
 }
 
 // process is the record of a checked process, for a finding about it.
@@ -452,8 +482,8 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 	if len(e.o.ProcessIDs) != processes {
 		f.c.Obs(e.l, "process_ids", "lists %d processes, the step runs %d", len(e.o.ProcessIDs), processes)
 	}
-	if filepath.Base(e.o.DB) != DBName || (db != "" && e.o.DB != db) {
-		f.c.Obs(e.l, "db", "%q, but a trial's steps use one file named %s (%q)", e.o.DB, DBName, db)
+	if !backend.IsTarget(f.st.backendName(), e.o.DB, DBName) || (db != "" && e.o.DB != db) {
+		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.st.backendName(), DBName), db)
 	}
 	for _, msg := range pat.CheckRows(f.st, e.o.Rows) {
 		f.c.Obs(e.l, "rows", "%s", msg)
@@ -521,36 +551,51 @@ func (f *folder) pair(cf condFold, i int, es []entry, first procWant) (History, 
 	r1 := f.proc(d, d.o.ProcessIDs[0], first)
 	f.account(pat, r1, State{})
 	h.Steps = append(h.Steps, r1.step)
-	ok := r1.ok
+	steps, ok := f.recovery(cf, i, d, es[1:])
+	h.Steps = append(h.Steps, steps...)
+	return h, r1.rep, r1.ok && ok && len(h.Steps) > 1
+}
+
+// recovery checks the recovery steps rest that follow the step d of trial
+// i, each process replayed from the pattern over the recorded states, as
+// the run chose them, and returns them as history steps.
+func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]Step, bool) {
+	pat, fl := cf.pat, files(d.o)
+	var steps []Step
+	ok := true
 	var done []string
 	prev := d.o.Rows
-	n := 1
+	n := 0
 	for {
 		a, more := pat.nextAction(f.st, fl, done, prev)
 		if !more {
 			break
 		}
-		if n >= len(es) {
-			f.c.Obs(es[len(es)-1].l, "trial", "%s trial %d ends after %d steps, but the recovery goes on with %q", cf.c.Name, i, len(es), a.Step)
-			return h, r1.rep, false
+		if n >= len(rest) {
+			last := d
+			if n > 0 {
+				last = rest[n-1]
+			}
+			f.c.Obs(last.l, "trial", "%s trial %d ends after %d steps, but the recovery goes on with %q", cf.c.Name, i, n+1, a.Step)
+			return steps, false
 		}
-		r := es[n]
+		r := rest[n]
 		f.recoveryStep(cf, d, r, &a, prev)
 		if len(r.o.ProcessIDs) != 1 {
-			return h, r1.rep, false
+			return steps, false
 		}
 		rr := f.proc(r, r.o.ProcessIDs[0], procWant{label: label(i, a.Step), role: a.Role, worker: a.Worker, args: a.Args})
 		f.account(pat, rr, prev)
 		ok = ok && rr.ok
-		h.Steps = append(h.Steps, rr.step)
+		steps = append(steps, rr.step)
 		done = append(done, a.Step)
 		prev = r.o.Rows
 		n++
 	}
-	if n < len(es) {
-		f.c.Obs(es[n].l, "trial", "%s trial %d has %d steps, but its recovery ended after %d", cf.c.Name, i, len(es), n)
+	if n < len(rest) {
+		f.c.Obs(rest[n].l, "trial", "%s trial %d has %d steps, but its recovery ended after %d", cf.c.Name, i, len(rest)+1, n+1)
 	}
-	return h, r1.rep, ok && len(h.Steps) > 1
+	return steps, ok
 }
 
 // recoveryStep checks a recovery step's line r against the action the

@@ -67,9 +67,19 @@ type Pattern struct {
 	// (unless Recovery says otherwise) every recovery run it.
 	Worker string
 	// Racer delivers behind a barrier, with RacerArgs. Empty: the pattern
-	// has no races.
+	// has no races on SQLite.
 	Racer     string
-	RacerArgs func(st Settings, db string) []string
+	RacerArgs func(st Settings, f Files) []string
+	// PostgresRacer is the worker raced on PostgreSQL, with RacerArgs,
+	// for a pattern that races there alone; RacesOnPostgres says the
+	// pattern races on PostgreSQL at all.
+	PostgresRacer   string
+	RacesOnPostgres bool
+	// Tables is the DDL of the pattern's tables in the dialect's words,
+	// which the parent runs on PostgreSQL before the racers start;
+	// ReadOn lists the tables through a store, as Read does a file.
+	Tables func(d store.Dialect) string
+	ReadOn func(ctx context.Context, st store.Store) (State, error)
 	// Window is the commits bounding the violating points; an empty To
 	// runs to the last point.
 	Window Window
@@ -116,7 +126,7 @@ type Pattern struct {
 	// oracle's allowed set for an unknown crash point is their union.
 	Model func(st Settings) []string
 	// RaceAllowed is the set of outcomes after k racers and a recovery.
-	RaceAllowed func(k int) []string
+	RaceAllowed func(st Settings, k int) []string
 	// Account checks an acknowledging worker's report payload against
 	// the state before and after it, one message per disagreement.
 	Account func(st Settings, role string, result json.RawMessage, before, after State) []string
@@ -151,11 +161,31 @@ type Claim struct {
 	// FoundDone: this delivery found the event already handled.
 	FoundDone bool
 	Settings  sqlitedb.Settings
-	// Racers only.
-	Attempts   int
-	BusyErrors int
-	Error      string
-	ErrorClass string
+	// Postgres is what a PostgreSQL session read back.
+	Postgres *store.PGSettings
+	// Racers only. SerializationErrors are the 40001 and 40P01 failures
+	// run again; End, when set, names how a racer that ran to its end
+	// ended, in place of "ack".
+	Attempts            int
+	BusyErrors          int
+	SerializationErrors int
+	Error               string
+	ErrorClass          string
+	End                 string
+}
+
+// racerOn is the worker the pattern races on backend b ("" for SQLite);
+// empty when it does not race there.
+func (p Pattern) racerOn(b string) string {
+	if b == store.BackendPostgres {
+		if !p.RacesOnPostgres {
+			return ""
+		}
+		if p.PostgresRacer != "" {
+			return p.PostgresRacer
+		}
+	}
+	return p.Racer
 }
 
 // Patterns is the registry, in report order.
@@ -199,8 +229,14 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 		PointCount:     func(Settings) int { return len(wr.PointsOf(p)) },
 		TrialProcesses: 2,
 		Args:           func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
-		RacerArgs: func(st Settings, db string) []string {
-			return we.RaceArgs{Delivery: deliveryArgs(st, p, db), ReadyFD: harness.BarrierReadyFD, MaxAttempts: st.MaxAttempts}.Argv()
+		RacerArgs: func(st Settings, f Files) []string {
+			return we.RaceArgs{Delivery: deliveryArgs(st, p, f.DB), ReadyFD: harness.BarrierReadyFD, MaxAttempts: st.MaxAttempts}.Argv()
+		},
+		RacesOnPostgres: true,
+		Tables:          func(store.Dialect) string { return wr.Schema },
+		ReadOn: func(ctx context.Context, st store.Store) (State, error) {
+			s, err := wr.ReadState(ctx, st)
+			return State(s.Lines()), err
 		},
 		Prepare: func(ctx context.Context, db string) error {
 			h, _, err := sqlitedb.Open(ctx, wr.Options(db))
@@ -253,8 +289,8 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 				if r.Pattern != p {
 					return Claim{}, fmt.Errorf("the racer says it ran %s, the pattern is %s", r.Pattern, p)
 				}
-				return Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings,
-					Attempts: r.Attempts, BusyErrors: r.BusyErrors, Error: r.Error, ErrorClass: r.ErrorClass}, nil
+				return Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings, Postgres: r.Postgres,
+					Attempts: r.Attempts, BusyErrors: r.BusyErrors, SerializationErrors: r.SerializationErrors, Error: r.Error, ErrorClass: r.ErrorClass}, nil
 			}
 			var r wr.Result
 			if err := results.DecodeStrict(raw, &r); err != nil {
@@ -265,7 +301,7 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 			}
 			return Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings}, nil
 		},
-		RaceAllowed: func(k int) []string { return raceAllowed(p, k) },
+		RaceAllowed: func(_ Settings, k int) []string { return raceAllowed(p, k) },
 	}
 	if p == wr.SeparateCommit {
 		pat.Window = Window{From: wr.PointAfterJobCommit, To: wr.PointAfterProcessedCommit}
@@ -276,7 +312,7 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 // deliveryArgs are the delivering worker's arguments for one delivery of
 // the settings' event with pattern p.
 func deliveryArgs(st Settings, p wr.Pattern, db string) wr.Args {
-	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: st.EventID, JobKey: st.JobKey}}
+	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: st.EventID, JobKey: st.JobKey}, Backend: st.Backend}
 }
 
 // checkRedeliveryRows says which rows of the two tables cannot have come

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/seed"
 	"idemlab/worker/protocol"
@@ -17,27 +18,26 @@ func (f *folder) races(cf condFold) TimingObserved {
 		if !ok {
 			continue
 		}
-		if len(es) != 2 {
+		if len(es) < 2 {
 			f.c.Obs(es[0].l, "trial", "%s round %d has %d steps, want the racers and a recovery", cf.c.Name, i, len(es))
 			continue
 		}
-		f.race(cf, i, es[0], es[1], &obs)
+		f.race(cf, i, es[0], es[1:], &obs)
 	}
 	return obs
 }
 
-// race folds one round from its two lines: the racers rc, then the
-// recovery rv on the file they left.
-func (f *folder) race(cf condFold, i int, rc, rv entry, obs *TimingObserved) {
+// race folds one round from its lines: the racers rc, then the recovery
+// steps rest on the database they left.
+func (f *folder) race(cf condFold, i int, rc entry, rest []entry, obs *TimingObserved) {
 	c, pat := cf.c, cf.pat
 	f.rows(pat, rc, StepRacers, c.Racers, "")
-	f.rows(pat, rv, StepRecovery, 1, rc.o.DB)
 	f.fresh(rc)
 	kills := f.raceKills(cf, i, rc)
-	if rc.o.Point != "" || rc.o.K != 0 || rv.o.Point != "" || rv.o.K != 0 || rv.o.KillDelaysUS != nil {
+	if rc.o.Point != "" || rc.o.K != 0 {
 		f.c.Obs(rc.l, "", "a race round crashes at no point and kills only racers")
 	}
-	if len(rc.o.ProcessIDs) != c.Racers || len(rv.o.ProcessIDs) != 1 {
+	if len(rc.o.ProcessIDs) != c.Racers {
 		return
 	}
 	h := History{Items: f.st.Items}
@@ -46,8 +46,9 @@ func (f *folder) race(cf condFold, i int, rc, rv entry, obs *TimingObserved) {
 		t.KillDelaysUS = kills
 	}
 	added, killed := 0, false
+	racer := pat.racerOn(f.st.Backend)
 	for r, id := range rc.o.ProcessIDs {
-		w := procWant{label: fmt.Sprintf("trial %06d racer %02d", i, r), role: RoleRacer, worker: pat.Racer, args: RacerArgs(f.st, pat, rc.o.DB), kill: kills[r] > 0, racer: true}
+		w := procWant{label: fmt.Sprintf("trial %06d racer %02d", i, r), role: RoleRacer, worker: racer, args: RacerArgs(f.st, pat, files(rc.o)), kill: kills[r] > 0, racer: true}
 		x := f.proc(rc, id, w)
 		h.Steps = append(h.Steps, x.step)
 		if kills[r] > 0 {
@@ -62,21 +63,21 @@ func (f *folder) race(cf condFold, i int, rc, rv entry, obs *TimingObserved) {
 			obs.Timing.RacerEnds["killed"]++
 			continue
 		}
-		if f.racer(pat, x, &obs.Timing) {
+		if f.racer(pat, c, x, &obs.Timing) {
 			added++
 		}
 	}
-	// A killed racer may have committed a job it never reported.
-	if jobs := len(rc.o.Rows[TableJobs]); added > jobs || (!killed && added != jobs) {
-		f.c.Obs(rc.l, "rows", "%d jobs, but the racers report adding %d", jobs, added)
+	// A killed racer may have committed a job it never reported. A
+	// pattern without jobs (the journal) counts its sends instead.
+	if jobs, ok := rc.o.Rows[TableJobs]; ok && (added > len(jobs) || (!killed && added != len(jobs))) {
+		f.c.Obs(rc.l, "rows", "%d jobs, but the racers report adding %d", len(jobs), added)
 	}
-	rr := f.proc(rv, rv.o.ProcessIDs[0], procWant{label: label(i, StepRecovery), role: RoleRecovery, worker: pat.Worker, args: pat.Args(f.st, files(rv.o))})
-	if !rr.ok {
+	steps, ok := f.recovery(cf, i, rc, rest)
+	if !ok || len(steps) == 0 {
 		return
 	}
-	f.account(pat, rr, rc.o.Rows)
-	h.Steps = append(h.Steps, rr.step)
-	t.Outcome = pat.Classify(f.st, rv.o.Rows)
+	h.Steps = append(h.Steps, steps...)
+	t.Outcome = pat.Classify(f.st, rest[len(rest)-1].o.Rows)
 	obs.Trials++
 	obs.Timing.Landed += t.Landed
 	obs.Timing.Histogram[t.Outcome]++
@@ -105,9 +106,10 @@ func (f *folder) raceKills(cf condFold, i int, rc entry) []int64 {
 	return kills
 }
 
-// racer checks what a racer that ran to its end says of itself, counts
-// how it ended, and says whether it added the follow-up work.
-func (f *folder) racer(pat Pattern, x ran, tf *TimingFigures) bool {
+// racer checks what a racer of condition c that ran to its end says of
+// itself, counts how it ended, and says whether it added the follow-up
+// work.
+func (f *folder) racer(pat Pattern, c Condition, x ran, tf *TimingFigures) bool {
 	p := f.process(x)
 	cl, err := pat.Claim(x.rep.Result, true)
 	if err != nil {
@@ -117,18 +119,25 @@ func (f *folder) racer(pat Pattern, x ran, tf *TimingFigures) bool {
 	if cl.Settings != f.st.SQLite {
 		f.c.Proc(p, "stdout", "the racer read back %s, the settings require %s", results.Compact(cl.Settings), results.Compact(f.st.SQLite))
 	}
+	if msg := backend.CheckReadBack(f.st.requested(c), cl.Postgres); msg != "" {
+		f.c.Proc(p, "stdout", "%s", msg)
+	}
 	if (cl.Error != "") != (x.step.ExitCode == protocol.ExitWorkerError) || (cl.Error == "") != (cl.ErrorClass == "") {
 		f.c.Proc(p, "exit_code", "%d, but the racer reports error %q of class %q", x.step.ExitCode, cl.Error, cl.ErrorClass)
 	}
-	if cl.Attempts < 1 || cl.Attempts > f.st.MaxAttempts || cl.BusyErrors > cl.Attempts {
-		f.c.Proc(p, "stdout", "%d attempts and %d busy errors, but a racer makes 1 to %d attempts", cl.Attempts, cl.BusyErrors, f.st.MaxAttempts)
+	if cl.Attempts < 1 || cl.Attempts > f.st.MaxAttempts || cl.BusyErrors > cl.Attempts || cl.SerializationErrors < 0 {
+		f.c.Proc(p, "stdout", "%d attempts, %d busy errors and %d serialization errors, but a racer makes 1 to %d attempts", cl.Attempts, cl.BusyErrors, cl.SerializationErrors, f.st.MaxAttempts)
 	}
 	end := "ack"
-	if cl.ErrorClass != "" {
+	switch {
+	case cl.ErrorClass != "":
 		end = cl.ErrorClass
+	case cl.End != "":
+		end = cl.End
 	}
 	tf.RacerEnds[end]++
 	tf.BusyErrors += cl.BusyErrors
+	tf.SerializationErrors += cl.SerializationErrors
 	tf.Retries += cl.Attempts - 1
 	return cl.WorkAdded
 }

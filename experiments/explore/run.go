@@ -18,12 +18,17 @@ import (
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Run discovers each pattern's points, then runs the sweep, the crash and
 // kill trials (Parallel at a time, each on its own file) and the races.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	st := p.s
+	if st.Backend != "" {
+		return runPostgres(ctx, env, st)
+	}
 	points := map[string][]string{}
 	windowUS := map[string]int64{}
 	conds := st.conditionsByName()
@@ -178,17 +183,23 @@ func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Patte
 	if err != nil || c.Kind == KindDiscovery {
 		return first, err
 	}
+	return first, runRecovery(ctx, env, st, pat, t, c, i, rows)
+}
+
+// runRecovery runs the pattern's recovery of trial i, process by process,
+// from the state rows the step before it left.
+func runRecovery(ctx context.Context, env scenario.Env, st Settings, pat Pattern, t *trialEnv, c Condition, i int, rows State) error {
 	var done []string
 	for {
 		a, ok := pat.nextAction(st, t.files, done, rows)
 		if !ok {
-			return first, nil
+			return nil
 		}
 		ro := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: a.Step, DB: t.files.DB, Receiver: t.files.Receiver}
 		if a.LookUp != "" {
 			l, err := t.lookUp(ctx, a.LookUp)
 			if err != nil {
-				return first, err
+				return err
 			}
 			ro.Lookup, a.Args = &l, a.With(l)
 		}
@@ -196,8 +207,9 @@ func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Patte
 			Scenario: Name, Condition: c.Name, Label: label(i, a.Step),
 			Worker: a.Worker, Args: a.Args, Exits: []int{protocol.ExitACK},
 		}
+		var err error
 		if _, rows, err = runStep(ctx, env, pat, t, rec, ro); err != nil {
-			return first, err
+			return err
 		}
 		done = append(done, a.Step)
 	}
@@ -233,7 +245,7 @@ func runStep(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, sp
 // observe reads the tables, adds the receiver's log of the whole trial,
 // and records the observation.
 func observe(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, o Observation) (State, error) {
-	rows, err := pat.Read(ctx, o.DB)
+	rows, err := readRows(ctx, env, pat, o.DB)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s trial %d %s: read rows: %w", errclass.ErrHarness, o.Condition, o.Trial, o.Step, err)
 	}
@@ -249,6 +261,20 @@ func observe(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, o 
 		return nil, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
 	return rows, nil
+}
+
+// readRows reads the pattern's tables as the next process would find them:
+// the file db on SQLite, the schema db names on PostgreSQL.
+func readRows(ctx context.Context, env scenario.Env, pat Pattern, db string) (State, error) {
+	if env.Backend == nil {
+		return pat.Read(ctx, db)
+	}
+	st, _, err := store.Open(ctx, store.BackendPostgres, db, sqlitedb.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return pat.ReadOn(ctx, st)
 }
 
 // runRace runs one round: the racers behind the barrier on a prepared
@@ -268,7 +294,7 @@ func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c 
 		racers[r] = harness.Racer{
 			Spec: harness.Spec{
 				Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d racer %02d", i, r),
-				Worker: pat.Racer, Args: RacerArgs(st, pat, db),
+				Worker: pat.Racer, Args: RacerArgs(st, pat, Files{DB: db}),
 				Exits: []int{protocol.ExitACK, protocol.ExitWorkerError},
 			},
 			KillAfterRelease: time.Duration(kills[r]) * time.Microsecond,
