@@ -75,8 +75,8 @@ type TimingFigures struct {
 	Retries    int            `json:"retries"`
 	// SerializationErrors are the 40001 and 40P01 failures racers met
 	// and ran again, on PostgreSQL.
-	SerializationErrors int `json:"serialization_errors,omitempty"`
-	PerTrial   []TimingTrial  `json:"per_trial"`
+	SerializationErrors int           `json:"serialization_errors,omitempty"`
+	PerTrial            []TimingTrial `json:"per_trial"`
 }
 
 // TimingTrial is one kill trial or race round.
