@@ -104,7 +104,15 @@ func Lead(st Settings, res results.ScenarioResult, extra Extra) ([]scenario.Sent
 	if len(safe) > 0 {
 		out = append(out, safeSentence(safe, byPattern))
 	}
+	for _, nr := range st.NotRun {
+		out = append(out, scenario.Sentence{Text: fmt.Sprintf("Not run on PostgreSQL: %s, because %s.", nr.Part, nr.Reason)})
+	}
 	return out, nil
+}
+
+// levelName is an isolation level as PostgreSQL names it, in capitals.
+func levelName(level string) string {
+	return strings.ToUpper(strings.ReplaceAll(level, "-", " "))
 }
 
 // invariantsOf lists the invariants a pattern broke, in the order of its
@@ -170,6 +178,9 @@ func faultPhrase(v condView, n, bad int) string {
 		with := ""
 		if v.cond.Kills {
 			with = ", some racers killed"
+		}
+		if v.cond.Isolation != "" {
+			with += " under " + levelName(v.cond.Isolation)
 		}
 		return fmt.Sprintf("%d of %d %s of %d racers%s", bad, n, plural(n, "race", "races"), v.cond.Racers, with)
 	case KindTakeover:

@@ -2,104 +2,224 @@ package explore
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	we "idemlab/worker/explore"
-	"idemlab/worker/protocol"
-	wr "idemlab/worker/redelivery"
+	"idemlab/experiments/scenario/scenariotest"
 	"idemlab/worker/store"
 )
 
-// TestPostgresConcurrentDeliveries releases K = 2, 4 and 8 deliveries of
-// one event at once, behind the barrier, on a throwaway PostgreSQL cluster
-// under each isolation level, for both redelivery patterns, and reads the
-// tables after every round. One transaction claiming the event with
-// INSERT … ON CONFLICT DO NOTHING must leave exactly one job in every
-// round under every level: under READ COMMITTED the losers wait for the
-// winner's row and insert nothing; under REPEATABLE READ and SERIALIZABLE
-// they meet 40001, run again, and find the event processed. Separate
-// commits give no such guarantee; the test logs the duplicates it saw.
-func TestPostgresConcurrentDeliveries(t *testing.T) {
+// pgInput is a small exploration: K = 2, 4 and 8, one round each, and a
+// batch of two items.
+const pgInput = `{"event_id": "agent-run-042:completed", "job_key": "review-agent-run-042", "seed": 1, "trials": 0, "racers": [2, 4, 8], "rounds": 1, "parallel": 2, "max_attempts": 3, "items": 2}`
+
+// pgRun is one run of the exploration on a throwaway cluster, shared by
+// the tests that judge it.
+var pgRun struct {
+	once sync.Once
+	out  scenariotest.Outcome
+	plan int
+	err  string
+}
+
+// runOnPostgres runs pgInput on PostgreSQL under every isolation level,
+// as `experiment --backend postgres --scenario explore` does, and
+// evaluates the records through Evaluate. It skips, saying why, where
+// the PostgreSQL binaries are missing.
+func runOnPostgres(t *testing.T) (scenariotest.Outcome, int) {
+	t.Helper()
 	if _, err := backend.FindBinaries(); err != nil {
 		t.Skipf("PostgreSQL tests skipped: %v", err)
 	}
-	ctx := context.Background()
-	srv, err := backend.Start(ctx, backend.Spec{Name: store.BackendPostgres, Isolation: backend.DefaultIsolation, SynchronousCommit: "off"}, backend.Options{})
-	if err != nil {
+	pgRun.once.Do(func() {
+		spec := backend.Spec{Name: store.BackendPostgres, Isolation: backend.DefaultIsolation, SynchronousCommit: "off"}
+		p, err := New().(scenario.OnBackend).PlanOn(spec, json.RawMessage(pgInput), nil)
+		if err != nil {
+			pgRun.err = err.Error()
+			return
+		}
+		srv, err := backend.Start(context.Background(), spec, backend.Options{})
+		if err != nil {
+			pgRun.err = err.Error()
+			return
+		}
+		defer srv.Close()
+		// The records are read into memory before the first test that
+		// runs this ends and its folders go.
+		env := harnesstest.New(t)
+		if err := p.Run(context.Background(), scenario.Env{Runner: env.Runner, Recorder: env.Recorder, TempDir: t.TempDir(), Backend: srv}); err != nil {
+			pgRun.err = err.Error()
+			return
+		}
+		if err := env.Recorder.Close(); err != nil {
+			pgRun.err = err.Error()
+			return
+		}
+		os.WriteFile(filepath.Join(env.Dir, results.InputCopyFile), []byte("{}"), 0o644)
+		folder, err := results.LoadRecords(env.Dir, results.Limits{})
+		if err != nil || len(folder.Findings) > 0 {
+			pgRun.err = "load: " + results.Compact(folder.Findings)
+			return
+		}
+		rec := folder.Records(Name)
+		settings := scenario.Marshal(p.Settings())
+		res := scenario.Evaluate(New(), nil, settings, rec)
+		pgRun.out = scenariotest.Outcome{Result: res, Records: rec, Settings: settings, Findings: res.AllFindings()}
+		pgRun.plan = p.Processes()
+	})
+	if pgRun.err != "" {
+		t.Fatal(pgRun.err)
+	}
+	return pgRun.out, pgRun.plan
+}
+
+// TestPostgresRaces: the exploration on PostgreSQL runs every pattern
+// that races there under every level and K, each round judged by the
+// oracle, with the records naming each condition's level and the racers'
+// sessions reading it back; the run starts the processes its plan counts.
+func TestPostgresRaces(t *testing.T) {
+	out, planned := runOnPostgres(t)
+	for _, f := range out.Findings {
+		t.Errorf("finding: %s", f)
+	}
+	var st Settings
+	if err := json.Unmarshal(out.Settings, &st); err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	env := harnesstest.New(t)
-	const rounds = 3
-	ev := wr.Event{ID: "agent-run-042:completed", JobKey: "review-agent-run-042"}
-	for _, iso := range store.IsolationOrder {
-		spec := backend.Spec{Name: store.BackendPostgres, Isolation: iso, SynchronousCommit: "off"}
-		senv := scenario.Env{Backend: srv.WithSpec(spec)}
-		for _, p := range wr.Patterns {
-			for _, k := range []int{2, 4, 8} {
-				t.Run(fmt.Sprintf("%s/%s/K=%d", iso, p, k), func(t *testing.T) {
-					dup, serial := 0, 0
-					for r := 0; r < rounds; r++ {
-						jobs, processed, s := concurrentRound(t, env.Runner, senv, p, ev, k)
-						serial += s
-						if jobs > 1 {
-							dup++
-						}
-						if processed != 1 || jobs < 1 || (p == wr.SingleTransaction && jobs != 1) {
-							t.Errorf("round %d: %d jobs, %d processed records", r+1, jobs, processed)
-						}
-					}
-					t.Logf("%d of %d rounds left a second job; %d serialization retries", dup, rounds, serial)
-				})
-			}
+	if st.Backend != store.BackendPostgres || !slices.Equal(st.Isolations, store.IsolationOrder) || len(st.NotRun) == 0 {
+		t.Errorf("settings say backend %q, levels %v, %d parts not run", st.Backend, st.Isolations, len(st.NotRun))
+	}
+	levels := map[string]int{}
+	slack := 0
+	for _, c := range st.Conditions {
+		levels[c.Isolation]++
+		if c.Pattern == "batch-journal" {
+			slack += len(c.Trials) // the resolve a clean round does not need
+		}
+	}
+	for _, l := range store.IsolationOrder {
+		if want := len(st.Patterns) * len(st.Racers); levels[l] != want {
+			t.Errorf("%d conditions under %s, want one per pattern and K (%d)", levels[l], l, want)
+		}
+	}
+	for _, c := range out.Result.Conditions {
+		if !c.Pass {
+			t.Errorf("%s: %+v", c.Name, c.Differences)
+		}
+	}
+	if got := len(out.Records.Processes); got > planned || got < planned-slack {
+		t.Errorf("the run recorded %d processes; its plan counts %d, of which up to %d may not run", got, planned, slack)
+	}
+	var x Extra
+	if err := json.Unmarshal(out.Result.Extra, &x); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range x.TimingViolations {
+		if v.Pattern == "single-transaction" {
+			t.Errorf("one transaction broke %s in %s round %d", v.Invariant, v.Condition, v.Trial)
+		}
+	}
+	for _, c := range out.Result.Conditions {
+		var o TimingObserved
+		json.Unmarshal(c.Observed, &o)
+		t.Logf("%s: %v, %d serialization failures run again", c.Name, o.Timing.Histogram, o.Timing.SerializationErrors)
+	}
+}
+
+// TestPostgresRecordsNameTheLevel: a condition whose recorded level is
+// changed no longer matches what its racers' sessions read back, and a
+// second job written into a single transaction's last rows is outside
+// its allowed set: both fail through the same Evaluate.
+func TestPostgresRecordsNameTheLevel(t *testing.T) {
+	out, _ := runOnPostgres(t)
+	var st Settings
+	if err := json.Unmarshal(out.Settings, &st); err != nil {
+		t.Fatal(err)
+	}
+	cond := ""
+	for i, c := range st.Conditions {
+		if c.Isolation == "repeatable-read" && c.Pattern == "single-transaction" {
+			st.Conditions[i].Isolation, cond = "serializable", c.Name
+			break
+		}
+	}
+	res := scenario.Evaluate(New(), nil, scenario.Marshal(st), out.Records)
+	if !hasFinding(res, "the settings require default_transaction_isolation=\"serializable\"") {
+		t.Errorf("%s recorded as serializable: no finding that the racers read back repeatable read; findings %v", cond, res.AllFindings())
+	}
+
+	last := -1
+	for i, l := range out.Records.Observations {
+		var o Observation
+		json.Unmarshal(l.Raw, &o)
+		if o.Condition == cond && o.Step == StepRecovery {
+			last = i
+		}
+	}
+	rec := scenariotest.Edit(t, out.Records, true, last, func(m map[string]any) {
+		rows := m["rows"].(map[string]any)
+		rows[TableJobs] = append(rows[TableJobs].([]any), jobRow(st.EventID, st.JobKey))
+	})
+	res = scenario.Evaluate(New(), nil, out.Settings, rec)
+	for _, c := range res.Conditions {
+		if c.Name == cond && c.Pass {
+			t.Errorf("%s passes with a second job in its last rows", cond)
 		}
 	}
 }
 
-// concurrentRound runs one round on a fresh schema and returns the rows
-// and the racers' serialization retries.
-func concurrentRound(t *testing.T, r *harness.Runner, env scenario.Env, p wr.Pattern, ev wr.Event, k int) (jobs, processed, serial int) {
-	t.Helper()
-	ctx := context.Background()
-	db, err := env.Fresh(ctx, "race", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := db.Open(ctx, wr.Options(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := wr.EnsureSchema(ctx, st.DB); err != nil {
-		t.Fatal(err)
-	}
-	racers := make([]harness.Racer, k)
-	for i := range racers {
-		args := we.RaceArgs{Delivery: wr.Args{DB: db.Target, Pattern: p, Event: ev, Backend: db.Backend}, ReadyFD: harness.BarrierReadyFD, MaxAttempts: 20}
-		racers[i] = harness.Racer{Spec: harness.Spec{Scenario: Name, Condition: "postgres", Label: fmt.Sprintf("racer %d", i), Worker: we.RacerName, Args: args.Argv(), Exits: []int{protocol.ExitACK, protocol.ExitWorkerError}}}
-	}
-	procs, err := harness.RunBarrier(ctx, r, racers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pr := range procs {
-		var res we.RaceResult
-		if err := harness.DecodeResult(pr.Report, &res); err != nil {
-			t.Fatal(err)
+// oneJobOracle is explore with the oracle a reader might expect of
+// separate commits on PostgreSQL: exactly one job after every race.
+type oneJobOracle struct{ Scenario }
+
+func (w oneJobOracle) Expect(st Settings) ([]scenario.Expected, error) {
+	exp, err := w.Scenario.Expect(st)
+	for i := range exp {
+		if e := exp[i].Value.(Expected); e.Kind == KindRace && strings.HasPrefix(exp[i].Condition, "separate-commit/") {
+			e.Allowed = []string{OutcomeClean}
+			exp[i].Value = e
 		}
-		if res.Error != "" && !(p == wr.SeparateCommit && res.ErrorClass == we.ClassConstraint) {
-			t.Errorf("a racer failed: %s (%s)", res.Error, res.ErrorClass)
+	}
+	return exp, err
+}
+
+// TestPostgresOneJobOracleFails: the oracle that demands one job of
+// separate commits fails every condition whose rounds left a second job,
+// and only those: the duplicates are the pattern's, not the harness's.
+func TestPostgresOneJobOracleFails(t *testing.T) {
+	out, _ := runOnPostgres(t)
+	res := scenario.Evaluate(scenario.Define[Settings, Extra](oneJobOracle{}), nil, out.Settings, out.Records)
+	dups := 0
+	for _, c := range res.Conditions {
+		var o TimingObserved
+		json.Unmarshal(c.Observed, &o)
+		dup := strings.HasPrefix(c.Name, "separate-commit/") && o.Trials > o.Timing.Histogram[OutcomeClean]
+		if dup {
+			dups++
 		}
-		serial += res.SerializationErrors
+		if c.Pass == dup {
+			t.Errorf("%s: pass %v under the one-job oracle, histogram %v", c.Name, c.Pass, o.Timing.Histogram)
+		}
 	}
-	s, err := wr.ReadState(ctx, st)
-	if err != nil {
-		t.Fatal(err)
+	if dups == 0 {
+		t.Log("no race of separate commits left a second job in this run, so the one-job oracle had nothing to fail")
 	}
-	return len(s.FollowUpJobs), len(s.ProcessedEvents), serial
+}
+
+func hasFinding(res results.ScenarioResult, part string) bool {
+	for _, f := range res.AllFindings() {
+		if strings.Contains(f.String(), part) {
+			return true
+		}
+	}
+	return false
 }

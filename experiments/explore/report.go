@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"idemlab/experiments/harness"
@@ -94,7 +95,11 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, extra Extra) (sc
 	}
 	// A replay of one trial runs no sweep, and one of the sweep no random
 	// trial: a table without rows is left out.
-	for _, t := range []scenario.Table{MatrixTable(m), rt, bt, tt} {
+	lt, err := levelTable(st, res)
+	if err != nil {
+		return sec, err
+	}
+	for _, t := range []scenario.Table{MatrixTable(m), lt, rt, bt, tt} {
 		if len(t.Rows) > 0 {
 			sec.Tables = append(sec.Tables, t)
 		}
@@ -112,6 +117,15 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, extra Extra) (sc
 }
 
 func settingsRows(st Settings) [][2]string {
+	if st.Backend != "" {
+		return [][2]string{
+			{"event", st.EventID + " / " + st.JobKey},
+			{"backend", fmt.Sprintf("%s, synchronous_commit=%s", st.Backend, st.SynchronousCommit)},
+			{"isolation levels", strings.Join(st.Isolations, ", ")},
+			{"races", fmt.Sprintf("%d rounds each of %v racers released at once, no kills; batch items %d", st.Rounds, st.Racers, st.Items)},
+			{"racer attempts", fmt.Sprintf("at most %d per racer (40001 and 40P01 run again)", st.MaxAttempts)},
+		}
+	}
 	rows := [][2]string{
 		{"event", st.EventID + " / " + st.JobKey},
 		{"seed", fmt.Sprint(st.Seed)},
@@ -140,11 +154,11 @@ func trialTables(res results.ScenarioResult) (rt, bt scenario.Table, err error) 
 	}
 	bt = scenario.Table{
 		Title:  "kills and racers: how the scheduled SIGKILLs landed and how racers ended",
-		Header: []string{"condition", "kills", "landed", "racer ends", "busy", "retries"},
+		Header: []string{"condition", "kills", "landed", "racer ends", "busy", "40001/40P01", "retries"},
 		Legend: []string{
 			"landed: kills that ended a running worker (the rest fired after it finished)",
-			"racer ends: ack, killed, or the class of the error it reported (constraint: lost the race)",
-			"busy: SQLITE_BUSY errors the racers saw; retries: deliveries tried again",
+			"racer ends: ack, killed, or the class of the error it reported (constraint: lost the race); a journal run: completed or needs_review",
+			"busy: SQLITE_BUSY errors the racers saw; 40001/40P01: PostgreSQL's serialization failures and deadlocks run again (a delivery, or a journal mark); retries: deliveries tried again",
 		},
 	}
 	for _, c := range res.Conditions {
@@ -164,7 +178,7 @@ func trialTables(res results.ScenarioResult) (rt, bt scenario.Table, err error) 
 			for _, k := range sortedKeys(o.Timing.RacerEnds) {
 				ends = append(ends, fmt.Sprintf("%s %d", k, o.Timing.RacerEnds[k]))
 			}
-			bt.Rows = append(bt.Rows, []string{c.Name, fmt.Sprint(o.Timing.Kills), fmt.Sprint(o.Timing.Landed), strings.Join(ends, ", "), fmt.Sprint(o.Timing.BusyErrors), fmt.Sprint(o.Timing.Retries)})
+			bt.Rows = append(bt.Rows, []string{c.Name, fmt.Sprint(o.Timing.Kills), fmt.Sprint(o.Timing.Landed), strings.Join(ends, ", "), fmt.Sprint(o.Timing.BusyErrors), fmt.Sprint(o.Timing.SerializationErrors), fmt.Sprint(o.Timing.Retries)})
 		default:
 			continue
 		}
@@ -175,6 +189,70 @@ func trialTables(res results.ScenarioResult) (rt, bt scenario.Table, err error) 
 		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), strings.Join(outs, ", "), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
 	}
 	return rt, bt, nil
+}
+
+// levelTable is the races on PostgreSQL side by side, one column per
+// isolation level: in how many rounds the pattern did not hold (a second
+// job, or a second send of an item), the outcomes' range, and the
+// serialization failures run again. It has no rows on SQLite.
+func levelTable(st Settings, res results.ScenarioResult) (scenario.Table, error) {
+	t := scenario.Table{
+		Title:  "concurrent deliveries on PostgreSQL: K racers released at once, by isolation level",
+		Header: []string{"pattern", "K"},
+		Legend: []string{
+			"each cell: rounds that broke an invariant of all rounds; the outcomes seen; 40001/40P01 run again; ✓ when every outcome is one the oracle allows",
+		},
+	}
+	if st.Backend == "" {
+		return t, nil
+	}
+	for _, l := range st.Isolations {
+		t.Header = append(t.Header, levelName(l))
+	}
+	byName := map[string]results.ConditionResult{}
+	for _, c := range res.Conditions {
+		byName[c.Name] = c
+	}
+	for _, ps := range st.Patterns {
+		for _, k := range st.Racers {
+			row := []string{ps.Name, fmt.Sprint(k)}
+			for _, l := range st.Isolations {
+				c, ok := byName[fmt.Sprintf("%s/%s/%s-%d", ps.Name, l, KindRace, k)]
+				if !ok {
+					row = append(row, "-")
+					continue
+				}
+				v, err := readCondition(c)
+				if err != nil {
+					return t, err
+				}
+				o := v.timing
+				outs := []string{}
+				for _, k := range byCount(sortedKeys(o.Timing.Histogram)) {
+					outs = append(outs, fmt.Sprintf("%s ×%d", k, o.Timing.Histogram[k]))
+				}
+				row = append(row, fmt.Sprintf("%d/%d: %s; %d retried %s", o.Timing.ViolatingTrials, o.Trials, strings.Join(outs, ", "), o.Timing.SerializationErrors, harness.Mark(c.Pass)))
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	return t, nil
+}
+
+// byCount orders outcome names by the number they end in, so that
+// duplicate-10 comes after duplicate-9; names without one keep their place
+// first.
+func byCount(outs []string) []string {
+	n := func(o string) int {
+		i := strings.LastIndex(o, "-")
+		v, err := strconv.Atoi(o[i+1:])
+		if i < 0 || err != nil {
+			return -1
+		}
+		return v
+	}
+	slices.SortStableFunc(outs, func(a, b string) int { return n(a) - n(b) })
+	return outs
 }
 
 func takeoverTable(res results.ScenarioResult) (scenario.Table, error) {
