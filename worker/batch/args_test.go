@@ -24,6 +24,8 @@ func TestRunArgsRoundTrip(t *testing.T) {
 			"-mode rerun-all -job j -items 1 -receiver http://127.0.0.1:9 -validate-ms 0 -transform-ms 0"},
 		{"a latency that needs every digit", RunArgs{DB: "f", Mode: ModeJournal, Job: "j", Receiver: "r", Items: 3, ValidateMS: math.Nextafter(0.3, 1)},
 			"-mode journal -job j -items 3 -receiver r -validate-ms 0.30000000000000004 -transform-ms 0 -db f"},
+		{"a racer on PostgreSQL", RunArgs{DB: "host=/s dbname=d search_path=s1", Mode: ModeJournal, Job: "j", Receiver: "r", Items: 2, Backend: "postgres", ReadyFD: 3},
+			"-mode journal -job j -items 2 -receiver r -validate-ms 0 -transform-ms 0 -db host=/s dbname=d search_path=s1 -backend postgres -ready-fd 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { roundTrip(t, tt.args, tt.args.Argv(), tt.argv, ParseRunArgs) })
@@ -61,6 +63,8 @@ func TestRunArgsRefused(t *testing.T) {
 		{"change item out of range", func(a []string) []string { return append(a, "-change-item", "4") }, "-change-item"},
 		{"negative latency", func(a []string) []string { a[9] = "-1"; return a }, "-validate-ms"},
 		{"stray argument", func(a []string) []string { return append(a, "extra") }, "unexpected"},
+		{"unknown backend", func(a []string) []string { return append(a, "-backend", "mysql") }, "-backend"},
+		{"ready on a standard descriptor", func(a []string) []string { return append(a, "-ready-fd", "1") }, "-ready-fd"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +88,8 @@ func TestResolveArgsRoundTrip(t *testing.T) {
 			"-db j.sqlite3 -job job-1 -item item-041 -step notify_external -delivered=true -receipt rcpt-1"},
 		{ResolveArgs{DB: "j.sqlite3", Key: k},
 			"-db j.sqlite3 -job job-1 -item item-041 -step notify_external -delivered=false"},
+		{ResolveArgs{DB: "dbname=d", Key: k, Backend: "postgres"},
+			"-db dbname=d -job job-1 -item item-041 -step notify_external -delivered=false -backend postgres"},
 	}
 	for _, tt := range tests {
 		roundTrip(t, tt.args, tt.args.Argv(), tt.argv, ParseResolveArgs)
