@@ -50,7 +50,13 @@ func replays(st Settings, vs []ViolationRecord, limit int) []scenario.Replay {
 // It names no binary, input or results folder, and its --trials 2 (or
 // --rounds 1) holds only trial 0 of a condition, so --only-trial refuses
 // a later one: the report prints ReplayArgs instead.
+//
+// On PostgreSQL, where a race is all explore runs and --only-trial is
+// refused, it is the command that races the condition's level again.
 func replay(st Settings, c Condition, i int) string {
+	if st.Backend != "" {
+		return fmt.Sprintf("idemlab experiment --backend %s --isolation %s --synchronous-commit %s --scenario explore --rounds %d", st.Backend, c.Isolation, st.SynchronousCommit, st.Rounds)
+	}
 	base := fmt.Sprintf("idemlab experiment --scenario explore --seed %d", st.Seed)
 	switch c.Kind {
 	case KindSweep, KindTakeover:
