@@ -176,6 +176,7 @@ func batchPattern(mode string) Pattern {
 	}
 	if mode == wb.ModeJournal {
 		p.TrialProcesses = 4
+		p.RaceRecovery = 2 // the resume and the final run
 		p.PostgresRacer, p.RacesOnPostgres, p.RacerArgs = wb.WorkerRun, true, batchRacerArgs
 		p.Tables, p.ReadOn = wb.SchemaOn, readJournalOn
 		p.Claim, p.RaceAllowed = batchClaim, journalRaceAllowed

@@ -362,11 +362,11 @@ func (p *plan) Processes() int {
 			n += 2 * p.s.pointShare(c, pat.PointCount(p.s)) // the paused holder and its successor
 		case KindRace:
 			// The racers and the recovery: a process on SQLite; on
-			// PostgreSQL, the pattern's whole recovery (the journal's
-			// resume, at most one resolve, and the final run).
+			// PostgreSQL, the pattern's recovery after racers that all
+			// ran to their end (the journal's resume and final run).
 			rec := 1
 			if p.s.Backend != "" {
-				rec = pat.TrialProcesses - 1
+				rec = pat.RaceRecovery
 			}
 			n += (c.Racers + rec) * len(p.s.share(c))
 		}

@@ -99,6 +99,10 @@ type Pattern struct {
 	// its delivery and whole recovery. Processes counts on both.
 	PointCount     func(st Settings) int
 	TrialProcesses int
+	// RaceRecovery is how many processes the recovery after a race on
+	// PostgreSQL starts when every racer ran to its end, as none is
+	// killed there: such racers leave no send in flight to resolve.
+	RaceRecovery int
 	// Args are the worker's arguments for one delivery.
 	Args func(st Settings, f Files) []string
 	// Recovery gives the next recovery process after the steps done so
@@ -228,6 +232,7 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 		TrialShare:     100,
 		PointCount:     func(Settings) int { return len(wr.PointsOf(p)) },
 		TrialProcesses: 2,
+		RaceRecovery:   1,
 		Args:           func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
 		RacerArgs: func(st Settings, f Files) []string {
 			return we.RaceArgs{Delivery: deliveryArgs(st, p, f.DB), ReadyFD: harness.BarrierReadyFD, MaxAttempts: st.MaxAttempts}.Argv()
