@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/jackc/pgx/v5"
+
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -485,12 +487,27 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 	if !backend.IsTarget(f.st.backendName(), e.o.DB, DBName) || (db != "" && e.o.DB != db) {
 		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.st.backendName(), DBName), db)
 	}
+	if want := f.st.requested(f.cond(e.o.Condition)); want != nil {
+		if got := sessionParams(e.o.DB); got != *want {
+			f.c.Obs(e.l, "db", "opens sessions with %s, but condition %s runs under %s", results.Compact(got), e.o.Condition, results.Compact(*want))
+		}
+	}
 	for _, msg := range pat.CheckRows(f.st, e.o.Rows) {
 		f.c.Obs(e.l, "rows", "%s", msg)
 	}
 	if (e.o.Receiver != "") != pat.Sends {
 		f.c.Obs(e.l, "receiver", "%q, but pattern %s sends: %v", e.o.Receiver, pat.Name, pat.Sends)
 	}
+}
+
+// sessionParams is what a connection string asks of every session it
+// opens; zero when it does not parse.
+func sessionParams(dsn string) store.PGRequested {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return store.PGRequested{}
+	}
+	return store.PGRequested{Isolation: cfg.RuntimeParams["default_transaction_isolation"], SynchronousCommit: cfg.RuntimeParams["synchronous_commit"]}
 }
 
 // fresh says a trial's file is its own.
