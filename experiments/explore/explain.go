@@ -28,6 +28,8 @@ func (Scenario) Explain(c results.ConditionResult) []scenario.Explained {
 			if outcome := p.Key(len(p) - 1); outcome != "histogram" {
 				e.Words, e.Observed, e.Rank = "outcome", outcome+" in "+d.Observed, outcomeRank(outcome)
 			}
+		case key == "timing" && p.Key(1) == "serialization_errors":
+			e.Words, e.Rank = "serialization failures (40001/40P01) the racers met", scenario.RankOutcome
 		case key == "points":
 			e.Words, e.Rank = "crash points discovered", scenario.RankRun
 		case key == "violating_points":

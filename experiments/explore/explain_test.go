@@ -22,6 +22,7 @@ func TestExplain(t *testing.T) {
 		{Path: "timing.histogram", Expected: "20 trials in all", Observed: "19"},
 		{Path: "stale_refused", Expected: "2", Observed: "0"},
 		{Path: "points", Expected: "at least one point", Observed: "none"},
+		{Path: "timing.serialization_errors", Expected: "0 under READ COMMITTED", Observed: "2 retried, 0 racers ended on one"},
 	}}
 	want := []string{
 		"crash at after-job-commit outcome want one of {clean} got duplicate-2",
@@ -29,6 +30,7 @@ func TestExplain(t *testing.T) {
 		"stale sends the receiver refused want 2 got 0",
 		"points where a crash breaks an invariant want {} got {after-job-commit}",
 		"crash at after-job-insert outcome want one of {clean} got not-done",
+		"serialization failures (40001/40P01) the racers met want 0 under READ COMMITTED got 2 retried, 0 racers ended on one",
 		"trials counted want 20 trials in all got 19",
 		"crash points discovered want at least one point got none",
 	}
