@@ -223,3 +223,34 @@ func hasFinding(res results.ScenarioResult, part string) bool {
 	}
 	return false
 }
+
+// TestNoSerializationUnderReadCommitted: the oracle of a race under READ
+// COMMITTED fails a condition whose racers met 40001 or 40P01, retried or
+// not, and the other levels' oracle allows them.
+func TestNoSerializationUnderReadCommitted(t *testing.T) {
+	st := postgresSettings(NewSettings(Input{EventID: "e", JobKey: "k", Racers: []int{2}, Rounds: 1, Items: 1}, -1),
+		backend.Spec{Name: store.BackendPostgres, SynchronousCommit: "on"}, store.IsolationOrder)
+	for _, tt := range []struct {
+		name    string
+		retried int
+		ended   int
+	}{{"none", 0, 0}, {"retried", 2, 0}, {"ended on one", 0, 1}} {
+		for _, c := range st.Conditions {
+			e, err := ExpectCondition(st, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := TimingObserved{Trials: 1, Timing: TimingFigures{Histogram: map[string]int{OutcomeClean: 1}, RacerEnds: map[string]int{}, SerializationErrors: tt.retried}}
+			if tt.ended > 0 {
+				o.Timing.RacerEnds["serialization"] = tt.ended
+			}
+			pass, diffs, err := Scenario{}.Check(c.Name, scenario.Marshal(e), scenario.Marshal(o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := c.Isolation != "read-committed" || tt.retried+tt.ended == 0; pass != want {
+				t.Errorf("%s, %s: pass %v, want %v (%v)", c.Name, tt.name, pass, want, diffs)
+			}
+		}
+	}
+}
