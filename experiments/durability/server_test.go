@@ -10,8 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/harness/harnesstest"
-	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenario/scenariotest"
 	"idemlab/worker/protocol"
@@ -241,23 +239,5 @@ func runOnServer(tb testing.TB, ov map[string]string) scenariotest.Outcome {
 		tb.Fatal(err)
 	}
 	defer srv.Close()
-	p, err := Scenario{}.PlanOn(pgSpec, nil, ov)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	env := harnesstest.New(tb)
-	if err := p.Run(context.Background(), scenario.Env{Runner: env.Runner, Recorder: env.Recorder, TempDir: tb.TempDir(), Backend: srv}); err != nil {
-		tb.Fatal(err)
-	}
-	if err := env.Recorder.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	f, err := results.LoadRecords(env.Dir, results.Limits{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rec := f.Records(Name)
-	settings := scenario.Marshal(p.Settings())
-	res := scenario.Evaluate(New(), ov, settings, rec)
-	return scenariotest.Outcome{Result: res, Records: rec, Settings: settings, Findings: res.AllFindings()}
+	return scenariotest.RunOn(tb, New(), pgSpec, srv, "", ov)
 }
