@@ -57,7 +57,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 // on SQLite (WantOf), wantOnServer's on PostgreSQL.
 func (s Settings) wantOf(c Condition, point string) (Want, error) {
 	if c.OnServer() {
-		return wantOnServer(c.Pattern, c, s.Items, point)
+		return wantOnServer(c, s.Items, point)
 	}
 	return WantOf(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
 }

@@ -131,7 +131,8 @@ func (s Settings) spec(c Condition) backend.Spec {
 // started (backend.PrepareCrash), it loses every one, acknowledged or not
 // (backend.CrashLoses). What the redelivery then makes of the rows left is
 // the same model the SQLite trials use (outcomeOf, rowsLost).
-func wantOnServer(pattern string, c Condition, items int, point string) (Want, error) {
+func wantOnServer(c Condition, items int, point string) (Want, error) {
+	pattern := c.Pattern
 	sh, err := ShapeOf(pattern, items, point)
 	if err != nil {
 		return Want{}, err
