@@ -27,6 +27,11 @@
 // checks.go, audit.go and classify.go (from the records to an outcome per
 // trial), then
 // matrix.go, findings.go and report.go (what a person reads).
+//
+// On --backend postgres the matrix is pattern × synchronous_commit × kind,
+// where the kinds are a kill of the worker and a crash of the server
+// itself: server.go (the settings and the oracle), serverrun.go (one
+// trial), serverfold.go (its checks) and serverreport.go.
 package durability
 
 import (
