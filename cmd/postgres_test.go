@@ -77,11 +77,12 @@ func TestPostgresLeavesNothing(t *testing.T) {
 	}
 }
 
-// TestScenariosOnPostgres: redelivery, claim and explore plan on PostgreSQL; every
-// other scenario refuses it, saying why in its own words.
+// TestScenariosOnPostgres: redelivery, claim, explore and durability plan
+// on PostgreSQL; every other scenario refuses it, saying why in its own
+// words.
 func TestScenariosOnPostgres(t *testing.T) {
 	spec := backend.Spec{Name: "postgres", Isolation: "read-committed", SynchronousCommit: "on"}
-	runs := map[string]bool{"redelivery": true, "claim": true, "explore": true}
+	runs := map[string]bool{"redelivery": true, "claim": true, "explore": true, "durability": true}
 	for _, s := range all.Scenarios() {
 		_, err := scenario.PlanOn(s, spec, nil, nil)
 		refused := errors.Is(err, backend.ErrNotOnBackend)

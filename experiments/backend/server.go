@@ -264,7 +264,8 @@ func quoteLiteral(v string) string { return "'" + strings.ReplaceAll(v, "'", "''
 // WithSpec is the same server and database handing out schemas whose
 // sessions start with spec's settings instead, which a session takes from
 // its connection string. It shares the original's database: close only
-// the original.
+// the original, and crash only the original, since Crash renews the
+// parent's connection of the server it is called on alone.
 func (s *Server) WithSpec(spec Spec) *Server {
 	c := *s
 	c.spec = spec

@@ -95,8 +95,11 @@ func heatCaption(outcomes []figure.Outcome, kind string) string {
 	if len(keys) > 0 {
 		s += " Letters: " + strings.Join(keys, "; ") + "."
 	}
-	if kind == KindKill {
+	switch kind {
+	case KindKill:
 		return s + ` "ack": no kill; the worker ran to its exit 0.`
+	case KindServer:
+		return s + ` "ack": the worker ran to its exit 0, then every process of the PostgreSQL server was SIGKILLed and the server recovered.`
 	}
 	return s + ` "ack": the worker ran to its exit 0, then the power was cut.`
 }
@@ -118,7 +121,7 @@ func matrixChart(res results.ScenarioResult) ([]scenario.Chart, error) {
 	// best as row labels, and eight settings leave room for stacked column
 	// heads such as "DELETE NORMAL".
 	var out []scenario.Chart
-	for _, kind := range []string{KindPower, KindKill} {
+	for _, kind := range []string{KindPower, KindServer, KindKill} {
 		var cols []string
 		var idx []int
 		for i, r := range m.Rows {
@@ -137,8 +140,12 @@ func matrixChart(res results.ScenarioResult) ([]scenario.Chart, error) {
 			}
 		}
 		used := heatOutcomes(cells)
+		colLabel := "journal_mode, synchronous"
+		if strings.HasPrefix(cols[0], "synchronous_commit=") {
+			colLabel = "PostgreSQL's synchronous_commit"
+		}
 		h := figure.HeatMap{
-			Title: "outcome after a " + kindWords[kind] + ", per crash point and setting", RowLabel: "pattern / crash point", ColLabel: "journal_mode, synchronous",
+			Title: "outcome after a " + kindWords[kind] + ", per crash point and setting", RowLabel: "pattern / crash point", ColLabel: colLabel,
 			Rows: m.Columns, Cols: cols, Outcomes: used, Cells: cells,
 		}
 		svg, err := h.SVG()
@@ -153,4 +160,4 @@ func matrixChart(res results.ScenarioResult) ([]scenario.Chart, error) {
 	return out, nil
 }
 
-var kindWords = map[string]string{KindPower: "power cut", KindKill: "process kill"}
+var kindWords = map[string]string{KindPower: "power cut", KindKill: "process kill", KindServer: "server crash"}

@@ -123,6 +123,10 @@ func (f *folder) checkRecovery(t trialLine) {
 // the condition's settings through the fault VFS.
 func (f *folder) checkReadBack(t trialLine, p results.Process, rep protocol.Report) {
 	cond := t.cond
+	if cond.OnServer() {
+		f.checkServerReadBack(t, p, rep)
+		return
+	}
 	want := sqlitedb.Settings{JournalMode: cond.JournalMode, Synchronous: cond.Synchronous, BusyTimeoutMS: busyTimeoutMS, VFS: faultvfs.Name}
 	var got sqlitedb.Settings
 	switch cond.Pattern {

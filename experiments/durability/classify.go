@@ -86,18 +86,21 @@ func Classify(f Facts) (outcome string, rowsLost int) {
 }
 
 // lost counts rows of before that after lacks, as multisets.
-func lost(before, after []string) int {
+func lost(before, after []string) int { return len(missing(before, after)) }
+
+// missing lists the rows of before that after lacks, as multisets.
+func missing(before, after []string) []string {
 	have := map[string]int{}
 	for _, r := range after {
 		have[r]++
 	}
-	n := 0
+	var out []string
 	for _, r := range before {
 		if have[r] > 0 {
 			have[r]--
 		} else {
-			n++
+			out = append(out, r)
 		}
 	}
-	return n
+	return out
 }

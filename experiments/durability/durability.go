@@ -27,12 +27,19 @@
 // checks.go, audit.go and classify.go (from the records to an outcome per
 // trial), then
 // matrix.go, findings.go and report.go (what a person reads).
+//
+// On --backend postgres the matrix is pattern × synchronous_commit × kind,
+// where the kinds are a kill of the worker and a crash of the server
+// itself: server.go (the settings and the oracle), serverrun.go (one
+// trial), serverfold.go (its checks) and serverreport.go.
 package durability
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/scenario"
 )
 
@@ -50,14 +57,21 @@ const (
 // AllPatterns in run order.
 var AllPatterns = []string{PatternSeparate, PatternSingle, PatternBatch, PatternClaim}
 
-// Crash kinds.
+// Crash kinds. On SQLite a kill and a power cut; on PostgreSQL a kill
+// of the worker, whose uncommitted work the server rolls back, and a crash
+// of the server itself (server.go).
 const (
-	KindKill  = "kill"
-	KindPower = "power"
+	KindKill   = "kill"
+	KindPower  = "power"
+	KindServer = "server"
 )
 
-// AllKinds in run order.
+// AllKinds in run order, on SQLite.
 var AllKinds = []string{KindKill, KindPower}
+
+// everyKind is every crash kind of either backend, in the order tables
+// and sentences list them.
+var everyKind = []string{KindKill, KindPower, KindServer}
 
 // Flag names.
 const (
@@ -71,6 +85,9 @@ const (
 	FlagFaultUnit   = "fault-unit"
 	FlagSeed        = "seed"
 	FlagSyncPoints  = "sync-points"
+	// FlagSynchronousCommits narrows a run on PostgreSQL to some of
+	// synchronous_commit's levels, as --synchronous does SQLite's.
+	FlagSynchronousCommits = "synchronous-commits"
 )
 
 // Scenario is the durability matrix, written against its own settings
@@ -84,7 +101,7 @@ func New() scenario.Scenario { return scenario.Define[Settings, Extra](Scenario{
 func (Scenario) Name() string { return Name }
 
 func (Scenario) Summary() string {
-	return "power loss: every pattern × crash point × journal_mode × synchronous, killed and power-cut (faultvfs)"
+	return "power loss: every pattern × crash point × journal_mode × synchronous, killed and power-cut (faultvfs); on --backend postgres × synchronous_commit, killed and server-crashed"
 }
 
 // OptIn keeps the matrix out of a run without --scenario.
@@ -95,7 +112,8 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagPattern, Usage: "patterns, comma list: " + strings.Join(AllPatterns, ",")},
 		{Name: FlagJournalMode, Usage: "journal modes, comma list, any case: DELETE,WAL"},
 		{Name: FlagSynchronous, Usage: "synchronous levels, comma list, any case: OFF,NORMAL,FULL,EXTRA"},
-		{Name: FlagKind, Usage: "crash kinds, comma list: kill,power"},
+		{Name: FlagKind, Usage: "crash kinds, comma list: kill,power on SQLite; kill,server on --backend postgres"},
+		{Name: FlagSynchronousCommits, Usage: "on --backend postgres: synchronous_commit levels, comma list: on,local,off"},
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
 		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
 		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},
@@ -109,7 +127,13 @@ func (Scenario) Flags() []scenario.Flag {
 // Plan decodes the optional section, applies the flags and validates.
 // An error names the flag when the value came from one, and the input
 // file's field otherwise.
-func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+func (sc Scenario) Plan(section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+	return sc.PlanOn(backend.SQLite, section, overrides)
+}
+
+// PlanOn is Plan for a run on backend b: on PostgreSQL the conditions
+// are pattern × synchronous_commit × kind (serverSettingsOf).
+func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
 	var in Input
 	if len(section) > 0 && string(section) != "null" {
 		if err := scenario.DecodeSection(Name, section, &in); err != nil {
@@ -123,6 +147,7 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 	}{
 		{FlagPattern, "patterns", &in.Patterns}, {FlagJournalMode, "journal_modes", &in.JournalModes},
 		{FlagSynchronous, "synchronous", &in.Synchronous}, {FlagKind, "kinds", &in.Kinds},
+		{FlagSynchronousCommits, "synchronous_commits", &in.SynchronousCommits},
 	}
 	for _, l := range lists {
 		if v, ok := overrides[l.flag]; ok {
@@ -138,12 +163,19 @@ func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scen
 	if err := faultFlags(&in, overrides, from); err != nil {
 		return nil, err
 	}
-	st, err := settingsOf(in, from)
+	settings := settingsOf
+	if !b.IsSQLite() {
+		settings = func(in Input, from map[string]string) (Settings, error) { return serverSettingsOf(b, in, from) }
+	}
+	st, err := settings(in, from)
 	if err != nil {
 		return nil, err
 	}
 	if st.Shard, err = scenario.ShardOverride(overrides); err != nil {
 		return nil, err
+	}
+	if st.Shard != nil && !b.IsSQLite() {
+		return nil, fmt.Errorf("--%s: splits SQLite's matrix; a run on --backend postgres runs its few conditions whole", scenario.ShardFlag.Name)
 	}
 	return &plan{s: st}, nil
 }

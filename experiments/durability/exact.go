@@ -433,8 +433,8 @@ func SyncPoints(n int) []string {
 // index.
 func SeedKey(point string, seed int) string { return point + "#" + strconv.Itoa(seed) }
 
-// ExtraPoints are the points every condition tries beyond the normal run
-// and its workers' own: the ACK with the connection open and, where a
+// ExtraPoints are the points every SQLite condition tries beyond the
+// normal run and its workers' own: the ACK with the connection open and, where a
 // second connection is possible, the ACK with the parent's reader open.
 func ExtraPoints(pattern string) []string {
 	if pattern == PatternBatch {
@@ -464,7 +464,10 @@ type TrialRef struct {
 // points as the normal run reported them, and syncs the syncs it made.
 func (s Settings) Order(c Condition, points []string, syncs int) []TrialRef {
 	var out []TrialRef
-	all := append(append([]string{PointACK}, points...), ExtraPoints(c.Pattern)...)
+	all := append([]string{PointACK}, points...)
+	if !c.OnServer() {
+		all = append(all, ExtraPoints(c.Pattern)...)
+	}
 	if s.SyncPoints {
 		all = append(all, SyncPoints(syncs)...)
 	}
@@ -479,6 +482,9 @@ func (s Settings) Order(c Condition, points []string, syncs int) []TrialRef {
 // ModelOrder is Order as the model has it: the workers' points from
 // Points and the syncs from the sync model's schedule of the normal run.
 func (s Settings) ModelOrder(c Condition) ([]TrialRef, error) {
+	if c.OnServer() {
+		return s.Order(c, Points(c.Pattern, s.Items), 0), nil
+	}
 	n, err := syncmodel.Syncs(ModelSetting(c.Setting()), syncmodel.Process{Commits: TotalCommits(c.Pattern, s.Items), End: syncmodel.EndClose})
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/worker/sqlitedb"
 )
 
 // cell is one trial as the matrix shows it: one pattern's point under one
@@ -36,7 +35,7 @@ func (c cell) has(tag string) bool { return slices.Contains(strings.Split(c.outc
 func (c cell) safe() bool { return c.outcome == OutcomeOK || c.outcome == TagRolledBack }
 
 // setting is the cell's journal_mode/synchronous, as "DELETE/FULL".
-func (c cell) setting() string { return c.cond.JournalMode + "/" + c.cond.Synchronous }
+func (c cell) setting() string { return c.cond.SettingName() }
 
 // cellsOf lists the trials of a derived result: conditions in the order of
 // the settings, trials in the model's order, then any trial the model
@@ -122,7 +121,7 @@ func modelSentence(cells []cell) scenario.Sentence {
 // the same points share a sentence.
 func lostAckedSentences(cells []cell) []scenario.Sentence {
 	var out []scenario.Sentence
-	for _, kind := range AllKinds {
+	for _, kind := range everyKind {
 		where := map[string][]cell{}
 		var settings []string
 		for _, c := range cells {
@@ -148,7 +147,16 @@ func lostAckedSentences(cells []cell) []scenario.Sentence {
 }
 
 // kindPhrase names a crash kind in a sentence.
-var kindPhrase = map[string]string{KindKill: "a process kill", KindPower: "a power cut"}
+var kindPhrase = map[string]string{KindKill: "a process kill", KindPower: "a power cut", KindServer: "a server crash"}
+
+// kindsVerb says what the crash kinds of the cells' backend do to a
+// trial.
+func kindsVerb(cells []cell) string {
+	if slices.ContainsFunc(cells, func(c cell) bool { return c.cond.OnServer() }) {
+		return "killed or server-crashed"
+	}
+	return "killed or power-cut"
+}
 
 // damage is a harm other than lost ACKed work, as a pattern's verb.
 type damage struct {
@@ -180,8 +188,12 @@ func damageSentences(cells []cell, d damage) []scenario.Sentence {
 		if len(hit) == 0 {
 			continue
 		}
+		verb := d.verb
+		if d.tag == TagCorrupt && hit[0].cond.OnServer() {
+			verb = "leaves tables in which amcheck finds damage"
+		}
 		out = append(out, scenario.Sentence{
-			Text:  fmt.Sprintf("%s %s: %s.", p, d.verb, faultsPhrase(hit, triedSettings(cells))),
+			Text:  fmt.Sprintf("%s %s: %s.", p, verb, faultsPhrase(hit, triedSettings(cells))),
 			Cells: cellNames(hit),
 		})
 	}
@@ -226,23 +238,21 @@ func safeSentences(cells []cell) []scenario.Sentence {
 			}
 		}
 		out = append(out, scenario.Sentence{
-			Text: fmt.Sprintf("%s %s safe under %s: killed or power-cut at every point, nothing was lost, done twice or left missing (at most a crashed worker's commit rolled back and was redone).",
-				and(group), isAre(group), and(settings)),
+			Text: fmt.Sprintf("%s %s safe under %s: %s at every point, nothing was lost, done twice or left missing (at most a crashed worker's commit rolled back and was redone).",
+				and(group), isAre(group), and(settings), kindsVerb(cells)),
 			Cells: names,
 		})
 	}
 	return out
 }
 
-// triedSettings lists the cells' journal_mode/synchronous pairs in the
-// matrix's order.
+// triedSettings lists the cells' settings (journal_mode/synchronous
+// pairs, or synchronous_commit levels) in the matrix's order.
 func triedSettings(cells []cell) []string {
 	var out []string
-	for _, m := range sqlitedb.JournalModes {
-		for _, s := range sqlitedb.SyncLevels {
-			if slices.ContainsFunc(cells, func(c cell) bool { return c.cond.JournalMode == m && c.cond.Synchronous == s }) {
-				out = append(out, m+"/"+s)
-			}
+	for _, name := range settingOrder() {
+		if slices.ContainsFunc(cells, func(c cell) bool { return c.setting() == name }) {
+			out = append(out, name)
 		}
 	}
 	return out
@@ -278,7 +288,7 @@ func faultsPhrase(cells []cell, all []string) string {
 	}
 	faults := func(pt string) string {
 		var phrases, kinds []string // kinds[i] is the crash kinds phrases[i] names
-		for _, k := range AllKinds {
+		for _, k := range everyKind {
 			var at []cell
 			for _, c := range cells {
 				if c.point == pt && c.cond.Kind == k {

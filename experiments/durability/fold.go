@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
+	"idemlab/worker/store"
 )
 
 // trialLine is one line of observations.jsonl with the condition it
@@ -143,6 +145,9 @@ func (f *folder) trial(t trialLine) {
 	}
 	out, n := Classify(facts)
 	tr := Trial{Outcome: out, FirstExit: facts.FirstExit, RowsLost: n, Integrity: strings.Join(t.o.Integrity, "; ")}
+	if t.cond.OnServer() {
+		tr.Lost = LostRows(t.o.Before, t.o.After).Lines()
+	}
 	if t.o.Recovery != nil {
 		for _, fr := range t.o.Recovery.Files {
 			if fr.Changed {
@@ -204,12 +209,18 @@ func (f *folder) checkOrder(t trialLine, s *conditionFold) string {
 		f.c.Obs(t.l, "point", "%q was already tried in this condition", key)
 	}
 	wantDB := DBName(t.cond.Pattern)
-	if filepath.Base(t.o.DB) != wantDB {
+	switch {
+	case t.cond.OnServer() && !backend.IsTarget(store.BackendPostgres, t.o.DB, ""):
+		f.c.Obs(t.l, "db", "%q, but a PostgreSQL trial's database is a %s", t.o.DB, backend.TargetKind(store.BackendPostgres, ""))
+	case !t.cond.OnServer() && filepath.Base(t.o.DB) != wantDB:
 		f.c.Obs(t.l, "db", "%q, but the pattern's file is named %s", t.o.DB, wantDB)
 	}
 	// Shards ran on machines of their own: only one shard's folders
-	// need differ.
+	// need differ. On PostgreSQL a trial's schema stands for its folder.
 	dir := fmt.Sprintf("%d:%s", t.l.Shard, filepath.Dir(t.o.DB))
+	if t.cond.OnServer() {
+		dir = fmt.Sprintf("%d:%s", t.l.Shard, t.o.DB)
+	}
 	if prev, dup := f.dirs[dir]; dup {
 		f.c.Obs(t.l, "db", "folder %s is also line %d's; every trial starts on a fresh folder", dir, prev)
 	}
@@ -221,6 +232,10 @@ func (f *folder) checkOrder(t trialLine, s *conditionFold) string {
 // the log against the trial's point: a cut inside sync N leaves N-1 syncs
 // logged before the fsync, N after it.
 func (f *folder) checkCut(t trialLine) {
+	if t.cond.OnServer() {
+		f.checkServer(t)
+		return
+	}
 	if t.o.Log == nil {
 		f.c.Obs(t.l, "log", "missing; every trial keeps the VFS's op log")
 		return
@@ -261,6 +276,9 @@ func (f *folder) processes(t trialLine, s *conditionFold) (Facts, []claimStep) {
 		f.c.Argv(p, worker, args)
 		f.c.Env(p, env)
 		rep, ok := f.c.Report(p)
+		if ok && t.cond.OnServer() {
+			f.checkDeliveryClaim(t, i, p, rep)
+		}
 		if t.cond.Pattern == PatternClaim {
 			claims = append(claims, claimStep{role: step.Role, p: p, rep: rep, ok: ok})
 		}
@@ -292,8 +310,8 @@ func (f *folder) first(t trialLine, s *conditionFold, p results.Process, rep pro
 	if !reported {
 		return
 	}
-	if p.ExitCode == protocol.ExitCrash && (rep.CrashKind != t.cond.Kind || rep.CrashedAt != t.o.Point) {
-		f.c.Proc(p, "stdout", "the report's crashed_at is %q and crash_kind %q, but the trial's point is %q under a %q", rep.CrashedAt, rep.CrashKind, t.o.Point, t.cond.Kind)
+	if p.ExitCode == protocol.ExitCrash && (rep.CrashKind != WorkerKind(t.cond) || rep.CrashedAt != t.o.Point) {
+		f.c.Proc(p, "stdout", "the report's crashed_at is %q and crash_kind %q, but the trial's point is %q under a %q", rep.CrashedAt, rep.CrashKind, t.o.Point, WorkerKind(t.cond))
 	}
 	if q := s.seq(t.l); t.o.Point == PointACK && q.trials == 1 {
 		q.all = f.st.Order(t.cond, rep.Points, faultvfs.Syncs(t.o.Log))

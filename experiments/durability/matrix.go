@@ -10,8 +10,9 @@ type Extra struct {
 	Matrix Matrix `json:"matrix"`
 }
 
-// Matrix is setting × point → outcome. Rows are "MODE/SYNC/kind",
-// columns "pattern/point"; an empty outcome means not run.
+// Matrix is setting × point → outcome. Rows are "MODE/SYNC/kind" on
+// SQLite, "synchronous_commit=LEVEL/kind" on PostgreSQL; columns
+// "pattern/point"; an empty outcome means not run.
 type Matrix struct {
 	Rows     []string   `json:"rows"`
 	Columns  []string   `json:"columns"`
@@ -27,7 +28,10 @@ func BuildMatrix(st Settings, observed map[string]any) Matrix {
 	var m Matrix
 	rowIdx, colIdx := map[string]int{}, map[string]int{}
 	for _, p := range AllPatterns {
-		cols := append(append([]string{PointACK}, Points(p, st.Items)...), ExtraPoints(p)...)
+		cols := append([]string{PointACK}, Points(p, st.Items)...)
+		if st.Backend == "" {
+			cols = append(cols, ExtraPoints(p)...)
+		}
 		if st.SyncPoints {
 			cols = append(cols, rowSync)
 		}
@@ -39,7 +43,7 @@ func BuildMatrix(st Settings, observed map[string]any) Matrix {
 		}
 	}
 	for _, c := range st.Conditions {
-		r := c.JournalMode + "/" + c.Synchronous + "/" + c.Kind
+		r := c.SettingName() + "/" + c.Kind
 		if _, ok := rowIdx[r]; !ok {
 			rowIdx[r] = len(m.Rows)
 			m.Rows = append(m.Rows, r)
@@ -55,7 +59,7 @@ func BuildMatrix(st Settings, observed map[string]any) Matrix {
 	}
 	for _, c := range st.Conditions {
 		trials, _ := observed[c.Name].(map[string]Trial)
-		i := rowIdx[c.JournalMode+"/"+c.Synchronous+"/"+c.Kind]
+		i := rowIdx[c.SettingName()+"/"+c.Kind]
 		// Seeds of one point, and the cuts inside syncs, share a cell,
 		// which shows the worst of them.
 		for _, k := range sortedKeys(trials) {

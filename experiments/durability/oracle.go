@@ -24,6 +24,9 @@ type Trial struct {
 	// Views, under the torn mode, names what the seed did to each file it
 	// decided (ViewKey), read from the recorded decisions.
 	Views string `json:"views,omitempty"`
+	// Lost, on PostgreSQL, lists the rows the parent read before the
+	// crash and not after it, "table: row" each.
+	Lost []string `json:"lost_rows,omitempty"`
 }
 
 // Expect is the oracle, from the settings alone: per condition, per trial
@@ -39,7 +42,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 		exp := map[string]Want{}
 		// A shard expects its part of the trials, and the normal run.
 		for _, tr := range st.share(c, order, st.Shard.Runs) {
-			w, err := WantOf(c.Pattern, c.Setting(), st.Items, tr.Point, st.faultOf(c))
+			w, err := st.wantOf(c, tr.Point)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.Name, err)
 			}
@@ -48,6 +51,15 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 		out = append(out, scenario.Expected{Condition: c.Name, Value: exp})
 	}
 	return out, nil
+}
+
+// wantOf is the oracle for condition c's trial at point: the sync model's
+// on SQLite (WantOf), wantOnServer's on PostgreSQL.
+func (s Settings) wantOf(c Condition, point string) (Want, error) {
+	if c.OnServer() {
+		return wantOnServer(c, s.Items, point)
+	}
+	return WantOf(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
 }
 
 // faultOf is the fault mode of a condition's cuts: the settings' for a

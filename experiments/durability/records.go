@@ -63,6 +63,26 @@ type Observation struct {
 	Final Rows `json:"final"`
 	// Sends is the batch receiver's whole log for the trial.
 	Sends []receiver.Entry `json:"sends,omitempty"`
+	// Server is a server crash's record on PostgreSQL; absent for a kill
+	// and on SQLite, where DB is a file. On PostgreSQL DB is the trial's
+	// connection string, naming a schema of its own, Log is null and
+	// Integrity is what amcheck said of the tables after recovery.
+	Server *ServerCrash `json:"server,omitempty"`
+}
+
+// ServerCrash is what the parent saw of a crash of the PostgreSQL server
+// between the first process and the next.
+type ServerCrash struct {
+	// Frozen says the WAL writer and background writer were stopped
+	// (SIGSTOP) before the first process started and stayed so until the
+	// crash.
+	Frozen bool `json:"writers_frozen"`
+	// Settings are backend.CrashSettings as the recovered server read
+	// them back.
+	Settings map[string]string `json:"settings"`
+	// Lost are the rows of Before that After lacks, per table: the
+	// committed work the crash took back, as the parent read it.
+	Lost Rows `json:"lost_rows"`
 }
 
 // Step is one process of a trial.
@@ -76,6 +96,17 @@ type Step struct {
 // Rows are a file's rows per table, each rendered as "col|col|...", in the
 // table's order.
 type Rows map[string][]string
+
+// Lines renders the rows as "table: row", tables in name order.
+func (r Rows) Lines() []string {
+	var out []string
+	for _, tb := range sortedKeys(r) {
+		for _, row := range r[tb] {
+			out = append(out, tb+": "+row)
+		}
+	}
+	return out
+}
 
 // Table names in Rows.
 const (

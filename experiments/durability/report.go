@@ -7,7 +7,6 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/worker/sqlitedb"
 )
 
 // codes are one letter per tag, so a cell holds a whole outcome.
@@ -37,16 +36,12 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenar
 	// A pass means every outcome is one the model allows, which may well
 	// be a loss; the verdict says so.
 	sec := scenario.Section{Verdict: scenario.ModelVerdict(res.Pass), Lead: Lead(st, res)}
-	sec.Settings = [][2]string{
-		{"patterns", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Pattern }), ", ")},
-		{"journal_mode × synchronous", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.JournalMode + "/" + c.Synchronous }), ", ")},
-		{"crash kinds", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Kind }), ", ")},
-		{"batch items", fmt.Sprint(st.Items)},
-		{"power cut", powerCutPhrase(st)},
-		{"cuts inside a sync", map[bool]string{true: "every sync of the normal run, just before and just after the fsync", false: "off (--sync-points)"}[st.SyncPoints]},
-	}
+	sec.Settings = settingsRows(st)
 	cells := cellsOf(st, res)
 	sec.Tables = []scenario.Table{matrixTable(st, cells), totalsTable(st, cells)}
+	if st.Backend != "" {
+		sec.Tables = append(sec.Tables, lostTable(st, res))
+	}
 	var misses []string
 	for _, c := range cells {
 		if !c.ok() {
@@ -66,6 +61,21 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, _ Extra) (scenar
 	}
 	sec.Charts = ch
 	return sec, nil
+}
+
+// settingsRows are the report's settings table.
+func settingsRows(st Settings) [][2]string {
+	if st.Backend != "" {
+		return serverSettingsRows(st)
+	}
+	return [][2]string{
+		{"patterns", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Pattern }), ", ")},
+		{"journal_mode × synchronous", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.JournalMode + "/" + c.Synchronous }), ", ")},
+		{"crash kinds", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Kind }), ", ")},
+		{"batch items", fmt.Sprint(st.Items)},
+		{"power cut", powerCutPhrase(st)},
+		{"cuts inside a sync", map[bool]string{true: "every sync of the normal run, just before and just after the fsync", false: "off (--sync-points)"}[st.SyncPoints]},
+	}
 }
 
 // powerCutPhrase says what the settings' power cut does.
@@ -97,17 +107,19 @@ var matrixLegend = []string{
 // per setting, "kill/power" in each.
 func matrixTable(st Settings, cells []cell) scenario.Table {
 	var cols []string
-	for _, m := range sqlitedb.JournalModes {
-		for _, s := range sqlitedb.SyncLevels {
-			if slices.ContainsFunc(st.Conditions, func(c Condition) bool { return c.JournalMode == m && c.Synchronous == s }) {
-				cols = append(cols, m+"/"+s)
-			}
+	for _, name := range settingOrder() {
+		if slices.ContainsFunc(st.Conditions, func(c Condition) bool { return c.SettingName() == name }) {
+			cols = append(cols, name)
 		}
 	}
 	t := scenario.Table{
 		Title:  "outcome per pattern and crash point (rows) and journal_mode/synchronous (columns): kill/power",
 		Header: append([]string{"pattern / point"}, shortCols(cols)...),
 		Legend: matrixLegend,
+	}
+	if st.Backend != "" {
+		t.Title = "outcome per pattern and crash point (rows) and synchronous_commit (columns): kill/server"
+		t.Header, t.Legend = append([]string{"pattern / point"}, cols...), serverLegend
 	}
 	// A slot holds every seed of a point, or every sync cut of a
 	// pattern: it shows the worst outcome, and "!" if any trial in it
@@ -136,7 +148,7 @@ func matrixTable(st Settings, cells []cell) scenario.Table {
 			seen := false
 			for _, col := range cols {
 				var parts []string
-				for _, k := range AllKinds {
+				for _, k := range st.kinds() {
 					s := "-"
 					if sl, ok := at[p+"/"+pt+" "+col+" "+k]; ok {
 						s, seen = Code(sl.worst), true
@@ -173,7 +185,7 @@ func matrixRow(point string) string {
 func totalsTable(st Settings, cells []cell) scenario.Table {
 	tags := []string{TagLostAcked, TagRolledBack, TagDuplicate, TagLostClaim, TagLostDownstream, TagMissing, TagCorrupt, TagError}
 	t := scenario.Table{
-		Title:  "trials per crash kind and how many ended with each tag (fault " + st.Fault + ")",
+		Title:  "trials per crash kind and how many ended with each tag (" + faultWords(st) + ")",
 		Header: []string{"kind", "trials"},
 		Legend: []string{"a trial counts once under every tag it carries; ! counts the trials that ended otherwise than the model says"},
 	}
@@ -181,7 +193,7 @@ func totalsTable(st Settings, cells []cell) scenario.Table {
 		t.Header = append(t.Header, Code(tag))
 	}
 	t.Header = append(t.Header, "!")
-	for _, k := range AllKinds {
+	for _, k := range st.kinds() {
 		n, miss, per := 0, 0, map[string]int{}
 		for _, c := range cells {
 			if c.cond.Kind != k {

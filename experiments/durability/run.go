@@ -59,6 +59,9 @@ func (p *plan) Processes() int {
 // crash points and whose log counts the syncs, then every other trial in
 // the order Settings.Order gives.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+	if err := p.applyServerSettings(ctx, env); err != nil {
+		return err
+	}
 	for _, c := range p.s.Conditions {
 		points, syncs, err := p.trial(ctx, env, c, TrialRef{Point: PointACK})
 		if err != nil {
@@ -75,7 +78,11 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 
 // Env is the environment of every process of a trial; the first process
 // also gets the crash kind and, unless it is the normal run, the point.
+// On PostgreSQL there is no file to open through the fault VFS.
 func Env(c Condition) map[string]string {
+	if c.OnServer() {
+		return map[string]string{}
+	}
 	return map[string]string{protocol.EnvVFS: protocol.VFSFault, protocol.EnvJournalMode: c.JournalMode, protocol.EnvSynchronous: c.Synchronous}
 }
 
@@ -85,7 +92,7 @@ func Env(c Condition) map[string]string {
 // open run to their exit.
 func FirstEnv(c Condition, point string) map[string]string {
 	e := Env(c)
-	e[protocol.EnvCrashKind] = c.Kind
+	e[protocol.EnvCrashKind] = WorkerKind(c)
 	cut, isSync := ParseSyncPoint(point)
 	switch {
 	case point == PointACK, point == PointACKReader:
@@ -97,6 +104,16 @@ func FirstEnv(c Condition, point string) map[string]string {
 		e[protocol.EnvCrashAt] = point
 	}
 	return e
+}
+
+// WorkerKind is the crash kind the first process is told, and echoes: a
+// server crash stops the worker as a kill does, and then crashes the
+// server as well.
+func WorkerKind(c Condition) string {
+	if c.Kind == KindServer {
+		return KindKill
+	}
+	return c.Kind
 }
 
 // DBOptions is how the parent opens a trial's file: the condition's
@@ -122,6 +139,9 @@ type trial struct {
 // trial runs one trial and returns the points its first process passed
 // and the syncs its log holds.
 func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr TrialRef) ([]string, int, error) {
+	if c.OnServer() {
+		return p.serverTrial(ctx, env, c, tr)
+	}
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-durability-")
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: create trial folder: %w", errclass.ErrHarness, err)

@@ -11,6 +11,7 @@ import (
 	"idemlab/experiments/shard"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // busyTimeoutMS is every worker's default busy timeout; the matrix does not
@@ -37,6 +38,9 @@ type Input struct {
 	Seed       *int64 `json:"seed,omitempty"`
 	// SyncPoints adds a cut inside every sync of the normal run.
 	SyncPoints bool `json:"sync_points,omitempty"`
+	// SynchronousCommits are PostgreSQL's synchronous_commit levels, on
+	// --backend postgres only; the default is all three.
+	SynchronousCommits []string `json:"synchronous_commits,omitempty"`
 }
 
 // Condition is one pattern under one setting; its trials are a normal run
@@ -47,6 +51,45 @@ type Condition struct {
 	JournalMode string `json:"journal_mode"`
 	Synchronous string `json:"synchronous"`
 	Kind        string `json:"kind"`
+	// SynchronousCommit is set on PostgreSQL only, where it stands for
+	// JournalMode and Synchronous, which are then empty.
+	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+}
+
+// OnServer says whether the condition runs on PostgreSQL.
+func (c Condition) OnServer() bool { return c.SynchronousCommit != "" }
+
+// SettingName names the condition's setting: "DELETE/FULL" on SQLite,
+// "synchronous_commit=off" on PostgreSQL.
+func (c Condition) SettingName() string {
+	if c.OnServer() {
+		return "synchronous_commit=" + c.SynchronousCommit
+	}
+	return c.JournalMode + "/" + c.Synchronous
+}
+
+// settingOrder lists every setting name in the order tables show them:
+// SQLite's journal modes and synchronous levels, then PostgreSQL's
+// synchronous_commit levels.
+func settingOrder() []string {
+	var out []string
+	for _, m := range sqlitedb.JournalModes {
+		for _, s := range sqlitedb.SyncLevels {
+			out = append(out, Condition{JournalMode: m, Synchronous: s}.SettingName())
+		}
+	}
+	for _, sc := range store.SynchronousCommit {
+		out = append(out, Condition{SynchronousCommit: sc}.SettingName())
+	}
+	return out
+}
+
+// kinds are the crash kinds of the settings' backend.
+func (s Settings) kinds() []string {
+	if s.Backend != "" {
+		return ServerKinds
+	}
+	return AllKinds
 }
 
 // Setting returns the durability model's view of the condition.
@@ -61,13 +104,13 @@ type Settings struct {
 	JobID      string      `json:"job_id"`
 	Items      int         `json:"items"`
 	Conditions []Condition `json:"conditions"`
-	// BusyTimeoutMS is what every worker reads back; the journal mode and
-	// synchronous level come from the condition.
-	BusyTimeoutMS int `json:"busy_timeout_ms"`
+	// BusyTimeoutMS is what every worker reads back on SQLite; the
+	// journal mode and synchronous level come from the condition.
+	BusyTimeoutMS int `json:"busy_timeout_ms,omitempty"`
 	// Fault is the power cut's fault mode, faultvfs.FaultDrop or
 	// FaultTorn. Under the torn mode every power trial runs FaultSeeds
 	// times, the j-th with seed Seed+j, deciding units of FaultUnit bytes.
-	Fault      string `json:"fault"`
+	Fault      string `json:"fault,omitempty"`
 	FaultSeeds int    `json:"fault_seeds,omitempty"`
 	FaultUnit  int    `json:"fault_unit,omitempty"`
 	Seed       int64  `json:"seed,omitempty"`
@@ -78,6 +121,14 @@ type Settings struct {
 	// them all. Every condition's normal run, which discovers the points
 	// and the syncs, runs in every part.
 	Shard *shard.Part `json:"shard,omitempty"`
+	// Backend is empty on SQLite and postgres on PostgreSQL, where
+	// Isolation is the default_transaction_isolation every session reads
+	// back (the server's words) and ServerSettings are what a run with
+	// server crashes applies and reads back after each
+	// (backend.CrashSettings).
+	Backend        string            `json:"backend,omitempty"`
+	Isolation      string            `json:"isolation,omitempty"`
+	ServerSettings map[string]string `json:"server_settings,omitempty"`
 }
 
 // TrialID is a trial's id in the plan: "condition@key", the key as
@@ -225,19 +276,14 @@ func splitList(s string) []string {
 // input field to the flag that set it, so an error names what the user
 // typed: the input file has no durability section by default.
 func settingsOf(in Input, from map[string]string) (Settings, error) {
-	def := func(v *string, d string) {
-		if strings.TrimSpace(*v) == "" {
-			*v = d
-		}
+	if err := defaults(&in); err != nil {
+		return Settings{}, err
 	}
-	def(&in.EventID, "agent-run-042:completed")
-	def(&in.JobKey, "review-agent-run-042")
-	def(&in.JobID, "job-d")
-	if in.Items == 0 {
-		in.Items = 2
+	if len(in.SynchronousCommits) > 0 {
+		return Settings{}, fmt.Errorf("%s: is PostgreSQL's synchronous_commit; it needs --backend postgres (SQLite's are journal_modes and synchronous)", fieldName(from, "synchronous_commits"))
 	}
-	if in.Items < 1 || in.Items > 5 {
-		return Settings{}, fmt.Errorf("durability.items %d: want 1 to 5", in.Items)
+	if slices.Contains(in.Kinds, KindServer) {
+		return Settings{}, fmt.Errorf("%s: %q crashes the PostgreSQL server; it needs --backend postgres (SQLite's kinds are %s)", fieldName(from, "kinds"), KindServer, strings.Join(AllKinds, ", "))
 	}
 	lists := []struct {
 		field string
@@ -292,6 +338,35 @@ func settingsOf(in Input, from map[string]string) (Settings, error) {
 		return Settings{}, errors.New("durability: the chosen lists give no condition")
 	}
 	return st, nil
+}
+
+// defaults fills the input's defaults and checks the items, on either
+// backend.
+func defaults(in *Input) error {
+	def := func(v *string, d string) {
+		if strings.TrimSpace(*v) == "" {
+			*v = d
+		}
+	}
+	def(&in.EventID, "agent-run-042:completed")
+	def(&in.JobKey, "review-agent-run-042")
+	def(&in.JobID, "job-d")
+	if in.Items == 0 {
+		in.Items = 2
+	}
+	if in.Items < 1 || in.Items > 5 {
+		return fmt.Errorf("durability.items %d: want 1 to 5", in.Items)
+	}
+	return nil
+}
+
+// fieldName names an input field as the user gave it: the flag that set
+// it, or the input file's field.
+func fieldName(from map[string]string, field string) string {
+	if f, ok := from[field]; ok {
+		return f
+	}
+	return "durability." + field
 }
 
 func firstDup(xs []string) string {

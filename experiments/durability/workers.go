@@ -23,7 +23,7 @@ func RedeliveryArgs(s Settings, c Condition, db string) wr.Args {
 	if c.Pattern == PatternSingle {
 		p = wr.SingleTransaction
 	}
-	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: s.EventID, JobKey: s.JobKey}}
+	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: s.EventID, JobKey: s.JobKey}, Backend: s.Backend}
 }
 
 // BatchArgs is a batch run's command line after the worker name: the

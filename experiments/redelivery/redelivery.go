@@ -81,11 +81,9 @@ func ServerCrashConditions() []Condition {
 const FlagServerCrash = "server-crash"
 
 // ServerCrashSettings are what a run with --server-crash sets on its
-// cluster, with ALTER SYSTEM, and reads back after each crash: a WAL
-// writer that sleeps 10 s and no autovacuum, so that under
-// synchronous_commit off nothing flushes a delivery's commits before the
-// crash, and what is lost is decided by the setting, not by timing.
-var ServerCrashSettings = map[string]string{"wal_writer_delay": "10s", "autovacuum": "off"}
+// cluster and reads back after each crash: backend.CrashSettings, which
+// the durability scenario's server kind sets too.
+var ServerCrashSettings = backend.CrashSettings
 
 // Deliveries is how often each condition's event is delivered: once with
 // the crash, once to a fresh process.
@@ -113,7 +111,7 @@ type Settings struct {
 // asyncCommit says whether a commit's ACK may come before its WAL is on
 // the disk: synchronous_commit off.
 func (s Settings) asyncCommit() bool {
-	return s.Postgres != nil && s.Postgres.SynchronousCommit == "off"
+	return s.Postgres != nil && backend.CrashLoses(s.Postgres.SynchronousCommit)
 }
 
 // Event is the event every condition delivers.
@@ -242,7 +240,7 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 		if d == 1 {
 			spec.CrashAt = c.CrashAt
 			if c.ServerCrash {
-				if err := prepareCrash(ctx, env, fresh); err != nil {
+				if err := env.Backend.PrepareCrash(ctx, fresh, wr.Schema); err != nil {
 					return fmt.Errorf("%s: %w", c.Name, err)
 				}
 			}
@@ -268,22 +266,12 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 	return nil
 }
 
-// prepareCrash readies a server-crash condition's delivery 1: its tables
-// are made, and flushed, by the parent, so the delivery's own commits are
-// the only ones at stake, and the server's writers are frozen until the
-// crash (backend.Server.FreezeWriters), so that under synchronous_commit
-// off no background flush decides, by its timing, what survives.
-func prepareCrash(ctx context.Context, env scenario.Env, db backend.Database) error {
-	if err := env.Backend.Setup(ctx, db, wr.Schema); err != nil {
-		return err
-	}
-	return env.Backend.FreezeWriters(ctx)
-}
-
-// crashServer crashes the run's server, lets it recover, and reads the
-// tables and the server settings back into o.
+// crashServer crashes the run's server, lets it recover
+// (backend.Server.CrashAndRecover), and reads the tables and the server
+// settings back into o.
 func crashServer(ctx context.Context, env scenario.Env, st Settings, db backend.Database, o *Observation) error {
-	if err := env.Backend.Crash(ctx); err != nil {
+	var err error
+	if o.ServerSettings, err = env.Backend.CrashAndRecover(ctx, st.ServerSettings); err != nil {
 		return err
 	}
 	after, err := readState(ctx, db)
@@ -291,12 +279,7 @@ func crashServer(ctx context.Context, env scenario.Env, st Settings, db backend.
 		return fmt.Errorf("%w: read after the server's crash: %w", errclass.ErrHarness, err)
 	}
 	o.AfterServerCrash = &after
-	names := make([]string, 0, len(st.ServerSettings))
-	for k := range st.ServerSettings {
-		names = append(names, k)
-	}
-	o.ServerSettings, err = env.Backend.Show(ctx, names)
-	return err
+	return nil
 }
 
 // readState opens the database as the next process would, which on

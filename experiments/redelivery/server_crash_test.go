@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/harness/harnesstest"
-	"idemlab/experiments/results"
-	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenario/scenariotest"
 	"idemlab/worker/store"
 )
 
@@ -58,25 +56,11 @@ func TestPostgresServerCrashScenario(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.Close()
-			ov := map[string]string{FlagServerCrash: "true"}
-			p, err := Scenario{}.PlanOn(spec, json.RawMessage(section), ov)
-			if err != nil {
-				t.Fatal(err)
+			out := scenariotest.RunOn(t, New(), spec, srv, section, map[string]string{FlagServerCrash: "true"})
+			if len(out.Findings) > 0 {
+				t.Fatalf("findings: %v", out.Findings)
 			}
-			env := harnesstest.New(t)
-			if err := p.Run(context.Background(), scenario.Env{Runner: env.Runner, Recorder: env.Recorder, TempDir: t.TempDir(), Backend: srv}); err != nil {
-				t.Fatal(err)
-			}
-			env.Recorder.Close()
-			f, err := results.LoadRecords(env.Dir, results.Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := scenario.Evaluate(New(), ov, scenario.Marshal(p.Settings()), f.Records(Name))
-			if fs := res.AllFindings(); len(fs) > 0 {
-				t.Fatalf("findings: %v", fs)
-			}
-			for _, c := range res.Conditions {
+			for _, c := range out.Result.Conditions {
 				if !c.Pass {
 					t.Errorf("%s: %+v", c.Name, c.Differences)
 				}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -25,12 +26,19 @@ type Outcome struct {
 // a temporary folder, and evaluates what was recorded.
 func Run(tb testing.TB, s scenario.Scenario, section string, overrides map[string]string) Outcome {
 	tb.Helper()
-	p, err := s.Plan(json.RawMessage(section), overrides)
+	return RunOn(tb, s, backend.SQLite, nil, section, overrides)
+}
+
+// RunOn is Run on backend spec, whose PostgreSQL server srv the caller
+// started (nil on SQLite) and closes.
+func RunOn(tb testing.TB, s scenario.Scenario, spec backend.Spec, srv *backend.Server, section string, overrides map[string]string) Outcome {
+	tb.Helper()
+	p, err := scenario.PlanOn(s, spec, json.RawMessage(section), overrides)
 	if err != nil {
 		tb.Fatalf("plan: %v", err)
 	}
 	env := harnesstest.New(tb)
-	if err := p.Run(context.Background(), scenario.Env{Runner: env.Runner, Recorder: env.Recorder, TempDir: tb.TempDir()}); err != nil {
+	if err := p.Run(context.Background(), scenario.Env{Runner: env.Runner, Recorder: env.Recorder, TempDir: tb.TempDir(), Backend: srv}); err != nil {
 		tb.Fatalf("run: %v", err)
 	}
 	if err := env.Recorder.Close(); err != nil {
