@@ -33,6 +33,9 @@ type Hooks struct {
 	// OnBackend, when set, sees the run's PostgreSQL server once it is
 	// up; tests use it to check that nothing of it survives the run.
 	OnBackend func(backend.Info)
+	// FindBinaries, when set, replaces backend.FindBinaries where verify
+	// --rerun checks for a server; tests make it fail.
+	FindBinaries func() (string, error)
 }
 
 // NewRootCmd builds the command tree.

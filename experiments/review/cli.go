@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -21,6 +22,13 @@ type VerifyConfig struct {
 	InputPath string
 	ExePath   string
 	Rerun     bool
+	// DSN names the PostgreSQL server a rerun of a folder made on
+	// PostgreSQL uses instead of a throwaway cluster; Run must use it
+	// too.
+	DSN string
+	// FindBinaries finds the PostgreSQL server's binaries for a throwaway
+	// cluster; nil means backend.FindBinaries. Tests make it fail.
+	FindBinaries func() (string, error)
 	// Run runs scenarios for --rerun.
 	Run RunFunc
 	// Workdir is where the source tree is looked for.
@@ -49,9 +57,21 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 			return fmt.Errorf("%w: --exe %s: %w", errclass.ErrUsage, cfg.ExePath, unwrapPath(err))
 		}
 	}
+	if cfg.DSN != "" && !cfg.Rerun {
+		return fmt.Errorf("%w: --%s names the server for --rerun; add --rerun or leave --%s out", errclass.ErrUsage, backend.FlagDSN, backend.FlagDSN)
+	}
 	out, err := Verify(cfg.Dir, opts)
 	if err != nil {
 		return err
+	}
+	if cfg.Rerun && out.OK() {
+		pg, err := OnPostgres(out.Folder, cfg.Registry)
+		if err != nil {
+			return fmt.Errorf("%w: %s: the backend of its scenarios: %w", errclass.ErrFindings, cfg.Dir, err)
+		}
+		if err := CheckRerunServer(cfg.Dir, pg, cfg.DSN, cfg.FindBinaries); err != nil {
+			return err
+		}
 	}
 	w := cfg.Stdout
 	for _, n := range out.Notices {
