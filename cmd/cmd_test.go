@@ -80,9 +80,15 @@ func golden(t *testing.T, got, want string) {
 	}
 	normalise(m)
 	norm, _ := json.MarshalIndent(m, "", "  ")
-	norm = append(norm, '\n')
+	goldenBytes(t, "results.json", append(norm, '\n'), want)
+}
+
+// goldenBytes compares got, named what, with the golden file want, which
+// -update rewrites first.
+func goldenBytes(t *testing.T, what string, got []byte, want string) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile(want, norm, 0o644); err != nil {
+		if err := os.WriteFile(want, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,8 +96,8 @@ func golden(t *testing.T, got, want string) {
 	if err != nil {
 		t.Fatalf("read golden (run with -update to create it): %v", err)
 	}
-	if diff := cmp.Diff(string(w), string(norm)); diff != "" {
-		t.Errorf("results.json differs from %s (-golden +got):\n%s", want, diff)
+	if diff := cmp.Diff(string(w), string(got)); diff != "" {
+		t.Errorf("%s differs from %s (-golden +got):\n%s", what, want, diff)
 	}
 }
 

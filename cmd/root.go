@@ -121,3 +121,10 @@ func exactlyOneFolder(c *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+func atLeastOneFolder(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s needs one or more results folders, e.g. %s results-sqlite results-postgres", errclass.ErrUsage, c.Name(), c.CommandPath())
+	}
+	return nil
+}

@@ -193,3 +193,55 @@ func RunReport(cfg ReportConfig) error {
 	}
 	return nil
 }
+
+// CompareConfig is the report command's settings for several folders.
+type CompareConfig struct {
+	Registry scenario.Registry
+	Dirs     []string
+	HTML     string
+	MD       string
+	Limits   results.Limits
+	Stdout   io.Writer
+}
+
+// RunCompare verifies every folder, then sets them side by side. Without
+// --html or --md it prints the Markdown on stdout. A folder that does not
+// verify is named, nothing is written, and the error has verify's class.
+func RunCompare(cfg CompareConfig) error {
+	for _, p := range []struct{ flag, path string }{{"--html", cfg.HTML}, {"--md", cfg.MD}} {
+		if err := CheckWritable(p.flag, p.path); err != nil {
+			return err
+		}
+	}
+	outs, err := verifyAll(cfg.Dirs, cfg.Registry, cfg.Limits)
+	if err != nil {
+		return err
+	}
+	cmp, err := BuildComparison(outs, cfg.Registry)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrFindings, err)
+	}
+	var md strings.Builder
+	RenderComparisonMarkdown(&md, cmp)
+	if cfg.HTML == "" && cfg.MD == "" {
+		_, err := io.WriteString(cfg.Stdout, md.String())
+		return err
+	}
+	if cfg.HTML != "" {
+		var b strings.Builder
+		if err := RenderComparisonHTML(&b, cmp); err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		if err := WriteFile(cfg.HTML, []byte(b.String())); err != nil {
+			return err
+		}
+		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.HTML)
+	}
+	if cfg.MD != "" {
+		if err := WriteFile(cfg.MD, []byte(md.String())); err != nil {
+			return err
+		}
+		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.MD)
+	}
+	return nil
+}
