@@ -189,7 +189,7 @@ func TestUsageErrors(t *testing.T) {
 		{"verify's missing --input", []string{"verify", "--input", filepath.Join(dir, "none.json"), dir}, "leave --input out to use the folder's own input.json"},
 		{"comma-separated scenarios", []string{"experiment", "--scenario", "redelivery,batch", "--out", filepath.Join(dir, "z")}, "repeat the flag"},
 		{"verify without a folder", []string{"verify"}, "needs one results folder"},
-		{"report without a folder", []string{"report"}, "needs one results folder"},
+		{"report without a folder", []string{"report"}, "needs one or more results folders"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
