@@ -80,9 +80,15 @@ func golden(t *testing.T, got, want string) {
 	}
 	normalise(m)
 	norm, _ := json.MarshalIndent(m, "", "  ")
-	norm = append(norm, '\n')
+	goldenBytes(t, "results.json", append(norm, '\n'), want)
+}
+
+// goldenBytes compares got, named what, with the golden file want, which
+// -update rewrites first.
+func goldenBytes(t *testing.T, what string, got []byte, want string) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile(want, norm, 0o644); err != nil {
+		if err := os.WriteFile(want, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,8 +96,8 @@ func golden(t *testing.T, got, want string) {
 	if err != nil {
 		t.Fatalf("read golden (run with -update to create it): %v", err)
 	}
-	if diff := cmp.Diff(string(w), string(norm)); diff != "" {
-		t.Errorf("results.json differs from %s (-golden +got):\n%s", want, diff)
+	if diff := cmp.Diff(string(w), string(got)); diff != "" {
+		t.Errorf("%s differs from %s (-golden +got):\n%s", what, want, diff)
 	}
 }
 
@@ -183,7 +189,7 @@ func TestUsageErrors(t *testing.T) {
 		{"verify's missing --input", []string{"verify", "--input", filepath.Join(dir, "none.json"), dir}, "leave --input out to use the folder's own input.json"},
 		{"comma-separated scenarios", []string{"experiment", "--scenario", "redelivery,batch", "--out", filepath.Join(dir, "z")}, "repeat the flag"},
 		{"verify without a folder", []string{"verify"}, "needs one results folder"},
-		{"report without a folder", []string{"report"}, "needs one results folder"},
+		{"report without a folder", []string{"report"}, "needs one or more results folders"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

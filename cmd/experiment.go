@@ -333,8 +333,9 @@ func selfAndWorkdir(exe string) (string, string, error) {
 	return exe, wd, nil
 }
 
-// rerunFunc runs scenarios through the suite for verify --rerun.
-func rerunFunc(h Hooks) review.RunFunc {
+// rerunFunc runs scenarios through the suite for verify --rerun, on the
+// PostgreSQL server bo names when the folder ran on PostgreSQL.
+func rerunFunc(h Hooks, bo backend.Options) review.RunFunc {
 	return func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string, files scenario.Files) error {
 		exe, wd, err := selfAndWorkdir(h.Executable)
 		if err != nil {
@@ -345,7 +346,7 @@ func rerunFunc(h Hooks) review.RunFunc {
 		}
 		_, _, err = suite.Run(ctx, suite.Options{
 			Registry: h.Registry, Out: out, InputPath: input, Scenarios: scenarios, Overrides: overrides,
-			Executable: exe, Workdir: wd, TempDir: h.TempDir, Files: files,
+			Executable: exe, Workdir: wd, TempDir: h.TempDir, Files: files, Backend: bo, OnBackend: h.OnBackend,
 		})
 		return err
 	}

@@ -17,8 +17,8 @@ type ReportOptions struct {
 func newReportCmd(s Streams, h Hooks) *cobra.Command {
 	opts := &ReportOptions{Streams: s, hooks: h}
 	c := &cobra.Command{
-		Use:   "report DIR [--html FILE] [--md FILE]",
-		Short: "Render a results folder beside the articles' published tables",
+		Use:   "report DIR [DIR...] [--html FILE] [--md FILE]",
+		Short: "Render a results folder beside the articles' published tables, or several folders side by side",
 		Long: `Render a results folder: per article, the published table beside the
 reproduced figures with ✓/✗ per cell; per scenario, its settings, tables,
 conditions and charts; the environment and the code identity. The figures
@@ -28,13 +28,23 @@ shown are derived from the folder's records, as verify derives them.
 --md writes Markdown for a code host, with each chart saved as an SVG file
 next to it. Without either, the Markdown (without charts) goes to stdout.
 
+With several folders, e.g. one made on SQLite and one with --backend
+postgres, the report sets them side by side instead: one column per folder,
+headed by the database its workers read back (PostgreSQL's isolation and
+synchronous_commit, SQLite's journal_mode and synchronous), one row per
+scenario and condition, each cell the condition's verdict and its outcome
+in a few words, or "not run" where the folder has no such condition. Every
+folder is verified first; one that does not verify is named, nothing is
+written, and report exits 1.
+
 Exit codes:
   0  rendered
-  1  rendered, but the folder does not verify (the findings are on the page), or results.json is unreadable
+  1  rendered, but the folder does not verify (the findings are on the page), or results.json is unreadable;
+     with several folders, one of them does not verify (nothing is written)
   2  usage error (DIR not a folder, the output's folder missing)`,
-		Args: exactlyOneFolder,
+		Args: atLeastOneFolder,
 		RunE: func(_ *cobra.Command, args []string) error {
-			return runReport(opts, args[0])
+			return runReport(opts, args)
 		},
 	}
 	c.Flags().StringVar(&opts.HTML, "html", "", "write a self-contained HTML page to FILE")
@@ -42,6 +52,9 @@ Exit codes:
 	return c
 }
 
-func runReport(opts *ReportOptions, dir string) error {
-	return review.RunReport(review.ReportConfig{Registry: opts.hooks.Registry, Dir: dir, HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out, Self: selfName()})
+func runReport(opts *ReportOptions, dirs []string) error {
+	if len(dirs) > 1 {
+		return review.RunCompare(review.CompareConfig{Registry: opts.hooks.Registry, Dirs: dirs, HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out})
+	}
+	return review.RunReport(review.ReportConfig{Registry: opts.hooks.Registry, Dir: dirs[0], HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out, Self: selfName()})
 }

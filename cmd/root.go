@@ -33,6 +33,9 @@ type Hooks struct {
 	// OnBackend, when set, sees the run's PostgreSQL server once it is
 	// up; tests use it to check that nothing of it survives the run.
 	OnBackend func(backend.Info)
+	// FindBinaries, when set, replaces backend.FindBinaries where verify
+	// --rerun checks for a server; tests make it fail.
+	FindBinaries func() (string, error)
 }
 
 // NewRootCmd builds the command tree.
@@ -115,6 +118,13 @@ func ExitCode(err error, started bool) int {
 func exactlyOneFolder(c *cobra.Command, args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("%w: %s needs one results folder, e.g. %s results-local (got %d arguments)", errclass.ErrUsage, c.Name(), c.CommandPath(), len(args))
+	}
+	return nil
+}
+
+func atLeastOneFolder(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s needs one or more results folders, e.g. %s results-sqlite results-postgres", errclass.ErrUsage, c.Name(), c.CommandPath())
 	}
 	return nil
 }

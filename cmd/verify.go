@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/review"
 )
 
@@ -16,13 +17,16 @@ type VerifyOptions struct {
 	Input   string
 	Exe     string
 	Rerun   bool
+	DSN     string
 	hooks   Hooks
 }
 
 const verifyExitHelp = `Exit codes:
   0    the folder verifies and its run passed (and, with --rerun, was reproduced)
   1    the folder does not verify (each finding names the file and the field), or the rerun gave different results
-  2    usage error (bad flag, unreadable --input or --exe, DIR not a folder)
+  2    usage error (bad flag, unreadable --input or --exe, DIR not a folder; --rerun of a
+       folder made on PostgreSQL with neither the server's binaries nor --dsn; --dsn
+       without --rerun or on a SQLite folder)
   3    the harness failed while rerunning
   4    the folder is consistent, but its run failed its expectations ("pass": false)
   5    the folder verifies (and reproduces, with --rerun), but the code differs from the run's: --exe, the working tree, or the rerun's binary
@@ -31,7 +35,7 @@ const verifyExitHelp = `Exit codes:
 func newVerifyCmd(s Streams, h Hooks) *cobra.Command {
 	opts := &VerifyOptions{Streams: s, hooks: h}
 	c := &cobra.Command{
-		Use:   "verify DIR [--input FILE] [--exe FILE] [--rerun]",
+		Use:   "verify DIR [--input FILE] [--exe FILE] [--rerun [--dsn DSN]]",
 		Short: "Check a results folder without trusting it",
 		Long: `Check a results folder. Every figure, verdict and extra table in
 results.json is derived again from observations.jsonl and raw-processes.jsonl
@@ -62,6 +66,7 @@ wholly consistent forgery from a real run. Only --rerun observes again.
 	c.Flags().StringVar(&opts.Input, "input", "", "an input file that must be the one the folder was made from (default: the folder's own input.json)")
 	c.Flags().StringVar(&opts.Exe, "exe", "", "an executable that must be the one that made the folder")
 	c.Flags().BoolVar(&opts.Rerun, "rerun", false, "run the scenarios again and compare")
+	c.Flags().StringVar(&opts.DSN, backend.FlagDSN, "", "with --rerun of a folder made on PostgreSQL: an existing server's connection string to rerun on (default: start a throwaway cluster)")
 	return c
 }
 
@@ -74,7 +79,8 @@ func runVerify(c *cobra.Command, opts *VerifyOptions, dir string) error {
 	defer stop()
 	return review.RunVerify(ctx, review.VerifyConfig{
 		Registry: opts.hooks.Registry, Dir: dir, InputPath: opts.Input, ExePath: opts.Exe,
-		Rerun: opts.Rerun, Run: rerunFunc(opts.hooks), Workdir: wd, TempDir: opts.hooks.TempDir,
+		Rerun: opts.Rerun, DSN: opts.DSN, FindBinaries: opts.hooks.FindBinaries,
+		Run: rerunFunc(opts.hooks, backend.Options{DSN: opts.DSN}), Workdir: wd, TempDir: opts.hooks.TempDir,
 		Stdout: opts.Streams.Out,
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -21,6 +22,13 @@ type VerifyConfig struct {
 	InputPath string
 	ExePath   string
 	Rerun     bool
+	// DSN names the PostgreSQL server a rerun of a folder made on
+	// PostgreSQL uses instead of a throwaway cluster; Run must use it
+	// too.
+	DSN string
+	// FindBinaries finds the PostgreSQL server's binaries for a throwaway
+	// cluster; nil means backend.FindBinaries. Tests make it fail.
+	FindBinaries func() (string, error)
 	// Run runs scenarios for --rerun.
 	Run RunFunc
 	// Workdir is where the source tree is looked for.
@@ -49,9 +57,21 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 			return fmt.Errorf("%w: --exe %s: %w", errclass.ErrUsage, cfg.ExePath, unwrapPath(err))
 		}
 	}
+	if cfg.DSN != "" && !cfg.Rerun {
+		return fmt.Errorf("%w: --%s names the server for --rerun; add --rerun or leave --%s out", errclass.ErrUsage, backend.FlagDSN, backend.FlagDSN)
+	}
 	out, err := Verify(cfg.Dir, opts)
 	if err != nil {
 		return err
+	}
+	if cfg.Rerun && out.OK() {
+		pg, err := OnPostgres(out.Folder, cfg.Registry)
+		if err != nil {
+			return fmt.Errorf("%w: %s: the backend of its scenarios: %w", errclass.ErrFindings, cfg.Dir, err)
+		}
+		if err := CheckRerunServer(cfg.Dir, pg, cfg.DSN, cfg.FindBinaries); err != nil {
+			return err
+		}
 	}
 	w := cfg.Stdout
 	for _, n := range out.Notices {
@@ -170,6 +190,58 @@ func RunReport(cfg ReportConfig) error {
 	}
 	if len(rep.Findings) > 0 {
 		return fmt.Errorf("%w: %s: the report was written, with its %d finding(s) under a DOES NOT VERIFY badge; run idemlab verify %s for the list", errclass.ErrFindings, cfg.Dir, len(rep.Findings), cfg.Dir)
+	}
+	return nil
+}
+
+// CompareConfig is the report command's settings for several folders.
+type CompareConfig struct {
+	Registry scenario.Registry
+	Dirs     []string
+	HTML     string
+	MD       string
+	Limits   results.Limits
+	Stdout   io.Writer
+}
+
+// RunCompare verifies every folder, then sets them side by side. Without
+// --html or --md it prints the Markdown on stdout. A folder that does not
+// verify is named, nothing is written, and the error has verify's class.
+func RunCompare(cfg CompareConfig) error {
+	for _, p := range []struct{ flag, path string }{{"--html", cfg.HTML}, {"--md", cfg.MD}} {
+		if err := CheckWritable(p.flag, p.path); err != nil {
+			return err
+		}
+	}
+	outs, err := verifyAll(cfg.Dirs, cfg.Registry, cfg.Limits)
+	if err != nil {
+		return err
+	}
+	cmp, err := BuildComparison(outs, cfg.Registry)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrFindings, err)
+	}
+	var md strings.Builder
+	RenderComparisonMarkdown(&md, cmp)
+	if cfg.HTML == "" && cfg.MD == "" {
+		_, err := io.WriteString(cfg.Stdout, md.String())
+		return err
+	}
+	if cfg.HTML != "" {
+		var b strings.Builder
+		if err := RenderComparisonHTML(&b, cmp); err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		if err := WriteFile(cfg.HTML, []byte(b.String())); err != nil {
+			return err
+		}
+		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.HTML)
+	}
+	if cfg.MD != "" {
+		if err := WriteFile(cfg.MD, []byte(md.String())); err != nil {
+			return err
+		}
+		fmt.Fprintf(cfg.Stdout, "wrote %s\n", cfg.MD)
 	}
 	return nil
 }

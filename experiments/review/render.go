@@ -29,6 +29,18 @@ func inlineSVG(svg []byte) template.HTML {
 // UI font without Han and kana draws them as boxes; sans-serif last.
 const FontStack = `system-ui, -apple-system, "Segoe UI", "Noto Sans CJK JP", "Noto Sans JP", "Hiragino Sans", "Hiragino Kaku Gothic ProN", "Yu Gothic", YuGothic, Meiryo, "Source Han Sans JP", "Source Han Sans", sans-serif`
 
+// pageCSS is the style every page of the report shares: the fonts, the
+// verdict badges, the tables and their ✓/✗ cells.
+const pageCSS = `body { font-family: ` + FontStack + `; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
+.verdict { display: inline-block; padding: .15rem .6rem; border-radius: .3rem; font-weight: 600; color: #fff; }
+.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; }
+.legend { font-size: .85rem; color: #57606a; } .notices li { color: #57606a; }
+table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .92rem; }
+th, td { border: 1px solid #d0d7de; padding: .3rem .55rem; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td.ok { color: #1a7f37; font-weight: 600; } td.bad { color: #cf222e; font-weight: 600; }
+code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem; word-break: break-all; }`
+
 // htmlTemplate is parsed on first use, not at start-up: every worker
 // process is this same binary, and parsing the page at init cost each of
 // them 0.5-1 ms.
@@ -39,7 +51,7 @@ func parseHTMLTemplate() *template.Template {
 		"svg":   inlineSVG,
 		"mark":  markClass,
 		"badge": badge,
-		"fonts": func() template.CSS { return template.CSS(FontStack) },
+		"css":   func() template.CSS { return template.CSS(pageCSS) },
 		"join":  strings.Join,
 	}).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -48,19 +60,11 @@ func parseHTMLTemplate() *template.Template {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>idemlab report: {{.Folder}}</title>
 <style>
-body { font-family: {{fonts}}; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
+{{css}}
 h1 { margin-bottom: .2rem; }
-.verdict { display: inline-block; padding: .15rem .6rem; border-radius: .3rem; font-weight: 600; color: #fff; }
-.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; }
-.legend { font-size: .85rem; color: #57606a; }
-table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .92rem; }
-th, td { border: 1px solid #d0d7de; padding: .3rem .55rem; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; }
-td.ok { color: #1a7f37; font-weight: 600; } td.bad { color: #cf222e; font-weight: 600; }
-code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem; word-break: break-all; }
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eaeef2; }
 figcaption { font-size: .88rem; color: #57606a; }
-.findings li { color: #cf222e; } .notices li { color: #57606a; }
+.findings li { color: #cf222e; }
 .lead li { margin-bottom: .3rem; } .lead details { font-size: .85rem; color: #57606a; }
 </style>
 </head>
@@ -143,8 +147,14 @@ func badge(v string) template.HTML {
 // RenderHTML writes one self-contained page: styles inline, charts as
 // inline SVG, no script and nothing fetched.
 func RenderHTML(w io.Writer, r *Report) error {
+	return execute(w, htmlTemplate(), r)
+}
+
+// execute renders a whole page before writing any of it, so a template
+// error leaves w untouched.
+func execute(w io.Writer, t *template.Template, data any) error {
 	var buf bytes.Buffer
-	if err := htmlTemplate().Execute(&buf, r); err != nil {
+	if err := t.Execute(&buf, data); err != nil {
 		return fmt.Errorf("render html: %w", err)
 	}
 	_, err := w.Write(buf.Bytes())

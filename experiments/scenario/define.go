@@ -33,7 +33,7 @@ type Validator interface {
 }
 
 // Define adapts a typed scenario to the Scenario interface. It forwards
-// OptIn, Check and Explainer when the scenario has them.
+// OptIn, Check, Explainer and TypedComparer when the scenario has them.
 func Define[S, X any](t Typed[S, X]) Scenario {
 	return defined[S, X]{t: t}
 }
@@ -92,17 +92,41 @@ func (d defined[S, X]) Fold(raw json.RawMessage, rec results.Records) (Folded, [
 }
 
 func (d defined[S, X]) Report(res results.ScenarioResult) (Section, error) {
-	st, err := d.settings(res.Settings)
+	st, x, err := d.decode(res)
 	if err != nil {
 		return Section{}, err
 	}
+	return d.t.Report(st, res, x)
+}
+
+// decode decodes a derived result's settings and extra table; the extra
+// is the zero X when the result has none.
+func (d defined[S, X]) decode(res results.ScenarioResult) (S, X, error) {
 	var x X
+	st, err := d.settings(res.Settings)
+	if err != nil {
+		return st, x, err
+	}
 	if len(res.Extra) > 0 && string(res.Extra) != "null" {
 		if err := DecodeStrict(res.Extra, &x); err != nil {
-			return Section{}, fmt.Errorf("%s extra: %w", d.t.Name(), err)
+			return st, x, fmt.Errorf("%s extra: %w", d.t.Name(), err)
 		}
 	}
-	return d.t.Report(st, res, x)
+	return st, x, nil
+}
+
+// Compare uses the typed scenario's TypedComparer; without one it says
+// nothing.
+func (d defined[S, X]) Compare(res results.ScenarioResult) (Compared, error) {
+	c, ok := d.t.(TypedComparer[S, X])
+	if !ok {
+		return Compared{}, nil
+	}
+	st, x, err := d.decode(res)
+	if err != nil {
+		return Compared{}, err
+	}
+	return c.Compare(st, res, x), nil
 }
 
 // PlanOn forwards to the typed scenario's PlanOn, or refuses and says why

@@ -1,0 +1,69 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+
+	"idemlab/experiments/results"
+	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
+)
+
+// Compared is one scenario's derived result said in a few words per
+// condition, for a report that sets folders side by side: the same
+// patterns on SQLite and on PostgreSQL, or under two isolation levels.
+type Compared struct {
+	// Database is the database the workers used, in the words they read
+	// back from their own connections: "SQLite journal_mode=WAL
+	// synchronous=NORMAL", "PostgreSQL 15.18, serializable,
+	// synchronous_commit=on".
+	Database string
+	// Outcomes is each condition's key outcome in a few words, by the
+	// condition's name.
+	Outcomes map[string]string
+	// Legend says how to read the outcomes, in one sentence.
+	Legend string
+}
+
+// Comparer is implemented by scenarios that can say a derived result's
+// key outcomes in a few words. Compare must be a pure function of res,
+// which Evaluate derived from the records, so a report that compares
+// folders shows what their records give and nothing said by hand. A
+// typed scenario implements it as
+//
+//	Compare(st S, res results.ScenarioResult, extra X) scenario.Compared
+//
+// and Define forwards it.
+type Comparer interface {
+	Compare(res results.ScenarioResult) (Compared, error)
+}
+
+// TypedComparer is Comparer for a scenario written with Define.
+type TypedComparer[S, X any] interface {
+	Compare(st S, res results.ScenarioResult, extra X) Compared
+}
+
+// Compare says res in a few words per condition as s's Comparer says it;
+// without one, it says nothing and a report shows only the verdicts.
+func Compare(s Scenario, res results.ScenarioResult) (Compared, error) {
+	c, ok := s.(Comparer)
+	if !ok {
+		return Compared{}, nil
+	}
+	return c.Compare(res)
+}
+
+// DatabaseWords names the database a scenario's workers used: on
+// PostgreSQL (requested set) the settings their sessions read back, or
+// the requested ones, marked so, when no worker read them back; on SQLite
+// the pragmas sqlite, which the caller takes from the workers' read-back.
+func DatabaseWords(sqlite sqlitedb.Settings, requested *store.PGRequested, pg *store.PGSettings) string {
+	switch {
+	case pg != nil:
+		version, _, _ := strings.Cut(pg.ServerVersion, " ")
+		return fmt.Sprintf("PostgreSQL %s, %s, synchronous_commit=%s", version, pg.DefaultTransactionIsolation, pg.SynchronousCommit)
+	case requested != nil:
+		return fmt.Sprintf("PostgreSQL, %s, synchronous_commit=%s (requested; no worker read them back)", requested.Isolation, requested.SynchronousCommit)
+	}
+	return fmt.Sprintf("SQLite journal_mode=%s synchronous=%s", sqlite.JournalMode, sqlite.Synchronous)
+}
