@@ -234,6 +234,9 @@ func readPattern(files scenario.Files, name string, on backend.Spec) (Pattern, e
 	if !on.IsSQLite() {
 		check = func(_ context.Context, b []byte) (wp.File, error) { return wp.Decode(b) }
 	}
+	if f, err := wp.Decode(b); err == nil && !f.RunsOn(on.Name) {
+		return Pattern{}, fmt.Errorf("pattern file %s: backends: %q, and the run is on %s; run it with --backend %s", name, f.Backends, on.Name, f.Backends[0])
+	}
 	f, err := check(checkCtx, b)
 	if err != nil {
 		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)

@@ -210,3 +210,22 @@ func TestStepErrorBeforeTheCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestBeginSQL: SQLite keeps the step's lock mode; PostgreSQL, which has
+// no database write lock, begins plainly at the session's isolation level.
+func TestBeginSQL(t *testing.T) {
+	for _, tt := range []struct {
+		d    store.Dialect
+		mode string
+		want string
+	}{
+		{store.SQLite{}, "immediate", "BEGIN IMMEDIATE"},
+		{store.SQLite{}, "deferred", "BEGIN DEFERRED"},
+		{store.Postgres{}, "immediate", "BEGIN"},
+		{store.Postgres{}, "deferred", "BEGIN"},
+	} {
+		if got := BeginSQL(tt.d, tt.mode); got != tt.want {
+			t.Errorf("BeginSQL(%s, %s) = %q, want %q", tt.d.Name(), tt.mode, got, tt.want)
+		}
+	}
+}

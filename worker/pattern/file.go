@@ -53,6 +53,15 @@ type File struct {
 	// Power lists the journal_mode/synchronous settings the power class
 	// runs under.
 	Power []string `json:"power,omitempty"`
+	// Backends, when set, are the only backends the pattern runs on: a
+	// program that speaks one database's protocol names it, and a run on
+	// another is refused before anything runs.
+	Backends []string `json:"backends,omitempty"`
+}
+
+// RunsOn says whether the file lets the pattern run on backend.
+func (f File) RunsOn(backend string) bool {
+	return len(f.Backends) == 0 || slices.Contains(f.Backends, backend)
 }
 
 // Step is one handler step. Exactly one of Query, Exec, Begin, Commit,
@@ -174,7 +183,7 @@ func refuse(path, format string, args ...any) error {
 
 // keys of each object in the file, for refusing unknown ones by path.
 var (
-	fileKeys      = []string{"name", "about", "schema", "schema_postgres", "handler", "command", "handler_timeout_ms", "invariants", "known_unsafe", "redelivery_after_ms", "max_deliveries", "power"}
+	fileKeys      = []string{"name", "about", "schema", "schema_postgres", "handler", "command", "handler_timeout_ms", "invariants", "known_unsafe", "redelivery_after_ms", "max_deliveries", "power", "backends"}
 	stepKeys      = []string{"query", "as", "stop_if", "exec", "stop_unless_changed", "begin", "commit", "rollback", "send"}
 	sendKeys      = []string{"step", "key"}
 	invariantKeys = []string{"name", "query", "sends", "equals", "at_most"}

@@ -69,6 +69,14 @@ func (f File) validate() error {
 			return err
 		}
 	}
+	for i, b := range f.Backends {
+		if !slices.Contains(store.Backends, b) || slices.Index(f.Backends, b) != i {
+			return refuse(fmt.Sprintf("backends[%d]", i), "%q: want each of %s at most once", b, strings.Join(store.Backends, ", "))
+		}
+	}
+	if len(f.SchemaPostgres) > 0 && !f.RunsOn(store.BackendPostgres) {
+		return refuse("schema_postgres", "is given, but backends leaves out postgres")
+	}
 	for i, p := range f.Power {
 		if _, _, err := ParsePower(p); err != nil {
 			return refuse(fmt.Sprintf("power[%d]", i), "%v", err)
