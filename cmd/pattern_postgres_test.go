@@ -213,3 +213,47 @@ func TestPsqlHandler(t *testing.T) {
 		})
 	}
 }
+
+// TestPatternOnPostgresVerifyCatchesEdits: on PostgreSQL the fold checks
+// the settings each acknowledging worker read back against the run's, and
+// the connection string a program got against the trial's schema; an
+// edit of either in the folder fails verify.
+func TestPatternOnPostgresVerifyCatchesEdits(t *testing.T) {
+	needPostgres(t)
+	steps := patternFile(t, "single-transaction", nil)
+	for _, tt := range []struct {
+		name, file string
+		args       []string
+		old, new   string
+		text       string
+	}{
+		{"the isolation a worker read back", steps, nil, `\"default_transaction_isolation\":\"read committed\"`, `\"default_transaction_isolation\":\"serializable\"`, "the run asks for"},
+		{"a program's connection string", "../testdata/handlers/single-transaction-psql.json", nil, `search_path=pattern_`, `search_path=other_`, "env: is"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if strings.Contains(tt.file, "psql") {
+				if _, err := exec.LookPath("psql"); err != nil {
+					t.Skipf("psql handler test skipped: %v", err)
+				}
+			}
+			r, out := runPattern(t, tt.file, "--backend", "postgres", "--faults", "points")
+			if r.code != 0 {
+				t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			dir := copyFolder(t, out)
+			p := filepath.Join(dir, "raw-processes.jsonl")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), tt.old) {
+				t.Fatalf("raw-processes.jsonl has no %q to edit", tt.old)
+			}
+			os.WriteFile(p, []byte(strings.Replace(string(b), tt.old, tt.new, 1)), 0o644)
+			v := execIn(t, Hooks{}, "verify", dir)
+			if v.code != 1 || !strings.Contains(v.stdout+v.stderr, tt.text) {
+				t.Errorf("verify: exit %d, want 1 with %q:\n%s%s", v.code, tt.text, v.stdout, v.stderr)
+			}
+		})
+	}
+}
