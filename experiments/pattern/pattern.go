@@ -84,7 +84,7 @@ type NotRun struct {
 }
 
 // powerNotOnPostgres is why the power class does not run on PostgreSQL.
-const powerNotOnPostgres = "power cuts are SQLite's VFS (faultvfs), which a PostgreSQL server does not write through; a crash of the server itself is the durability scenario's server kind"
+const powerNotOnPostgres = "a power cut is SQLite's VFS, which the server does not write through; the server's own crash is durability's server kind"
 
 // Target is where the settings' conditions run, as known_unsafe
 // qualifies an entry.
