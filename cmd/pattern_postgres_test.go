@@ -109,7 +109,8 @@ func TestPatternOnPostgresIsolation(t *testing.T) {
 // read committed passes, one that names only SQLite, or only another
 // level, leaves the violation unexpected: exit 1 with the folder written,
 // which verify derives again and fails (exit 4). The power class, asked
-// for too, is not run, and the output says so.
+// for too, is not run, and the output says so. verify --rerun of the
+// passing folder runs it again on a cluster of its own.
 func TestPatternOnPostgresKnownUnsafe(t *testing.T) {
 	needPostgres(t)
 	for _, tt := range []struct {
@@ -133,6 +134,13 @@ func TestPatternOnPostgresKnownUnsafe(t *testing.T) {
 			want := map[int]int{0: 0, 1: 4}[tt.code]
 			if v := execIn(t, Hooks{}, "verify", out); v.code != want {
 				t.Errorf("verify: exit %d, want %d:\n%s%s", v.code, want, v.stdout, v.stderr)
+			}
+			if tt.code != 0 {
+				return
+			}
+			// The rerun starts a cluster of its own and races again.
+			if v := execIn(t, Hooks{}, "verify", "--rerun", out); v.code != 0 || !strings.Contains(v.stdout, "rerun: pattern reproduced") {
+				t.Errorf("verify --rerun: exit %d:\n%s%s", v.code, v.stdout, v.stderr)
 			}
 		})
 	}

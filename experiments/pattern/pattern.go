@@ -152,7 +152,7 @@ func (Scenario) OptIn() bool { return true }
 func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{
 		{Name: "pattern-file", Usage: "a pattern file to test (replaces pattern.files)"},
-		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all)"},
+		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all; power on SQLite only)"},
 		{Name: "seed", Usage: "the seed of the random trials"},
 		{Name: "trials", Usage: "random trials per pattern"},
 		{Name: "rounds", Usage: "races per racer count and kill mode"},
