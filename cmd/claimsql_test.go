@@ -39,14 +39,7 @@ func userLine(stdout, round string) string {
 // that killed the article's DO NOTHING mutant in the same run.
 func claimResult(t *testing.T, out string) (failed, killers []string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res results.Results
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResults(t, out)
 	sc := res.Scenarios[0]
 	for _, c := range sc.Conditions {
 		if id, ok := strings.CutSuffix(c.Name, "/user"); ok && !c.Pass {

@@ -74,8 +74,9 @@ var (
 		{wr.PointAfterJobCommit, []string{"after-4-commit", "before-5-begin", "after-5-begin", "before-6-exec", "after-6-exec", "before-7-commit"}},
 		{wr.PointAfterProcessedCommit, []string{"after-7-commit"}},
 	}
-	// testdata/patterns/single-transaction.json: 1 begin, 2 exec INSERT OR
-	// IGNORE processed (stop unless changed), 3 exec job, 4 commit.
+	// testdata/patterns/single-transaction.json: 1 begin, 2 exec INSERT …
+	// ON CONFLICT DO NOTHING processed (stop unless changed), 3 exec job,
+	// 4 commit.
 	singleTransactionSteps = sameState{
 		{wr.PointAfterProcessedInsert, []string{"after-2-exec", "before-1-begin", "after-1-begin", "before-2-exec", "before-3-exec"}},
 		{wr.PointBeforeCommit, []string{"before-4-commit", "after-3-exec"}},

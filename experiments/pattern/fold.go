@@ -326,8 +326,17 @@ func (f *folder) checkClaims(t *trialLine, p results.Process, who string) {
 		f.c.Proc(p, "stdout", "%s's report is not a delivery result: %v", who, err)
 		return
 	}
-	if want := settingsOf(t.c); r.Settings != want {
-		f.c.Proc(p, "stdout", "%s read back %s, the trial runs %s", who, results.Compact(r.Settings), results.Compact(want))
+	switch {
+	case f.st.Postgres != nil:
+		if r.Postgres == nil || r.Postgres.Requested() != *f.st.Postgres {
+			f.c.Proc(p, "stdout", "%s read back %s, the run asks for %s", who, results.Compact(r.Postgres), results.Compact(f.st.Postgres))
+		}
+	case r.Postgres != nil:
+		f.c.Proc(p, "stdout", "%s read back PostgreSQL's settings on a SQLite run", who)
+	default:
+		if want := settingsOf(t.c); r.Settings != want {
+			f.c.Proc(p, "stdout", "%s read back %s, the trial runs %s", who, results.Compact(r.Settings), results.Compact(want))
+		}
 	}
 	logged := map[[2]string]int{}
 	for _, e := range t.o.Sends {

@@ -24,7 +24,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 	}
 	var out []scenario.Expected
 	for _, c := range st.Conditions {
-		unsafe := KnownUnsafe(pats[c.Pattern].File, c)
+		unsafe := KnownUnsafe(pats[c.Pattern].File, c, st.Target())
 		out = append(out, scenario.Expected{Condition: c.Name, Value: Expected{Violated: unsafe, InSomeShard: unsafe && st.Shard != nil}})
 	}
 	return out, nil
@@ -58,22 +58,16 @@ func (Scenario) Check(condition string, expected, observed json.RawMessage) (boo
 	return len(diffs) == 0, diffs, nil
 }
 
-// KnownUnsafe says whether the file expects a violation in the condition:
-// a listed class covers all of it, "power:WAL/NORMAL" one setting.
-func KnownUnsafe(f wp.File, c Condition) bool {
+// KnownUnsafe says whether the file expects a violation in the condition
+// run on t: a listed class covers all of it, "power:WAL/NORMAL" one
+// setting, "concurrent@postgres/serializable" one backend and level.
+func KnownUnsafe(f wp.File, c Condition, t wp.Target) bool {
 	if c.Fault == FaultNone {
 		return false
 	}
 	for _, k := range f.KnownUnsafe {
-		class, narrow, has := strings.Cut(k, ":")
-		if class != c.Fault {
-			continue
-		}
-		if !has {
-			return true
-		}
-		j, sy, err := wp.ParsePower(narrow)
-		if err == nil && j+"/"+sy == c.Power {
+		u, err := wp.ParseUnsafe(k)
+		if err == nil && u.Covers(c.Fault, c.Power, t) {
 			return true
 		}
 	}

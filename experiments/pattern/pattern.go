@@ -6,17 +6,20 @@
 package pattern
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Name is the scenario's name on the command line.
@@ -65,6 +68,39 @@ type Settings struct {
 	Shard      *shard.Part `json:"shard,omitempty"`
 	Patterns   []Pattern   `json:"patterns"`
 	Conditions []Condition `json:"conditions"`
+	// Backend is empty for SQLite; on PostgreSQL it is postgres, and
+	// Postgres is what every session must read back.
+	Backend  string             `json:"backend,omitempty"`
+	Postgres *store.PGRequested `json:"postgres,omitempty"`
+	// NotRun are the fault classes asked for that the backend cannot
+	// run, each with why; the report says so in one line each.
+	NotRun []NotRun `json:"not_run,omitempty"`
+}
+
+// NotRun is a fault class left out on the run's backend.
+type NotRun struct {
+	Fault  string `json:"fault"`
+	Reason string `json:"reason"`
+}
+
+// powerNotOnPostgres is why the power class does not run on PostgreSQL.
+const powerNotOnPostgres = "a power cut is SQLite's VFS, which the server does not write through; the server's own crash is durability's server kind"
+
+// Target is where the settings' conditions run, as known_unsafe
+// qualifies an entry.
+func (s Settings) Target() wp.Target {
+	t := wp.Target{Backend: store.BackendSQLite}
+	if s.Backend == store.BackendPostgres {
+		t.Backend = s.Backend
+		if s.Postgres != nil {
+			for name, level := range store.IsolationLevels {
+				if level == s.Postgres.Isolation {
+					t.Isolation = name
+				}
+			}
+		}
+	}
+	return t
 }
 
 // Pattern is one pattern file as the run used it.
@@ -116,7 +152,7 @@ func (Scenario) OptIn() bool { return true }
 func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{
 		{Name: "pattern-file", Usage: "a pattern file to test (replaces pattern.files)"},
-		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all)"},
+		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all; power on SQLite only)"},
 		{Name: "seed", Usage: "the seed of the random trials"},
 		{Name: "trials", Usage: "random trials per pattern"},
 		{Name: "rounds", Usage: "races per racer count and kill mode"},
@@ -132,7 +168,15 @@ func (Scenario) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) 
 // PlanFiles decodes the section, applies the overrides, and reads and
 // checks every pattern file: a bad file is refused here, before anything
 // runs, naming the file and the field.
-func (Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+func (sc Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	return sc.PlanFilesOn(backend.SQLite, section, ov, files)
+}
+
+// PlanFilesOn plans for backend b. On PostgreSQL a file's statements are
+// checked for shape here and prepared on the server when the run starts,
+// so verify, which has no server, derives the same settings; the power
+// class is left out and recorded as not run.
+func (Scenario) PlanFilesOn(b backend.Spec, section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
 	in := DefaultInput()
 	if len(section) > 0 && string(section) != "null" {
 		if err := scenario.DecodeSection(Name, section, &in); err != nil {
@@ -155,8 +199,18 @@ func (Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files s
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
 		Racers: in.Racers, Rounds: in.Rounds, Parallel: in.Parallel,
 	}
+	if !b.IsSQLite() {
+		st.Backend, st.Postgres = b.Name, b.Requested()
+		if i := slices.Index(st.Faults, wp.FaultPower); i >= 0 {
+			st.Faults = slices.Delete(slices.Clone(st.Faults), i, i+1)
+			st.NotRun = append(st.NotRun, NotRun{Fault: wp.FaultPower, Reason: powerNotOnPostgres})
+		}
+		if len(st.Faults) == 0 {
+			return nil, fmt.Errorf("%s.faults: only power was asked for, and %s", Name, powerNotOnPostgres)
+		}
+	}
 	for _, name := range in.Files {
-		p, err := readPattern(files, name)
+		p, err := readPattern(files, name, b)
 		if err != nil {
 			return nil, err
 		}
@@ -171,12 +225,19 @@ func (Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files s
 	return &plan{s: st}, nil
 }
 
-func readPattern(files scenario.Files, name string) (Pattern, error) {
+func readPattern(files scenario.Files, name string, on backend.Spec) (Pattern, error) {
 	b, err := files.ReadFile(name)
 	if err != nil {
 		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
 	}
-	f, err := wp.Check(checkCtx, b)
+	check := wp.Check
+	if !on.IsSQLite() {
+		check = func(_ context.Context, b []byte) (wp.File, error) { return wp.Decode(b) }
+	}
+	if f, err := wp.Decode(b); err == nil && !f.RunsOn(on.Name) {
+		return Pattern{}, fmt.Errorf("pattern file %s: backends: %q, and the run is on %s; run it with --backend %s", name, f.Backends, on.Name, f.Backends[0])
+	}
+	f, err := check(checkCtx, b)
 	if err != nil {
 		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
 	}
@@ -194,6 +255,10 @@ func readPattern(files scenario.Files, name string) (Pattern, error) {
 			p.TimeoutMS = wp.DefaultHandlerTimeoutMS
 		}
 		p.Files = programFiles(files, p.Dir, f.Command)
+		return p, nil
+	}
+	if !on.IsSQLite() {
+		p.Power = nil
 		return p, nil
 	}
 	if len(p.Power) == 0 {

@@ -14,6 +14,7 @@ import (
 	"idemlab/experiments/scenario"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/protocol"
+	"idemlab/worker/store"
 )
 
 // programFiles hashes every argument of the command that names a file
@@ -33,13 +34,21 @@ func programFiles(files scenario.Files, dir string, argv []string) map[string]st
 }
 
 // ProgramEnv is the environment of one delivery of a program; the fold
-// checks the recorded one against it.
+// checks the recorded one against it. On SQLite the program gets the
+// file's path in IDEMLAB_DB, as it always did; on PostgreSQL it gets
+// IDEMLAB_BACKEND=postgres and the connection string in IDEMLAB_DSN, whose
+// search_path is the trial's own schema, and no IDEMLAB_DB.
 func ProgramEnv(s Settings, o Observation, d Delivery) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		wp.EnvEventID: s.EventID, wp.EnvDelivery: strconv.Itoa(d.Number), wp.EnvWorker: strconv.Itoa(d.Worker),
 		wp.EnvNowOffsetMS: strconv.FormatInt(d.OffsetMS, 10), wp.EnvDB: o.DB, wp.EnvReceiver: o.Receiver,
 		wp.EnvPointsFD: strconv.Itoa(harness.ProgramPointsFD),
 	}
+	if s.Backend == store.BackendPostgres {
+		delete(env, wp.EnvDB)
+		env[wp.EnvBackend], env[wp.EnvDSN] = s.Backend, ProgramDSN(o.DB)
+	}
+	return env
 }
 
 // killAt is where the parent kills the i-th first delivery: at a point

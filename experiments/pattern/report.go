@@ -2,12 +2,14 @@ package pattern
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	wp "idemlab/worker/pattern"
 )
 
 // Report shows, per pattern and fault class, whether every invariant held,
@@ -19,6 +21,9 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 		{"seed", fmt.Sprint(st.Seed)},
 		{"random trials", fmt.Sprintf("%d crash at a seeded k-th point, %d killed after a seeded delay", st.HitTrials, st.KillTrials)},
 		{"races", fmt.Sprintf("%v racers, %d rounds each without and with kills", st.Racers, st.Rounds)},
+	}
+	if st.Postgres != nil {
+		sec.Settings = append(sec.Settings, [2]string{"backend", fmt.Sprintf("%s, %s, synchronous_commit %s", st.Backend, st.Postgres.Isolation, st.Postgres.SynchronousCommit)})
 	}
 	pass := map[string]bool{}
 	for _, c := range res.Conditions {
@@ -35,15 +40,21 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 			},
 		}
 		for _, c := range p.Conditions {
-			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, pass[p.Name+"/"+conditionSuffix(c)]), firstText(c)})
+			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, st.Target(), pass[p.Name+"/"+conditionSuffix(c)]), firstText(c)})
 		}
 		if pat.File.IsProgram() {
-			t.Rows = append(t.Rows, []string{"power", "-", "-", "not applicable", "the program does not open its files through idemlab's VFS"})
+			if st.Backend == "" {
+				t.Rows = append(t.Rows, []string{"power", "-", "-", "not applicable", "the program does not open its files through idemlab's VFS"})
+			}
 			t.Legend = append(t.Legend, programNotes(st, pat, p)...)
+		}
+		for _, n := range st.NotRun {
+			t.Rows = append(t.Rows, []string{n.Fault, "-", "-", "not run on " + st.Backend, n.Reason})
 		}
 		if p.About != "" {
 			t.Legend = append(t.Legend, p.Name+": "+p.About)
 		}
+		addFailed(&t, p.Conditions)
 		sec.Tables = append(sec.Tables, t)
 		sec.Replays = append(sec.Replays, replays(st, pat, p)...)
 	}
@@ -60,6 +71,9 @@ func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
 			continue
 		}
 		args := []string{"--scenario", Name, "--pattern-file", pat.Source, "--faults", c.Fault, "--seed", fmt.Sprint(st.Seed)}
+		if st.Postgres != nil {
+			args = append(args, "--backend", st.Backend, "--isolation", st.Target().Isolation, "--synchronous-commit", st.Postgres.SynchronousCommit)
+		}
 		switch c.Fault {
 		case "random":
 			args = append(args, "--trials", fmt.Sprint(st.HitTrials+st.KillTrials))
@@ -92,18 +106,45 @@ func faultLabel(c ConditionExtra) string {
 	return c.Fault
 }
 
-func verdictText(p Pattern, c ConditionExtra, pass bool) string {
+func verdictText(p Pattern, c ConditionExtra, t wp.Target, pass bool) string {
 	v := "held"
 	if c.Violating > 0 {
 		v = "broke"
 	}
-	if KnownUnsafe(p.File, Condition{Fault: c.Fault, Power: c.Power}) {
+	if KnownUnsafe(p.File, Condition{Fault: c.Fault, Power: c.Power}, t) {
 		v += " (expected)"
 	}
 	if !pass {
 		v += " ✗"
 	}
 	return v
+}
+
+// addFailed adds a column of the failed steps after "broke", when any
+// delivery's step failed: a table of a pattern whose steps never fail
+// reads as it always did.
+func addFailed(t *scenario.Table, conds []ConditionExtra) {
+	if !slices.ContainsFunc(conds, func(c ConditionExtra) bool { return len(c.Failed) > 0 }) {
+		return
+	}
+	t.Header = slices.Insert(t.Header, 3, "failed steps")
+	for i := range t.Rows {
+		cell := "-"
+		if i < len(conds) {
+			cell = failedText(conds[i].Failed)
+		}
+		t.Rows[i] = slices.Insert(t.Rows[i], 3, cell)
+	}
+	t.Legend = slices.Insert(t.Legend, 1, "failed steps: deliveries whose step failed, by error class (serialization: 40001, deadlock: 40P01, busy: SQLITE_BUSY, constraint); such a delivery is not ACKed, and the event is redelivered")
+}
+
+// failedText reads as "serialization 3, constraint 1".
+func failedText(m map[string]int) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func firstText(c ConditionExtra) string {

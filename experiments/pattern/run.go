@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
@@ -22,6 +23,7 @@ import (
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // checkCtx bounds the preparing of a pattern's statements at plan time.
@@ -100,6 +102,11 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		return fmt.Errorf("%w: create the run's folder: %w", errclass.ErrHarness, err)
 	}
 	defer os.RemoveAll(dir)
+	if env.Backend != nil {
+		if err := checkOnServer(ctx, env, p.s.Patterns); err != nil {
+			return err
+		}
+	}
 	for i, pat := range p.s.Patterns {
 		file := filepath.Join(dir, fmt.Sprintf("pattern-%d.json", i+1))
 		b, err := json.Marshal(pat.File)
@@ -253,7 +260,13 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	}
 	defer rcv.Close()
 	o.Scenario, o.Condition, o.File, o.DB, o.Receiver = Name, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL
-	t := &trial{r: r, c: c, o: &o, dir: dir}
+	t := &trial{r: r, c: c, o: &o, dir: dir, db: backend.Database{Backend: store.BackendSQLite, Target: o.DB}}
+	if r.env.Backend != nil {
+		if t.db, err = r.env.Backend.Fresh(r.ctx, "pattern"); err != nil {
+			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
+		}
+		o.DB = t.db.Target
+	}
 	if err := t.prepare(); err != nil {
 		return d, fmt.Errorf("%w: %s trial %d: prepare the file: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 	}
@@ -278,6 +291,9 @@ type trial struct {
 	c   Condition
 	o   *Observation
 	dir string
+	// db is the trial's database: the file in dir on SQLite, a schema of
+	// its own on PostgreSQL.
+	db backend.Database
 }
 
 // env is what every process of the trial runs with: the power-loss VFS
@@ -301,6 +317,9 @@ func (t *trial) options() sqlitedb.Options {
 }
 
 func (t *trial) prepare() error {
+	if t.r.env.Backend != nil {
+		return t.r.env.Backend.Setup(t.r.ctx, t.db, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
+	}
 	db, _, err := sqlitedb.Open(t.r.ctx, t.options())
 	if err != nil {
 		return err
@@ -326,7 +345,7 @@ var exits = []int{protocol.ExitACK, protocol.ExitCrash, protocol.ExitStepFailed,
 // Args are the worker arguments of one delivery; the fold rebuilds them
 // to check each recorded command line.
 func Args(s Settings, o Observation, d Delivery) wp.Args {
-	a := wp.Args{File: o.File, DB: o.DB, EventID: s.EventID, Delivery: d.Number, Worker: d.Worker, NowOffsetMS: d.OffsetMS, Receiver: o.Receiver}
+	a := wp.Args{File: o.File, DB: o.DB, EventID: s.EventID, Delivery: d.Number, Worker: d.Worker, NowOffsetMS: d.OffsetMS, Receiver: o.Receiver, Backend: s.Backend}
 	if o.Kind == KindRace && d.Number == 1 {
 		a.ReadyFD = harness.BarrierReadyFD
 	}
@@ -452,10 +471,10 @@ func (t *trial) redeliver(first []delivered) error {
 // observe reads what the trial left, as the parent's own witness, and
 // records it.
 func (t *trial) observe(rcv *receiver.Receiver) error {
-	db, _, err := sqlitedb.Open(t.r.ctx, t.options())
+	st, err := t.db.Open(t.r.ctx, t.options())
 	if err == nil {
-		t.o.Values, err = wp.QueryValues(t.r.ctx, db, t.r.pat.File, t.r.s.EventID)
-		err = errors.Join(err, db.Close())
+		t.o.Values, err = wp.QueryValues(t.r.ctx, st, t.r.pat.File, t.r.s.EventID)
+		err = errors.Join(err, st.Close())
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s trial %d: read the invariants: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
@@ -463,6 +482,34 @@ func (t *trial) observe(rcv *receiver.Receiver) error {
 	t.o.Sends, _ = rcv.LogSince(0)
 	if err := t.r.env.Recorder.Observe(t.o); err != nil {
 		return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+	}
+	return nil
+}
+
+// checkOnServer prepares every pattern's statements on the run's
+// PostgreSQL server, each pattern in a scratch schema of its own, before
+// any trial: SQL the server cannot run is refused (exit 2) naming the
+// file, the field and the server's message, as SQLite's check does at
+// plan time.
+func checkOnServer(ctx context.Context, env scenario.Env, pats []Pattern) error {
+	for _, pat := range pats {
+		db, err := env.Backend.Fresh(ctx, "pattern_check")
+		if err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		st, err := db.Open(ctx, sqlitedb.Options{MaxConns: 1})
+		if err != nil {
+			return fmt.Errorf("%w: open a scratch schema: %w", errclass.ErrHarness, err)
+		}
+		err = wp.CheckOn(ctx, st, pat.File)
+		st.Close()
+		var refusal *wp.Error
+		if errors.As(err, &refusal) {
+			return fmt.Errorf("%w: pattern file %s: on %s: %w", errclass.ErrUsage, pat.Source, store.BackendPostgres, err)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: check pattern file %s on the server: %w", errclass.ErrHarness, pat.Source, err)
+		}
 	}
 	return nil
 }

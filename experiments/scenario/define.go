@@ -57,6 +57,15 @@ func (d defined[S, X]) PlanFiles(section json.RawMessage, overrides map[string]s
 	return d.t.Plan(section, overrides)
 }
 
+// PlanFilesOn plans through the typed scenario's PlanFilesOn, or refuses
+// as PlanOn does when it has none.
+func (d defined[S, X]) PlanFilesOn(b backend.Spec, section json.RawMessage, overrides map[string]string, files Files) (Plan, error) {
+	if fp, ok := d.t.(FilePlannerOn); ok {
+		return fp.PlanFilesOn(b, section, overrides, files)
+	}
+	return d.PlanOn(b, section, overrides)
+}
+
 // Settings decodes recorded settings strictly, so a field the scenario does
 // not know is an error rather than silently dropped, and checks their
 // limits when they have any.

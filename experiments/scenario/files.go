@@ -1,6 +1,10 @@
 package scenario
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"idemlab/experiments/backend"
+)
 
 // Files reads the files a plan names besides the input file, such as a
 // user's pattern file. In a run they come from disk and are carried into
@@ -14,4 +18,11 @@ type Files interface {
 // The suite calls PlanFiles instead of Plan for them.
 type FilePlanner interface {
 	PlanFiles(section json.RawMessage, overrides map[string]string, files Files) (Plan, error)
+}
+
+// FilePlannerOn is implemented by scenarios whose plan reads such files
+// and that also run on a backend other than SQLite. The suite calls
+// PlanFilesOn for them on that backend.
+type FilePlannerOn interface {
+	PlanFilesOn(b backend.Spec, section json.RawMessage, overrides map[string]string, files Files) (Plan, error)
 }

@@ -208,6 +208,9 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, 
 // not led by the input file's name; otherwise the file is named.
 // planOne plans one scenario, with its files when it reads any.
 func planOne(s scenario.Scenario, spec backend.Spec, in Input, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	if fp, ok := s.(scenario.FilePlannerOn); ok && !spec.IsSQLite() {
+		return fp.PlanFilesOn(spec, in.Sections[s.Name()], ov, files)
+	}
 	if !spec.IsSQLite() {
 		return scenario.PlanOn(s, spec, in.Sections[s.Name()], ov)
 	}

@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Delivery is who delivers the event, and when.
@@ -60,6 +63,12 @@ const (
 	ClassConstraint = "constraint"
 	ClassSend       = "send"
 	ClassOther      = "other"
+	// ClassSerialization and ClassDeadlock are PostgreSQL's 40001 and
+	// 40P01: the step lost to a concurrent transaction. The pattern
+	// worker does not retry them: the delivery fails unACKed, as any
+	// failed step, and the event is redelivered.
+	ClassSerialization = "serialization"
+	ClassDeadlock      = "deadlock"
 )
 
 // Run runs the handler once on conn. It calls pts.Hit before and after
@@ -67,8 +76,8 @@ const (
 // left open, as a dying process leaves it. A step's error ends the
 // delivery unACKed, also without a rollback: the process exits and SQLite
 // rolls back on the next open.
-func Run(ctx context.Context, conn *sql.Conn, f File, d Delivery, snd Sender, pts *protocol.Points) Outcome {
-	r := runner{ctx: ctx, conn: conn, d: d, snd: snd, vals: map[string]any{
+func Run(ctx context.Context, conn *sql.Conn, dialect store.Dialect, f File, d Delivery, snd Sender, pts *protocol.Points) Outcome {
+	r := runner{ctx: ctx, conn: conn, dialect: dialect, d: d, snd: snd, vals: map[string]any{
 		"event_id": d.EventID, "delivery": int64(d.Number), "worker": int64(d.Worker), "now_ms": d.NowMS,
 	}}
 	out := Outcome{Sends: []SendResult{}}
@@ -77,7 +86,7 @@ func Run(ctx context.Context, conn *sql.Conn, f File, d Delivery, snd Sender, pt
 		pts.Hit(before)
 		stop, err := r.step(s, &out)
 		if err != nil {
-			out.FailedStep, out.Error, out.ErrorClass = i+1, err.Error(), classify(err)
+			out.FailedStep, out.Error, out.ErrorClass = i+1, err.Error(), classify(dialect, err)
 			return out
 		}
 		out.Steps = i + 1
@@ -94,13 +103,14 @@ func Run(ctx context.Context, conn *sql.Conn, f File, d Delivery, snd Sender, pt
 }
 
 type runner struct {
-	ctx   context.Context
-	conn  *sql.Conn
-	d     Delivery
-	snd   Sender
-	vals  map[string]any
-	bound map[string]any
-	inTx  bool
+	ctx     context.Context
+	conn    *sql.Conn
+	dialect store.Dialect
+	d       Delivery
+	snd     Sender
+	vals    map[string]any
+	bound   map[string]any
+	inTx    bool
 }
 
 // step runs one step and says whether the handler stops after it.
@@ -109,7 +119,8 @@ func (r *runner) step(s Step, out *Outcome) (bool, error) {
 	case KindQuery:
 		return r.query(s)
 	case KindExec:
-		res, err := r.conn.ExecContext(r.ctx, s.Exec, r.args(s.Exec)...)
+		q, args := r.bind(s.Exec)
+		res, err := r.conn.ExecContext(r.ctx, q, args...)
 		if err != nil {
 			return false, fmt.Errorf("exec: %w", err)
 		}
@@ -123,7 +134,7 @@ func (r *runner) step(s Step, out *Outcome) (bool, error) {
 		return false, nil
 	case KindBegin:
 		r.inTx = true
-		return false, r.exec("BEGIN " + map[string]string{"deferred": "DEFERRED", "immediate": "IMMEDIATE"}[s.Begin])
+		return false, r.exec(BeginSQL(r.dialect, s.Begin))
 	case KindCommit:
 		r.inTx = false
 		return false, r.exec("COMMIT")
@@ -137,7 +148,8 @@ func (r *runner) step(s Step, out *Outcome) (bool, error) {
 }
 
 func (r *runner) query(s Step) (bool, error) {
-	rows, err := r.conn.QueryContext(r.ctx, s.Query, r.args(s.Query)...)
+	q, args := r.bind(s.Query)
+	rows, err := r.conn.QueryContext(r.ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("query: %w", err)
 	}
@@ -199,8 +211,8 @@ func (r *runner) send(s *Send, out *Outcome) error {
 	key := ""
 	if s.Key != "" {
 		var v any
-		q := keySQL(s.Key)
-		if err := r.conn.QueryRowContext(r.ctx, q, r.args(q)...).Scan(&v); err != nil {
+		q, args := r.bind(keySQL(s.Key))
+		if err := r.conn.QueryRowContext(r.ctx, q, args...).Scan(&v); err != nil {
 			return fmt.Errorf("send key: %w", err)
 		}
 		if b, ok := v.([]byte); ok {
@@ -216,13 +228,27 @@ func (r *runner) send(s *Send, out *Outcome) error {
 	return nil
 }
 
-// args binds the parameters an SQL text names, and only those.
-func (r *runner) args(sqlText string) []any {
-	var out []any
+// bind binds the parameters an SQL text names, and only those, as the
+// dialect's driver takes them.
+func (r *runner) bind(sqlText string) (string, []any) {
+	var named []sql.NamedArg
 	for _, n := range ParamNames(sqlText) {
-		out = append(out, sql.Named(n, r.vals[n]))
+		named = append(named, sql.Named(n, r.vals[n]))
 	}
-	return out
+	return r.dialect.BindNamed(sqlText, named)
+}
+
+// BeginSQL is the statement a begin step runs. On SQLite "deferred" takes
+// the write lock at the first write and "immediate" at the begin, so two
+// immediate transactions never interleave. PostgreSQL has no database
+// write lock: a transaction takes row locks as its statements touch rows,
+// at the run's isolation level (--isolation), so both begin as BEGIN, and
+// "immediate" serializes nothing there. The README's table says the same.
+func BeginSQL(d store.Dialect, mode string) string {
+	if d.Name() == store.BackendPostgres {
+		return "BEGIN"
+	}
+	return "BEGIN " + map[string]string{"deferred": "DEFERRED", "immediate": "IMMEDIATE"}[mode]
 }
 
 type sendError struct{ err error }
@@ -230,15 +256,33 @@ type sendError struct{ err error }
 func (e *sendError) Error() string { return "send: " + e.err.Error() }
 func (e *sendError) Unwrap() error { return e.err }
 
-func classify(err error) string {
+// classify names a failed step's error class: the dialect's class where
+// it has one, and any broken constraint as one.
+func classify(d store.Dialect, err error) string {
 	var se *sendError
 	var qe sqlite3.Error
+	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &se):
 		return ClassSend
 	case sqlitedb.IsBusy(err):
 		return ClassBusy
 	case errors.As(err, &qe) && qe.Code == sqlite3.ErrConstraint:
+		return ClassConstraint
+	}
+	switch d.Classify(err) {
+	case store.ClassBusy:
+		return ClassBusy
+	case store.ClassSerialization:
+		return ClassSerialization
+	case store.ClassDeadlock:
+		return ClassDeadlock
+	case store.ClassUnique:
+		return ClassConstraint
+	}
+	// SQLSTATE class 23 is every integrity constraint: not null, foreign
+	// key, check, exclusion.
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "23") {
 		return ClassConstraint
 	}
 	return ClassOther

@@ -17,6 +17,7 @@ import (
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // fakeReceiver keeps the contract's answers: accepted once per key,
@@ -71,7 +72,7 @@ func deliver(t *testing.T, f File, dbPath, url string, n int, crashAt string) (o
 		conn.Close()
 		db.Close()
 	}()
-	out = Run(ctx, conn, f, Delivery{EventID: "ev-1", Number: n, NowMS: 1000}, httpSender{base: url}, call.Points)
+	out = Run(ctx, conn, store.SQLite{}, f, Delivery{EventID: "ev-1", Number: n, NowMS: 1000}, httpSender{base: url}, call.Points)
 	return out, points, false
 }
 
@@ -142,7 +143,7 @@ func TestCrashAfterCommitDuplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	vals, err := QueryValues(context.Background(), db, f, "ev-1")
+	vals, err := QueryValues(context.Background(), store.SQLiteDB(db), f, "ev-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,5 +208,24 @@ func TestStepErrorBeforeTheCrash(t *testing.T) {
 				t.Errorf("exit %d, want %d (step failed)\nstdout %s\nstderr %s", code, protocol.ExitStepFailed, stdout.String(), stderr.String())
 			}
 		})
+	}
+}
+
+// TestBeginSQL: SQLite keeps the step's lock mode; PostgreSQL, which has
+// no database write lock, begins plainly at the session's isolation level.
+func TestBeginSQL(t *testing.T) {
+	for _, tt := range []struct {
+		d    store.Dialect
+		mode string
+		want string
+	}{
+		{store.SQLite{}, "immediate", "BEGIN IMMEDIATE"},
+		{store.SQLite{}, "deferred", "BEGIN DEFERRED"},
+		{store.Postgres{}, "immediate", "BEGIN"},
+		{store.Postgres{}, "deferred", "BEGIN"},
+	} {
+		if got := BeginSQL(tt.d, tt.mode); got != tt.want {
+			t.Errorf("BeginSQL(%s, %s) = %q, want %q", tt.d.Name(), tt.mode, got, tt.want)
+		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"idemlab/worker/store"
 )
 
 // File is a decoded pattern file.
@@ -22,6 +24,11 @@ type File struct {
 	// Schema is applied to a fresh database before a trial's first
 	// delivery, one statement per entry.
 	Schema []string `json:"schema"`
+	// SchemaPostgres, when set, is the schema on PostgreSQL in place of
+	// Schema: SQLite's "id INTEGER PRIMARY KEY" numbers rows by itself,
+	// PostgreSQL's needs an identity column. The handler and the
+	// invariants are the same statements on both.
+	SchemaPostgres []string `json:"schema_postgres,omitempty"`
 	// Handler is what one delivery runs, step by step.
 	Handler []Step `json:"handler,omitempty"`
 	// Command, in place of Handler, is the user's own program (an argv,
@@ -34,8 +41,9 @@ type File struct {
 	// Invariants are checked after a trial's last delivery.
 	Invariants []Invariant `json:"invariants"`
 	// KnownUnsafe lists fault classes where a violation is expected,
-	// optionally narrowed ("power:DELETE/FULL"). A listed class that
-	// shows no violation fails the run.
+	// optionally narrowed ("power:DELETE/FULL") and qualified by backend
+	// and isolation level ("concurrent@postgres/read-committed"); see
+	// ParseUnsafe. A listed class that shows no violation fails the run.
 	KnownUnsafe []string `json:"known_unsafe"`
 	// RedeliveryAfterMS is added to :now_ms on every delivery after the
 	// first, so a TTL claim can be retaken without waiting.
@@ -45,6 +53,15 @@ type File struct {
 	// Power lists the journal_mode/synchronous settings the power class
 	// runs under.
 	Power []string `json:"power,omitempty"`
+	// Backends, when set, are the only backends the pattern runs on: a
+	// program that speaks one database's protocol names it, and a run on
+	// another is refused before anything runs.
+	Backends []string `json:"backends,omitempty"`
+}
+
+// RunsOn says whether the file lets the pattern run on backend.
+func (f File) RunsOn(backend string) bool {
+	return len(f.Backends) == 0 || slices.Contains(f.Backends, backend)
 }
 
 // Step is one handler step. Exactly one of Query, Exec, Begin, Commit,
@@ -133,6 +150,14 @@ const (
 	DefaultHandlerTimeoutMS = 10_000
 )
 
+// SchemaOn is the schema a fresh database on backend gets.
+func (f File) SchemaOn(backend string) []string {
+	if backend == store.BackendPostgres && len(f.SchemaPostgres) > 0 {
+		return f.SchemaPostgres
+	}
+	return f.Schema
+}
+
 // IsProgram says whether the pattern's handler is the user's own program.
 func (f File) IsProgram() bool { return len(f.Command) > 0 }
 
@@ -158,7 +183,7 @@ func refuse(path, format string, args ...any) error {
 
 // keys of each object in the file, for refusing unknown ones by path.
 var (
-	fileKeys      = []string{"name", "about", "schema", "handler", "command", "handler_timeout_ms", "invariants", "known_unsafe", "redelivery_after_ms", "max_deliveries", "power"}
+	fileKeys      = []string{"name", "about", "schema", "schema_postgres", "handler", "command", "handler_timeout_ms", "invariants", "known_unsafe", "redelivery_after_ms", "max_deliveries", "power", "backends"}
 	stepKeys      = []string{"query", "as", "stop_if", "exec", "stop_unless_changed", "begin", "commit", "rollback", "send"}
 	sendKeys      = []string{"step", "key"}
 	invariantKeys = []string{"name", "query", "sends", "equals", "at_most"}

@@ -78,6 +78,14 @@ func TestCheckRefuses(t *testing.T) {
 		{"both handler and command", "command", "not both", func(m map[string]any) { m["command"] = []any{"python3", "h.py"} }},
 		{"timeout without a command", "handler_timeout_ms", "command only", func(m map[string]any) { m["handler_timeout_ms"] = 5 }},
 		{"two invariants of one name", "invariants[1].name", "earlier invariant", func(m map[string]any) { m["invariants"].([]any)[1].(map[string]any)["name"] = "one job" }},
+		{"unknown backend in known_unsafe", "known_unsafe[0]", "backend \"mysql\"", func(m map[string]any) { m["known_unsafe"] = []any{"points@mysql"} }},
+		{"isolation on sqlite", "known_unsafe[0]", "qualifies postgres only", func(m map[string]any) { m["known_unsafe"] = []any{"concurrent@sqlite/serializable"} }},
+		{"unknown isolation", "known_unsafe[0]", "qualifies postgres only", func(m map[string]any) { m["known_unsafe"] = []any{"concurrent@postgres/snapshot"} }},
+		{"power on postgres", "known_unsafe[0]", "runs on sqlite only", func(m map[string]any) { m["known_unsafe"] = []any{"power@postgres"} }},
+		{"a setting narrows power only", "known_unsafe[0]", "only power is narrowed", func(m map[string]any) { m["known_unsafe"] = []any{"points:WAL/FULL"} }},
+		{"unknown backend", "backends[0]", "want each of", func(m map[string]any) { m["backends"] = []any{"oracle"} }},
+		{"a backend twice", "backends[1]", "at most once", func(m map[string]any) { m["backends"] = []any{"sqlite", "sqlite"} }},
+		{"schema_postgres on a sqlite-only file", "schema_postgres", "leaves out postgres", func(m map[string]any) { m["backends"] = []any{"sqlite"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,5 +130,51 @@ func TestJudge(t *testing.T) {
 		if v.Held != tt.held || v.String() != tt.text {
 			t.Errorf("Judge(%d) = %v %q, want %v %q", tt.got, v.Held, v, tt.held, tt.text)
 		}
+	}
+}
+
+// TestUnsafeCovers: an entry covers a condition by class, power setting,
+// backend and isolation level; an unqualified entry covers every backend.
+func TestUnsafeCovers(t *testing.T) {
+	sqlite := Target{Backend: "sqlite"}
+	rc := Target{Backend: "postgres", Isolation: "read-committed"}
+	ser := Target{Backend: "postgres", Isolation: "serializable"}
+	for _, tt := range []struct {
+		entry, fault, power string
+		on                  Target
+		want                bool
+	}{
+		{"concurrent", "concurrent", "", sqlite, true},
+		{"concurrent", "concurrent", "", ser, true},
+		{"concurrent", "points", "", ser, false},
+		{"concurrent@postgres", "concurrent", "", rc, true},
+		{"concurrent@postgres", "concurrent", "", sqlite, false},
+		{"concurrent@postgres/serializable", "concurrent", "", ser, true},
+		{"concurrent@postgres/serializable", "concurrent", "", rc, false},
+		{"concurrent@sqlite", "concurrent", "", Target{}, true},
+		{"power:WAL/FULL", "power", "WAL/FULL", sqlite, true},
+		{"power:wal/full@sqlite", "power", "WAL/FULL", sqlite, true},
+		{"power:WAL/FULL", "power", "DELETE/FULL", sqlite, false},
+	} {
+		u, err := ParseUnsafe(tt.entry)
+		if err != nil {
+			t.Fatalf("ParseUnsafe(%q): %v", tt.entry, err)
+		}
+		if got := u.Covers(tt.fault, tt.power, tt.on); got != tt.want {
+			t.Errorf("%q covers %s %s on %+v: %v, want %v", tt.entry, tt.fault, tt.power, tt.on, got, tt.want)
+		}
+	}
+}
+
+// TestSchemaOn: PostgreSQL gets schema_postgres where the file gives one,
+// SQLite always the schema.
+func TestSchemaOn(t *testing.T) {
+	f := File{Schema: []string{"a"}, SchemaPostgres: []string{"b"}}
+	if got := strings.Join(f.SchemaOn("sqlite"), ",") + "|" + strings.Join(f.SchemaOn("postgres"), ","); got != "a|b" {
+		t.Errorf("SchemaOn: %s, want a|b", got)
+	}
+	f.SchemaPostgres = nil
+	if got := strings.Join(f.SchemaOn("postgres"), ","); got != "a" {
+		t.Errorf("SchemaOn(postgres) without schema_postgres: %s, want a", got)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"idemlab/worker/store"
 )
 
 // Verdict is one invariant judged on one trial.
@@ -41,14 +43,15 @@ func (iv Invariant) Judge(got int64) Verdict {
 // file's order; a sends invariant takes its value from the receiver's log
 // instead and gets no entry here. The first column of the first row is
 // the value; no rows count as 0.
-func QueryValues(ctx context.Context, db *sql.DB, f File, eventID string) (map[string]int64, error) {
+func QueryValues(ctx context.Context, st store.Store, f File, eventID string) (map[string]int64, error) {
 	out := map[string]int64{}
 	for _, iv := range f.Invariants {
 		if iv.Query == "" {
 			continue
 		}
 		var v sql.NullInt64
-		err := db.QueryRowContext(ctx, iv.Query, sql.Named("event_id", eventID)).Scan(&v)
+		q, args := st.Dialect.BindNamed(iv.Query, []sql.NamedArg{sql.Named("event_id", eventID)})
+		err := st.DB.QueryRowContext(ctx, q, args...).Scan(&v)
 		if err != nil && err != sql.ErrNoRows {
 			return out, fmt.Errorf("invariant %q: %w", iv.Name, err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // WorkerName is the registry name of the pattern worker.
@@ -25,7 +26,9 @@ const WorkerName = "pattern.deliver"
 // drift apart.
 type Args struct {
 	// File is the pattern file.
-	File     string
+	File string
+	// DB is a SQLite file, or a PostgreSQL connection string when Backend
+	// is postgres.
 	DB       string
 	EventID  string
 	Delivery int
@@ -37,6 +40,9 @@ type Args struct {
 	// ReadyFD, when 3 or more, makes the worker a racer: it signals ready
 	// there and waits for the parent's release before its first step.
 	ReadyFD int
+	// Backend is empty for SQLite, which keeps the command line as it was
+	// before there was a choice, or postgres.
+	Backend string
 }
 
 // Argv renders the arguments in a fixed order.
@@ -49,6 +55,9 @@ func (a Args) Argv() []string {
 	}
 	if a.ReadyFD != 0 {
 		out = append(out, "-ready-fd", strconv.Itoa(a.ReadyFD))
+	}
+	if a.Backend != "" {
+		out = append(out, "-backend", a.Backend)
 	}
 	return out
 }
@@ -66,8 +75,16 @@ func ParseArgs(args []string) (Args, error) {
 	fs.Int64Var(&a.NowOffsetMS, "now-offset-ms", 0, "clock offset")
 	fs.StringVar(&a.Receiver, "receiver", "", "receiver base URL")
 	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to signal readiness on")
+	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
 	if err := fs.Parse(args); err != nil {
 		return a, err
+	}
+	b, err := store.ParseBackend(a.Backend)
+	if err != nil {
+		return a, err
+	}
+	if b == store.BackendSQLite {
+		a.Backend = ""
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -88,10 +105,12 @@ func Options(path string) sqlitedb.Options {
 	return sqlitedb.Options{Path: path, JournalMode: "DELETE", Synchronous: "FULL", BusyTimeout: 5 * time.Second}
 }
 
-// Result is the worker's report payload.
+// Result is the worker's report payload: the outcome and what the
+// connection read back, SQLite's pragmas or PostgreSQL's settings.
 type Result struct {
 	Outcome  Outcome           `json:"outcome"`
 	Settings sqlitedb.Settings `json:"settings"`
+	Postgres *store.PGSettings `json:"postgres,omitempty"`
 }
 
 // Main is the registered worker "pattern.deliver": one delivery of the
@@ -115,10 +134,11 @@ func Main(call *protocol.Call) int {
 		return call.Usage(err)
 	}
 	ctx := context.Background()
-	db, settings, err := sqlitedb.Open(ctx, opts)
+	st, rb, err := store.Open(ctx, a.Backend, a.DB, opts)
 	if err != nil {
 		return call.Fail(err)
 	}
+	db := st.DB
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return call.Fail(fmt.Errorf("take a connection: %w", err))
@@ -129,8 +149,11 @@ func Main(call *protocol.Call) int {
 		}
 	}
 	d := Delivery{EventID: a.EventID, Number: a.Delivery, Worker: a.Worker, NowMS: time.Now().UnixMilli() + a.NowOffsetMS}
-	out := Run(ctx, conn, f, d, httpSender{base: a.Receiver}, call.Points)
-	res := Result{Outcome: out, Settings: settings}
+	out := Run(ctx, conn, st.Dialect, f, d, httpSender{base: a.Receiver}, call.Points)
+	res := Result{Outcome: out, Postgres: rb.Postgres}
+	if rb.SQLite != nil {
+		res.Settings = *rb.SQLite
+	}
 	// A stop or a failed step ends the handler on a shorter path than
 	// discovery's, so a crash chosen further along is rightly never
 	// reached: a racer whose insert lost to another's is a failed

@@ -13,6 +13,12 @@ const (
 	EnvDB          = "IDEMLAB_DB"
 	EnvReceiver    = "IDEMLAB_RECEIVER"
 	EnvPointsFD    = "IDEMLAB_POINTS_FD"
+	// EnvBackend and EnvDSN are set on PostgreSQL only: the backend's
+	// name and the connection string, whose search_path is the trial's
+	// schema; EnvDB is then unset. A program that finds no EnvBackend
+	// runs on SQLite.
+	EnvBackend = "IDEMLAB_BACKEND"
+	EnvDSN     = "IDEMLAB_DSN"
 )
 
 // PointReady, when it is a program's first point, makes concurrent

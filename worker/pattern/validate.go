@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Params are the parameters every step may use; a query's "as" adds one.
@@ -67,6 +68,14 @@ func (f File) validate() error {
 		if err := iv.validate(fmt.Sprintf("invariants[%d]", i), steps); err != nil {
 			return err
 		}
+	}
+	for i, b := range f.Backends {
+		if !slices.Contains(store.Backends, b) || slices.Index(f.Backends, b) != i {
+			return refuse(fmt.Sprintf("backends[%d]", i), "%q: want each of %s at most once", b, strings.Join(store.Backends, ", "))
+		}
+	}
+	if len(f.SchemaPostgres) > 0 && !f.RunsOn(store.BackendPostgres) {
+		return refuse("schema_postgres", "is given, but backends leaves out postgres")
 	}
 	for i, p := range f.Power {
 		if _, _, err := ParsePower(p); err != nil {
@@ -289,21 +298,90 @@ const (
 // Faults lists the classes in the order they run.
 var Faults = []string{FaultPoints, FaultRandom, FaultConcurrent, FaultPower}
 
-func validUnsafe(k string) error {
-	class, narrow, hasNarrow := strings.Cut(k, ":")
+// Unsafe is one known_unsafe entry read apart. Its form is
+// CLASS[:SETTING][@BACKEND[/ISOLATION]]: "points" expects a violation of
+// the points class on every backend, "power:DELETE/FULL" one power
+// setting, "concurrent@postgres" the races on PostgreSQL only, and
+// "concurrent@postgres/read-committed" those under one isolation level.
+type Unsafe struct {
+	Class string
+	// Power narrows the power class to one JOURNAL_MODE/SYNCHRONOUS.
+	Power string
+	// Backend, when set, is the one backend the entry applies to, and
+	// Isolation the one level (by its command-line name) on PostgreSQL.
+	Backend   string
+	Isolation string
+}
+
+// ParseUnsafe reads one known_unsafe entry.
+func ParseUnsafe(k string) (Unsafe, error) {
+	var u Unsafe
+	rest, on, hasOn := strings.Cut(k, "@")
+	class, narrow, hasNarrow := strings.Cut(rest, ":")
 	if !slices.Contains(Faults, class) {
-		return fmt.Errorf("%q: want a fault class (%s), optionally narrowed as \"power:DELETE/FULL\"", k, strings.Join(Faults, ", "))
+		return u, fmt.Errorf("%q: want a fault class (%s), optionally narrowed as \"power:DELETE/FULL\" or qualified as \"concurrent@postgres/serializable\"", k, strings.Join(Faults, ", "))
 	}
-	if hasNarrow && class == FaultPower {
-		if _, _, err := ParsePower(narrow); err != nil {
-			return err
+	u.Class = class
+	if hasNarrow {
+		if class != FaultPower {
+			return u, fmt.Errorf("%q: only power is narrowed by a setting", k)
 		}
+		j, sy, err := ParsePower(narrow)
+		if err != nil {
+			return u, err
+		}
+		u.Power = j + "/" + sy
 	}
-	return nil
+	if !hasOn {
+		return u, nil
+	}
+	b, iso, hasIso := strings.Cut(on, "/")
+	if !slices.Contains(store.Backends, b) {
+		return u, fmt.Errorf("%q: backend %q, want one of %s", k, b, strings.Join(store.Backends, ", "))
+	}
+	u.Backend = b
+	if class == FaultPower && b != store.BackendSQLite {
+		return u, fmt.Errorf("%q: the power class cuts power under SQLite's VFS and runs on sqlite only", k)
+	}
+	if hasIso {
+		if b != store.BackendPostgres || store.IsolationLevels[iso] == "" {
+			return u, fmt.Errorf("%q: an isolation level qualifies postgres only, one of %s", k, strings.Join(store.IsolationOrder, ", "))
+		}
+		u.Isolation = iso
+	}
+	return u, nil
+}
+
+// Target is where a condition runs: the backend, and on PostgreSQL the
+// isolation level by its command-line name.
+type Target struct {
+	Backend   string
+	Isolation string
+}
+
+// Covers says whether the entry expects a violation in a condition of
+// class fault (power setting power) run on t.
+func (u Unsafe) Covers(fault, power string, t Target) bool {
+	b := t.Backend
+	if b == "" {
+		b = store.BackendSQLite
+	}
+	switch {
+	case u.Class != fault, u.Power != "" && u.Power != power:
+		return false
+	case u.Backend != "" && u.Backend != b, u.Isolation != "" && u.Isolation != t.Isolation:
+		return false
+	}
+	return true
+}
+
+func validUnsafe(k string) error {
+	_, err := ParseUnsafe(k)
+	return err
 }
 
 // Check decodes a pattern file and prepares every statement against its
-// schema on a scratch in-memory database, so SQL that cannot run is
+// schema on a scratch in-memory SQLite database, so SQL that cannot run is
 // refused before any trial, naming the step.
 func Check(ctx context.Context, b []byte) (File, error) {
 	f, err := Decode(b)
@@ -316,32 +394,52 @@ func Check(ctx context.Context, b []byte) (File, error) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	for i, stmt := range f.Schema {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return f, refuse(fmt.Sprintf("schema[%d]", i), "does not run on an empty database: %v", err)
+	return f, CheckOn(ctx, store.SQLiteDB(db), f)
+}
+
+// CheckOn runs the file's schema for st's backend on st, an empty
+// database of one connection, and prepares every statement of the handler
+// and the invariants there, each with its :name parameters bound as the
+// worker binds them. A refusal names the field and carries the database's
+// own message.
+func CheckOn(ctx context.Context, st store.Store, f File) error {
+	field := "schema"
+	if st.Dialect.Name() == store.BackendPostgres && len(f.SchemaPostgres) > 0 {
+		field = "schema_postgres"
+	}
+	for i, stmt := range f.SchemaOn(st.Dialect.Name()) {
+		if _, err := st.DB.ExecContext(ctx, stmt); err != nil {
+			return refuse(fmt.Sprintf("%s[%d]", field, i), "does not run on an empty database: %v", err)
 		}
 	}
 	for i, s := range f.Handler {
 		for _, q := range s.sqlTexts() {
-			if err := prepare(ctx, db, q); err != nil {
-				return f, refuse(fmt.Sprintf("handler[%d].%s", i, sqlField(s)), "does not prepare against the schema: %v", err)
+			if err := prepare(ctx, st, q); err != nil {
+				return refuse(fmt.Sprintf("handler[%d].%s", i, sqlField(s)), "does not prepare against the schema: %v", err)
 			}
 		}
 	}
 	for i, iv := range f.Invariants {
 		if iv.Query != "" {
-			if err := prepare(ctx, db, iv.Query); err != nil {
-				return f, refuse(fmt.Sprintf("invariants[%d].query", i), "does not prepare against the schema: %v", err)
+			if err := prepare(ctx, st, iv.Query); err != nil {
+				return refuse(fmt.Sprintf("invariants[%d].query", i), "does not prepare against the schema: %v", err)
 			}
 		}
 	}
-	return f, nil
+	return nil
 }
 
-func prepare(ctx context.Context, db *sql.DB, q string) error {
-	st, err := db.PrepareContext(ctx, q)
+// prepare prepares q as the worker would send it: its :name parameters
+// rewritten into the dialect's own.
+func prepare(ctx context.Context, st store.Store, q string) error {
+	var named []sql.NamedArg
+	for _, n := range ParamNames(q) {
+		named = append(named, sql.Named(n, nil))
+	}
+	q, _ = st.Dialect.BindNamed(q, named)
+	p, err := st.DB.PrepareContext(ctx, q)
 	if err != nil {
 		return err
 	}
-	return st.Close()
+	return p.Close()
 }
