@@ -179,16 +179,8 @@ func (sc Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario
 
 // PlanOn is Plan for a run on backend b. On PostgreSQL every round and
 // every mutant runs unchanged: each racer claims on its own session, with
-// the run's isolation level. A user's statement is checked against
-// SQLite before anything runs, so it runs on SQLite only.
+// the run's isolation level. A user's statement is read by PlanFilesOn.
 func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
-	if !b.IsSQLite() {
-		for _, f := range []string{FlagClaimSQL, FlagClaimFallbackSQL} {
-			if _, ok := ov[f]; ok {
-				return nil, fmt.Errorf("--%s: a user's statement is checked by preparing it on SQLite, so it runs on SQLite only; leave out --backend %s", f, b.Name)
-			}
-		}
-	}
 	if err := noStatementFiles(ov); err != nil {
 		return nil, err
 	}

@@ -76,6 +76,9 @@ type pending struct {
 // members have their process ids.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	st := p.s
+	if err := st.checkOnServer(ctx, env); err != nil {
+		return err
+	}
 	pool, err := env.Runner.StartPool(ctx, harness.PoolSpec{
 		Scenario: Name, Condition: PoolCondition, Worker: wc.PoolWorker, Size: st.PoolSize,
 		Label: MemberLabel,

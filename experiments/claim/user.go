@@ -8,10 +8,13 @@ import (
 	"sort"
 	"strings"
 
+	"idemlab/experiments/backend"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
+	"idemlab/worker/store"
 )
 
 // A user's own claim statement (--claim-sql) runs article 003's rounds in
@@ -65,17 +68,34 @@ const noFallbackReason = "the old schema has no claimed_at, and no --" + FlagCla
 // PlanFiles plans as Plan does, then reads and checks the statements the
 // flags name through files and puts them under test.
 func (s Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+	return s.PlanFilesOn(backend.SQLite, section, ov, files)
+}
+
+// PlanFilesOn is PlanFiles on backend b. On SQLite a statement is
+// prepared here; on PostgreSQL only its shape is checked here, and the
+// run prepares it on its server before the first race (checkOnServer), so
+// verify, which plans again, needs no server.
+func (s Scenario) PlanFilesOn(b backend.Spec, section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
 	rest := map[string]string{}
 	for k, v := range ov {
 		if k != FlagClaimSQL && k != FlagClaimFallbackSQL {
 			rest[k] = v
 		}
 	}
-	p, err := s.Plan(section, rest)
+	p, err := s.PlanOn(b, section, rest)
 	if err != nil {
 		return nil, err
 	}
-	u, err := readUserClaim(ov, files)
+	check := func(q string, v wc.SchemaVersion) ([]string, error) {
+		return wc.CheckStatement(context.Background(), q, v)
+	}
+	if !b.IsSQLite() {
+		check = func(q string, _ wc.SchemaVersion) ([]string, error) {
+			names, _, err := wc.CheckShape(q)
+			return names, err
+		}
+	}
+	u, err := readUserClaim(ov, files, check)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +104,43 @@ func (s Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files
 		pl.s = pl.s.withUser(*u)
 	}
 	return pl, nil
+}
+
+// checkFunc checks a statement for table layout v and returns the
+// parameters it binds.
+type checkFunc func(q string, v wc.SchemaVersion) ([]string, error)
+
+// checkOnServer prepares the user's statements on the run's PostgreSQL
+// server, each in a scratch schema of its own, before any race: SQL the
+// server cannot run is refused (exit 2) naming the flag and the file, as
+// SQLite's check does at plan time. On SQLite it does nothing.
+func (st Settings) checkOnServer(ctx context.Context, env scenario.Env) error {
+	if st.User == nil || env.Backend == nil {
+		return nil
+	}
+	for _, c := range []struct {
+		flag string
+		s    *Statement
+		v    wc.SchemaVersion
+	}{{FlagClaimSQL, &st.User.Claim, wc.SchemaNew}, {FlagClaimFallbackSQL, st.User.Fallback, wc.SchemaOld}} {
+		if c.s == nil {
+			continue
+		}
+		db, err := env.Backend.Fresh(ctx, "claim_check")
+		if err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		s, err := db.Open(ctx, wc.Options("", 0))
+		if err != nil {
+			return fmt.Errorf("%w: open a scratch schema: %w", errclass.ErrHarness, err)
+		}
+		err = wc.CheckOnServer(ctx, s, c.s.SQL, c.v)
+		s.Close()
+		if err != nil {
+			return fmt.Errorf("%w: --%s %s: on %s, the statement %w", errclass.ErrUsage, c.flag, c.s.File, store.BackendPostgres, err)
+		}
+	}
+	return nil
 }
 
 // noStatementFiles refuses the statement flags in a plan that reads no
@@ -100,7 +157,7 @@ func noStatementFiles(ov map[string]string) error {
 // readUserClaim reads and checks the statements the flags name; nil when
 // none is named. A statement that could not be a claim is refused here,
 // naming its file, before anything runs.
-func readUserClaim(ov map[string]string, files scenario.Files) (*UserClaim, error) {
+func readUserClaim(ov map[string]string, files scenario.Files, check checkFunc) (*UserClaim, error) {
 	name, ok := ov[FlagClaimSQL]
 	fb, hasFallback := ov[FlagClaimFallbackSQL]
 	if !ok {
@@ -109,13 +166,13 @@ func readUserClaim(ov map[string]string, files scenario.Files) (*UserClaim, erro
 		}
 		return nil, nil
 	}
-	c, err := readStatement(files, FlagClaimSQL, name, wc.SchemaNew)
+	c, err := readStatement(files, FlagClaimSQL, name, wc.SchemaNew, check)
 	if err != nil {
 		return nil, err
 	}
 	u := &UserClaim{Claim: c, Oracle: fmt.Sprintf("the oracle of the %s claim with boundary %q", wc.TTL, wc.Chosen)}
 	if hasFallback {
-		f, err := readStatement(files, FlagClaimFallbackSQL, fb, wc.SchemaOld)
+		f, err := readStatement(files, FlagClaimFallbackSQL, fb, wc.SchemaOld, check)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +181,7 @@ func readUserClaim(ov map[string]string, files scenario.Files) (*UserClaim, erro
 	return u, nil
 }
 
-func readStatement(files scenario.Files, flag, name string, v wc.SchemaVersion) (Statement, error) {
+func readStatement(files scenario.Files, flag, name string, v wc.SchemaVersion, check checkFunc) (Statement, error) {
 	if strings.TrimSpace(name) == "" {
 		return Statement{}, fmt.Errorf("--%s: empty; name a file holding one SQL statement", flag)
 	}
@@ -132,7 +189,7 @@ func readStatement(files scenario.Files, flag, name string, v wc.SchemaVersion) 
 	if err != nil {
 		return Statement{}, fmt.Errorf("--%s %s: %w", flag, name, err)
 	}
-	params, err := wc.CheckStatement(context.Background(), string(b), v)
+	params, err := check(string(b), v)
 	if err != nil {
 		return Statement{}, fmt.Errorf("--%s %s: the statement %w", flag, name, err)
 	}

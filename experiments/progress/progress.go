@@ -228,8 +228,10 @@ func (p *Progress) Done(err error) {
 	if p.tty && p.drawn {
 		fmt.Fprint(p.w, "\r\x1b[2K")
 	}
-	if p.start.IsZero() {
-		return // nothing started: a usage error says the rest
+	if p.start.IsZero() || errors.Is(err, errclass.ErrUsage) {
+		// Nothing started, or what the run was given is at fault (a
+		// statement only the server could check): the error says it all.
+		return
 	}
 	if err == nil || errors.Is(err, errclass.ErrExpectation) {
 		if p.tty {

@@ -76,26 +76,9 @@ func ClaimUserOn(ctx context.Context, db store.Store, u Statements, ev Event, no
 // event_claims. SQLite's own count of the parameters is compared with the
 // ones read here, so a parameter this reading missed is refused too.
 func CheckStatement(ctx context.Context, q string, v SchemaVersion) ([]string, error) {
-	switch {
-	case len(q) > MaxStatementBytes:
-		return nil, fmt.Errorf("is %d bytes, at most %d are allowed", len(q), MaxStatementBytes)
-	case !utf8.ValidString(q) || strings.ContainsRune(q, 0):
-		return nil, errors.New("is not UTF-8 text without NUL bytes")
-	}
-	tokens, err := paramTokens(q)
+	names, tokens, err := CheckShape(q)
 	if err != nil {
 		return nil, err
-	}
-	if kw := firstWord(q); !slices.Contains(writeWords, strings.ToUpper(kw)) {
-		return nil, fmt.Errorf("begins with %q; a claim writes event_claims: begin with %s", kw, strings.Join(writeWords, ", "))
-	}
-	var names []string
-	for _, tok := range tokens {
-		name, ok := strings.CutPrefix(tok, ":")
-		if !ok || !knownParam(name) {
-			return nil, fmt.Errorf("binds %s, which is not a claim parameter; use %s", tok, paramList())
-		}
-		names = append(names, name)
 	}
 	n, err := prepareCount(ctx, q, v)
 	if err != nil {
@@ -105,6 +88,54 @@ func CheckStatement(ctx context.Context, q string, v SchemaVersion) ([]string, e
 		return nil, fmt.Errorf("has %d parameters by SQLite's count, but %d were read (%s); write each as :name", n, len(tokens), strings.Join(tokens, ", "))
 	}
 	return names, nil
+}
+
+// CheckShape is the part of the check that needs no database: the size,
+// one statement, its first word and its parameters, which it returns by
+// name and as written. A run on PostgreSQL checks the rest on the server
+// (CheckOnServer), where SQLite's prepare would refuse PostgreSQL's own
+// syntax.
+func CheckShape(q string) (names, tokens []string, err error) {
+	switch {
+	case len(q) > MaxStatementBytes:
+		return nil, nil, fmt.Errorf("is %d bytes, at most %d are allowed", len(q), MaxStatementBytes)
+	case !utf8.ValidString(q) || strings.ContainsRune(q, 0):
+		return nil, nil, errors.New("is not UTF-8 text without NUL bytes")
+	}
+	if tokens, err = paramTokens(q); err != nil {
+		return nil, nil, err
+	}
+	if kw := firstWord(q); !slices.Contains(writeWords, strings.ToUpper(kw)) {
+		return nil, nil, fmt.Errorf("begins with %q; a claim writes event_claims: begin with %s", kw, strings.Join(writeWords, ", "))
+	}
+	for _, tok := range tokens {
+		name, ok := strings.CutPrefix(tok, ":")
+		if !ok || !knownParam(name) {
+			return nil, nil, fmt.Errorf("binds %s, which is not a claim parameter; use %s", tok, paramList())
+		}
+		names = append(names, name)
+	}
+	return names, tokens, nil
+}
+
+// CheckOnServer prepares q, with its parameters bound as a claim binds
+// them, against event_claims in layout v, which it creates in st: st is
+// a scratch schema of the run's server, made for the check alone. The
+// server's message names what it cannot run.
+func CheckOnServer(ctx context.Context, st store.Store, q string, v SchemaVersion) error {
+	if err := CreateSchema(ctx, st.DB, v); err != nil {
+		return err
+	}
+	var args []sql.NamedArg
+	for _, p := range Params {
+		args = append(args, sql.Named(p.Name, int64(0)))
+	}
+	bound, _ := st.Dialect.BindNamed(q, args)
+	stmt, err := st.DB.PrepareContext(ctx, bound)
+	if err != nil {
+		return fmt.Errorf("does not prepare against the %s event_claims schema: %w", v, err)
+	}
+	return stmt.Close()
 }
 
 // writeWords are the words a claim statement may begin with: it writes
@@ -206,6 +237,10 @@ func paramTokens(q string) ([]string, error) {
 				return nil, err
 			}
 			i += n
+		case strings.HasPrefix(q[i:], "::"):
+			// PostgreSQL's cast, which its dialect leaves unbound; on
+			// SQLite the prepare refuses it in SQLite's words.
+			i += 2
 		case c == '?' || c == ':' || c == '@' || c == '$' || c == '#':
 			tok := variable(q[i:])
 			if !seen[tok] {

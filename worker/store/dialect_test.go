@@ -25,6 +25,11 @@ func TestPostgresBindNamed(t *testing.T) {
 		{"VALUES (:now, :fp, :now)", "VALUES ($1, $2, $1)", []any{int64(5), "a"}},
 		{"SELECT ':fp', x::text, :fp", "SELECT ':fp', x::text, $1", []any{"a"}},
 		{"SELECT :missing", "SELECT :missing", nil},
+		// An apostrophe in a comment opens no string, and nothing in a
+		// comment or a quoted name binds.
+		{"-- the user's claim :fp\nVALUES (:fp) /* it's :now */", "-- the user's claim :fp\nVALUES ($1) /* it's :now */", []any{"a"}},
+		{`SELECT ":fp", 'it''s :fp', :now`, `SELECT ":fp", 'it''s :fp', $1`, []any{int64(5)}},
+		{"SELECT 1 -- :fp to the end", "SELECT 1 -- :fp to the end", nil},
 	} {
 		got, gotArgs := (Postgres{}).BindNamed(tt.in, args)
 		if got != tt.want || !cmp.Equal(gotArgs, tt.args) {

@@ -39,10 +39,10 @@ func (Postgres) Rebind(query string) string {
 	return b.String()
 }
 
-// BindNamed turns each :name outside a quoted string into $n, numbering
-// names in order of first use; a name used twice binds one argument. A
-// name with no argument is left as written, so the server names it in
-// its error.
+// BindNamed turns each :name outside a quoted string, a quoted name and
+// a comment into $n, numbering names in order of first use; a name used
+// twice binds one argument. A name with no argument is left as written,
+// so the server names it in its error.
 func (Postgres) BindNamed(query string, args []sql.NamedArg) (string, []any) {
 	byName := map[string]any{}
 	for _, a := range args {
@@ -52,13 +52,14 @@ func (Postgres) BindNamed(query string, args []sql.NamedArg) (string, []any) {
 	var out []any
 	var b strings.Builder
 	rs := []rune(query)
-	quoted := false
 	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		if r == '\'' {
-			quoted = !quoted
+		if n := unbound(rs[i:]); n > 0 {
+			b.WriteString(string(rs[i : i+n]))
+			i += n - 1
+			continue
 		}
-		if r != ':' || quoted || i+1 >= len(rs) || !isNameRune(rs[i+1], true) || (i > 0 && rs[i-1] == ':') {
+		r := rs[i]
+		if r != ':' || i+1 >= len(rs) || !isNameRune(rs[i+1], true) || (i > 0 && rs[i-1] == ':') {
 			b.WriteRune(r)
 			continue
 		}
@@ -81,6 +82,30 @@ func (Postgres) BindNamed(query string, args []sql.NamedArg) (string, []any) {
 		i = j - 1
 	}
 	return b.String(), out
+}
+
+// unbound is the length of the string literal, quoted name or comment at
+// the start of rs, in which a colon binds nothing; 0 when none starts
+// there. One left open runs to the end.
+func unbound(rs []rune) int {
+	end := func(close string, from int) int {
+		s := string(rs[from:])
+		if k := strings.Index(s, close); k >= 0 {
+			return from + len([]rune(s[:k+len(close)]))
+		}
+		return len(rs)
+	}
+	switch {
+	case rs[0] == '\'' || rs[0] == '"':
+		// A doubled quote inside is two literals back to back, which
+		// the loop reads the same way.
+		return end(string(rs[0]), 1)
+	case len(rs) > 1 && rs[0] == '-' && rs[1] == '-':
+		return end("\n", 2)
+	case len(rs) > 1 && rs[0] == '/' && rs[1] == '*':
+		return end("*/", 2)
+	}
+	return 0
 }
 
 func isNameRune(r rune, first bool) bool {
