@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"idemlab/experiments/backend"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
@@ -175,4 +177,23 @@ func acceptedTwice(sends []receiver.Entry) int {
 		}
 	}
 	return twice
+}
+
+// TestStableRows checks that only a claim's claimed_at is marked in the
+// lost rows a trial derives, and that the input is left as read.
+func TestStableRows(t *testing.T) {
+	in := Rows{
+		TableClaims:  {"fp|1|1796145112832|review|ext-delivery", "fp|1|||"},
+		TableJournal: {"job|item-001|notify_external|SUCCEEDED|rcpt-1"},
+	}
+	want := Rows{
+		TableClaims:  {"fp|1|" + ClaimedAtMark + "|review|ext-delivery", "fp|1|||"},
+		TableJournal: {"job|item-001|notify_external|SUCCEEDED|rcpt-1"},
+	}
+	if diff := cmp.Diff(want, StableRows(in)); diff != "" {
+		t.Errorf("StableRows (-want +got):\n%s", diff)
+	}
+	if in[TableClaims][0] != "fp|1|1796145112832|review|ext-delivery" {
+		t.Errorf("the input changed: %v", in)
+	}
 }

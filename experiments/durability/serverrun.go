@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/scenario"
+	wc "idemlab/worker/claim"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/store"
 )
@@ -104,6 +106,30 @@ func LostRows(before, after Rows) Rows {
 	for _, tb := range sortedKeys(before) {
 		if m := missing(before[tb], after[tb]); len(m) > 0 {
 			out[tb] = m
+		}
+	}
+	return out
+}
+
+// ClaimedAtMark stands for a claim row's claimed_at in the lost rows a
+// trial derives: the time is the worker's clock, which a rerun does not
+// give again; the observation keeps it as read.
+const ClaimedAtMark = "<claimed_at>"
+
+// StableRows is rows with what a rerun cannot give again replaced by a
+// mark: a claim's claimed_at. The other patterns' rows are the inputs'.
+func StableRows(rows Rows) Rows {
+	out := Rows{}
+	for tb, rs := range rows {
+		out[tb] = slices.Clone(rs)
+		if tb != TableClaims {
+			continue
+		}
+		for i, r := range rs {
+			if c, ok := wc.ParseLine(r); ok && c.ClaimedAt != "" {
+				c.ClaimedAt = ClaimedAtMark
+				out[tb][i] = c.Line()
+			}
 		}
 	}
 	return out
