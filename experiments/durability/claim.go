@@ -53,7 +53,7 @@ func ClaimArgs(s Settings, db, holder string) we.ClaimArgs {
 	if holder == HolderReclaim {
 		off = ClaimTTLMS + 1
 	}
-	return we.ClaimArgs{DB: db, Fingerprint: s.EventID, Holder: holder, Classification: s.JobKey, TTLMS: ClaimTTLMS, OffsetMS: off}
+	return we.ClaimArgs{DB: db, Fingerprint: s.EventID, Holder: holder, Classification: s.JobKey, TTLMS: ClaimTTLMS, OffsetMS: off, Backend: s.Backend}
 }
 
 // ClaimOf parses the single row of a claim file's rows; ok is false when

@@ -171,7 +171,7 @@ func ModelSetting(s Setting) syncmodel.Setting {
 //   - claim: a lost claim lets the probe win inside the TTL (a duplicate);
 //     lost downstream fields are written again by a later winner;
 //   - batch journal: an item sent whose notify IN_FLIGHT mark was lost is
-//     sent again by the resume.
+//     sent again by the resume, and accepted again (BatchIdempotencyKey).
 func afterTags(pattern string, items, made, sent, lost int) map[string]bool {
 	kept := made - lost
 	tags := map[string]bool{}
@@ -190,7 +190,9 @@ func afterTags(pattern string, items, made, sent, lost int) map[string]bool {
 		tags[TagLostClaim], tags[TagDuplicate] = lostClaim, lostClaim
 		tags[TagLostDownstream] = made >= 2 && kept < 2
 	case PatternBatch:
-		for i := 1; i <= sent && i <= items; i++ {
+		// Without an Idempotency-Key the receiver accepts a send made
+		// again; with one it would replay the first acceptance.
+		for i := 1; i <= sent && i <= items && !BatchIdempotencyKey; i++ {
 			tags[TagDuplicate] = tags[TagDuplicate] || kept < notifyInFlight(i)
 		}
 	}

@@ -146,7 +146,7 @@ func (f *folder) trial(t trialLine) {
 	out, n := Classify(facts)
 	tr := Trial{Outcome: out, FirstExit: facts.FirstExit, RowsLost: n, Integrity: strings.Join(t.o.Integrity, "; ")}
 	if t.cond.OnServer() {
-		tr.Lost = LostRows(t.o.Before, t.o.After).Lines()
+		tr.Lost = StableRows(LostRows(t.o.Before, t.o.After)).Lines()
 	}
 	if t.o.Recovery != nil {
 		for _, fr := range t.o.Recovery.Files {

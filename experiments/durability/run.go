@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
@@ -42,7 +43,7 @@ func (p *plan) Processes() int {
 			switch c.Pattern {
 			case PatternBatch:
 				n += 3
-				if held, err := MayHoldSend(c.Pattern, c.Setting(), p.s.Items, tr.Point, p.s.faultOf(c)); err == nil && held {
+				if held, err := p.s.mayHold(c, tr.Point); err == nil && held {
 					n++
 				}
 			case PatternClaim:
@@ -53,6 +54,16 @@ func (p *plan) Processes() int {
 		}
 	}
 	return n
+}
+
+// mayHold says whether the journal the batch's resume opens may hold a
+// notify IN_FLIGHT: the sync model's answer on SQLite, the server's on
+// PostgreSQL.
+func (s Settings) mayHold(c Condition, point string) (bool, error) {
+	if c.OnServer() {
+		return mayHoldOnServer(c, s.Items, point)
+	}
+	return MayHoldSend(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
 }
 
 // Run runs each condition: a normal run first, whose report names the
@@ -132,6 +143,8 @@ type trial struct {
 	rcv *receiver.Receiver
 	cl  *wb.Client
 	ctx context.Context
+	// pg is the trial's schema on PostgreSQL; nil on SQLite.
+	pg *backend.Database
 	// seed is the index of the trial's seed under the torn mode.
 	seed int
 }
@@ -152,19 +165,13 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	if p.s.Torn() && c.Kind == KindPower {
 		t.o.Seed = &t.seed
 	}
-	if c.Pattern == PatternBatch {
-		t.db = filepath.Join(dir, DBBatch)
-		if t.rcv, err = receiver.Start(receiver.Config{}); err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
-		}
-		defer t.rcv.Close()
-		t.cl = wb.NewClient(t.rcv.URL)
-		defer t.cl.CloseIdle()
-		t.o.Receiver = t.rcv.URL
-	} else {
-		t.db = filepath.Join(dir, DBName(c.Pattern))
-	}
+	t.db = filepath.Join(dir, DBName(c.Pattern))
 	t.o.DB = t.db
+	stop, err := t.startReceiver()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer stop()
 	if err := t.prepare(); err != nil {
 		return nil, 0, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
 	}
@@ -179,13 +186,33 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 		return nil, 0, err
 	}
 	t.o.Final, _ = t.readOrNote(t.dir, false)
-	if t.rcv != nil {
-		t.o.Sends, _ = t.rcv.LogSince(0)
-	}
+	t.sends()
 	if err := env.Recorder.Observe(t.o); err != nil {
 		return nil, 0, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
 	return first.Report.Points, faultvfs.Syncs(t.o.Log), nil
+}
+
+// startReceiver starts a batch trial's receiver and its client, and
+// returns what stops them; other patterns have none.
+func (t *trial) startReceiver() (stop func(), err error) {
+	if t.c.Pattern != PatternBatch {
+		return func() {}, nil
+	}
+	if t.rcv, err = receiver.Start(receiver.Config{}); err != nil {
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	t.cl = wb.NewClient(t.rcv.URL)
+	t.o.Receiver = t.rcv.URL
+	return func() { t.cl.CloseIdle(); t.rcv.Close() }, nil
+}
+
+// sends keeps the receiver's whole log, once the trial's last process
+// has exited.
+func (t *trial) sends() {
+	if t.rcv != nil {
+		t.o.Sends, _ = t.rcv.LogSince(0)
+	}
 }
 
 // first runs the trial's first process. For PointACKReader the parent

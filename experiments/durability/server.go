@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"idemlab/experiments/backend"
+	wb "idemlab/worker/batch"
+	wc "idemlab/worker/claim"
+	wr "idemlab/worker/redelivery"
 	"idemlab/worker/store"
 )
 
@@ -17,9 +20,10 @@ import (
 // pattern go on: PostgreSQL's counterpart of SQLite's power cut, where
 // synchronous_commit decides what an acknowledged commit is worth.
 
-// ServerPatterns are the patterns whose workers run on PostgreSQL: the
-// redelivery worker opens its database through worker/store.
-var ServerPatterns = []string{PatternSeparate, PatternSingle}
+// ServerPatterns are the patterns whose workers run on PostgreSQL: every
+// one, since the redelivery worker, the batch run and resolve and
+// explore's claim all open their database through worker/store.
+var ServerPatterns = AllPatterns
 
 // ServerKinds are the crash kinds on PostgreSQL, in run order.
 var ServerKinds = []string{KindKill, KindServer}
@@ -36,12 +40,6 @@ var sqliteOnly = []struct {
 	{"fault_seeds", "the torn power cut's", func(in Input) bool { return in.FaultSeeds != 0 }},
 	{"fault_unit", "the torn power cut's", func(in Input) bool { return in.FaultUnit != 0 }},
 	{"sync_points", "cuts inside SQLite's syncs, through worker/faultvfs", func(in Input) bool { return in.SyncPoints }},
-}
-
-// leftOut says why a pattern does not run on PostgreSQL.
-var leftOut = map[string]string{
-	PatternBatch: "its worker (batch run) opens a SQLite file only",
-	PatternClaim: "its worker (explore's claim) opens a SQLite file only",
 }
 
 // serverSettingsOf derives the settings of a run on PostgreSQL backend b.
@@ -62,7 +60,7 @@ func serverSettingsOf(b backend.Spec, in Input, from map[string]string) (Setting
 		// why says why a name the SQLite run knows is refused here.
 		why map[string]string
 	}{
-		{"patterns", &in.Patterns, ServerPatterns, leftOut},
+		{"patterns", &in.Patterns, ServerPatterns, nil},
 		{"synchronous_commits", &in.SynchronousCommits, store.SynchronousCommit, nil},
 		{"kinds", &in.Kinds, ServerKinds, map[string]string{KindPower: "it is SQLite's power cut through worker/faultvfs; PostgreSQL's counterpart is the server kind"}},
 	}
@@ -122,27 +120,71 @@ func (s Settings) spec(c Condition) backend.Spec {
 	return backend.Spec{Name: s.Backend, Isolation: iso, SynchronousCommit: c.SynchronousCommit}
 }
 
-// wantOnServer is the oracle for a trial on PostgreSQL, from the settings
-// alone. The worker's commits up to its point are the pattern's logical
-// model's (ShapeOf). A kill keeps every one of them: the server rolls back
-// only what was not committed. A server crash keeps them too under
+// ServerSchema is the DDL of a pattern's tables on PostgreSQL, which the
+// parent makes and flushes before a trial's first process.
+func ServerSchema(pattern string) (string, error) {
+	switch pattern {
+	case PatternBatch:
+		return wb.SchemaOn(store.Postgres{}), nil
+	case PatternClaim:
+		return wc.DDL(wc.SchemaNew)
+	}
+	return wr.Schema, nil
+}
+
+// onServer places a trial on PostgreSQL: its shape, the commits its first
+// process made (the pattern's logical model's, ShapeOf) and how many of
+// them the server kept. A kill keeps every one: the server rolls back only
+// what was not committed. A server crash keeps them too under
 // synchronous_commit on and local, which flush the WAL before a commit
 // returns; under off, with the writers frozen since before the worker
 // started (backend.PrepareCrash), it loses every one, acknowledged or not
-// (backend.CrashLoses). What the redelivery then makes of the rows left is
-// the same model the SQLite trials use (outcomeOf, rowsLost).
+// (backend.CrashLoses).
+func onServer(c Condition, items int, point string) (sh Shape, made, kept int, err error) {
+	if point == PointACKOpen || point == PointACKReader {
+		return Shape{}, 0, 0, fmt.Errorf("%s: point %q is SQLite's", c.Name, point)
+	}
+	if sh, err = ShapeOf(c.Pattern, items, point); err != nil {
+		return Shape{}, 0, 0, err
+	}
+	made, kept = sh.Process.Commits, sh.Process.Commits
+	if c.Kind == KindServer && backend.CrashLoses(c.SynchronousCommit) {
+		kept = 0
+	}
+	return sh, made, kept, nil
+}
+
+// wantOnServer is the oracle for a trial on PostgreSQL, from the settings
+// alone: what the pattern then makes of the rows the server kept is the
+// same model the SQLite trials use (outcomeOf, rowsLost). For the batch
+// journal a send whose notify IN_FLIGHT mark the crash took back is sent
+// again by the resume, and the receiver accepts it a second time, as the
+// run sends no Idempotency-Key (BatchIdempotencyKey); for the claim, a
+// claim row the crash took back lets the probe win inside the TTL: a
+// second winner.
 func wantOnServer(c Condition, items int, point string) (Want, error) {
-	pattern := c.Pattern
-	sh, err := ShapeOf(pattern, items, point)
+	sh, made, kept, err := onServer(c, items, point)
 	if err != nil {
 		return Want{}, err
 	}
-	if point == PointACKOpen || point == PointACKReader {
-		return Want{}, fmt.Errorf("%s: point %q is SQLite's", c.Name, point)
+	return Want{Outcome: outcomeOf(c.Pattern, items, sh, made, made-kept), RowsLost: rowsLost(c.Pattern, made, kept), Recovered: []string{}}, nil
+}
+
+// mayHoldOnServer says whether the journal the batch's resume opens after
+// a trial on PostgreSQL holds a notify IN_FLIGHT: whether the last commit
+// the server kept is one.
+func mayHoldOnServer(c Condition, items int, point string) (bool, error) {
+	if c.Pattern != PatternBatch {
+		return false, nil
 	}
-	made, lost := sh.Process.Commits, 0
-	if c.Kind == KindServer && backend.CrashLoses(c.SynchronousCommit) {
-		lost = made
+	_, _, kept, err := onServer(c, items, point)
+	if err != nil {
+		return false, err
 	}
-	return Want{Outcome: outcomeOf(pattern, items, sh, made, lost), RowsLost: rowsLost(pattern, made, made-lost), Recovered: []string{}}, nil
+	for i := 1; i <= items; i++ {
+		if notifyInFlight(i) == kept {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -37,8 +37,8 @@ func TestServerPlanRefuses(t *testing.T) {
 		{"fault seeds", pgSpec, `{"fault_seeds": 2}`, nil, "durability.fault_seeds: is the torn power cut's"},
 		{"sync points", pgSpec, ``, map[string]string{FlagSyncPoints: "true"}, "durability.sync_points: is cuts inside SQLite's syncs"},
 		{"power kind", pgSpec, ``, map[string]string{FlagKind: "kill,power"}, `--kind: "power" does not run on --backend postgres: it is SQLite's power cut`},
-		{"batch pattern", pgSpec, `{"patterns": ["batch-journal"]}`, nil, `durability.patterns: "batch-journal" does not run on --backend postgres: its worker (batch run) opens a SQLite file only`},
-		{"claim pattern", pgSpec, ``, map[string]string{FlagPattern: PatternClaim}, `--pattern: "claim-ttl" does not run on --backend postgres`},
+		{"unknown pattern", pgSpec, `{"patterns": ["batch"]}`, nil, `durability.patterns: "batch" is not one of redelivery-separate, redelivery-single, batch-journal, claim-ttl`},
+		{"pattern twice", pgSpec, ``, map[string]string{FlagPattern: "claim-ttl,claim-ttl"}, `--pattern: "claim-ttl" is listed twice`},
 		{"unknown level", pgSpec, ``, map[string]string{FlagSynchronousCommits: "remote_apply"}, `--synchronous-commits: "remote_apply" is not one of on, local, off`},
 		{"shard", pgSpec, ``, map[string]string{scenario.ShardFlag.Name: "1/2"}, "--shard: splits SQLite's matrix"},
 		{"server kind on SQLite", backend.SQLite, ``, map[string]string{FlagKind: KindServer}, `--kind: "server" crashes the PostgreSQL server; it needs --backend postgres`},
@@ -54,8 +54,8 @@ func TestServerPlanRefuses(t *testing.T) {
 	}
 }
 
-// TestServerPlanConditions checks the PostgreSQL matrix: both redelivery
-// patterns × on, local, off × kill, server by default, narrowed by
+// TestServerPlanConditions checks the PostgreSQL matrix: every pattern
+// × on, local, off × kill, server by default, narrowed by
 // --synchronous-commits and --kind, and the crash settings recorded only
 // when a condition crashes the server.
 func TestServerPlanConditions(t *testing.T) {
@@ -76,7 +76,12 @@ func TestServerPlanConditions(t *testing.T) {
 	if len(all) != len(ServerPatterns)*len(store.SynchronousCommit)*len(ServerKinds) {
 		t.Errorf("default conditions %v", all)
 	}
-	if !slices.Contains(all, ServerConditionName(PatternSingle, "off", KindServer)) || st.ServerSettings == nil || st.Isolation != "read committed" {
+	for _, p := range AllPatterns {
+		if !slices.Contains(all, ServerConditionName(p, "off", KindServer)) {
+			t.Errorf("no condition %s among %v", ServerConditionName(p, "off", KindServer), all)
+		}
+	}
+	if st.ServerSettings == nil || st.Isolation != "read committed" {
 		t.Errorf("default settings %+v", st)
 	}
 	got, st := names(map[string]string{FlagSynchronousCommits: "off", FlagKind: KindKill, FlagPattern: PatternSeparate})
@@ -107,6 +112,22 @@ func TestServerOracle(t *testing.T) {
 		{cond(PatternSingle, "off", KindServer), PointACK, Want{Outcome: TagLostAcked, RowsLost: 2}},
 		{cond(PatternSingle, "off", KindServer), wr.PointAfterCommit, Want{Outcome: TagRolledBack, RowsLost: 2}},
 		{cond(PatternSingle, "on", KindServer), wr.PointAfterCommit, Want{Outcome: OutcomeOK}},
+		// The batch journal, 2 items of 3 steps, each step marked
+		// IN_FLIGHT then SUCCEEDED: a crash under off takes back every
+		// mark, so the resume sends again each item sent, and the
+		// receiver, given no Idempotency-Key, accepts it again.
+		{cond(PatternBatch, "off", KindServer), PointACK, Want{Outcome: "lost-acked+duplicate", RowsLost: 6}},
+		{cond(PatternBatch, "off", KindServer), "after-send-accepted:item-001", Want{Outcome: "rolled-back+duplicate", RowsLost: 3}},
+		{cond(PatternBatch, "off", KindServer), "before-send:item-002", Want{Outcome: "rolled-back+duplicate", RowsLost: 6}},
+		{cond(PatternBatch, "off", KindServer), "before-send:item-001", Want{Outcome: TagRolledBack, RowsLost: 3}},
+		{cond(PatternBatch, "on", KindServer), "after-send-accepted:item-002", Want{Outcome: OutcomeOK}},
+		{cond(PatternBatch, "off", KindKill), PointACK, Want{Outcome: OutcomeOK}},
+		// The TTL claim: a claim row taken back lets the probe win inside
+		// the TTL, a second winner.
+		{cond(PatternClaim, "off", KindServer), "claimed", Want{Outcome: "rolled-back+lost-claim+duplicate", RowsLost: 1}},
+		{cond(PatternClaim, "off", KindServer), PointACK, Want{Outcome: "lost-acked+lost-claim+lost-downstream+duplicate", RowsLost: 1}},
+		{cond(PatternClaim, "off", KindServer), "schema-ready", Want{Outcome: OutcomeOK}},
+		{cond(PatternClaim, "local", KindServer), "followed-up", Want{Outcome: OutcomeOK}},
 	}
 	for _, tt := range tests {
 		tt.want.Recovered = []string{}
@@ -129,7 +150,7 @@ func TestPostgresServerCrash(t *testing.T) {
 	if _, err := backend.FindBinaries(); err != nil {
 		t.Skipf("PostgreSQL tests skipped: %v", err)
 	}
-	ov := map[string]string{FlagKind: KindServer}
+	ov := map[string]string{FlagKind: KindServer, FlagPattern: PatternSeparate + "," + PatternSingle}
 	out := runOnServer(t, ov)
 	if len(out.Findings) > 0 {
 		t.Fatalf("findings: %v", out.Findings)

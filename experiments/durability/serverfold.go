@@ -6,8 +6,11 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
+	wb "idemlab/worker/batch"
+	we "idemlab/worker/explore"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
+	"idemlab/worker/store"
 )
 
 // checkServer checks a PostgreSQL trial's record where a SQLite trial's
@@ -42,23 +45,36 @@ func (f *folder) checkServer(t trialLine) {
 // checkServerReadBack checks that the normal run's session read back the
 // run's isolation level and the condition's synchronous_commit.
 func (f *folder) checkServerReadBack(t trialLine, p results.Process, rep protocol.Report) {
-	var r wr.Result
-	if err := results.DecodeStrict(rep.Result, &r); err != nil {
-		f.c.Proc(p, "stdout", "the report's result is not a delivery result: %v", err)
+	var got *store.PGSettings
+	var err error
+	what := "a delivery result"
+	switch t.cond.Pattern {
+	case PatternBatch:
+		var r wb.RunResult
+		err, got, what = results.DecodeStrict(rep.Result, &r), r.Postgres, "a batch run result"
+	case PatternClaim:
+		var r we.ClaimResult
+		err, got, what = results.DecodeStrict(rep.Result, &r), r.Postgres, "a claim result"
+	default:
+		var r wr.Result
+		err, got = results.DecodeStrict(rep.Result, &r), r.Postgres
+	}
+	if err != nil {
+		f.c.Proc(p, "stdout", "the report's result is not %s: %v", what, err)
 		return
 	}
 	want := f.st.Requested(t.cond)
-	if d := backend.CheckReadBack(&want, r.Postgres); d != "" {
+	if d := backend.CheckReadBack(&want, got); d != "" {
 		f.c.Proc(p, "stdout", "%s", d)
 	}
 }
 
-// checkDeliveryClaim checks what an acknowledging delivery says it did
+// checkDeliveryClaim checks what an acknowledging redelivery says it did
 // against the rows the parent read around it: the first process from the
 // fresh tables to the rows before the crash, the redelivery from the rows
 // after the crash to the final ones.
 func (f *folder) checkDeliveryClaim(t trialLine, i int, p results.Process, rep protocol.Report) {
-	if p.ExitCode != protocol.ExitACK || i > 1 {
+	if p.ExitCode != protocol.ExitACK || i > 1 || t.cond.Pattern != PatternSeparate && t.cond.Pattern != PatternSingle {
 		return
 	}
 	var r wr.Result

@@ -29,7 +29,7 @@ func serverSettingsRows(st Settings) [][2]string {
 		{"synchronous_commit", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.SynchronousCommit }), ", ")},
 		{"crash kinds", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Kind }), ", ")},
 		{"server crash", crash},
-		{"left out", "batch-journal and claim-ttl, whose workers open SQLite files only; SQLite's ack-open and ack-reader points"},
+		{"left out", "SQLite's power kind, journal modes, synchronous pragma, fault modes and cuts inside syncs; its ack-open and ack-reader points"},
 	}
 }
 
@@ -37,9 +37,11 @@ func serverSettingsRows(st Settings) [][2]string {
 var serverLegend = []string{
 	"cell: the outcome after a kill of the worker, then after a crash of the server, at that point; - not run",
 	". nothing lost, no duplicate; r a crashed worker's commit rolled back (redone after); L an ACKed commit lost",
-	"D duplicate (2 jobs); M work missing at the end; C amcheck found damage; E a later worker failed",
+	"K a committed claim gone after the crash, so a second claimer wins inside its TTL; F committed downstream fields gone or replaced",
+	"D duplicate: 2 jobs; or a send the receiver's log shows accepted twice (the batch sends no Idempotency-Key, so a resend after a lost IN_FLIGHT mark is accepted again, not replayed); or 2 claim winners within one TTL",
+	"M work missing at the end; C amcheck found damage; E a later worker failed",
 	"! the trial ended otherwise than the model says (outcome or rows lost)",
-	"ack: no crash of the worker; it exited 0, then (server) the server was crashed before the redelivery",
+	"ack: no crash of the worker; it exited 0, then (server) the server was crashed before the redelivery, resume or next claim",
 }
 
 // faultWords names what the crashes of the settings do, for a title.

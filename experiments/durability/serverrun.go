@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/scenario"
+	wc "idemlab/worker/claim"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/store"
 )
@@ -45,12 +47,21 @@ func (p *plan) serverTrial(ctx context.Context, env scenario.Env, c Condition, t
 		return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	defer db.Drop()
-	t := &trial{p: p, env: env, c: c, db: db.Target, ctx: ctx}
+	t := &trial{p: p, env: env, c: c, db: db.Target, ctx: ctx, pg: &db}
 	t.o = Observation{Scenario: Name, Condition: c.Name, Point: tr.Point, DB: db.Target, Steps: []Step{}}
+	stop, err := t.startReceiver()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer stop()
+	ddl, err := ServerSchema(c.Pattern)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
 	if c.Kind == KindServer {
-		err = srv.PrepareCrash(ctx, db, wr.Schema)
+		err = srv.PrepareCrash(ctx, db, ddl)
 	} else {
-		err = srv.Setup(ctx, db, wr.Schema)
+		err = srv.Setup(ctx, db, ddl)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
@@ -59,7 +70,7 @@ func (p *plan) serverTrial(ctx context.Context, env scenario.Env, c Condition, t
 	if err != nil {
 		return nil, 0, err
 	}
-	if t.o.Before, _, err = readServer(ctx, db, false); err != nil {
+	if t.o.Before, _, err = readServer(ctx, db, c.Pattern, false); err != nil {
 		return nil, 0, fmt.Errorf("%w: read the rows the first process left: %w", errclass.ErrHarness, err)
 	}
 	if c.Kind == KindServer {
@@ -69,7 +80,7 @@ func (p *plan) serverTrial(ctx context.Context, env scenario.Env, c Condition, t
 		}
 		t.o.Server = &ServerCrash{Frozen: true, Settings: settings}
 	}
-	if t.o.After, t.o.Integrity, err = readServer(ctx, db, true); err != nil {
+	if t.o.After, t.o.Integrity, err = readServer(ctx, db, c.Pattern, true); err != nil {
 		return nil, 0, fmt.Errorf("%w: read the rows after the crash: %w", errclass.ErrHarness, err)
 	}
 	if t.o.Server != nil {
@@ -78,9 +89,10 @@ func (p *plan) serverTrial(ctx context.Context, env scenario.Env, c Condition, t
 	if err := t.rest(); err != nil {
 		return nil, 0, err
 	}
-	if t.o.Final, _, err = readServer(ctx, db, false); err != nil {
+	if t.o.Final, _, err = readServer(ctx, db, c.Pattern, false); err != nil {
 		return nil, 0, fmt.Errorf("%w: read the rows at the end: %w", errclass.ErrHarness, err)
 	}
+	t.sends()
 	if err := env.Recorder.Observe(t.o); err != nil {
 		return nil, 0, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
@@ -99,17 +111,41 @@ func LostRows(before, after Rows) Rows {
 	return out
 }
 
-// readServer reads both redelivery tables of a trial's schema through the
-// worker's own reader, on a session as the next worker opens it. With
-// integrity it also runs amcheck over the schema's tables and b-tree
-// indexes, PostgreSQL's counterpart of integrity_check: "ok" when it finds
-// nothing, else what it found.
-func readServer(ctx context.Context, db backend.Database, integrity bool) (Rows, []string, error) {
+// ClaimedAtMark stands for a claim row's claimed_at in the lost rows a
+// trial derives: the time is the worker's clock, which a rerun does not
+// give again; the observation keeps it as read.
+const ClaimedAtMark = "<claimed_at>"
+
+// StableRows is rows with what a rerun cannot give again replaced by a
+// mark: a claim's claimed_at. The other patterns' rows are the inputs'.
+func StableRows(rows Rows) Rows {
+	out := Rows{}
+	for tb, rs := range rows {
+		out[tb] = slices.Clone(rs)
+		if tb != TableClaims {
+			continue
+		}
+		for i, r := range rs {
+			if c, ok := wc.ParseLine(r); ok && c.ClaimedAt != "" {
+				c.ClaimedAt = ClaimedAtMark
+				out[tb][i] = c.Line()
+			}
+		}
+	}
+	return out
+}
+
+// readServer reads the pattern's tables of a trial's schema through the
+// workers' own readers (readRows), on a session as the next worker opens
+// it. With integrity it also runs amcheck over the schema's tables and
+// b-tree indexes, PostgreSQL's counterpart of integrity_check: "ok" when
+// it finds nothing, else what it found.
+func readServer(ctx context.Context, db backend.Database, pattern string, integrity bool) (Rows, []string, error) {
 	st, err := db.Open(ctx, wr.Options(""))
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := wr.ReadState(ctx, st)
+	rows, err := readRows(ctx, pattern, st)
 	if err != nil {
 		return nil, nil, errors.Join(err, st.Close())
 	}
@@ -119,7 +155,7 @@ func readServer(ctx context.Context, db backend.Database, integrity bool) (Rows,
 			return nil, nil, errors.Join(err, st.Close())
 		}
 	}
-	return Rows(s.Lines()), check, st.Close()
+	return rows, check, st.Close()
 }
 
 // amcheck checks every table of the session's schema with verify_heapam

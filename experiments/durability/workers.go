@@ -26,10 +26,18 @@ func RedeliveryArgs(s Settings, c Condition, db string) wr.Args {
 	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: s.EventID, JobKey: s.JobKey}, Backend: s.Backend}
 }
 
+// BatchIdempotencyKey is whether the batch runs attach an Idempotency-Key
+// to their sends. They do not, as the article's batch does not, so a
+// send the resume makes again, its IN_FLIGHT mark lost, is accepted a
+// second time by the receiver rather than replayed; the model
+// (afterTags) reads the same constant.
+const BatchIdempotencyKey = false
+
 // BatchArgs is a batch run's command line after the worker name: the
 // journal, no latency, no verification, as the batch scenario's resume.
 func BatchArgs(s Settings, db, receiver string) []string {
-	return wb.RunArgs{Mode: wb.ModeJournal, Job: s.JobID, Items: s.Items, Receiver: receiver, DB: db}.Argv()
+	return wb.RunArgs{Mode: wb.ModeJournal, Job: s.JobID, Items: s.Items, Receiver: receiver, DB: db,
+		IdempotencyKey: BatchIdempotencyKey, Backend: s.Backend}.Argv()
 }
 
 // StepArgs is the worker and command line of a trial's process in role;
@@ -60,7 +68,9 @@ func ProcessArgs(s Settings, c Condition, o Observation, step Step) (string, []s
 func ResolveArgs(s Settings, db string, lk wb.Lookup) wb.ResolveArgs {
 	k := wb.Key{Job: s.JobID}
 	k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, s.JobID+":"), ":")
-	return lk.Resolve(db, k)
+	a := lk.Resolve(db, k)
+	a.Backend = s.Backend
+	return a
 }
 
 // journalRows renders the batch worker's journal, read by its own reader,
@@ -78,9 +88,15 @@ func journalRows(ctx context.Context, st store.Store) ([]string, error) {
 }
 
 // journal reads the trial's journal with the worker's reader, opening the
-// file as the next process would.
+// file, or the trial's schema, as the next process would.
 func (t *trial) journal() ([]wb.JournalRow, error) {
-	st, err := store.OpenSQLite(t.ctx, DBOptions(t.c, t.db))
+	var st store.Store
+	var err error
+	if t.pg != nil {
+		st, err = t.pg.Open(t.ctx, wb.Options(""))
+	} else {
+		st, err = store.OpenSQLite(t.ctx, DBOptions(t.c, t.db))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -125,23 +141,33 @@ func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
 		}
 		rs.Close()
 	}
-	switch t.c.Pattern {
-	case PatternClaim:
-		c, err := wc.ReadClaims(t.ctx, store.SQLiteDB(db))
-		if err != nil {
-			return nil, nil, err
-		}
-		return Rows(c.Lines()), check, db.Close()
-	case PatternSeparate, PatternSingle:
-		s, err := wr.ReadState(t.ctx, store.SQLiteDB(db))
-		if err != nil {
-			return nil, nil, err
-		}
-		return Rows(s.Lines()), check, db.Close()
-	}
-	rows := Rows{}
-	if rows[TableJournal], err = journalRows(t.ctx, store.SQLiteDB(db)); err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", TableJournal, err)
+	rows, err := readRows(t.ctx, t.c.Pattern, store.SQLiteDB(db))
+	if err != nil {
+		return nil, nil, err
 	}
 	return rows, check, db.Close()
+}
+
+// readRows reads every table of a pattern through the reader of the
+// worker that writes it, on either backend.
+func readRows(ctx context.Context, pattern string, st store.Store) (Rows, error) {
+	switch pattern {
+	case PatternClaim:
+		c, err := wc.ReadClaims(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		return Rows(c.Lines()), nil
+	case PatternBatch:
+		j, err := journalRows(ctx, st)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", TableJournal, err)
+		}
+		return Rows{TableJournal: j}, nil
+	}
+	s, err := wr.ReadState(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return Rows(s.Lines()), nil
 }

@@ -2,7 +2,6 @@ package explore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -31,23 +30,33 @@ type ClaimResult struct {
 	Claim  wc.Outcome `json:"claim"`
 	// FoundDone: the claim won, but the downstream fields were already
 	// written by an earlier winner, so this one left them alone.
-	FoundDone  bool              `json:"found_done"`
-	FollowedUp bool              `json:"followed_up"`
-	ExternalID string            `json:"external_id,omitempty"`
-	Settings   sqlitedb.Settings `json:"settings"`
+	FoundDone  bool   `json:"found_done"`
+	FollowedUp bool   `json:"followed_up"`
+	ExternalID string `json:"external_id,omitempty"`
+	// Settings are what a SQLite connection read back, Postgres what a
+	// PostgreSQL session did; the other is left out.
+	Settings sqlitedb.Settings `json:"settings,omitzero"`
+	Postgres *store.PGSettings `json:"postgres,omitempty"`
 }
 
 // ClaimArgs are the claiming worker's arguments.
 type ClaimArgs struct {
 	DB, Fingerprint, Holder, Classification string
 	TTLMS, OffsetMS                         int64
+	// Backend is empty for SQLite, which keeps the command line as it was
+	// before there was a choice; with postgres, DB is a connection string.
+	Backend string
 }
 
 // Argv is the command line after the worker name; the parent and the
 // fold both render it so.
 func (a ClaimArgs) Argv() []string {
-	return []string{"-db", a.DB, "-fingerprint", a.Fingerprint, "-holder", a.Holder, "-classification", a.Classification,
+	argv := []string{"-db", a.DB, "-fingerprint", a.Fingerprint, "-holder", a.Holder, "-classification", a.Classification,
 		"-ttl-ms", fmt.Sprint(a.TTLMS), "-clock-offset-ms", fmt.Sprint(a.OffsetMS)}
+	if a.Backend != "" {
+		argv = append(argv, "-backend", a.Backend)
+	}
+	return argv
 }
 
 // ParseClaimArgs reads the command line Argv renders.
@@ -60,8 +69,16 @@ func ParseClaimArgs(argv []string) (ClaimArgs, error) {
 	fs.StringVar(&a.Classification, "classification", "", "downstream classification")
 	fs.Int64Var(&a.TTLMS, "ttl-ms", 0, "claim TTL")
 	fs.Int64Var(&a.OffsetMS, "clock-offset-ms", 0, "added to the worker's clock")
+	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
+	}
+	b, err := store.ParseBackend(a.Backend)
+	if err != nil {
+		return a, fmt.Errorf("-backend: %w", err)
+	}
+	if b == store.BackendSQLite {
+		a.Backend = ""
 	}
 	if a.DB == "" || a.Fingerprint == "" || a.Holder == "" || a.TTLMS <= 0 {
 		return a, errors.New("-db, -fingerprint, -holder and a positive -ttl-ms are required")
@@ -86,7 +103,7 @@ func ClaimMain(call *protocol.Call) int {
 	if err != nil {
 		return call.Usage(err)
 	}
-	db, settings, err := sqlitedb.Open(ctx, opts)
+	db, rb, err := store.Open(ctx, a.Backend, a.DB, opts)
 	if err != nil {
 		return call.Fail(err)
 	}
@@ -97,14 +114,17 @@ func ClaimMain(call *protocol.Call) int {
 	call.Points.Hit(PointClaimSchema)
 	clock := wc.Clock{OffsetMS: a.OffsetMS, PinnedMS: wc.NoPin}
 	ev := wc.Event{Fingerprint: a.Fingerprint, Source: "explore", Level: "error", Message: "explore claim", Time: clock.Now()}
-	out, err := wc.Claim(ctx, db, wc.TTL, ev, clock.Now(), time.Duration(a.TTLMS)*time.Millisecond)
+	out, err := wc.ClaimOn(ctx, db, wc.TTL, ev, clock.Now(), time.Duration(a.TTLMS)*time.Millisecond)
 	if err != nil {
 		return call.Fail(err)
 	}
-	res := ClaimResult{Holder: a.Holder, Claim: out, Settings: settings}
+	res := ClaimResult{Holder: a.Holder, Claim: out, Postgres: rb.Postgres}
+	if rb.SQLite != nil {
+		res.Settings = *rb.SQLite
+	}
 	if out.Won {
 		call.Points.Hit(PointClaimed)
-		row, ok, err := wc.ReadRow(ctx, store.SQLiteDB(db), a.Fingerprint)
+		row, ok, err := wc.ReadRow(ctx, db, a.Fingerprint)
 		if err != nil || !ok {
 			return call.Fail(fmt.Errorf("read the claimed row (found %v): %w", ok, err))
 		}
@@ -112,7 +132,7 @@ func ClaimMain(call *protocol.Call) int {
 			res.FoundDone = true
 		} else {
 			res.ExternalID = wc.ExternalIDFor(a.Holder)
-			if _, err := wc.FollowUp(ctx, db, a.Fingerprint, a.Classification, res.ExternalID); err != nil {
+			if _, err := wc.FollowUpOn(ctx, db, a.Fingerprint, a.Classification, res.ExternalID); err != nil {
 				return call.Fail(err)
 			}
 			res.FollowedUp = true
@@ -126,12 +146,12 @@ func ClaimMain(call *protocol.Call) int {
 	return call.Finish(res, protocol.ExitACK)
 }
 
-// ensureClaimTable creates event_claims unless the file has it, so every
-// claimer can be the first.
-func ensureClaimTable(ctx context.Context, db *sql.DB) error {
-	ok, err := store.SQLiteDB(db).HasTable(ctx, wc.TableClaims)
+// ensureClaimTable creates event_claims unless the database has it, so
+// every claimer can be the first.
+func ensureClaimTable(ctx context.Context, st store.Store) error {
+	ok, err := st.HasTable(ctx, wc.TableClaims)
 	if err != nil || ok {
 		return err
 	}
-	return wc.CreateSchema(ctx, db, wc.SchemaNew)
+	return wc.CreateSchema(ctx, st.DB, wc.SchemaNew)
 }
