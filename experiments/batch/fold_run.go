@@ -118,6 +118,11 @@ func (f *folder) finishedRun(ln *line, rr wb.RunResult, saw witnessed, r RunObs,
 		f.c.Proc(p, "stdout", "the worker says it ran %s of job %s over %d items; its command line gives %s, %s, %d", rr.Mode, rr.JobID, rr.Items, a.Mode, a.Job, f.st.Items)
 	}
 	f.checkReadBack(p, a, rr)
+	if rr.SerializationRetries != 0 {
+		// Only runs of one job racing (explore's) can make marks meet
+		// 40001 or 40P01; here each trial's runs go one at a time.
+		f.c.Proc(p, "stdout.result.serialization_retries", "is %d, but no other run shared the trial's journal while it ran", rr.SerializationRetries)
+	}
 	exec := f.executed(ln, rr, saw)
 	total := exec[wb.StepValidate] + exec[wb.StepTransform] + exec[wb.StepNotify]
 	// The worker lists only the steps it ran, as the oracle does.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -35,6 +37,51 @@ func startPostgres(t *testing.T, spec backend.Spec) *backend.Server {
 	return srv
 }
 
+// TestPlanOnPostgres: on PostgreSQL the plan has every condition of the
+// SQLite plan, the same oracle and the same process count; it records the
+// backend, the settings every session must read back and what is left
+// out, and no SQLite pragmas. It needs no server.
+func TestPlanOnPostgres(t *testing.T) {
+	spec := backend.Spec{Name: store.BackendPostgres, Isolation: "serializable", SynchronousCommit: "local"}
+	pg, err := scenario.PlanOn(New(), spec, json.RawMessage(pgSection), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := Scenario{}.Plan(json.RawMessage(pgSection), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, sqst := pg.Settings().(Settings), sq.Settings().(Settings)
+	want := &store.PGRequested{Isolation: "serializable", SynchronousCommit: "local"}
+	if st.Backend != store.BackendPostgres || st.SQLite.JournalMode != "" || len(st.NotOnPostgres) != len(NotOnPostgres) || !cmp.Equal(st.Postgres, want) {
+		t.Errorf("settings on PostgreSQL: backend %q postgres %+v sqlite %+v not run %v", st.Backend, st.Postgres, st.SQLite, st.NotOnPostgres)
+	}
+	if d := cmp.Diff(sqst.Conditions, st.Conditions); d != "" {
+		t.Errorf("conditions differ from SQLite's (-sqlite +postgres):\n%s", d)
+	}
+	pgExp, err1 := Scenario{}.Expect(st)
+	sqExp, err2 := Scenario{}.Expect(sqst)
+	if d := cmp.Diff(sqExp, pgExp); d != "" || err1 != nil || err2 != nil {
+		t.Errorf("oracle differs from SQLite's (%v, %v; -sqlite +postgres):\n%s", err1, err2, d)
+	}
+	if pg.Processes() != sq.Processes() {
+		t.Errorf("%d processes on PostgreSQL, %d on SQLite", pg.Processes(), sq.Processes())
+	}
+	for _, tt := range []struct {
+		st   Settings
+		ex   Extra
+		want string
+	}{
+		{st, Extra{PostgresReadBack: &store.PGSettings{ServerVersion: "15.18 (Debian)", DefaultTransactionIsolation: "serializable", SynchronousCommit: "local"}}, "PostgreSQL 15.18, serializable, synchronous_commit=local"},
+		{st, Extra{}, "(requested; no worker read them back)"},
+		{sqst, Extra{}, "SQLite journal_mode=WAL synchronous=NORMAL"},
+	} {
+		if got := (Scenario{}).Compare(tt.st, results.ScenarioResult{}, tt.ex).Database; !strings.Contains(got, tt.want) {
+			t.Errorf("compare's database %q, want it to say %q", got, tt.want)
+		}
+	}
+}
+
 // TestPostgresBatch runs every condition of the batch on a real cluster
 // with real processes and the real receiver: each journal trial in a
 // schema of its own, the oracle's figures reached, exactly the processes
@@ -47,10 +94,6 @@ func TestPostgresBatch(t *testing.T) {
 	p, err := scenario.PlanOn(New(), spec, json.RawMessage(pgSection), ov)
 	if err != nil {
 		t.Fatal(err)
-	}
-	st := p.Settings().(Settings)
-	if st.Backend != store.BackendPostgres || st.SQLite.JournalMode != "" || len(st.NotOnPostgres) == 0 || len(st.Conditions) != len(Modes)*len(Conditions) {
-		t.Fatalf("settings on PostgreSQL: backend %q sqlite %+v not run %v, %d conditions", st.Backend, st.SQLite, st.NotOnPostgres, len(st.Conditions))
 	}
 	out := scenariotest.RunOn(t, New(), spec, srv, pgSection, ov)
 	if len(out.Findings) > 0 {
@@ -89,8 +132,9 @@ func TestPostgresBatch(t *testing.T) {
 
 // checkTampered edits the records of a passing run as a tamperer would and
 // evaluates them again: a run whose session read back another
-// synchronous_commit, and a journal row the parent read deleted from the
-// record. Each must be a finding.
+// synchronous_commit, a journal row the parent read deleted from the
+// record, and a lone run that says its marks met 40001. Each must be a
+// finding.
 func checkTampered(t *testing.T, out scenariotest.Outcome, ov map[string]string) {
 	t.Helper()
 	run := -1
@@ -105,6 +149,18 @@ func checkTampered(t *testing.T, out scenariotest.Outcome, ov map[string]string)
 	}
 	readBack := scenariotest.Edit(t, out.Records, false, run, func(m map[string]any) {
 		m["stdout"] = strings.Replace(m["stdout"].(string), `"synchronous_commit":"off"`, `"synchronous_commit":"on"`, 1)
+	})
+	retried := scenariotest.Edit(t, out.Records, false, run, func(m map[string]any) {
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(m["stdout"].(string))), &rep); err != nil {
+			t.Fatal(err)
+		}
+		rep["result"].(map[string]any)["serialization_retries"] = 3
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m["stdout"] = string(b) + "\n"
 	})
 	obs := -1
 	for i, l := range out.Records.Observations {
@@ -123,6 +179,7 @@ func checkTampered(t *testing.T, out scenariotest.Outcome, ov map[string]string)
 	}{
 		{"read back", readBack, "the worker's session read back"},
 		{"journal row", row, "rows of the journal while it ran"},
+		{"retries", retried, "serialization_retries: is 3"},
 	} {
 		res := scenario.Evaluate(New(), ov, out.Settings, tt.rec)
 		found := false
