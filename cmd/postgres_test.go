@@ -77,12 +77,12 @@ func TestPostgresLeavesNothing(t *testing.T) {
 	}
 }
 
-// TestScenariosOnPostgres: redelivery, claim, explore, durability and
-// pattern (through PlanFilesOn, so PlanOn gives no refusal) plan on
+// TestScenariosOnPostgres: redelivery, batch, claim, explore, durability
+// and pattern (through PlanFilesOn, so PlanOn gives no refusal) plan on
 // PostgreSQL; every other scenario refuses it, saying why in its own words.
 func TestScenariosOnPostgres(t *testing.T) {
 	spec := backend.Spec{Name: "postgres", Isolation: "read-committed", SynchronousCommit: "on"}
-	runs := map[string]bool{"redelivery": true, "claim": true, "explore": true, "durability": true, "pattern": true}
+	runs := map[string]bool{"redelivery": true, "batch": true, "claim": true, "explore": true, "durability": true, "pattern": true}
 	for _, s := range all.Scenarios() {
 		_, err := scenario.PlanOn(s, spec, nil, nil)
 		refused := errors.Is(err, backend.ErrNotOnBackend)

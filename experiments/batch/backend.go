@@ -1,6 +1,32 @@
 package batch
 
-// SQLiteOnly says why the batch refuses --backend postgres.
-func (Scenario) SQLiteOnly() string {
-	return "its step journal is a SQLite file that the run, resume and resolve workers and the held-send reader all open as one"
+import (
+	"encoding/json"
+
+	"idemlab/experiments/backend"
+	"idemlab/experiments/scenario"
+	"idemlab/worker/sqlitedb"
+)
+
+// NotOnPostgres is what the SQLite run has that a PostgreSQL run cannot:
+// SQLite's own settings of the journal file. Every condition runs on both.
+var NotOnPostgres = []NotRun{
+	{"locking_mode=EXCLUSIVE", "it is SQLite's lock on the whole journal file, which turns a second runner of the job into SQLITE_BUSY; a PostgreSQL session has no such lock, so one runner per job is the batch's own rule there (explore races the journal on PostgreSQL under each isolation level)"},
+	{"journal_mode, synchronous and busy_timeout read back", "they are SQLite pragmas; each journal run's session reads back default_transaction_isolation, synchronous_commit, fsync and wal_level instead, which the fold checks against these settings"},
+}
+
+// PlanOn plans the batch on backend b. The script, the oracle and the
+// fold are the same on both: the journal's rules do not depend on the
+// database for a single runner. On PostgreSQL each journal trial gets a
+// schema of its own, where the runs make their table as they make their
+// file on SQLite.
+func (sc Scenario) PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+	p, err := sc.Plan(section, overrides)
+	if err != nil || b.IsSQLite() {
+		return p, err
+	}
+	st := p.(*plan).s
+	st.SQLite = sqlitedb.Settings{}
+	st.Backend, st.Postgres, st.NotOnPostgres = b.Name, b.Requested(), NotOnPostgres
+	return &plan{s: st}, nil
 }

@@ -9,8 +9,9 @@
 // (each condition's plan), run.go (the parent running the plan),
 // records.go (what it records), oracle.go (Expect), fold*.go (the records
 // to observed figures), timing.go (the timing table), report.go and
-// charts.go (for people). The workers and their command lines, reports
-// and tables are worker/batch's.
+// charts.go (for people), backend.go (the same on PostgreSQL, a schema
+// per journal trial). The workers and their command lines, reports and
+// tables are worker/batch's.
 package batch
 
 import (

@@ -12,11 +12,11 @@ import (
 // Compare says each condition in a few words for a report that sets
 // folders side by side: the status of each run in order, and the sends
 // done twice, per distinct outcome with how many trials showed it. The
-// database is the journal's pragmas, which the fold checks every journal
-// run read back.
-func (Scenario) Compare(st Settings, res results.ScenarioResult, _ Extra) scenario.Compared {
+// database is the journal's pragmas on SQLite, or what its sessions read
+// back on PostgreSQL, which the fold checks every journal run read back.
+func (Scenario) Compare(st Settings, res results.ScenarioResult, ex Extra) scenario.Compared {
 	c := scenario.Compared{
-		Database: scenario.DatabaseWords(st.SQLite, nil, nil),
+		Database: scenario.DatabaseWords(st.SQLite, st.Postgres, ex.PostgresReadBack),
 		Outcomes: map[string]string{},
 		Legend:   "batch: each run's status in order, then the duplicates (sends the receiver accepted again for an item it had), with how many trials showed it",
 	}

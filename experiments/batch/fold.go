@@ -3,15 +3,16 @@ package batch
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
+	"idemlab/worker/store"
 )
 
 // clockSlack absorbs the rounding of updated_at, a REAL of seconds, when
@@ -102,6 +103,7 @@ func (f *folder) folded() scenario.Folded {
 		wallFloor = max(wallFloor, laneFloor(ts, f.st.FirstRunLanes))
 	}
 	ex.Wall = wall(f.st, f.rec, wallFloor)
+	ex.PostgresReadBack = f.pgRB
 	if len(folded.Observed) > 0 {
 		folded.Extra = ex
 	}
@@ -113,6 +115,8 @@ type folder struct {
 	rec   results.Records
 	c     results.Checker
 	conds map[string]*condFold
+	// pgRB is what the first journal run's PostgreSQL session read back.
+	pgRB *store.PGSettings
 }
 
 type condFold struct {
@@ -266,8 +270,8 @@ func (f *folder) checkPlace(ln *line) {
 	if o.Receiver != tf.receiver || !strings.HasPrefix(o.Receiver, "http://127.0.0.1:") {
 		f.c.Obs(l, "receiver", "%q, but trial %d's receiver is one loopback URL (%q)", o.Receiver, tf.n, tf.receiver)
 	}
-	if cf.journal && (o.DB != tf.db || filepath.Base(o.DB) != DBName) {
-		f.c.Obs(l, "db", "%q, but the trial's runs share one file named %s (%q)", o.DB, DBName, tf.db)
+	if cf.journal && (o.DB != tf.db || !backend.IsTarget(f.st.backendName(), o.DB, DBName)) {
+		f.c.Obs(l, "db", "%q, but the trial's runs share one %s (%q)", o.DB, backend.TargetKind(f.st.backendName(), DBName), tf.db)
 	}
 	if !cf.journal && o.DB != "" {
 		f.c.Obs(l, "db", "%q, but condition %s keeps no journal", o.DB, cf.c.Name)

@@ -43,7 +43,7 @@ func (f *folder) resolveLine(ln *line) {
 	}
 	tf.resolved = append(tf.resolved, ResolveObs{Key: k.String(), Delivered: lk.Found, Receipt: lk.Receipt})
 	if ln.pok {
-		f.resolveProcess(ln.p, lk.Resolve(o.DB, k))
+		f.resolveProcess(ln.p, resolveArgs(f.st, lk, o.DB, k))
 	}
 }
 

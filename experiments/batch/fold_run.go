@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
@@ -116,12 +117,11 @@ func (f *folder) finishedRun(ln *line, rr wb.RunResult, saw witnessed, r RunObs,
 	if rr.Mode != a.Mode || rr.JobID != a.Job || rr.Items != f.st.Items {
 		f.c.Proc(p, "stdout", "the worker says it ran %s of job %s over %d items; its command line gives %s, %s, %d", rr.Mode, rr.JobID, rr.Items, a.Mode, a.Job, f.st.Items)
 	}
-	if a.Mode == wb.ModeJournal {
-		if rr.SQLite == nil || *rr.SQLite != f.st.SQLite {
-			f.c.Proc(p, "stdout.result.sqlite", "the worker read back %s, the settings require %s", results.Compact(rr.SQLite), results.Compact(f.st.SQLite))
-		}
-	} else if rr.SQLite != nil {
-		f.c.Proc(p, "stdout.result.sqlite", "%s, but a run without a journal opens no file", results.Compact(rr.SQLite))
+	f.checkReadBack(p, a, rr)
+	if rr.SerializationRetries != 0 {
+		// Only runs of one job racing (explore's) can make marks meet
+		// 40001 or 40P01; here each trial's runs go one at a time.
+		f.c.Proc(p, "stdout.result.serialization_retries", "is %d, but no other run shared the trial's journal while it ran", rr.SerializationRetries)
 	}
 	exec := f.executed(ln, rr, saw)
 	total := exec[wb.StepValidate] + exec[wb.StepTransform] + exec[wb.StepNotify]
@@ -351,4 +351,34 @@ func (f *folder) skipped(ln *line, rr wb.RunResult, verified int) int {
 		f.c.Proc(ln.p, "stdout.result.skipped_steps", "the worker says %d, but the journal before the run held %d SUCCEEDED steps it reached, and it verified %d", rr.SkippedSteps, n-verified, verified)
 	}
 	return n
+}
+
+// checkReadBack checks the settings a run says its journal read back: on
+// SQLite the file's pragmas, on PostgreSQL the session's settings, which
+// every journal run of the folder must also read back from one server. A
+// run without a journal opens neither.
+func (f *folder) checkReadBack(p results.Process, a Action, rr wb.RunResult) {
+	if a.Mode != wb.ModeJournal {
+		if rr.SQLite != nil || rr.Postgres != nil {
+			f.c.Proc(p, "stdout.result", "read back sqlite %s postgres %s, but a run without a journal opens no database", results.Compact(rr.SQLite), results.Compact(rr.Postgres))
+		}
+		return
+	}
+	if f.st.Postgres == nil && (rr.SQLite == nil || *rr.SQLite != f.st.SQLite) {
+		f.c.Proc(p, "stdout.result.sqlite", "the worker read back %s, the settings require %s", results.Compact(rr.SQLite), results.Compact(f.st.SQLite))
+	}
+	if f.st.Postgres != nil && rr.SQLite != nil {
+		f.c.Proc(p, "stdout.result.sqlite", "%s, but the run is on PostgreSQL and opens no SQLite file", results.Compact(rr.SQLite))
+	}
+	if msg := backend.CheckReadBack(f.st.Postgres, rr.Postgres); msg != "" {
+		f.c.Proc(p, "stdout.result.postgres", "%s", msg)
+	}
+	if rr.Postgres == nil {
+		return
+	}
+	if f.pgRB == nil {
+		f.pgRB = rr.Postgres
+	} else if *rr.Postgres != *f.pgRB {
+		f.c.Proc(p, "stdout.result.postgres", "read back %s, but an earlier journal run of the folder read back %s from the run's one server", results.Compact(rr.Postgres), results.Compact(f.pgRB))
+	}
 }

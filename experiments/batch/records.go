@@ -35,7 +35,7 @@ func runArgs(st Settings, a Action, db, receiver string) wb.RunArgs {
 	r := wb.RunArgs{
 		Mode: a.Mode, Job: a.Job, Items: st.Items, Receiver: receiver,
 		ValidateMS: st.LatencyMS.Validate, TransformMS: st.LatencyMS.Transform,
-		Verify: a.Verify, IdempotencyKey: a.IdempotencyKey,
+		Verify: a.Verify, IdempotencyKey: a.IdempotencyKey, Backend: st.Backend,
 	}
 	if a.Mode == wb.ModeJournal {
 		r.DB = db
@@ -44,4 +44,13 @@ func runArgs(st Settings, a Action, db, receiver string) wb.RunArgs {
 		r.ChangeItem = st.FailAt
 	}
 	return r
+}
+
+// resolveArgs is a resolve's command line for the send k the parent
+// looked up (lk) in journal db: the parent starts the resolve with it and
+// the fold rebuilds it, as runArgs.
+func resolveArgs(st Settings, lk wb.Lookup, db string, k wb.Key) wb.ResolveArgs {
+	a := lk.Resolve(db, k)
+	a.Backend = st.Backend
+	return a
 }

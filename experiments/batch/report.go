@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -65,9 +66,12 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, ex Extra) (scena
 		{"items, fail at", fmt.Sprintf("%d items, item %d's send fails once in run 1", st.Items, st.FailAt)},
 		{"modes, trials", fmt.Sprintf("%s; %d trials per condition", strings.Join(st.Modes, ", "), st.Trials)},
 		{"simulated latency", fmt.Sprintf("validate %v ms, transform %v ms, send %v ms (at the receiver)", st.LatencyMS.Validate, st.LatencyMS.Transform, st.LatencyMS.Send)},
-		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, locking_mode=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.LockingMode, st.SQLite.BusyTimeoutMS)},
+		databaseRow(st, ex),
 		{"lanes", fmt.Sprintf("%d (modes run side by side when more than 1)", st.Lanes)},
 		{"first runs", fmt.Sprintf("%d side by side; every later run (the timed ones) alone, after a file-system sync", max(st.FirstRunLanes, 1))},
+	}
+	for _, n := range st.NotOnPostgres {
+		sec.Settings = append(sec.Settings, [2]string{"not on PostgreSQL", n.What + ": " + n.Why})
 	}
 	conds := map[string]results.ConditionResult{}
 	observed := map[string][]Outcome{}
@@ -327,4 +331,13 @@ func article(st Settings, observed map[string][]Outcome, timings map[string]Timi
 	}
 	a.Notes = append(a.Notes, "Timings are shown but not compared: the article measured on another machine. The floor is the simulated latency of the steps the resume runs executed.")
 	return a, nil
+}
+
+// databaseRow is the journal's database: SQLite's pragmas, or what
+// PostgreSQL's sessions were asked for and read back.
+func databaseRow(st Settings, ex Extra) [2]string {
+	if st.Postgres != nil {
+		return [2]string{"PostgreSQL", backend.Describe(*st.Postgres, ex.PostgresReadBack)}
+	}
+	return [2]string{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, locking_mode=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.LockingMode, st.SQLite.BusyTimeoutMS)}
 }

@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,6 +73,9 @@ func (p *plan) runLane(ctx context.Context, env scenario.Env, conds []Condition)
 			t.cleanup()
 		}
 	}()
+	if err := p.databases(ctx, env, trials); err != nil {
+		return err
+	}
 	// Sub-lane j takes trials j, j+k, j+2k, ...: a fixed deal, so the
 	// fold can name the critical path's floor from the settings alone.
 	k := max(p.s.FirstRunLanes, 1)
@@ -103,6 +105,33 @@ func (p *plan) runLane(ctx context.Context, env scenario.Env, conds []Condition)
 			}
 		}
 		t.cleanup()
+	}
+	return nil
+}
+
+// databases gives each journal trial of a lane its fresh database before
+// any runs: on PostgreSQL a schema each, all made in one transaction
+// (FreshMany), where the trial's runs make their table; on SQLite nothing
+// yet, since each trial's runs make their file in the trial's folder.
+func (p *plan) databases(ctx context.Context, env scenario.Env, trials []*trial) error {
+	if p.s.Backend == "" {
+		return nil
+	}
+	if env.Backend == nil {
+		return fmt.Errorf("%w: the batch's settings are PostgreSQL's, but the run has no PostgreSQL server", errclass.ErrHarness)
+	}
+	var need []*trial
+	for _, t := range trials {
+		if UsesJournal(p.s.Params(t.c)) {
+			need = append(need, t)
+		}
+	}
+	dbs, err := env.Backend.FreshMany(ctx, Name, make([]string, len(need)))
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	for i, t := range need {
+		t.db = dbs[i].Target
 	}
 	return nil
 }
@@ -167,7 +196,7 @@ func (t *trial) prepare() error {
 		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	t.dir, t.rcv, t.client, t.journal = dir, rcv, wb.NewClient(rcv.URL), UsesJournal(params)
-	if t.journal {
+	if t.journal && t.p.s.Backend == "" {
 		t.db = filepath.Join(dir, DBName)
 	}
 	return nil
@@ -208,7 +237,7 @@ func (t *trial) resolve(ctx context.Context, k wb.Key) error {
 	step := "resolve " + k.String()
 	proc, err := t.env.Runner.Run(ctx, harness.Spec{
 		Scenario: Name, Condition: t.c.Name, Label: fmt.Sprintf("trial %d %s", t.n, step),
-		Worker: wb.WorkerResolve, Args: lk.Resolve(t.db, k).Argv(), Exits: []int{protocol.ExitACK},
+		Worker: wb.WorkerResolve, Args: resolveArgs(t.p.s, lk, t.db, k).Argv(), Exits: []int{protocol.ExitACK},
 	})
 	if err != nil {
 		return err
@@ -224,7 +253,7 @@ func (t *trial) observe(ctx context.Context, step string, pid int, lk *wb.Lookup
 		Receiver: t.rcv.URL, DB: t.db, Sends: sends, Lookup: lk,
 	}
 	if t.journal {
-		rows, err := readJournal(ctx, t.db)
+		rows, err := readJournal(ctx, t.p.s.backendName(), t.db)
 		if err != nil {
 			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
@@ -236,14 +265,15 @@ func (t *trial) observe(ctx context.Context, step string, pid int, lk *wb.Lookup
 	return nil
 }
 
-// readJournal opens the file as the next process would, which also
-// replays a WAL left by a crash, and lists every row in key order. A file
-// that does not exist yet has no rows.
-func readJournal(ctx context.Context, path string) ([]wb.JournalRow, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+// readJournal opens the journal as the next process would, which on
+// SQLite also replays a WAL left by a crash, and lists every row in key
+// order. A file that does not exist yet, or a schema without the table,
+// has no rows.
+func readJournal(ctx context.Context, b, target string) ([]wb.JournalRow, error) {
+	if store.Missing(b, target) {
 		return []wb.JournalRow{}, nil
 	}
-	st, err := store.OpenSQLite(ctx, wb.Options(path))
+	st, _, err := store.Open(ctx, b, target, wb.Options(target))
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}

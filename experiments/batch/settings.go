@@ -2,6 +2,7 @@ package batch
 
 import (
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 
 	wb "idemlab/worker/batch"
 )
@@ -52,9 +53,29 @@ type Settings struct {
 	// the settings, is 1, so folders from before the field still verify.
 	FirstRunLanes int         `json:"first_run_lanes,omitempty"`
 	Conditions    []Condition `json:"conditions"`
-	// SQLite is what every journal run must read back from its file.
-	SQLite  sqlitedb.Settings `json:"sqlite"`
-	Targets Targets           `json:"timing_targets"`
+	// SQLite is what every journal run must read back from its file, on
+	// SQLite.
+	SQLite sqlitedb.Settings `json:"sqlite,omitzero"`
+	// Backend is empty for SQLite; on PostgreSQL it is postgres, Postgres
+	// is what every journal run's session must read back, and
+	// NotOnPostgres names what the SQLite run has and this one has not.
+	Backend       string             `json:"backend,omitempty"`
+	Postgres      *store.PGRequested `json:"postgres,omitempty"`
+	NotOnPostgres []NotRun           `json:"not_on_postgres,omitempty"`
+	Targets       Targets            `json:"timing_targets"`
+}
+
+// NotRun is one thing of the SQLite run that a PostgreSQL run leaves out,
+// and why.
+type NotRun struct {
+	What string `json:"what"`
+	Why  string `json:"why"`
+}
+
+// backendName is the settings' backend as store names it.
+func (s Settings) backendName() string {
+	b, _ := store.ParseBackend(s.Backend)
+	return b
 }
 
 // Params returns the oracle's and the script's view of a condition.

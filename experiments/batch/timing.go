@@ -6,6 +6,7 @@ import (
 
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
+	"idemlab/worker/store"
 )
 
 // RunTiming is one run's times. WorkerMS is the batch loop timed inside
@@ -63,6 +64,10 @@ type Extra struct {
 	Timings []TimingSummary `json:"timings"`
 	Trials  []TrialTiming   `json:"trials"`
 	Wall    Wall            `json:"wall"`
+	// PostgresReadBack is what the journal runs' sessions read back on
+	// PostgreSQL: the server's version and the settings they ran with,
+	// the same for every run (the fold checks it).
+	PostgresReadBack *store.PGSettings `json:"postgres_read_back,omitempty"`
 }
 
 func floorOf(lat Latency, exec map[string]int) float64 {
