@@ -87,12 +87,15 @@ func describeFolder(o *Outcome) ComparedFolder {
 }
 
 // compareScenario builds s's table over every folder; ok is false when
-// no folder ran s.
+// no folder ran s. A row is a pattern and fault as the scenario's Compare
+// places its conditions (by default each condition its own row), so a
+// condition whose name carries a backend's setting stands beside the
+// other backend's.
 func compareScenario(s scenario.Scenario, outs []*Outcome, folders []ComparedFolder) (ComparedScenario, bool, error) {
 	sc := ComparedScenario{Name: s.Name(), Table: Table{Header: []string{"condition"}}}
 	db := []scenario.Cell{{Text: "database (read back)"}}
 	var order []string
-	cells := map[string][]scenario.Cell{}
+	parts := map[string][][]part{}
 	ran := false
 	for i, o := range outs {
 		sc.Table.Header = append(sc.Table.Header, folders[i].Dir)
@@ -114,18 +117,79 @@ func compareScenario(s scenario.Scenario, outs []*Outcome, folders []ComparedFol
 			sc.Legends = append(sc.Legends, words.Legend)
 		}
 		for _, c := range res.Conditions {
-			if _, seen := cells[c.Name]; !seen {
-				order = append(order, c.Name)
-				cells[c.Name] = notRunCells(len(outs))
+			row := words.RowOf(c.Name)
+			if _, seen := parts[row.Key]; !seen {
+				order = append(order, row.Key)
+				parts[row.Key] = make([][]part, len(outs))
 			}
-			cells[c.Name][i] = scenario.Cell{Text: words.Outcomes[c.Name], Mark: harness.Mark(c.Pass)}
+			parts[row.Key][i] = append(parts[row.Key][i], part{setting: row.Setting, words: words.Outcomes[c.Name], pass: c.Pass})
 		}
 	}
 	sc.Table.Rows = append(sc.Table.Rows, db)
-	for _, name := range order {
-		sc.Table.Rows = append(sc.Table.Rows, append([]scenario.Cell{{Text: name}}, cells[name]...))
+	for _, key := range order {
+		row := []scenario.Cell{{Text: key}}
+		for _, ps := range parts[key] {
+			row = append(row, cellOf(ps))
+		}
+		sc.Table.Rows = append(sc.Table.Rows, row)
 	}
 	return sc, ran, nil
+}
+
+// part is one condition in a row's cell: its setting, its outcome in a
+// few words and its verdict.
+type part struct {
+	setting, words string
+	pass           bool
+}
+
+// cellOf says a folder's conditions of one row in one cell. A single
+// condition without a setting is its words and verdict. Several are
+// listed by setting, those with the same words and verdict together
+// ("read-committed, serializable: …"); the cell's mark is ✓ only if all
+// passed, and when only some did, a ✗ leads each part that failed.
+func cellOf(ps []part) scenario.Cell {
+	if len(ps) == 0 {
+		return scenario.Cell{Text: NotRun}
+	}
+	all, some := true, false
+	for _, p := range ps {
+		all, some = all && p.pass, some || p.pass
+	}
+	if len(ps) == 1 && ps[0].setting == "" {
+		return scenario.Cell{Text: ps[0].words, Mark: harness.Mark(all)}
+	}
+	type group struct {
+		settings []string
+		words    string
+		pass     bool
+	}
+	var groups []group
+	for _, p := range ps {
+		k := slices.IndexFunc(groups, func(g group) bool { return g.words == p.words && g.pass == p.pass })
+		if k < 0 {
+			groups = append(groups, group{words: p.words, pass: p.pass})
+			k = len(groups) - 1
+		}
+		if p.setting != "" {
+			groups[k].settings = append(groups[k].settings, p.setting)
+		}
+	}
+	texts := make([]string, 0, len(groups))
+	for _, g := range groups {
+		t := strings.Join(g.settings, ", ")
+		switch {
+		case t == "":
+			t = g.words
+		case g.words != "":
+			t += ": " + g.words
+		}
+		if !g.pass && some {
+			t = harness.Mark(false) + " " + t
+		}
+		texts = append(texts, t)
+	}
+	return scenario.Cell{Text: strings.Join(texts, "; "), Mark: harness.Mark(all)}
 }
 
 func scenarioOf(r *results.Results, name string) (results.ScenarioResult, bool) {
@@ -135,14 +199,6 @@ func scenarioOf(r *results.Results, name string) (results.ScenarioResult, bool) 
 		}
 	}
 	return results.ScenarioResult{}, false
-}
-
-func notRunCells(n int) []scenario.Cell {
-	out := make([]scenario.Cell, n)
-	for i := range out {
-		out[i] = scenario.Cell{Text: NotRun}
-	}
-	return out
 }
 
 // verifyAll verifies every folder before any is compared; the first that
@@ -166,7 +222,7 @@ func verifyAll(dirs []string, reg scenario.Registry, lim results.Limits) ([]*Out
 // Markdown.
 func RenderComparisonMarkdown(w *strings.Builder, c *Comparison) {
 	w.WriteString("# idemlab report: folders side by side\n\n")
-	w.WriteString("Every folder was verified first: each cell derives from that folder's records, as `idemlab verify` derives it. A cell is the condition's verdict and its outcome in a few words; \"not run\" marks a condition the folder does not hold.\n\n")
+	w.WriteString("Every folder was verified first: each cell derives from that folder's records, as `idemlab verify` derives it. A row is a pattern under a fault; a cell is the folder's condition of that row, its outcome in a few words and its verdict, or, where the folder ran the row under several settings (isolation levels, journal modes, synchronous_commit), each setting's, with a ✗ before a setting that failed where others passed; \"not run\" marks a row the folder does not hold.\n\n")
 	mdTable(w, foldersTable(c))
 	for _, n := range c.Notices {
 		fmt.Fprintf(w, "- %s\n", mdEscape(n))
@@ -211,7 +267,7 @@ body { max-width: 1300px; }
 </head>
 <body>
 <h1>idemlab report: folders side by side</h1>
-<p>Every folder was verified first: each cell derives from that folder's records, as <code>idemlab verify</code> derives it. A cell is the condition's verdict and its outcome in a few words; "not run" marks a condition the folder does not hold.</p>
+<p>Every folder was verified first: each cell derives from that folder's records, as <code>idemlab verify</code> derives it. A row is a pattern under a fault; a cell is the folder's condition of that row, its outcome in a few words and its verdict, or, where the folder ran the row under several settings (isolation levels, journal modes, synchronous_commit), each setting's, with a ✗ before a setting that failed where others passed; "not run" marks a row the folder does not hold.</p>
 <table><thead><tr><th>folder</th><th>database server</th><th>run</th><th>verdict</th></tr></thead>
 <tbody>{{range .Folders}}<tr><td><code>{{.Dir}}</code></td><td>{{.Server}}</td><td>{{.Run}}</td><td>{{badge .Verdict}}</td></tr>
 {{end}}</tbody></table>

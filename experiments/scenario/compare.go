@@ -23,6 +23,32 @@ type Compared struct {
 	Outcomes map[string]string
 	// Legend says how to read the outcomes, in one sentence.
 	Legend string
+	// Rows places a condition whose name carries a backend's own setting
+	// (an isolation level, a journal mode, synchronous_commit) in the row
+	// of the pattern and fault it tests, so that a SQLite folder's
+	// condition and a PostgreSQL folder's stand side by side. A condition
+	// it leaves out has a row of its own name.
+	Rows map[string]Row
+}
+
+// Row is where a condition stands in a side-by-side report.
+type Row struct {
+	// Key names the row: the pattern and the fault, the same on every
+	// backend that runs them.
+	Key string
+	// Setting is the condition's setting within the row, which the cell
+	// names before the condition's outcome: "serializable",
+	// "WAL/NORMAL", "synchronous_commit=off"; empty when the folder runs
+	// the row once.
+	Setting string
+}
+
+// RowOf is the row condition stands in.
+func (c Compared) RowOf(condition string) Row {
+	if r, ok := c.Rows[condition]; ok && r.Key != "" {
+		return r
+	}
+	return Row{Key: condition}
 }
 
 // Comparer is implemented by scenarios that can say a derived result's
