@@ -31,6 +31,9 @@ type Cluster struct {
 	User string
 	// StartedIn is from nothing to the server accepting connections.
 	StartedIn time.Duration
+	// FromTemplate says the data folder is a copy of a kept template of
+	// initdb's output rather than initdb's own.
+	FromTemplate bool
 	// stopped says the server at PID has been stopped.
 	stopped bool
 	// serverOpts are pg_ctl's -o, kept for a restart.
@@ -76,7 +79,7 @@ func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluste
 	if err := os.Chown(c.Dir, uid, gid); err != nil {
 		return c, fmt.Errorf("give the cluster's folder to %s: %w", c.runAs, err)
 	}
-	if err := c.run(ctx, "initdb", "--no-sync", "-A", "trust", "-U", ClusterUser, "-E", "UTF8", "--locale=C", "-D", c.data()); err != nil {
+	if err := c.initData(ctx, uid, gid); err != nil {
 		return c, err
 	}
 	opts := []string{"-k", c.Dir, "-c", "listen_addresses=", "-c", "unix_socket_permissions=0777"}
@@ -89,6 +92,32 @@ func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluste
 	}
 	c.StartedIn = time.Since(began)
 	return c, ctx.Err()
+}
+
+// initArgs are initdb's options: trust on the private socket, one
+// superuser, a fixed encoding and locale, and no fsync of what is thrown
+// away at the end.
+var initArgs = []string{"--no-sync", "-A", "trust", "-U", ClusterUser, "-E", "UTF8", "--locale=C"}
+
+// initData makes the cluster's data folder: a copy of the template of
+// initdb's output when there is one (template.go), else initdb's own
+// output, of which it then keeps a template. A template that cannot be
+// kept costs the next start its initdb, nothing more, so that error is
+// not the run's.
+func (c *Cluster) initData(ctx context.Context, uid, gid int) error {
+	tpl := templateDir(c.Bin, c.runAs, initArgs)
+	ok, tplErr := fromTemplate(tpl, c.data(), uid, gid)
+	if ok {
+		c.FromTemplate = true
+		return nil
+	}
+	// A template that could not be copied is removed half-copied, and
+	// initdb makes the folder as if there were none.
+	if err := c.run(ctx, "initdb", append(append([]string{}, initArgs...), "-D", c.data())...); err != nil {
+		return errors.Join(err, tplErr)
+	}
+	_ = saveTemplate(c.data(), tpl)
+	return nil
 }
 
 // start starts the server on the cluster's data folder and reads its pid.

@@ -131,26 +131,46 @@ func waitForLock(ctx context.Context, db *sql.DB) error {
 }
 
 // BenchmarkClusterStart is a run's throwaway cluster from nothing to its
-// first query: initdb, pg_ctl start, the run's database made and its
-// version read. Stopping and removing it is timed apart (stop_ms).
+// first query: the data folder made, pg_ctl start, the run's database made
+// and its version read. "initdb" makes every data folder with initdb (a
+// start from nothing); "template" copies the kept template of initdb's
+// output, as a run does once one is kept. Stopping and removing the
+// cluster is timed apart (stop_ms).
 func BenchmarkClusterStart(b *testing.B) {
 	if _, err := FindBinaries(); err != nil {
 		b.Skipf("PostgreSQL benchmark skipped: %v", err)
 	}
 	spec := Spec{Name: store.BackendPostgres, Isolation: DefaultIsolation, SynchronousCommit: DefaultSynchronousCommit}
-	var stop time.Duration
-	for i := 0; i < b.N; i++ {
-		srv, err := Start(context.Background(), spec, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		began := time.Now()
-		if err := srv.Close(); err != nil {
-			b.Fatal(err)
-		}
-		stop += time.Since(began)
-		b.StartTimer()
+	for _, cold := range []bool{true, false} {
+		name := map[bool]string{true: "initdb", false: "template"}[cold]
+		b.Run(name, func(b *testing.B) {
+			b.Setenv("XDG_CACHE_HOME", b.TempDir())
+			if cold {
+				b.Setenv(NoTemplateEnv, "1")
+			} else if srv, err := Start(context.Background(), spec, Options{}); err != nil {
+				b.Fatal(err)
+			} else if err := srv.Close(); err != nil {
+				b.Fatal(err) // this start kept the template
+			}
+			var stop time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				srv, err := Start(context.Background(), spec, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if srv.Info().Cluster.FromTemplate == cold {
+					b.Fatalf("a start with templates %v copied one: %v", !cold, srv.Info().Cluster.FromTemplate)
+				}
+				began := time.Now()
+				if err := srv.Close(); err != nil {
+					b.Fatal(err)
+				}
+				stop += time.Since(began)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "stop_ms")
+		})
 	}
-	b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "stop_ms")
 }
