@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -168,14 +169,21 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 // judged over the whole plan, merge to what one run gives too.
 func TestMergeEqualsUnshardedEveryScenario(t *testing.T) {
 	tests := []struct {
-		name  string
-		flags []string
+		name, scenario string
+		flags          []string
 	}{
-		{"durability", []string{"--input", "../input.json", "--scenario", "durability", "--pattern", "redelivery-single,batch-journal", "--journal-mode", "WAL", "--synchronous", "NORMAL,FULL"}},
-		{"pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../testdata/patterns/separate-commit.json", "--faults", "points,power"}},
+		{"durability", "durability", []string{"--input", "../input.json", "--scenario", "durability", "--pattern", "redelivery-single,batch-journal", "--journal-mode", "WAL", "--synchronous", "NORMAL,FULL"}},
+		{"pattern", "pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../testdata/patterns/separate-commit.json", "--faults", "points,power"}},
+		// Each shard starts a cluster of its own and crashes its server.
+		{"durability on postgres", "durability", []string{"--input", "../input.json", "--backend", "postgres", "--scenario", "durability", "--pattern", "redelivery-separate,claim-ttl", "--kind", "kill,server", "--synchronous-commits", "on,off"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { mergeEqualsWhole(t, tt.name, tt.flags, 2) })
+		t.Run(tt.name, func(t *testing.T) {
+			if slices.Contains(tt.flags, "postgres") {
+				needPostgres(t)
+			}
+			mergeEqualsWhole(t, tt.scenario, tt.flags, 2)
+		})
 	}
 }
 

@@ -36,7 +36,6 @@ package durability
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"idemlab/experiments/backend"
@@ -173,9 +172,6 @@ func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, overrides map[st
 	}
 	if st.Shard, err = scenario.ShardOverride(overrides); err != nil {
 		return nil, err
-	}
-	if st.Shard != nil && !b.IsSQLite() {
-		return nil, fmt.Errorf("--%s: splits SQLite's matrix; a run on --backend postgres runs its few conditions whole", scenario.ShardFlag.Name)
 	}
 	return &plan{s: st}, nil
 }

@@ -40,7 +40,6 @@ func TestServerPlanRefuses(t *testing.T) {
 		{"unknown pattern", pgSpec, `{"patterns": ["batch"]}`, nil, `durability.patterns: "batch" is not one of redelivery-separate, redelivery-single, batch-journal, claim-ttl`},
 		{"pattern twice", pgSpec, ``, map[string]string{FlagPattern: "claim-ttl,claim-ttl"}, `--pattern: "claim-ttl" is listed twice`},
 		{"unknown level", pgSpec, ``, map[string]string{FlagSynchronousCommits: "remote_apply"}, `--synchronous-commits: "remote_apply" is not one of on, local, off`},
-		{"shard", pgSpec, ``, map[string]string{scenario.ShardFlag.Name: "1/2"}, "--shard: splits SQLite's matrix"},
 		{"server kind on SQLite", backend.SQLite, ``, map[string]string{FlagKind: KindServer}, `--kind: "server" crashes the PostgreSQL server; it needs --backend postgres`},
 		{"synchronous_commit on SQLite", backend.SQLite, `{"synchronous_commits": ["off"]}`, nil, "durability.synchronous_commits: is PostgreSQL's synchronous_commit; it needs --backend postgres"},
 	}
