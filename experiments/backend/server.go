@@ -320,6 +320,23 @@ func (s *Server) Fresh(ctx context.Context, prefix string) (Database, error) {
 	}, nil
 }
 
+// Scratch runs check on one session to a fresh schema made for it alone,
+// then closes the session: a statement a user gave is prepared there
+// before any trial, on the server the trials will use. Failing to make or
+// open the schema is the harness's fault (errclass.ErrHarness); check's
+// own error comes back as it is, for the caller to class.
+func (s *Server) Scratch(ctx context.Context, prefix string, check func(store.Store) error) error {
+	db, err := s.Fresh(ctx, prefix)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	st, err := db.Open(ctx, sqlitedb.Options{MaxConns: 1})
+	if err != nil {
+		return fmt.Errorf("%w: open a scratch schema: %w", errclass.ErrHarness, err)
+	}
+	return errors.Join(check(st), st.Close())
+}
+
 // FreshMany makes one fresh schema per entry of setups, named prefix with
 // a number, each set up by its entry's statements run with the schema as
 // search_path, in one transaction per chunk of 100: many conditions'

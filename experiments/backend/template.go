@@ -5,8 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
+	"idemlab/experiments/fstree"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,7 +61,7 @@ func fromTemplate(tpl, data string, uid, gid int) (ok bool, err error) {
 	if _, err := os.Stat(filepath.Join(tpl, templateComplete)); err != nil {
 		return false, nil
 	}
-	if err := copyTree(filepath.Join(tpl, "data"), data, uid, gid); err != nil {
+	if err := fstree.Copy(filepath.Join(tpl, "data"), data, uid, gid); err != nil {
 		return false, errors.Join(fmt.Errorf("copy the template %s: %w", tpl, err), os.RemoveAll(data))
 	}
 	return true, nil
@@ -83,7 +82,7 @@ func saveTemplate(data, tpl string) error {
 	if err != nil {
 		return err
 	}
-	err = copyTree(data, filepath.Join(tmp, "data"), os.Getuid(), os.Getgid())
+	err = fstree.Copy(data, filepath.Join(tmp, "data"), os.Getuid(), os.Getgid())
 	if err == nil {
 		err = os.WriteFile(filepath.Join(tmp, templateComplete), nil, 0o600)
 	}
@@ -102,65 +101,4 @@ func saveTemplate(data, tpl string) error {
 func templateExists(tpl string) bool {
 	_, err := os.Stat(filepath.Join(tpl, templateComplete))
 	return err == nil
-}
-
-// copyTree copies the folder src to dst, which must not exist, keeping
-// each entry's permission bits (the server refuses a data folder open to
-// others) and giving every entry to uid and gid.
-func copyTree(src, dst string, uid, gid int) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
-				return err
-			}
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(target, to); err != nil {
-				return err
-			}
-			return os.Lchown(to, uid, gid)
-		case d.Type().IsRegular():
-			if err := copyFile(p, to, info.Mode().Perm()); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: not a file, folder or link", p)
-		}
-		// Mkdir and OpenFile apply the umask; the bits must be the
-		// source's exactly.
-		if err := os.Chmod(to, info.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Chown(to, uid, gid)
-	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
 }

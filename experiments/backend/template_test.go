@@ -2,60 +2,12 @@ package backend
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"idemlab/worker/store"
 )
-
-// tree lists a folder's entries with their permission bits and contents.
-func tree(t testing.TB, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, _ := d.Info()
-		v := info.Mode().String()
-		if d.Type().IsRegular() {
-			b, _ := os.ReadFile(p)
-			v += " " + string(b)
-		}
-		out[rel] = v
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// TestCopyTree copies a folder with the permission bits a data folder
-// has, whatever the umask, and refuses what is no file, folder or link.
-func TestCopyTree(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "data")
-	os.Mkdir(src, 0o700)
-	os.Mkdir(filepath.Join(src, "base"), 0o700)
-	os.WriteFile(filepath.Join(src, "PG_VERSION"), []byte("15\n"), 0o600)
-	os.WriteFile(filepath.Join(src, "base", "1"), []byte("pages"), 0o640)
-	os.Symlink("base", filepath.Join(src, "link"))
-	dst := filepath.Join(t.TempDir(), "copy")
-	if err := copyTree(src, dst, os.Getuid(), os.Getgid()); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(tree(t, src), tree(t, dst)); diff != "" {
-		t.Errorf("copy differs (-source +copy):\n%s", diff)
-	}
-	if err := copyTree(src, dst, os.Getuid(), os.Getgid()); err == nil {
-		t.Error("copied over an existing folder")
-	}
-}
 
 // TestTemplateDir: the key follows the binaries, the user and initdb's
 // arguments, and the environment turns templates off.

@@ -126,16 +126,10 @@ func (st Settings) checkOnServer(ctx context.Context, env scenario.Env) error {
 		if c.s == nil {
 			continue
 		}
-		db, err := env.Backend.Fresh(ctx, "claim_check")
-		if err != nil {
-			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		err := env.Backend.Scratch(ctx, "claim_check", func(s store.Store) error { return wc.CheckOnServer(ctx, s, c.s.SQL, c.v) })
+		if errors.Is(err, errclass.ErrHarness) {
+			return err
 		}
-		s, err := db.Open(ctx, wc.Options("", 0))
-		if err != nil {
-			return fmt.Errorf("%w: open a scratch schema: %w", errclass.ErrHarness, err)
-		}
-		err = wc.CheckOnServer(ctx, s, c.s.SQL, c.v)
-		s.Close()
 		if err != nil {
 			return fmt.Errorf("%w: --%s %s: on %s, the statement %w", errclass.ErrUsage, c.flag, c.s.File, store.BackendPostgres, err)
 		}

@@ -4,10 +4,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
+	"idemlab/experiments/fstree"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/sqlitedb"
 )
@@ -51,7 +51,7 @@ func (r *heldReader) release() error {
 		return err
 	}
 	defer os.RemoveAll(snap)
-	if err := copyTree(r.t.dir, snap); err != nil {
+	if err := fstree.Copy(r.t.dir, snap, fstree.Keep, fstree.Keep); err != nil {
 		r.db.Close()
 		return fmt.Errorf("copy the folder: %w", err)
 	}
@@ -65,25 +65,5 @@ func (r *heldReader) release() error {
 			return err
 		}
 	}
-	return errors.Join(cerr, copyTree(snap, r.t.dir))
-}
-
-// copyTree copies every regular file and folder below src into dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		case d.Type().IsRegular():
-			return copyFile(p, filepath.Join(dst, rel))
-		}
-		return nil
-	})
+	return errors.Join(cerr, fstree.Copy(snap, r.t.dir, fstree.Keep, fstree.Keep))
 }

@@ -2,9 +2,7 @@ package durability
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +10,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
+	"idemlab/experiments/fstree"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
@@ -382,23 +381,9 @@ func copyFolder(src, dst string) error {
 		if !e.Type().IsRegular() || strings.HasSuffix(e.Name(), "-shm") {
 			continue
 		}
-		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+		if err := fstree.CopyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
 }

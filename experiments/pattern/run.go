@@ -493,21 +493,14 @@ func (t *trial) observe(rcv *receiver.Receiver) error {
 // plan time.
 func checkOnServer(ctx context.Context, env scenario.Env, pats []Pattern) error {
 	for _, pat := range pats {
-		db, err := env.Backend.Fresh(ctx, "pattern_check")
-		if err != nil {
-			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
-		}
-		st, err := db.Open(ctx, sqlitedb.Options{MaxConns: 1})
-		if err != nil {
-			return fmt.Errorf("%w: open a scratch schema: %w", errclass.ErrHarness, err)
-		}
-		err = wp.CheckOn(ctx, st, pat.File)
-		st.Close()
+		err := env.Backend.Scratch(ctx, "pattern_check", func(st store.Store) error { return wp.CheckOn(ctx, st, pat.File) })
 		var refusal *wp.Error
-		if errors.As(err, &refusal) {
+		switch {
+		case errors.As(err, &refusal):
 			return fmt.Errorf("%w: pattern file %s: on %s: %w", errclass.ErrUsage, pat.Source, store.BackendPostgres, err)
-		}
-		if err != nil {
+		case errors.Is(err, errclass.ErrHarness):
+			return err
+		case err != nil:
 			return fmt.Errorf("%w: check pattern file %s on the server: %w", errclass.ErrHarness, pat.Source, err)
 		}
 	}

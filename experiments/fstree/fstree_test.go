@@ -1,0 +1,73 @@
+package fstree
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// tree lists a folder's entries with their permission bits and contents.
+func tree(t testing.TB, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, _ := d.Info()
+		v := info.Mode().String()
+		if d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			v += " " + string(b)
+		}
+		out[rel] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCopy copies a folder with the permission bits a data folder
+// has, whatever the umask, and refuses what is no file, folder or link.
+func TestCopy(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "data")
+	os.Mkdir(src, 0o700)
+	os.Mkdir(filepath.Join(src, "base"), 0o700)
+	os.WriteFile(filepath.Join(src, "PG_VERSION"), []byte("15\n"), 0o600)
+	os.WriteFile(filepath.Join(src, "base", "1"), []byte("pages"), 0o640)
+	os.Symlink("base", filepath.Join(src, "link"))
+	dst := filepath.Join(t.TempDir(), "copy")
+	if err := Copy(src, dst, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(tree(t, src), tree(t, dst)); diff != "" {
+		t.Errorf("copy differs (-source +copy):\n%s", diff)
+	}
+	if err := Copy(src, dst, os.Getuid(), os.Getgid()); err == nil {
+		t.Error("copied over an existing copy: its files were overwritten")
+	}
+	// Into a folder that exists and is empty, as a temp folder is.
+	into := t.TempDir()
+	if err := Copy(src, into, Keep, Keep); err != nil {
+		t.Fatal(err)
+	}
+	got, want := tree(t, into), tree(t, src)
+	delete(got, ".")
+	delete(want, ".")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("copy into an existing folder differs (-source +copy):\n%s", diff)
+	}
+	fifo := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+		if err := Copy(filepath.Dir(fifo), t.TempDir(), Keep, Keep); err == nil {
+			t.Error("copied a named pipe")
+		}
+	}
+}
