@@ -22,14 +22,20 @@ import (
 
 // FormatVersion is the version of the results-folder format this build
 // writes. A folder without a format field is version 1.
-const FormatVersion = 4
+const FormatVersion = 5
 
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
+	5: strings.Join(format5, "; "),
 	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; durability's records carry each trial's VFS op log and its oracle predicts every power cut exactly, so a durability scenario of version 1 cannot be derived again; files a plan reads besides the input file (a pattern file) are carried in attachments/",
 	4: "durability runs on --backend postgres: its settings gained backend, isolation and server_settings, its conditions synchronous_commit and the crash kind server; its observations gained server (the crash's frozen writers, the settings read back after recovery and the rows lost) and hold a connection string as db, no VFS op log, and amcheck's verdict as integrity; its trials gained lost_rows. A SQLite folder of version 3 derives as before",
 	3: "results.json gained shard (a folder run with --shard i/n, whose process ids start at (i-1)×1,000,000,000+1), shards (a folder joined by idemlab merge: each shard's environment, times and block of records) and, in both, each split scenario's plan (its hash, its number of trials and, in a shard's folder, the trials it ran)",
+}
+
+// format5 is what version 5 changed, a clause per change.
+var format5 = []string{
+	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
