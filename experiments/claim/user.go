@@ -87,7 +87,7 @@ func (s Scenario) PlanFilesOn(b backend.Spec, section json.RawMessage, ov map[st
 		return nil, err
 	}
 	check := func(q string, v wc.SchemaVersion) ([]string, error) {
-		return wc.CheckStatement(context.Background(), q, v)
+		return wc.CheckStatement(scenario.PlanContext(files), q, v)
 	}
 	if !b.IsSQLite() {
 		check = func(q string, _ wc.SchemaVersion) ([]string, error) {

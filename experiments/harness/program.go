@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -62,6 +63,10 @@ type ProgramRun struct {
 	Stray []string
 	// TimedOut says the program ran past its timeout and was killed.
 	TimedOut bool
+	// SocketCut counts the bytes the program sent on its points socket
+	// that were not kept, past the caps on a line, on its stray text and
+	// on its point names.
+	SocketCut int64
 }
 
 // Gate releases a group of programs at once: each arrives at its "ready"
@@ -97,33 +102,41 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 		return nil, fmt.Errorf("%w: points socket: %w", errclass.ErrHarness, err)
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "points"), os.NewFile(uintptr(fds[1]), "points-child")
-	defer mine.Close()
+	// The parent's end is a net.Conn on the poller, so closing it wakes a
+	// read that waits on it: no read outlives the program's group.
+	conn, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		theirs.Close()
+		return nil, fmt.Errorf("%w: points socket: %w", errclass.ErrHarness, err)
+	}
+	defer conn.Close()
 	cmd := exec.CommandContext(ctx, p.Argv[0], p.Argv[1:]...)
 	cmd.Dir = p.Dir
 	cmd.Env = childEnv(p.Env)
 	out, errb := &capped{}, &capped{}
-	cmd.Stdout, cmd.Stderr = out, errb
 	cmd.ExtraFiles = []*os.File{theirs}
 	run := &ProgramRun{}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		theirs.Close()
+	g, err := startGroup(cmd, out, errb)
+	theirs.Close()
+	if err != nil {
 		if p.Gate != nil {
 			p.Gate.arrive()
 		}
 		return nil, fmt.Errorf("%w: %q: %w", ErrCannotStart, p.Argv, err)
 	}
-	theirs.Close()
-	k := &killer{cmd: cmd}
+	k := &killer{g: g}
 	stopTimers := k.arm(p.Timeout, p.KillAfter)
 	points := make(chan struct{})
 	go func() {
 		defer close(points)
-		r.converse(mine, p, run, k)
+		r.converse(conn, p, run, k)
 	}()
-	werr := cmd.Wait()
+	werr, _ := g.wait()
+	k.end()
 	stopTimers()
-	mine.Close()
+	conn.Close()
 	<-points
 	end := time.Now()
 	run.TimedOut = k.reason() == "timeout"
@@ -162,8 +175,21 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 	return run, nil
 }
 
+// The points socket is bounded as stdout and stderr are: a line is kept
+// up to SocketLineCap bytes (a longer point keeps its name cut there), a
+// process's stray lines up to StrayCap bytes in all, and its point names
+// up to PointsCap bytes in all; past that the harness still answers
+// points, but no longer keeps or kills at them. Whatever is not kept is
+// counted in ProgramRun.SocketCut, which is a finding on the trial, and
+// the harness's memory stays bounded whatever the program sends.
+const (
+	SocketLineCap = OutputCap
+	StrayCap      = OutputCap
+	PointsCap     = 4 * OutputCap
+)
+
 // converse answers the program's points until it closes its end or dies.
-func (r *Runner) converse(sock *os.File, p Program, run *ProgramRun, k *killer) {
+func (r *Runner) converse(sock net.Conn, p Program, run *ProgramRun, k *killer) {
 	arrived := false
 	defer func() {
 		if p.Gate != nil && !arrived {
@@ -171,32 +197,41 @@ func (r *Runner) converse(sock *os.File, p Program, run *ProgramRun, k *killer) 
 		}
 	}()
 	seen := map[string]int{}
-	rd := bufio.NewReader(sock)
+	rd := bufio.NewReaderSize(sock, SocketLineCap+1)
+	kept, stray := 0, 0
 	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
+		line, cut, ended := readCapped(rd)
+		run.SocketCut += cut
+		if !ended {
+			// A last line with no newline is not a point.
+			if line != "" || cut > 0 {
+				run.addStray(line, cut, &stray)
+			}
 			return
 		}
-		line = strings.TrimRight(line, "\n")
 		name, ok := strings.CutPrefix(line, "point ")
 		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t") {
-			run.Stray = append(run.Stray, line)
+			run.addStray(line, cut, &stray)
 			continue
 		}
-		seen[name]++
-		if seen[name] > 1 {
-			name = fmt.Sprintf("%s#%d", name, seen[name])
-		}
-		run.Points = append(run.Points, name)
-		if len(run.Points) == 1 && name == "ready" && p.Gate != nil {
-			arrived = true
-			p.Gate.arrive()
-			<-p.Gate.open
-		}
-		if p.KillAt != nil && p.KillAt(name, len(run.Points)) {
-			run.KilledAt = name
-			k.kill("point")
-			return
+		if kept += len(name); kept > PointsCap {
+			run.SocketCut += int64(len(name))
+		} else {
+			seen[name]++
+			if seen[name] > 1 {
+				name = fmt.Sprintf("%s#%d", name, seen[name])
+			}
+			run.Points = append(run.Points, name)
+			if len(run.Points) == 1 && name == "ready" && p.Gate != nil {
+				arrived = true
+				p.Gate.arrive()
+				<-p.Gate.open
+			}
+			if p.KillAt != nil && p.KillAt(name, len(run.Points)) {
+				run.KilledAt = name
+				k.kill("point")
+				return
+			}
 		}
 		if _, err := sock.Write([]byte("go\n")); err != nil {
 			return
@@ -204,20 +239,69 @@ func (r *Runner) converse(sock *os.File, p Program, run *ProgramRun, k *killer) 
 	}
 }
 
-// killer kills a program once, remembering why.
+// readCapped reads one line, keeping at most SocketLineCap bytes of it
+// and counting the rest in cut. ended says it ended with a newline,
+// which is not kept; a line that did not is what was read before the
+// error (the program closed its end, or the parent did).
+func readCapped(rd *bufio.Reader) (line string, cut int64, ended bool) {
+	b, err := rd.ReadSlice('\n')
+	line = string(b)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		b, err = rd.ReadSlice('\n')
+		cut += int64(len(b))
+	}
+	switch {
+	case err != nil:
+		return line, cut, false
+	case cut > 0:
+		return line, cut - 1, true
+	}
+	return strings.TrimSuffix(line, "\n"), 0, true
+}
+
+// addStray keeps a stray line within StrayCap bytes of stray text in all,
+// marking a line cut, here or at SocketLineCap (cut bytes), where it was
+// cut; stray counts the bytes kept so far.
+func (run *ProgramRun) addStray(line string, cut int64, stray *int) {
+	room := StrayCap - *stray
+	if room <= 0 {
+		run.SocketCut += int64(len(line))
+		return
+	}
+	if len(line) > room {
+		cut += int64(len(line) - room)
+		run.SocketCut += int64(len(line) - room)
+		line = line[:room]
+	}
+	*stray += len(line)
+	if cut > 0 {
+		line += fmt.Sprintf("[idemlab: line cut after %d bytes; %d more bytes not kept]", len(line), cut)
+	}
+	run.Stray = append(run.Stray, line)
+}
+
+// killer kills a program's group once, remembering why.
 type killer struct {
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	why string
+	mu    sync.Mutex
+	g     *group
+	why   string
+	ended bool
 }
 
 func (k *killer) kill(why string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.why == "" {
+	if k.why == "" && !k.ended {
 		k.why = why
-		k.cmd.Process.Kill()
+		k.g.kill()
 	}
+}
+
+// end says the group is gone: a later kill is too late to be one.
+func (k *killer) end() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ended = true
 }
 
 func (k *killer) reason() string {

@@ -76,6 +76,7 @@ type Handle struct {
 	r     *Runner
 	spec  Spec
 	cmd   *exec.Cmd
+	g     *group
 	out   bytes.Buffer
 	errb  bytes.Buffer
 	start time.Time
@@ -110,21 +111,22 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Handle, error) {
 	s.Env = env
 	cmd.Env = childEnv(env)
 	h := &Handle{ctx: ctx, r: r, spec: s, cmd: cmd, done: make(chan struct{})}
-	cmd.Stdout = &h.out
-	cmd.Stderr = &h.errb
 	cmd.Stdin = s.Stdin
 	cmd.ExtraFiles = s.ExtraFiles
 	h.start = time.Now()
-	if err := cmd.Start(); err != nil {
+	g, err := startGroup(cmd, &h.out, &h.errb)
+	if err != nil {
 		return nil, fmt.Errorf("%w: start worker %s: %w", errclass.ErrHarness, s.Worker, err)
 	}
+	h.g = g
 	if s.KillAfter > 0 {
 		h.timer = time.AfterFunc(s.KillAfter, h.kill)
 	}
 	return h, nil
 }
 
-// kill sends SIGKILL unless the child was already waited for.
+// kill sends SIGKILL to the child's group unless the child was already
+// waited for.
 func (h *Handle) kill() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -132,7 +134,7 @@ func (h *Handle) kill() {
 	case <-h.done:
 	default:
 		h.killed = true
-		h.cmd.Process.Kill()
+		h.g.kill()
 	}
 }
 
@@ -167,7 +169,7 @@ func childEnv(set map[string]string) []string {
 // the context ended (kept in the chain, so errors.Is(err,
 // context.Canceled) holds).
 func (h *Handle) Wait() (*Proc, error) {
-	werr := h.cmd.Wait()
+	werr, _ := h.g.wait()
 	h.mu.Lock()
 	close(h.done)
 	killed := h.killed

@@ -237,7 +237,7 @@ func readPattern(files scenario.Files, name string, on backend.Spec) (Pattern, e
 	if f, err := wp.Decode(b); err == nil && !f.RunsOn(on.Name) {
 		return Pattern{}, fmt.Errorf("pattern file %s: backends: %q, and the run is on %s; run it with --backend %s", name, f.Backends, on.Name, f.Backends[0])
 	}
-	f, err := check(checkCtx, b)
+	f, err := check(scenario.PlanContext(files), b)
 	if err != nil {
 		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
 	}

@@ -132,6 +132,7 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 		return d, delivered{}, fmt.Errorf("%w: pattern %s: command %q cannot start: it exited %d%s; nothing was run", errclass.ErrUsage, pat.File.Name, pat.File.Command, run.Record.ExitCode, tail(run.Record.Stderr))
 	}
 	d.ProcessID, d.Points, d.KilledAt, d.Stray, d.TimedOut = run.Record.ID, run.Points, run.KilledAt, run.Stray, run.TimedOut
+	d.SocketCut = run.SocketCut
 	if d.Points == nil {
 		d.Points = []string{}
 	}

@@ -26,9 +26,6 @@ import (
 	"idemlab/worker/store"
 )
 
-// checkCtx bounds the preparing of a pattern's statements at plan time.
-var checkCtx = context.Background()
-
 // Trial kinds.
 const (
 	KindDiscovery = "discovery"
@@ -93,6 +90,9 @@ type Delivery struct {
 	KilledAt string   `json:"killed_at,omitempty"`
 	Stray    []string `json:"stray,omitempty"`
 	TimedOut bool     `json:"timed_out,omitempty"`
+	// SocketCut counts the bytes sent on the points socket past its caps,
+	// which the parent did not keep.
+	SocketCut int64 `json:"socket_cut,omitempty"`
 }
 
 // Run discovers each pattern's points, then runs its fault classes.

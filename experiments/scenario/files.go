@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"encoding/json"
 
 	"idemlab/experiments/backend"
@@ -25,4 +26,14 @@ type FilePlanner interface {
 // PlanFilesOn for them on that backend.
 type FilePlannerOn interface {
 	PlanFilesOn(b backend.Spec, section json.RawMessage, overrides map[string]string, files Files) (Plan, error)
+}
+
+// PlanContext is the context a plan's checks run under: the run's, when
+// files carries it (a Context method), so a signal stops a statement
+// that never ends at plan time, and context.Background otherwise.
+func PlanContext(files Files) context.Context {
+	if c, ok := files.(interface{ Context() context.Context }); ok && c.Context() != nil {
+		return c.Context()
+	}
+	return context.Background()
 }

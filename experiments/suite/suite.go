@@ -243,9 +243,12 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	files := &DiskFiles{src: opts.Files}
+	files := &DiskFiles{src: opts.Files, ctx: ctx}
 	plans, err := PlanAll(chosen, in, opts.Overrides, files)
 	if err != nil {
+		if cause := ctx.Err(); cause != nil {
+			return nil, nil, fmt.Errorf("%w: stopped by a signal (%w) while planning; nothing was written to %s", errclass.ErrInterrupted, cause, opts.Out)
+		}
 		return nil, nil, err
 	}
 	part, err := shardOf(chosen, opts.Overrides)
@@ -411,9 +414,13 @@ type DiskFiles struct {
 	// src, when set, is read instead of the disk: a rerun reads the
 	// folder's own copies.
 	src   scenario.Files
+	ctx   context.Context
 	names []string
 	read  map[string][]byte
 }
+
+// Context is the run's context, under which the plans' checks run.
+func (d *DiskFiles) Context() context.Context { return d.ctx }
 
 // ReadFile reads name once; a second read gives the same bytes.
 func (d *DiskFiles) ReadFile(name string) ([]byte, error) {

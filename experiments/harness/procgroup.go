@@ -1,0 +1,181 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Every worker, the harness's own and a user's program, runs in a process
+// group of its own, led by the process the harness started. The group is
+// the unit of a crash: a kill, a timeout or a cancelled run sends SIGKILL
+// to the whole group, and once the leader has exited the harness kills
+// what is left of the group and waits until nothing is, so a wrapper (sh
+// -c, go run, npm start) cannot leave the real handler running after its
+// "crash", and a handler's `kill 0` reaches only its own group. A process
+// that leaves the group (setsid, setpgid) is beyond its reach.
+
+// GroupDrainTimeout bounds the wait, after the group is gone, for the
+// worker's stdout and stderr to close: only a process that left the group
+// can still hold them then.
+const GroupDrainTimeout = 2 * time.Second
+
+// GroupReapTimeout bounds the wait for the group to empty after the leader
+// has exited and the rest has been sent SIGKILL.
+const GroupReapTimeout = 10 * time.Second
+
+// group is a started worker in its own process group, with the pipes
+// that carry its stdout and stderr into the writers it was given.
+type group struct {
+	cmd    *exec.Cmd
+	pipes  []*os.File
+	copied chan struct{}
+}
+
+// startGroup starts cmd as the leader of a new process group. Its
+// standard output and error go through pipes the harness owns into
+// stdout and stderr; a cancelled context kills the whole group.
+func startGroup(cmd *exec.Cmd, stdout, stderr io.Writer) (*group, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	g := &group{cmd: cmd, copied: make(chan struct{})}
+	var ends []*os.File
+	for range 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(g.pipes)
+			closeAll(ends)
+			return nil, err
+		}
+		g.pipes, ends = append(g.pipes, r), append(ends, w)
+	}
+	cmd.Stdout, cmd.Stderr = ends[0], ends[1]
+	cmd.Cancel = func() error { return g.kill() }
+	// The context's kill goes to the group; Wait gives up on the leader
+	// only if that did not end it.
+	cmd.WaitDelay = GroupReapTimeout
+	err := cmd.Start()
+	closeAll(ends)
+	if err != nil {
+		closeAll(g.pipes)
+		return nil, err
+	}
+	writers := []io.Writer{stdout, stderr}
+	left := make(chan struct{}, 2)
+	for i, r := range g.pipes {
+		go func() {
+			io.Copy(writers[i], r)
+			left <- struct{}{}
+		}()
+	}
+	go func() {
+		<-left
+		<-left
+		close(g.copied)
+	}()
+	return g, nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// kill sends SIGKILL to every process of the group.
+func (g *group) kill() error {
+	err := syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// wait waits for the leader, then kills what is left of its group and
+// waits until the group is empty, then until its output has been read.
+// It returns the leader's exit as exec.Cmd.Wait does, and how many of the
+// group's processes outlived the leader and were killed.
+func (g *group) wait() (werr error, left int) {
+	werr = g.cmd.Wait()
+	left = reapGroup(g.cmd.Process.Pid, GroupReapTimeout)
+	deadline := time.Now().Add(GroupDrainTimeout)
+	for _, r := range g.pipes {
+		r.SetReadDeadline(deadline)
+	}
+	<-g.copied
+	closeAll(g.pipes)
+	return werr, left
+}
+
+// reapGroup kills the process group pgid, whose leader has been waited
+// for, until no live process of it is left or the timeout passes. It
+// says how many live processes it found the first time.
+func reapGroup(pgid int, timeout time.Duration) int {
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
+		return 0
+	}
+	first := len(GroupMembers(pgid))
+	end := time.Now().Add(timeout)
+	for delay := time.Millisecond; time.Now().Before(end); delay = min(2*delay, 50*time.Millisecond) {
+		// Killed members become zombies until their new parent reaps
+		// them; a group of zombies only is empty.
+		if len(GroupMembers(pgid)) == 0 {
+			break
+		}
+		time.Sleep(delay)
+		if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
+			break
+		}
+	}
+	return first
+}
+
+// GroupMembers lists the live processes (not zombies) of process group
+// pgid, from /proc.
+func GroupMembers(pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, pg, state, ok := procStat(e.Name())
+		if ok && pg == pgid && state != 'Z' && state != 'X' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procStat reads the pid, process group and state of /proc/NAME/stat;
+// ok is false for an entry that is not a process or has gone.
+func procStat(name string) (pid, pgrp int, state byte, ok bool) {
+	pid, err := strconv.Atoi(name)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	b, err := os.ReadFile("/proc/" + name + "/stat")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and
+	// parentheses, so the fields start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, 0, false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	return pid, pgrp, f[0][0], true
+}
