@@ -145,7 +145,7 @@ func GroupMembers(pgid int) []int {
 	var pids []int
 	for _, e := range entries {
 		pid, pg, state, ok := procStat(e.Name())
-		if ok && pg == pgid && state != 'Z' && state != 'X' {
+		if ok && pg == pgid && live(state) {
 			pids = append(pids, pid)
 		}
 	}
@@ -179,3 +179,11 @@ func procStat(name string) (pid, pgrp int, state byte, ok bool) {
 	}
 	return pid, pgrp, f[0][0], true
 }
+
+// Alive says whether process pid is alive (a zombie is not).
+func Alive(pid int) bool {
+	_, _, state, ok := procStat(strconv.Itoa(pid))
+	return ok && live(state)
+}
+
+func live(state byte) bool { return state != 'Z' && state != 'X' }

@@ -63,9 +63,9 @@ type ProgramRun struct {
 	Stray []string
 	// TimedOut says the program ran past its timeout and was killed.
 	TimedOut bool
-	// SocketCut counts the bytes the program sent on its points socket
-	// that were not kept, past the caps on a line, on its stray text and
-	// on its point names.
+	// SocketCut counts the bytes of text, newlines aside, the program
+	// sent on its points socket that were not kept, past the caps on a
+	// line, on its stray text and on its point names.
 	SocketCut int64
 }
 

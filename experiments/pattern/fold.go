@@ -571,11 +571,11 @@ func (f *folder) programDelivery(t *trialLine, i int, d Delivery, p results.Proc
 		f.c.Proc(p, "argv", "is %s %q, the pattern's command is %q", p.Worker, p.Argv, t.pat.File.Command)
 	}
 	f.c.Env(p, ProgramEnv(f.st, t.o, d))
-	for _, line := range d.Stray {
-		f.c.Obs(t.l, results.Field("deliveries", i, "stray"), "%s wrote %q on its points socket, which is not \"point NAME\"", who, line)
-	}
 	if d.SocketCut > 0 {
 		f.c.Obs(t.l, results.Field("deliveries", i, "socket_cut"), "%s sent %d bytes on its points socket past its caps, which were not kept (a line is kept up to %d bytes, stray text up to %d and point names up to %d in all)", who, d.SocketCut, harness.SocketLineCap, harness.StrayCap, harness.PointsCap)
+	}
+	for _, line := range d.Stray {
+		f.c.Obs(t.l, results.Field("deliveries", i, "stray"), "%s wrote %q on its points socket, which is not \"point NAME\"", who, line)
 	}
 	if d.KilledAt != "" && !f.plannedKillAt(t, i, d) {
 		f.c.Obs(t.l, results.Field("deliveries", i, "killed_at"), "%s was killed at %q after %d points, which is not where the trial kills it", who, d.KilledAt, len(d.Points))

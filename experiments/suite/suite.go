@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
@@ -498,7 +499,21 @@ func Failures(reg scenario.Registry, res *results.Results) []string {
 	return out
 }
 
+// failureItemBytes bounds one item of a failure line; a longer one, such
+// as a finding quoting what a program wrote, is cut there on the terminal
+// and kept whole in results.json.
+const failureItemBytes = 400
+
 func failureLine(name string, items []string) string {
+	for i, it := range items {
+		if len(it) > failureItemBytes {
+			cut := failureItemBytes
+			for cut > 0 && !utf8.RuneStart(it[cut]) {
+				cut--
+			}
+			items[i] = fmt.Sprintf("%s… (%d bytes; whole in results.json)", it[:cut], len(it))
+		}
+	}
 	if len(items) > failureItems {
 		return fmt.Sprintf("%s: %s (+%d more)", name, strings.Join(items[:failureItems], "; "), len(items)-failureItems)
 	}
