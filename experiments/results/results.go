@@ -36,6 +36,7 @@ var FormatChanges = map[int]string{
 // format5 is what version 5 changed, a clause per change.
 var format5 = []string{
 	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
+	"a pattern delivery gained socket_cut, the bytes its program sent on the points socket past the socket's caps (64 KiB a line and of stray text, 256 KiB of point names), a finding; a stray line is kept cut at its cap and marked, and a last line with no newline is stray where it was dropped; every worker runs in its own process group, killed whole",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
