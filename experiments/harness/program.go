@@ -246,6 +246,9 @@ func (r *Runner) converse(sock net.Conn, p Program, run *ProgramRun, k *killer) 
 func readCapped(rd *bufio.Reader) (line string, cut int64, ended bool) {
 	b, err := rd.ReadSlice('\n')
 	line = string(b)
+	if errors.Is(err, bufio.ErrBufferFull) {
+		cut, line = int64(len(line)-SocketLineCap), line[:SocketLineCap]
+	}
 	for errors.Is(err, bufio.ErrBufferFull) {
 		b, err = rd.ReadSlice('\n')
 		cut += int64(len(b))
