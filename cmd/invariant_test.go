@@ -57,6 +57,9 @@ func TestInvariantMustReturnOneInteger(t *testing.T) {
 			if r.code != 1 || !strings.HasPrefix(firstFailure(r.stderr), want) {
 				t.Fatalf("exit %d, first failure %q; want exit 1 and %q:\n%s%s", r.code, firstFailure(r.stderr), want, r.stdout, r.stderr)
 			}
+			if !regexp.MustCompile(`none \(discovery\)\s+1\s+0\s+findings ✗`).MatchString(r.stdout) {
+				t.Errorf("the table's discovery row does not say findings ✗:\n%s", r.stdout)
+			}
 			if !strings.Contains(firstFailure(r.stderr), tt.also) {
 				t.Errorf("first failure %q has no %q", firstFailure(r.stderr), tt.also)
 			}
