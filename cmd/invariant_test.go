@@ -33,8 +33,8 @@ func firstFailure(stderr string) string {
 }
 
 // TestInvariantMustReturnOneInteger: an invariant that returns no row,
-// NULL, two rows or (on SQLite, whose columns have no fixed type) text is
-// a finding on every trial, from the discovery delivery on, never a 0 and
+// NULL, two rows or (on SQLite, whose columns have no fixed type) text, or
+// that fails as it runs, is a finding on every trial, from the discovery delivery on, never a 0 and
 // never a harness failure: exit 1, the folder written, the discovery
 // condition's line first naming the invariant and what came back, and
 // verify deriving the same (exit 4). The no-row case is the separate-commit
@@ -49,6 +49,7 @@ func TestInvariantMustReturnOneInteger(t *testing.T) {
 		{"NULL", "separate-commit", "SELECT max(length(job_key)) FROM follow_up_jobs WHERE event_id = 'wrong'", "returned NULL", "coalesce"},
 		{"two rows", "single-transaction", "SELECT count(*) FROM follow_up_jobs WHERE event_id = :event_id UNION ALL SELECT 0", "returned 2 rows", "an invariant returns one row"},
 		{"a text column", "single-transaction", "SELECT max(job_key) FROM follow_up_jobs WHERE event_id = :event_id", `returned "review-`, ", not an integer (type text)"},
+		{"a query that fails as it runs", "single-transaction", "SELECT sum(n) FROM (SELECT 9223372036854775807 AS n UNION ALL SELECT count(*) FROM follow_up_jobs WHERE event_id = :event_id)", "failed as it ran: integer overflow", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			file := withInvariant(t, tt.pattern, map[string]any{"name": "at most one shipment", "query": tt.query, "at_most": 1})

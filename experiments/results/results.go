@@ -36,7 +36,7 @@ var FormatChanges = map[int]string{
 // format5 is what version 5 changed, a clause per change.
 var format5 = []string{
 	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
-	"a pattern observation's values record what each query invariant returned (rows, columns, type, null, text) where version 4 held an integer that counted no row and NULL as 0; no row, NULL, several rows or columns, or a value that is not an integer is a finding on the trial, and on PostgreSQL a column of another type is refused at plan time; a folder of version 4 or older reads its integers as before",
+	"a pattern observation's values record what each query invariant returned (rows, columns, type, null, text, or the error of a query that failed as it ran) where version 4 held an integer that counted no row and NULL as 0; no row, NULL, several rows or columns, a value that is not an integer or a query's error is a finding on the trial, and on PostgreSQL a column of another type is refused at plan time; a folder of version 4 or older reads its integers as before",
 }
 
 // FormatDerivations lists, per version, the derived fields whose

@@ -73,6 +73,9 @@ type Value struct {
 	Null bool   `json:"null,omitempty"`
 	// Text is the value written out, cut at MaxValueText bytes.
 	Text string `json:"text,omitempty"`
+	// Error is the database's message where the query failed as it ran
+	// (an integer overflow in a sum): the user's SQL, not the harness.
+	Error string `json:"error,omitempty"`
 }
 
 // MaxValueText bounds the text of a value kept in the record.
@@ -96,6 +99,8 @@ func IntValue(n int64) Value {
 // that is not an integer.
 func (v Value) Int() (int64, error) {
 	switch {
+	case v.Error != "":
+		return 0, fmt.Errorf("failed as it ran: %s", v.Error)
 	case v.Columns != 1:
 		return 0, fmt.Errorf("returned %d columns; an invariant returns one integer", v.Columns)
 	case v.Rows == 0:
@@ -145,8 +150,9 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 }
 
 // QueryValues runs every query invariant against st for the event, in the
-// file's order, and records what came back; a sends invariant takes its
-// value from the receiver's log instead and gets no entry here.
+// file's order, and records what came back, a query's error included; a
+// sends invariant takes its value from the receiver's log instead and gets
+// no entry here. Only the run's end (ctx done) is an error.
 func QueryValues(ctx context.Context, st store.Store, f File, eventID string) (map[string]Value, error) {
 	out := map[string]Value{}
 	for _, iv := range f.Invariants {
@@ -155,8 +161,11 @@ func QueryValues(ctx context.Context, st store.Store, f File, eventID string) (m
 		}
 		q, args := st.Dialect.BindNamed(iv.Query, []sql.NamedArg{sql.Named("event_id", eventID)})
 		v, err := readValue(ctx, st, q, args)
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return out, fmt.Errorf("invariant %q: %w", iv.Name, err)
+		}
+		if err != nil {
+			v = Value{Error: cut(err.Error())}
 		}
 		out[iv.Name] = v
 	}

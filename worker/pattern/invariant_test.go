@@ -44,6 +44,7 @@ func TestJudgeValue(t *testing.T) {
 		{"a boolean", Value{Rows: 1, Columns: 1, Type: "bool", Text: "true"}, false, "not an integer (type bool)"},
 		{"a fractional numeric", Value{Rows: 1, Columns: 1, Type: "numeric", Text: "0.5"}, false, "invariant 'at most one shipment' returned 0.5, not an integer (type numeric)"},
 		{"a numeric past int64", Value{Rows: 1, Columns: 1, Type: "numeric", Text: "99999999999999999999"}, false, "not an integer (type numeric)"},
+		{"a query that failed as it ran", Value{Error: "integer overflow"}, false, "invariant 'at most one shipment' failed as it ran: integer overflow"},
 		{"an integer type whose text is not one", Value{Rows: 1, Columns: 1, Type: "int8", Text: "x"}, false, "not an integer (type int8)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,6 +119,7 @@ func TestQueryValuesRecordsWhatCameBack(t *testing.T) {
 		"text":      "SELECT event_id FROM jobs LIMIT 1",
 		"real":      "SELECT total(n) FROM jobs",
 		"a boolean": "SELECT count(*) > 0 FROM jobs WHERE event_id = :event_id",
+		"overflow":  "SELECT sum(n) FROM (SELECT 9223372036854775807 AS n UNION ALL SELECT 1)",
 	}
 	var f File
 	for _, name := range slices.Sorted(maps.Keys(queries)) {
@@ -137,6 +139,7 @@ func TestQueryValuesRecordsWhatCameBack(t *testing.T) {
 		"text":      {Rows: 1, Columns: 1, Type: "text", Text: "ev-1"},
 		"real":      {Rows: 1, Columns: 1, Type: "real", Text: "2"},
 		"a boolean": IntValue(1),
+		"overflow":  {Error: "integer overflow"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("values (-want +got):\n%s", d)
