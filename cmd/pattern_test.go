@@ -120,7 +120,7 @@ func TestPatternVerifyCatchesEdits(t *testing.T) {
 		name, file, old, new, text string
 	}{
 		{"the pattern's copy", "attachments/1-separate-commit.json", `"equals": 1`, `"equals": 2`, "attachments/1-separate-commit.json hashes to"},
-		{"an invariant value", "observations.jsonl", `"values":{"one job":2`, `"values":{"one job":1`, ".violating: is "},
+		{"an invariant value", "observations.jsonl", `"values":{"one job":{"rows":1,"columns":1,"type":"integer","text":"2"}`, `"values":{"one job":{"rows":1,"columns":1,"type":"integer","text":"1"}`, ".violating: is "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := copyFolder(t, out)

@@ -407,6 +407,14 @@ func (f *folder) checkSequence(t *trialLine) {
 
 type broken struct{ name, text string }
 
+// trialName names a trial in a finding.
+func trialName(o Observation) string {
+	if o.Kind == KindDiscovery {
+		return "the discovery delivery (no faults)"
+	}
+	return fmt.Sprintf("trial %d", o.Trial)
+}
+
 // judge evaluates every invariant on what the parent read, and the ACK.
 func (f *folder) judge(t *trialLine) []broken {
 	var out []broken
@@ -423,7 +431,18 @@ func (f *folder) judge(t *trialLine) []broken {
 				f.c.Obs(t.l, "values", "has no value of invariant %q", iv.Name)
 				continue
 			}
-			got = v
+			// A query that did not return one integer held nothing and
+			// broke nothing: a finding fails the condition, whatever its
+			// known_unsafe says, from the discovery trial on.
+			verdict, err := iv.JudgeValue(v)
+			if err != nil {
+				f.c.Obs(t.l, "values", "%s: %v", trialName(t.o), err)
+				continue
+			}
+			if !verdict.Held {
+				out = append(out, broken{iv.Name, verdict.String()})
+			}
+			continue
 		}
 		if v := iv.Judge(got); !v.Held {
 			out = append(out, broken{iv.Name, v.String()})

@@ -131,12 +131,24 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 	if t.o.Kind == KindDiscovery && (run.Record.ExitCode == 126 || run.Record.ExitCode == 127) {
 		return d, delivered{}, fmt.Errorf("%w: pattern %s: command %q cannot start: it exited %d%s; nothing was run", errclass.ErrUsage, pat.File.Name, pat.File.Command, run.Record.ExitCode, tail(run.Record.Stderr))
 	}
+	if cannotRun(*t.o, d, run) {
+		return d, delivered{}, fmt.Errorf("%w: pattern %s: command %q exited %d in the discovery delivery (no faults) before announcing any point%s; fix the command (it runs in %s); nothing was run", errclass.ErrUsage, pat.File.Name, pat.File.Command, run.Record.ExitCode, tail(run.Record.Stderr), pat.Dir)
+	}
 	d.ProcessID, d.Points, d.KilledAt, d.Stray, d.TimedOut = run.Record.ID, run.Points, run.KilledAt, run.Stray, run.TimedOut
 	d.SocketCut = run.SocketCut
 	if d.Points == nil {
 		d.Points = []string{}
 	}
 	return d, delivered{acked: ackedRecord(run.Record), points: run.Points, durationMS: run.Record.DurationMS}, nil
+}
+
+// cannotRun says whether a program's discovery delivery, which runs with
+// no fault on a fresh database, exited non-zero of its own before
+// announcing any point: a program that cannot run its script (python3
+// missing.py exits 2), which no trial could judge.
+func cannotRun(o Observation, d Delivery, run *harness.ProgramRun) bool {
+	return o.Kind == KindDiscovery && d.Number == 1 && len(run.Points) == 0 && len(run.Stray) == 0 &&
+		run.Record.Signal == "" && run.Record.ExitCode != 0 && !run.TimedOut && run.Record.KilledBy == ""
 }
 
 // programExits are a program's outcomes: 0 is the ACK and anything else is

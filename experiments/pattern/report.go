@@ -25,9 +25,9 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 	if st.Postgres != nil {
 		sec.Settings = append(sec.Settings, [2]string{"backend", fmt.Sprintf("%s, %s, synchronous_commit %s", st.Backend, st.Postgres.Isolation, st.Postgres.SynchronousCommit)})
 	}
-	pass := map[string]bool{}
+	pass, findings := map[string]bool{}, map[string]int{}
 	for _, c := range res.Conditions {
-		pass[c.Name] = c.Pass
+		pass[c.Name], findings[c.Name] = c.Pass, len(c.Findings)
 	}
 	for i, p := range x.Patterns {
 		pat := st.Patterns[i]
@@ -39,8 +39,13 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 				"verdict: held, or broke; \"(expected)\" where known_unsafe lists the class; ✗ where the run fails: a violation not expected, or an expected one that did not show",
 			},
 		}
+		withFindings := false
 		for _, c := range p.Conditions {
-			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, st.Target(), pass[p.Name+"/"+conditionSuffix(c)]), firstText(c)})
+			withFindings = withFindings || findings[p.Name+"/"+conditionSuffix(c)] > 0
+			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, st.Target(), pass[p.Name+"/"+conditionSuffix(c)], findings[p.Name+"/"+conditionSuffix(c)]), firstText(c)})
+		}
+		if withFindings {
+			t.Legend = append(t.Legend, "findings: the records show what no verdict rests on (an invariant that returned no integer, a protocol finding), listed on stderr and in results.json; the class fails")
 		}
 		if pat.File.IsProgram() {
 			if st.Backend == "" {
@@ -106,7 +111,16 @@ func faultLabel(c ConditionExtra) string {
 	return c.Fault
 }
 
-func verdictText(p Pattern, c ConditionExtra, t wp.Target, pass bool) string {
+// verdictText reads as held, broke, "(expected)" where known_unsafe lists
+// the class and ✗ where the run fails; a class with findings says so
+// rather than held, since no verdict rests on its trials alone.
+func verdictText(p Pattern, c ConditionExtra, t wp.Target, pass bool, findings int) string {
+	if findings > 0 {
+		if c.Violating > 0 {
+			return "broke, findings ✗"
+		}
+		return "findings ✗"
+	}
 	v := "held"
 	if c.Violating > 0 {
 		v = "broke"

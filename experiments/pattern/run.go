@@ -70,9 +70,10 @@ type Observation struct {
 	Deliveries []Delivery `json:"deliveries"`
 	// Recovery is what the power cut left, for a power trial.
 	Recovery *faultvfs.Report `json:"recovery,omitempty"`
-	// Values are the query invariants' values, read by the parent after
-	// the last delivery.
-	Values map[string]int64 `json:"values"`
+	// Values are what the parent read of each query invariant after the
+	// last delivery: rows, columns, type and text, judged by the fold. A
+	// folder of format 4 or older holds a bare integer each.
+	Values map[string]wp.Value `json:"values"`
 	// Sends are the trial receiver's log.
 	Sends []receiver.Entry `json:"sends"`
 }

@@ -37,6 +37,7 @@ var FormatChanges = map[int]string{
 var format5 = []string{
 	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
 	"a pattern delivery gained socket_cut, the bytes its program sent on the points socket past the socket's caps (64 KiB a line and of stray text, 256 KiB of point names), a finding; a stray line is kept cut at its cap and marked, and a last line with no newline is stray where it was dropped; every worker runs in its own process group, killed whole",
+	"a pattern observation's values record what each query invariant returned (rows, columns, type, null, text, or the error of a query that failed as it ran) where version 4 held an integer that counted no row and NULL as 0; no row, NULL, several rows or columns, a value that is not an integer or a query's error is a finding on the trial, and on PostgreSQL a column of another type is refused at plan time; a folder of version 4 or older reads its integers as before",
 }
 
 // FormatDerivations lists, per version, the derived fields whose

@@ -147,7 +147,7 @@ func TestCrashAfterCommitDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(map[string]int64{"one job": 2, "processed": 1}, vals); d != "" {
+	if d := cmp.Diff(map[string]Value{"one job": IntValue(2), "processed": IntValue(1)}, vals); d != "" {
 		t.Errorf("invariant values (-want +got):\n%s", d)
 	}
 }

@@ -424,7 +424,31 @@ func CheckOn(ctx context.Context, st store.Store, f File) error {
 			if err := prepare(ctx, st, iv.Query); err != nil {
 				return refuse(fmt.Sprintf("invariants[%d].query", i), "does not prepare against the schema: %v", err)
 			}
+			if err := checkColumns(ctx, st, fmt.Sprintf("invariants[%d].query", i), iv); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// checkColumns refuses an invariant whose query the server describes as
+// returning anything but one integer column: PostgreSQL's columns have
+// types at plan time, SQLite's only per value, so there a value of
+// another type is a finding on the trial instead.
+func checkColumns(ctx context.Context, st store.Store, path string, iv Invariant) error {
+	if st.Dialect.Name() != store.BackendPostgres {
+		return nil
+	}
+	q, _ := st.Dialect.BindNamed(iv.Query, []sql.NamedArg{sql.Named("event_id", nil)})
+	types, err := store.DescribeColumns(ctx, st.DB, q)
+	switch {
+	case err != nil:
+		return refuse(path, "invariant '%s': the server cannot describe its columns: %v", iv.Name, err)
+	case len(types) != 1:
+		return refuse(path, "invariant '%s' returns %d columns; an invariant returns one integer", iv.Name, len(types))
+	case !slices.Contains(IntegerTypes, types[0]):
+		return refuse(path, "invariant '%s' returns a column of type %s; an invariant returns one integer (int2, int4, int8, or a numeric such as sum() whose value is whole)", iv.Name, types[0])
 	}
 	return nil
 }

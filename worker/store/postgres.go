@@ -321,3 +321,35 @@ func OpenPostgres(ctx context.Context, dsn string, maxConns int) (Store, PGSetti
 	}
 	return Store{DB: db, Dialect: Postgres{}}, s, nil
 }
+
+// DescribeColumns asks the server, without running q, for the types of
+// the columns q returns, by name in lower case (int8, numeric, text,
+// bool, …): pgx parses and describes the statement on one of db's
+// connections, so it sees that connection's search_path.
+func DescribeColumns(ctx context.Context, db *sql.DB, q string) ([]string, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var out []string
+	err = conn.Raw(func(driverConn any) error {
+		c, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("describe a statement: %T is not a pgx connection", driverConn)
+		}
+		sd, err := c.Conn().Prepare(ctx, "", q)
+		if err != nil {
+			return err
+		}
+		for _, fd := range sd.Fields {
+			name := strconv.FormatUint(uint64(fd.DataTypeOID), 10)
+			if t, ok := c.Conn().TypeMap().TypeForOID(fd.DataTypeOID); ok {
+				name = t.Name
+			}
+			out = append(out, strings.ToLower(name))
+		}
+		return nil
+	})
+	return out, err
+}
