@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"sort"
 	"strings"
 
 	"idemlab/experiments/shard"
@@ -317,9 +315,6 @@ func HashFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// SourceMethod says how SourceTreeHash is computed, and is recorded with it.
-const SourceMethod = "sha256 over 'sha256sum'-style lines '<hex sha256>  <path>\\n', one per go.mod, go.sum and *.go file under the module root (hidden folders and testdata skipped), sorted by slash path"
-
 // FindModuleRoot walks up from dir to the folder whose go.mod declares
 // module idemlab. ok is false when no such folder exists, as when a binary
 // runs away from its source.
@@ -340,47 +335,6 @@ func FindModuleRoot(dir string) (string, bool) {
 		}
 		dir = parent
 	}
-}
-
-// SourceTreeHash hashes the module's Go sources, go.mod and go.sum.
-func SourceTreeHash(root string) (SourceHash, error) {
-	var paths []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p != root && (strings.HasPrefix(name, ".") || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		if strings.HasSuffix(name, ".go") || (filepath.Dir(p) == root && (name == "go.mod" || name == "go.sum")) {
-			rel, err := filepath.Rel(root, p)
-			if err != nil {
-				return err
-			}
-			paths = append(paths, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		return SourceHash{}, fmt.Errorf("walk source tree: %w", err)
-	}
-	sort.Strings(paths)
-	h := sha256.New()
-	for _, rel := range paths {
-		sum, err := HashFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			return SourceHash{}, fmt.Errorf("hash source file: %w", err)
-		}
-		fmt.Fprintf(h, "%s  %s\n", sum, rel)
-	}
-	return SourceHash{SHA256: hex.EncodeToString(h.Sum(nil)), Files: len(paths), Method: SourceMethod}, nil
 }
 
 // CodeHashes hashes the running executable, reads its build information
