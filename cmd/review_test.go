@@ -271,6 +271,29 @@ func TestReport(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	if strings.Contains(string(b), "code changed") || !strings.Contains(string(b), "at start: the same source") {
+		t.Errorf("the report, rendered in the tree that made the folder, does not say the source is the same, or says the code changed")
+	}
+	// The tests run inside the source tree, so report compares it with the
+	// run's working tree hash, as verify does: a folder whose tree hashed
+	// otherwise renders with a "code changed" badge, and exits 0.
+	moved := copyFolder(t, good)
+	editJSON(t, filepath.Join(moved, "results.json"), func(m map[string]any) {
+		m["code"].(map[string]any)["working_tree_at_start"].(map[string]any)["sha256"] = strings.Repeat("ab", 32)
+	})
+	if r := execIn(t, Hooks{}, "report", moved, "--html", html); r.code != 0 {
+		t.Errorf("a folder of other code: exit %d, want 0\n%s", r.code, r.stderr)
+	}
+	b, _ = os.ReadFile(html)
+	for _, want := range []string{`<span class="verdict changed">code changed</span>`, "code changed: the working tree here hashes to"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the report of a folder of other code lacks %q", want)
+		}
+	}
+	md := execIn(t, Hooks{}, "report", moved)
+	if md.code != 0 || !strings.Contains(md.stdout, "· **PASS** · **code changed**") {
+		t.Errorf("the Markdown of a folder of other code: exit %d, want 0 and a code changed badge:\n%s", md.code, md.stdout)
+	}
 	bad := copyFolder(t, good)
 	editJSON(t, filepath.Join(bad, "results.json"), func(m map[string]any) { cond(m, 1)["pass"] = false })
 	r := execIn(t, Hooks{}, "report", bad, "--html", html)

@@ -33,7 +33,7 @@ const FontStack = `system-ui, -apple-system, "Segoe UI", "Noto Sans CJK JP", "No
 // verdict badges, the tables and their ✓/✗ cells.
 const pageCSS = `body { font-family: ` + FontStack + `; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
 .verdict { display: inline-block; padding: .15rem .6rem; border-radius: .3rem; font-weight: 600; color: #fff; }
-.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; }
+.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; } .verdict.changed { background: #8250df; }
 .legend { font-size: .85rem; color: #57606a; } .notices li { color: #57606a; }
 table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .92rem; }
 th, td { border: 1px solid #d0d7de; padding: .3rem .55rem; text-align: left; vertical-align: top; }
@@ -70,12 +70,14 @@ figcaption { font-size: .88rem; color: #57606a; }
 </head>
 <body>
 <h1>idemlab report</h1>
-<p>Folder <code>{{.Folder}}</code> · run {{.StartedAt}} → {{.FinishedAt}}{{if .Made}} · {{.Made}}{{end}} · {{badge .Verdict}}</p>
+<p>Folder <code>{{.Folder}}</code> · run {{.StartedAt}} → {{.FinishedAt}}{{if .Made}} · {{.Made}}{{end}} · {{badge .Verdict}}{{if .CodeChanged}} <span class="verdict changed">code changed</span>{{end}}</p>
 
 <h2>Consistency</h2>
 {{if .Findings}}<p>The folder does not hold together, so its verdict cannot be trusted; <code>idemlab verify</code> exits 1:</p>
 <ul class="findings">{{range .Findings}}<li class="mono">{{.String}}</li>{{end}}</ul>
 {{else}}<p>Every figure and verdict derives from the folder's records and its input copy (run <code>idemlab verify</code> to also compare the code, or <code>--rerun</code> to observe again).</p>{{end}}
+{{if .CodeChanged}}<p>The code here is not the code that made the folder; the figures are the folder's, not this code's:</p>
+<ul class="findings">{{range .CodeChanged}}<li>code changed: {{.}}</li>{{end}}</ul>{{end}}
 {{if .Notices}}<ul class="notices">{{range .Notices}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 <h2>The articles beside this run</h2>
@@ -170,7 +172,11 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 	if r.Made != "" {
 		made = " · " + r.Made
 	}
-	fmt.Fprintf(&b, "# idemlab report\n\nFolder `%s` · run %s → %s%s · **%s**\n\n", r.Folder, r.StartedAt, r.FinishedAt, made, r.Verdict)
+	changed := ""
+	if len(r.CodeChanged) > 0 {
+		changed = " · **code changed**"
+	}
+	fmt.Fprintf(&b, "# idemlab report\n\nFolder `%s` · run %s → %s%s · **%s**%s\n\n", r.Folder, r.StartedAt, r.FinishedAt, made, r.Verdict, changed)
 	b.WriteString("## Consistency\n\n")
 	if len(r.Findings) == 0 {
 		b.WriteString("Every figure and verdict derives from the folder's records and its input copy.\n\n")
@@ -181,10 +187,13 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 		}
 		b.WriteString("\n")
 	}
+	for _, c := range r.CodeChanged {
+		fmt.Fprintf(&b, "- code changed: %s\n", mdEscape(c))
+	}
 	for _, n := range r.Notices {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(n))
 	}
-	if len(r.Notices) > 0 {
+	if len(r.Notices)+len(r.CodeChanged) > 0 {
 		b.WriteString("\n")
 	}
 	b.WriteString("## The articles beside this run\n\n")
