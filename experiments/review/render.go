@@ -33,7 +33,7 @@ const FontStack = `system-ui, -apple-system, "Segoe UI", "Noto Sans CJK JP", "No
 // verdict badges, the tables and their ✓/✗ cells.
 const pageCSS = `body { font-family: ` + FontStack + `; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
 .verdict { display: inline-block; padding: .15rem .6rem; border-radius: .3rem; font-weight: 600; color: #fff; }
-.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; } .verdict.changed { background: #8250df; }
+.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.inconsistent { background: #9a6700; }
 .legend { font-size: .85rem; color: #57606a; } .notices li { color: #57606a; }
 table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .92rem; }
 th, td { border: 1px solid #d0d7de; padding: .3rem .55rem; text-align: left; vertical-align: top; }
@@ -64,7 +64,7 @@ func parseHTMLTemplate() *template.Template {
 h1 { margin-bottom: .2rem; }
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eaeef2; }
 figcaption { font-size: .88rem; color: #57606a; }
-.findings li { color: #cf222e; }
+.findings li { color: #cf222e; } .verdict.changed { background: #8250df; }
 .lead li { margin-bottom: .3rem; } .lead details { font-size: .85rem; color: #57606a; }
 </style>
 </head>

@@ -78,6 +78,7 @@ func Verify(dir string, opts Options) (*Outcome, error) {
 	in, ok := c.input()
 	c.code()
 	c.shards()
+	c.processes()
 	c.scenarios(in, ok)
 	return out, nil
 }
@@ -117,7 +118,35 @@ func (c *check) format() bool {
 			c.notice("the folder is format %d, this idemlab writes format %d; format %d: %s", v, results.FormatVersion, n, results.FormatChanges[n])
 		}
 	}
+	c.shape()
 	return true
+}
+
+// shape checks that the folder holds nothing its format predates: an
+// older format is judged by laxer rules, so a folder must not claim one
+// falsely.
+func (c *check) shape() {
+	r, v := c.f.Results, c.formatVersion
+	claim := func(since int, what string) {
+		if v < since {
+			c.add(results.ResultsFile, "format", "is %d, but the folder holds %s, which format %d introduced", v, what, since)
+		}
+	}
+	if len(r.Attachments) > 0 {
+		claim(2, "attachments")
+	}
+	if r.Shard != nil {
+		claim(3, "shard")
+	}
+	if len(r.Shards) > 0 {
+		claim(3, "shards")
+	}
+	for _, p := range c.f.Processes {
+		if p.ExecutableSHA256 != "" {
+			claim(5, fmt.Sprintf("%s line %d's executable_sha256", results.ProcessesFile, p.N))
+			break
+		}
+	}
 }
 
 // input checks the folder's input copy and, when given, --input, and
@@ -249,7 +278,7 @@ func (c *check) code() {
 			return
 		}
 		if got.Method != r.Code.WorkingTree.Method {
-			c.notice("working tree hash not compared: recorded with another method")
+			c.notice("working tree hash not compared: the run hashed its tree by another rule than this idemlab's (format 5 hashes every file the build reads: cgo sources, headers and embedded files too; earlier formats only Go files, go.mod and go.sum)")
 			return
 		}
 		if got.SHA256 != r.Code.WorkingTree.SHA256 || got.Files != r.Code.WorkingTree.Files {
