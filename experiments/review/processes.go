@@ -8,6 +8,22 @@ import (
 	"idemlab/experiments/results"
 )
 
+// BuiltInWorkers is the key of Outcome.Executables for the processes the
+// run started from its own executable.
+const BuiltInWorkers = "built-in workers"
+
+// ranAs is the key of Outcome.Executables a process's executable is
+// recorded under.
+func ranAs(p results.Process) string {
+	if p.Worker != harness.ProgramWorker {
+		return BuiltInWorkers
+	}
+	if len(p.Argv) == 0 {
+		return "program"
+	}
+	return "program " + p.Argv[0]
+}
+
 // maxLeadIn bounds the harness's own time before a run's first process
 // and after its last: setting up (a throwaway PostgreSQL cluster starts in
 // seconds) and deriving the verdicts take far less.
@@ -49,6 +65,12 @@ func (c *check) executables() {
 		if p.ExecutableSHA256 == "" {
 			c.add(results.ProcessesFile, procField(p, "executable_sha256"), "is absent: a format %d folder records the hash of the executable each process ran", c.formatVersion)
 			continue
+		}
+		if c.out.Executables == nil {
+			c.out.Executables = map[string]string{}
+		}
+		if _, ok := c.out.Executables[ranAs(p)]; !ok {
+			c.out.Executables[ranAs(p)] = p.ExecutableSHA256
 		}
 		if len(p.Argv) > 0 {
 			k := key{p.Shard, p.Argv[0]}

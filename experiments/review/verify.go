@@ -48,6 +48,11 @@ type Outcome struct {
 	// CodeChanged says that the given executable or source tree differs
 	// from the recorded one.
 	CodeChanged []string
+	// Executables are the executables the folder's processes ran, by
+	// what started them (BuiltInWorkers, or a user's program's argv[0]),
+	// each the first hash its process lines record; empty before format
+	// 5. Merge compares them between shards.
+	Executables map[string]string
 }
 
 // OK says whether the folder is consistent.
