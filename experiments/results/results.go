@@ -69,6 +69,10 @@ type Results struct {
 	// Attachments are the files the plans read besides the input file,
 	// copied into the folder.
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// AttachmentsLeftOut lists, a line a file, what the run did not
+	// carry of the files beside the ones the plans read (over the budget,
+	// a link): see Attachment.Carried.
+	AttachmentsLeftOut []string `json:"attachments_left_out,omitempty"`
 	// Shard is set in a folder that ran one part of the plans, with
 	// --shard i/n.
 	Shard *shard.Part `json:"shard,omitempty"`

@@ -81,6 +81,7 @@ func Verify(dir string, opts Options) (*Outcome, error) {
 		return out, nil
 	}
 	in, ok := c.input()
+	c.attachments()
 	c.code()
 	c.shards()
 	c.processes()
@@ -139,6 +140,15 @@ func (c *check) shape() {
 	}
 	if len(r.Attachments) > 0 {
 		claim(2, "attachments")
+	}
+	for _, a := range r.Attachments {
+		if a.Carried {
+			claim(5, "attachments carried beside the files the plans read")
+			break
+		}
+	}
+	if len(r.AttachmentsLeftOut) > 0 {
+		claim(5, "attachments_left_out")
 	}
 	if r.Shard != nil {
 		claim(3, "shard")
@@ -253,6 +263,21 @@ func readRegular(path string) ([]byte, error) {
 		return nil, fs.ErrInvalid
 	}
 	return os.ReadFile(path)
+}
+
+// attachments checks every copy the folder carries against its recorded
+// hash, the ones the plans read (which deriving reads again) and the ones
+// carried beside them (which nothing else reads), and lists what the run
+// left out.
+func (c *check) attachments() {
+	for i, a := range c.f.Results.Attachments {
+		if _, err := c.f.ReadFile(a.Name); err != nil {
+			c.add(results.ResultsFile, results.Field("attachments", i), "%v", err)
+		}
+	}
+	if n := len(c.f.Results.AttachmentsLeftOut); n > 0 {
+		c.notice("the run left out %d file(s) beside the ones its plans read (attachments_left_out in %s): %s", n, results.ResultsFile, strings.Join(c.f.Results.AttachmentsLeftOut[:min(3, n)], "; "))
+	}
 }
 
 // code compares the recorded code identity with what the reviewer has.
