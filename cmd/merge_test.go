@@ -304,6 +304,13 @@ func TestFormat2FolderStillVerifies(t *testing.T) {
 		t.Fatalf("experiment: exit %d\n%s", r.code, r.stderr)
 	}
 	editJSON(t, filepath.Join(dir, "results.json"), func(m map[string]any) { m["format"] = 2 })
+	// A folder of format 2 records no executable per process; one that
+	// did would contradict its format.
+	procs := filepath.Join(dir, results.ProcessesFile)
+	b, _ := os.ReadFile(procs)
+	for n := range strings.Count(string(b), "\n") {
+		editLine(t, procs, n+1, func(m map[string]any) map[string]any { delete(m, "executable_sha256"); return m })
+	}
 	r := execIn(t, Hooks{}, "verify", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, "format 3: results.json gained shard") {
 		t.Errorf("verify of a format 2 folder: exit %d, want 0 with format 3's change named\n%s%s", r.code, r.stdout, r.stderr)

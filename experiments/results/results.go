@@ -34,6 +34,7 @@ var FormatChanges = map[int]string{
 // format5 is what version 5 changed, a clause per change.
 var format5 = []string{
 	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
+	"code.working_tree_at_start hashes every file the build reads (cgo sources and headers, embedded files), so an older folder's is not compared; each process line records executable_sha256, the hash of the file it was started from, which verify checks against the run's executable and merge between shards, and which an older folder lacks (a notice); every scenario's process windows and the run's times are checked; attachments/ carries every regular file beside the files the plans read, up to 16 MiB, marked carried, and results.json attachments_left_out lists what it did not",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
