@@ -203,6 +203,24 @@ func testMergeRefusals(t *testing.T, shards []string) {
 	foreign := runShards(t, shardFlags, 4, map[int][]string{2: flagsWith("--input", other), 3: flagsWith("--seed", "12")})
 	tampered := copyFolder(t, shards[1])
 	tamper(t, filepath.Join(tampered, results.ProcessesFile), `"exit_code":0`, `"exit_code":1`)
+	// Shard 2 made by another build, whose results.json was edited to
+	// name the others' executable: its process lines still record the
+	// hash of the binary its workers ran.
+	rebuilt := keptBinary(t)
+	fh, err := os.OpenFile(rebuilt, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.Write([]byte("another build"))
+	fh.Close()
+	relabelled := filepath.Join(t.TempDir(), "shard-2-other-binary")
+	if r := execIn(t, Hooks{Executable: rebuilt}, append([]string{"experiment", "--quiet", "--shard", "2/4", "--out", relabelled}, shardFlags...)...); r.code != 0 && r.code != 1 {
+		t.Fatalf("shard 2/4 by another binary: exit %d\n%s", r.code, r.stderr)
+	}
+	ours := loadFolder(t, shards[1]).Results.Code.ExecutableSHA256
+	editJSON(t, filepath.Join(relabelled, results.ResultsFile), func(m map[string]any) {
+		m["code"].(map[string]any)["executable_sha256"] = ours
+	})
 	tests := []struct {
 		name string
 		dirs []string
@@ -213,6 +231,7 @@ func testMergeRefusals(t *testing.T, shards []string) {
 		{"a shard of another input", []string{shards[0], foreign[1], shards[2], shards[3]}, []string{foreign[1], "another input"}},
 		{"a shard of another seed", []string{shards[0], shards[1], foreign[2], shards[3]}, []string{foreign[2], "seed"}},
 		{"a tampered shard", []string{shards[0], tampered, shards[2], shards[3]}, []string{tampered, "does not verify"}},
+		{"a shard of another binary, relabelled", []string{shards[0], relabelled, shards[2], shards[3]}, []string{relabelled, "does not verify", "code.executable_sha256"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,6 +304,13 @@ func TestFormat2FolderStillVerifies(t *testing.T) {
 		t.Fatalf("experiment: exit %d\n%s", r.code, r.stderr)
 	}
 	editJSON(t, filepath.Join(dir, "results.json"), func(m map[string]any) { m["format"] = 2 })
+	// A folder of format 2 records no executable per process; one that
+	// did would contradict its format.
+	procs := filepath.Join(dir, results.ProcessesFile)
+	b, _ := os.ReadFile(procs)
+	for n := range strings.Count(string(b), "\n") {
+		editLine(t, procs, n+1, func(m map[string]any) map[string]any { delete(m, "executable_sha256"); return m })
+	}
 	r := execIn(t, Hooks{}, "verify", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, "format 3: results.json gained shard") {
 		t.Errorf("verify of a format 2 folder: exit %d, want 0 with format 3's change named\n%s%s", r.code, r.stdout, r.stderr)

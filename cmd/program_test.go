@@ -2,11 +2,16 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/results"
 )
 
 // needPython skips a test of handler programs where python3 is missing.
@@ -58,6 +63,65 @@ if not db.execute("SELECT 1 FROM jobs WHERE event_id = ?", (e,)).fetchone():
 db.execute("COMMIT")
 point("after-commit")
 `
+
+// TestAttachmentsCarryTheHandlersFolder: the folder carries what the
+// handler imports (points.py), which the plan never names, lists what it
+// left out (a file over the budget, a link), and verify checks every
+// carried copy's hash.
+func TestAttachmentsCarryTheHandlersFolder(t *testing.T) {
+	needPython(t)
+	file := programPattern(t, fmt.Sprintf(insertOnce, ""), nil)
+	dir := filepath.Dir(file)
+	big := filepath.Join(dir, "big.bin")
+	if err := os.WriteFile(big, make([]byte, 17<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("points.py", filepath.Join(dir, "link.py"))
+	os.WriteFile(filepath.Join(dir, ".hidden"), []byte("not carried"), 0o644)
+	r, out := runPattern(t, file, "--faults", "points")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var res results.Results
+	b, _ := os.ReadFile(filepath.Join(out, results.ResultsFile))
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	helper, _ := os.ReadFile(filepath.Join(dir, "points.py"))
+	var carried []string
+	for _, a := range res.Attachments {
+		if !a.Carried {
+			continue
+		}
+		carried = append(carried, filepath.Base(a.Name))
+		if filepath.Base(a.Name) == "points.py" && a.SHA256 != results.SHA256Hex(helper) {
+			t.Errorf("points.py is carried with sha256 %s, the file hashes to %s", a.SHA256, results.SHA256Hex(helper))
+		}
+	}
+	if d := cmp.Diff([]string{"points.py"}, carried); d != "" {
+		t.Errorf("carried (-want +got):\n%s", d)
+	}
+	left := strings.Join(res.AttachmentsLeftOut, "\n")
+	for _, want := range []string{"big.bin: 17825792 bytes, over the 16 MiB carried in all", "link.py: not a regular file"} {
+		if !strings.Contains(left, want) {
+			t.Errorf("attachments_left_out lacks %q:\n%s", want, left)
+		}
+	}
+	v := execIn(t, Hooks{}, "verify", out)
+	if v.code != 0 || !strings.Contains(v.stdout, "the run left out 2 file(s)") {
+		t.Errorf("verify: exit %d, want 0 saying what was left out\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	// A carried copy edited after the run does not verify, though no plan
+	// reads it.
+	for _, a := range res.Attachments {
+		if a.Carried {
+			os.WriteFile(filepath.Join(out, filepath.FromSlash(a.File)), []byte("def point(_): pass\n"), 0o644)
+		}
+	}
+	if v := execIn(t, Hooks{}, "verify", out); v.code != 1 || !strings.Contains(v.stdout, "✗ results.json: attachments[") {
+		t.Errorf("verify of an edited carried copy: exit %d, want 1 naming the attachment\n%s", v.code, v.stdout)
+	}
+}
 
 func TestProgramProtocolEdges(t *testing.T) {
 	needPython(t)
@@ -145,9 +209,12 @@ func TestShippedHandlers(t *testing.T) {
 			if !strings.Contains(r.stdout, "points            3       1") && tt.file == "separate-commit" {
 				t.Errorf("want exactly one of 3 points to break:\n%s", r.stdout)
 			}
+			// The pattern file and the handler's source, which the plan
+			// reads, and every other file of their folder, carried.
 			entries, _ := os.ReadDir(filepath.Join(out, "attachments"))
-			if len(entries) != 2 {
-				t.Errorf("attachments %v, want the pattern file and the handler's source", entries)
+			beside, _ := os.ReadDir("../testdata/handlers")
+			if len(entries) != len(beside) {
+				t.Errorf("attachments %v, want the %d files of the handler's folder", entries, len(beside))
 			}
 		})
 	}

@@ -37,8 +37,12 @@ in a few words, or "not run" where the folder has no such condition. Every
 folder is verified first; one that does not verify is named, nothing is
 written, and report exits 1.
 
+Run inside the idemlab source tree, the report compares the tree with the
+run's working tree hash, as verify does; where they differ the page shows a
+"code changed" badge and report still exits 0.
+
 Exit codes:
-  0  rendered
+  0  rendered (also when the code here differs from the run's)
   1  rendered, but the folder does not verify (the findings are on the page), or results.json is unreadable;
      with several folders, one of them does not verify (nothing is written)
   2  usage error (DIR not a folder, the output's folder missing)`,
@@ -56,5 +60,9 @@ func runReport(opts *ReportOptions, dirs []string) error {
 	if len(dirs) > 1 {
 		return review.RunCompare(review.CompareConfig{Registry: opts.hooks.Registry, Dirs: dirs, HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out})
 	}
-	return review.RunReport(review.ReportConfig{Registry: opts.hooks.Registry, Dir: dirs[0], HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out, Self: selfName()})
+	_, wd, err := selfAndWorkdir(opts.hooks.Executable)
+	if err != nil {
+		return err
+	}
+	return review.RunReport(review.ReportConfig{Registry: opts.hooks.Registry, Dir: dirs[0], HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out, Self: selfName(), Workdir: wd})
 }

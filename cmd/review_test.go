@@ -193,6 +193,29 @@ func TestVerifyCatchesEveryEdit(t *testing.T) {
 			os.WriteFile(p, append(b, append(nb, '\n')...), 0o644)
 		}, "no observation refers"},
 		{"process line deleted", "observations.jsonl", proc(10, func(map[string]any) map[string]any { return nil }), "not a process"},
+		{"process ended before it started", "raw-processes.jsonl", proc(1, func(m map[string]any) map[string]any {
+			m["ended_at"] = "2000-01-01T00:00:00Z"
+			return m
+		}), "(process 1): ended_at: is 2000-01-01T00:00:00Z, before started_at"},
+		{"negative duration", "raw-processes.jsonl", proc(4, func(m map[string]any) map[string]any { m["duration_ms"] = -5.0; return m }), "(process 4): duration_ms: is -5"},
+		{"run started in 1999", "results.json", res(func(m map[string]any) { m["started_at"] = "1999-01-01T00:00:00Z" }), "results.json: started_at: is 1999-01-01T00:00:00Z"},
+		{"run finished before its processes", "results.json", res(func(m map[string]any) { m["finished_at"] = m["started_at"] }), "results.json: finished_at: is"},
+		{"argv[0] another executable", "raw-processes.jsonl", proc(2, func(m map[string]any) map[string]any {
+			m["argv"].([]any)[0] = "/usr/bin/env"
+			return m
+		}), "(process 2): argv[0]: is \"/usr/bin/env\""},
+		{"format claimed older", "results.json", res(func(m map[string]any) { m["format"] = 4.0 }), "results.json: format: is 4, but the folder holds raw-processes.jsonl line 1's executable_sha256"},
+		{"a process's executable hash", "raw-processes.jsonl", proc(3, func(m map[string]any) map[string]any {
+			m["executable_sha256"] = strings.Repeat("0", 64)
+			return m
+		}), "(process 3): executable_sha256: is 0000"},
+		{"a process's executable hash removed", "raw-processes.jsonl", proc(3, func(m map[string]any) map[string]any {
+			delete(m, "executable_sha256")
+			return m
+		}), "(process 3): executable_sha256: is absent"},
+		{"the run's executable hash", "results.json", res(func(m map[string]any) {
+			m["code"].(map[string]any)["executable_sha256"] = strings.Repeat("0", 64)
+		}), "results.json: code.executable_sha256: is 0000"},
 		{"truncated line", "raw-processes.jsonl", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "raw-processes.jsonl")
 			b, _ := os.ReadFile(p)
@@ -271,6 +294,29 @@ func TestReport(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	if strings.Contains(string(b), "code changed") || !strings.Contains(string(b), "at start: the same source") {
+		t.Errorf("the report, rendered in the tree that made the folder, does not say the source is the same, or says the code changed")
+	}
+	// The tests run inside the source tree, so report compares it with the
+	// run's working tree hash, as verify does: a folder whose tree hashed
+	// otherwise renders with a "code changed" badge, and exits 0.
+	moved := copyFolder(t, good)
+	editJSON(t, filepath.Join(moved, "results.json"), func(m map[string]any) {
+		m["code"].(map[string]any)["working_tree_at_start"].(map[string]any)["sha256"] = strings.Repeat("ab", 32)
+	})
+	if r := execIn(t, Hooks{}, "report", moved, "--html", html); r.code != 0 {
+		t.Errorf("a folder of other code: exit %d, want 0\n%s", r.code, r.stderr)
+	}
+	b, _ = os.ReadFile(html)
+	for _, want := range []string{`<span class="verdict changed">code changed</span>`, "code changed: the working tree here hashes to"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the report of a folder of other code lacks %q", want)
+		}
+	}
+	md := execIn(t, Hooks{}, "report", moved)
+	if md.code != 0 || !strings.Contains(md.stdout, "· **PASS** · **code changed**") {
+		t.Errorf("the Markdown of a folder of other code: exit %d, want 0 and a code changed badge:\n%s", md.code, md.stdout)
+	}
 	bad := copyFolder(t, good)
 	editJSON(t, filepath.Join(bad, "results.json"), func(m map[string]any) { cond(m, 1)["pass"] = false })
 	r := execIn(t, Hooks{}, "report", bad, "--html", html)
@@ -308,6 +354,24 @@ func TestGoldenFolders(t *testing.T) {
 		r := execIn(t, Hooks{}, "verify", dir)
 		if (r.code != 0 && r.code != 5) || strings.Contains(r.stdout, "✗") {
 			t.Errorf("%s: exit %d, want 0 or 5 (code changed) with no finding\n%s%s", g.name, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestVerifyOlderFolder: a folder of an older format, whose process lines carry no
+// executable hash and whose working tree was hashed over Go files alone,
+// verifies with a notice for each, not a finding.
+func TestVerifyOlderFolder(t *testing.T) {
+	r := execIn(t, Hooks{}, "verify", filepath.Join("..", "testdata", "golden", "redelivery"))
+	if r.code != 0 || strings.Contains(r.stdout, "✗") {
+		t.Fatalf("exit %d, want 0 with no finding\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"its process lines carry no executable_sha256 (format 5 records one per process)",
+		"notice: working tree hash not compared: the run hashed its tree by another rule",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("verify does not say %q:\n%s", want, r.stdout)
 		}
 	}
 }

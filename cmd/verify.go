@@ -54,8 +54,13 @@ compared when verify runs inside the idemlab source tree, identifies the code.
 overrides, and compares settings, figures, verdicts, exit codes and crash
 points (times, pids, paths and timings are measurements and are ignored).
 
-verify proves that a folder is consistent and re-derivable; it cannot tell a
-wholly consistent forgery from a real run. Only --rerun observes again.
+Where its trust ends: verify re-derives the settings, the oracle and every
+verdict, table and plan; it cross-checks each worker's claims (its report
+line) against the parent's records (rows, exits, crash points, times, the
+executable each process ran, by its hash); it takes the parent's own
+observations (observations.jsonl, raw-processes.jsonl) on trust. A
+consistent forgery of those verifies; --rerun, which observes again, is
+the answer to it.
 
 ` + verifyExitHelp,
 		Args: exactlyOneFolder,

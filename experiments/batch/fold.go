@@ -2,7 +2,6 @@ package batch
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -281,16 +280,10 @@ func (f *folder) checkPlace(ln *line) {
 	}
 }
 
+// window is a process's window; scenario.Evaluate checks every
+// scenario's process windows (results.Windows).
 func (f *folder) window(p results.Process) window {
-	s, err1 := time.Parse(time.RFC3339Nano, p.StartedAt)
-	e, err2 := time.Parse(time.RFC3339Nano, p.EndedAt)
-	if err1 != nil || err2 != nil || e.Before(s) {
-		f.c.Proc(p, "started_at", "%q to %q is not a process window", p.StartedAt, p.EndedAt)
-	}
-	// duration_ms is monotonic, the window wall-clock; they agree closely.
-	if d := float64(e.Sub(s).Microseconds()) / 1000; math.Abs(d-p.DurationMS) > 2 {
-		f.c.Proc(p, "duration_ms", "is %v, but started_at to ended_at is %v ms", p.DurationMS, d)
-	}
+	s, e, _ := results.Window(p)
 	return window{s, e}
 }
 

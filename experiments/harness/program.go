@@ -146,6 +146,7 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 		StartedAt: start.UTC().Format(time.RFC3339Nano), EndedAt: end.UTC().Format(time.RFC3339Nano),
 		DurationMS: float64(end.Sub(start).Microseconds()) / 1000,
 		Stdout:     out.String(), Stderr: errb.String(),
+		ExecutableSHA256: r.Recorder.ExecutableSHA256(cmd.Dir, cmd.Path),
 	}
 	st, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {

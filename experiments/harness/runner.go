@@ -186,6 +186,7 @@ func (h *Handle) Wait() (*Proc, error) {
 		EndedAt:    end.UTC().Format(time.RFC3339Nano),
 		DurationMS: float64(end.Sub(h.start).Microseconds()) / 1000,
 		Stdout:     h.out.String(), Stderr: h.errb.String(),
+		ExecutableSHA256: h.r.Recorder.ExecutableSHA256(h.cmd.Dir, h.cmd.Path),
 	}
 	if rec.Argv == nil {
 		rec.Argv = []string{}

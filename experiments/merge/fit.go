@@ -3,6 +3,7 @@ package merge
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -83,7 +84,58 @@ func fit(parts []part) []string {
 		}
 		return out
 	}
+	if out := executables(parts); len(out) > 0 {
+		return out
+	}
 	return indices(parts)
+}
+
+// executables checks that the shards' processes ran one executable for
+// each thing they start (the built-in workers, each user's program), as
+// their process lines' executable_sha256 give them: a shard whose
+// results.json was edited to name the others' binary still records the
+// hash of the one its processes ran. A shard that started no such
+// process is not compared on it; paths may differ between machines, the
+// hashes may not.
+func executables(parts []part) []string {
+	var names []string
+	for _, p := range parts {
+		for name := range p.o.Executables {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	var out []string
+	for _, name := range names {
+		count := map[string]int{}
+		var order []string
+		for _, p := range parts {
+			h, ok := p.o.Executables[name]
+			if !ok {
+				continue
+			}
+			if count[h] == 0 {
+				order = append(order, h)
+			}
+			count[h]++
+		}
+		// The hash most shards ran is the plan's; a tie goes to the first
+		// shard's.
+		ref := order[0]
+		for _, h := range order {
+			if count[h] > count[ref] {
+				ref = h
+			}
+		}
+		for _, p := range parts {
+			if h, ok := p.o.Executables[name]; ok && h != ref {
+				out = append(out, fmt.Sprintf("%s ran another executable: its %s record %s for its %s, the others' %s", p.name(), results.ProcessesFile, h, name, ref))
+			}
+		}
+	}
+	return out
 }
 
 // indices checks that every i from 1 to n is given exactly once.

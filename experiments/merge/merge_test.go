@@ -21,7 +21,26 @@ func fake(i, n int, exe, input string, ran ...string) part {
 		Scenarios: []results.ScenarioResult{{Name: "s", Settings: []byte(`{"seed":1}`)}},
 	}
 	d := &results.Results{Scenarios: []results.ScenarioResult{{Name: "s", Plan: &results.PlanResult{SHA256: "plan", Ran: ran}}}}
-	return part{dir: fmt.Sprintf("dir-%d-%s", i, exe), r: r, o: &review.Outcome{Derived: d}}
+	o := &review.Outcome{Derived: d, Executables: map[string]string{review.BuiltInWorkers: exe}}
+	return part{dir: fmt.Sprintf("dir-%d-%s", i, exe), r: r, o: o}
+}
+
+// ran sets what p's processes ran as name (BuiltInWorkers, or a
+// program's), as its process lines record it; "" says it started none.
+func ran(p part, name, sum string) part {
+	e := map[string]string{}
+	for k, v := range p.o.Executables {
+		e[k] = v
+	}
+	if sum == "" {
+		delete(e, name)
+	} else {
+		e[name] = sum
+	}
+	o := *p.o
+	o.Executables = e
+	p.o = &o
+	return p
 }
 
 func TestFit(t *testing.T) {
@@ -35,6 +54,13 @@ func TestFit(t *testing.T) {
 		{"the first of another binary", []part{fake(1, 3, "y", "in"), fake(2, 3, "x", "in"), fake(3, 3, "x", "in")}, []string{"dir-1-y (shard 1/3) was made by another binary"}},
 		{"one of another input", []part{fake(1, 2, "x", "in"), fake(2, 2, "x", "other")}, []string{"dir-2-x (shard 2/2) ran another input"}},
 		{"one of another n", []part{fake(1, 2, "x", "in"), fake(2, 3, "x", "in"), fake(2, 2, "x", "in")}, []string{"dir-2-x (shard 2/3) is a shard of 3, the others of 2"}},
+		// results.json names the others' binary, but its workers ran
+		// another, as their process lines record.
+		{"one whose workers ran another binary", []part{fake(1, 3, "x", "in"), ran(fake(2, 3, "x", "in"), review.BuiltInWorkers, "y"), fake(3, 3, "x", "in")},
+			[]string{"dir-2-x (shard 2/3) ran another executable: its raw-processes.jsonl record y for its built-in workers, the others' x"}},
+		{"one whose program is another file", []part{ran(fake(1, 2, "x", "in"), "program python3", "p1"), ran(fake(2, 2, "x", "in"), "program python3", "p2")},
+			[]string{"dir-2-x (shard 2/2) ran another executable: its raw-processes.jsonl record p2 for its program python3"}},
+		{"one that started no program", []part{ran(fake(1, 2, "x", "in"), "program python3", "p1"), fake(2, 2, "x", "in")}, nil},
 		{"one missing, one twice", []part{fake(1, 3, "x", "in"), fake(1, 3, "x", "in"), fake(3, 3, "x", "in")}, []string{"shard 1/3 is given twice: dir-1-x and dir-1-x", "shard 2/3 is missing"}},
 	}
 	for _, tt := range tests {

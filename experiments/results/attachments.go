@@ -19,6 +19,10 @@ type Attachment struct {
 	// File is the copy's path inside the folder.
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
+	// Carried is set for a file the plans did not read but that lies in
+	// or below the folder of one they read, such as a module a handler
+	// imports; the run carries it so a reviewer has the program whole.
+	Carried bool `json:"carried,omitempty"`
 }
 
 // AttachmentFile is where the copy of the i-th attachment named name

@@ -34,6 +34,12 @@ type ProcessRecord struct {
 	KilledBy   string            `json:"killed_by,omitempty"`
 	Stdout     string            `json:"stdout"`
 	Stderr     string            `json:"stderr"`
+	// ExecutableSHA256 is the hash of the file the process was started
+	// from, as the harness resolved it (a built-in worker: the run's own
+	// executable; a user's program: the file its argv[0] resolves to,
+	// such as /usr/bin/python3, or the script itself when argv[0] names
+	// one). Absent in folders before format 5.
+	ExecutableSHA256 string `json:"executable_sha256,omitempty"`
 }
 
 // Recorder appends observations and process records as JSON lines. It is
@@ -43,6 +49,9 @@ type Recorder struct {
 	obs    *jsonl
 	procs  *jsonl
 	nextID int
+	// exes caches ExecutableSHA256 by path, so each executable is hashed
+	// once per run however many processes it starts.
+	exes sync.Map
 }
 
 type jsonl struct {
@@ -113,6 +122,29 @@ func (r *Recorder) AppendProcess(rec *ProcessRecord) error {
 	r.nextID++
 	rec.ID = r.nextID
 	return r.procs.put(rec)
+}
+
+// ExecutableSHA256 is the hex SHA-256 of the executable a process was
+// started from: path as exec.Cmd resolved it, relative to dir, the
+// process's working folder, when it is relative. Each path is hashed once
+// per recorder. It is "" on a nil recorder, or when the file cannot be
+// read (verify then reports the field absent).
+func (r *Recorder) ExecutableSHA256(dir, path string) string {
+	if r == nil || path == "" {
+		return ""
+	}
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	if v, ok := r.exes.Load(path); ok {
+		return v.(string)
+	}
+	sum, err := HashFile(path)
+	if err != nil {
+		return ""
+	}
+	r.exes.Store(path, sum)
+	return sum
 }
 
 // Close flushes and syncs both files.

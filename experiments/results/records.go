@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
+	"time"
 
 	"idemlab/worker/protocol"
 )
@@ -161,6 +163,39 @@ func (c *Checker) Report(p Process) (protocol.Report, bool) {
 		c.Proc(p, "env", "%s=%q was set, but the worker exited %d without crashing", env, p.Env[env], p.ExitCode)
 	}
 	return rep, true
+}
+
+// Window parses a process's started_at and ended_at. ok is false when
+// either does not parse as an RFC 3339 time.
+func Window(p Process) (start, end time.Time, ok bool) {
+	s, err1 := time.Parse(time.RFC3339Nano, p.StartedAt)
+	e, err2 := time.Parse(time.RFC3339Nano, p.EndedAt)
+	return s, e, err1 == nil && err2 == nil
+}
+
+// Windows checks every process's times, in every scenario's records: a
+// start and an end that parse, an end not before the start, and a
+// duration_ms that is not negative and agrees with them (duration_ms is
+// measured on the monotonic clock, the window on the wall clock; they
+// agree within 2 ms).
+func Windows(r Records) []Finding {
+	var c Checker
+	for _, p := range r.Processes {
+		s, e, ok := Window(p)
+		switch {
+		case !ok:
+			c.Proc(p, "started_at", "%q to %q is not a process window", p.StartedAt, p.EndedAt)
+			continue
+		case e.Before(s):
+			c.Proc(p, "ended_at", "is %s, before started_at %s", p.EndedAt, p.StartedAt)
+		}
+		if p.DurationMS < 0 {
+			c.Proc(p, "duration_ms", "is %v: a duration is not negative", p.DurationMS)
+		} else if d := float64(e.Sub(s).Microseconds()) / 1000; math.Abs(d-p.DurationMS) > 2 {
+			c.Proc(p, "duration_ms", "is %v, but started_at to ended_at is %v ms", p.DurationMS, d)
+		}
+	}
+	return c.Findings
 }
 
 // Argv checks a process's command line against the one its observation

@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"sort"
 	"strings"
 
 	"idemlab/experiments/shard"
@@ -38,6 +36,7 @@ var format5 = []string{
 	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
 	"a pattern delivery gained socket_cut, the bytes its program sent on the points socket past the socket's caps (64 KiB a line and of stray text, 256 KiB of point names), a finding; a stray line is kept cut at its cap and marked, and a last line with no newline is stray where it was dropped; every worker runs in its own process group, killed whole",
 	"a pattern observation's values record what each query invariant returned (rows, columns, type, null, text, or the error of a query that failed as it ran) where version 4 held an integer that counted no row and NULL as 0; no row, NULL, several rows or columns, a value that is not an integer or a query's error is a finding on the trial, and on PostgreSQL a column of another type is refused at plan time; a folder of version 4 or older reads its integers as before",
+	"code.working_tree_at_start hashes every file the build reads (cgo sources and headers, embedded files), so an older folder's is not compared; each process line records executable_sha256, the hash of the file it was started from, which verify checks against the run's executable and merge between shards, and which an older folder lacks (a notice); every scenario's process windows and the run's times are checked; attachments/ carries every regular file beside the files the plans read, up to 16 MiB, marked carried, and results.json attachments_left_out lists what it did not",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
@@ -73,6 +72,10 @@ type Results struct {
 	// Attachments are the files the plans read besides the input file,
 	// copied into the folder.
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// AttachmentsLeftOut lists, a line a file, what the run did not
+	// carry of the files beside the ones the plans read (over the budget,
+	// a link): see Attachment.Carried.
+	AttachmentsLeftOut []string `json:"attachments_left_out,omitempty"`
 	// Shard is set in a folder that ran one part of the plans, with
 	// --shard i/n.
 	Shard *shard.Part `json:"shard,omitempty"`
@@ -319,9 +322,6 @@ func HashFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// SourceMethod says how SourceTreeHash is computed, and is recorded with it.
-const SourceMethod = "sha256 over 'sha256sum'-style lines '<hex sha256>  <path>\\n', one per go.mod, go.sum and *.go file under the module root (hidden folders and testdata skipped), sorted by slash path"
-
 // FindModuleRoot walks up from dir to the folder whose go.mod declares
 // module idemlab. ok is false when no such folder exists, as when a binary
 // runs away from its source.
@@ -342,47 +342,6 @@ func FindModuleRoot(dir string) (string, bool) {
 		}
 		dir = parent
 	}
-}
-
-// SourceTreeHash hashes the module's Go sources, go.mod and go.sum.
-func SourceTreeHash(root string) (SourceHash, error) {
-	var paths []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p != root && (strings.HasPrefix(name, ".") || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		if strings.HasSuffix(name, ".go") || (filepath.Dir(p) == root && (name == "go.mod" || name == "go.sum")) {
-			rel, err := filepath.Rel(root, p)
-			if err != nil {
-				return err
-			}
-			paths = append(paths, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		return SourceHash{}, fmt.Errorf("walk source tree: %w", err)
-	}
-	sort.Strings(paths)
-	h := sha256.New()
-	for _, rel := range paths {
-		sum, err := HashFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			return SourceHash{}, fmt.Errorf("hash source file: %w", err)
-		}
-		fmt.Fprintf(h, "%s  %s\n", sum, rel)
-	}
-	return SourceHash{SHA256: hex.EncodeToString(h.Sum(nil)), Files: len(paths), Method: SourceMethod}, nil
 }
 
 // CodeHashes hashes the running executable, reads its build information

@@ -43,10 +43,7 @@ type VerifyConfig struct {
 // rerun that differs (1), a consistent folder of a failed run (4), a folder
 // that verifies but whose code changed (5).
 func RunVerify(ctx context.Context, cfg VerifyConfig) error {
-	opts := Options{Registry: cfg.Registry, InputPath: cfg.InputPath, ExePath: cfg.ExePath, Limits: cfg.Limits}
-	if root, ok := results.FindModuleRoot(cfg.Workdir); ok {
-		opts.SourceRoot = root
-	}
+	opts := Options{Registry: cfg.Registry, InputPath: cfg.InputPath, ExePath: cfg.ExePath, Limits: cfg.Limits, SourceRoot: SourceRoot(cfg.Workdir)}
 	if cfg.InputPath != "" {
 		if _, err := readRegular(cfg.InputPath); err != nil {
 			return fmt.Errorf("%w: --input %s: %w; leave --input out to use the folder's own %s", errclass.ErrUsage, cfg.InputPath, unwrapPath(err), results.InputCopyFile)
@@ -116,6 +113,17 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 	return nil
 }
 
+// SourceRoot is the idemlab source tree that holds workdir, which verify
+// and report compare with the run's working tree hash; "" when there is
+// none.
+func SourceRoot(workdir string) string {
+	if workdir == "" {
+		return ""
+	}
+	root, _ := results.FindModuleRoot(workdir)
+	return root
+}
+
 func unwrapPath(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
@@ -134,6 +142,8 @@ type ReportConfig struct {
 	Stdout   io.Writer
 	// Self is how the user runs idemlab, for the replay commands.
 	Self string
+	// Workdir is where the source tree is looked for, as verify's.
+	Workdir string
 }
 
 // RunReport renders a folder. Without --html or --md it prints the
@@ -144,7 +154,7 @@ func RunReport(cfg ReportConfig) error {
 			return err
 		}
 	}
-	out, err := Verify(cfg.Dir, Options{Registry: cfg.Registry, Limits: cfg.Limits})
+	out, err := Verify(cfg.Dir, Options{Registry: cfg.Registry, Limits: cfg.Limits, SourceRoot: SourceRoot(cfg.Workdir)})
 	if err != nil {
 		return err
 	}

@@ -64,18 +64,20 @@ func parseHTMLTemplate() *template.Template {
 h1 { margin-bottom: .2rem; }
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eaeef2; }
 figcaption { font-size: .88rem; color: #57606a; }
-.findings li { color: #cf222e; }
+.findings li { color: #cf222e; } .verdict.changed { background: #8250df; }
 .lead li { margin-bottom: .3rem; } .lead details { font-size: .85rem; color: #57606a; }
 </style>
 </head>
 <body>
 <h1>idemlab report</h1>
-<p>Folder <code>{{.Folder}}</code> · run {{.StartedAt}} → {{.FinishedAt}}{{if .Made}} · {{.Made}}{{end}} · {{badge .Verdict}}</p>
+<p>Folder <code>{{.Folder}}</code> · run {{.StartedAt}} → {{.FinishedAt}}{{if .Made}} · {{.Made}}{{end}} · {{badge .Verdict}}{{if .CodeChanged}} <span class="verdict changed">code changed</span>{{end}}</p>
 
 <h2>Consistency</h2>
 {{if .Findings}}<p>The folder does not hold together, so its verdict cannot be trusted; <code>idemlab verify</code> exits 1:</p>
 <ul class="findings">{{range .Findings}}<li class="mono">{{.String}}</li>{{end}}</ul>
 {{else}}<p>Every figure and verdict derives from the folder's records and its input copy (run <code>idemlab verify</code> to also compare the code, or <code>--rerun</code> to observe again).</p>{{end}}
+{{if .CodeChanged}}<p>The code here is not the code that made the folder; the figures are the folder's, not this code's:</p>
+<ul class="findings">{{range .CodeChanged}}<li>code changed: {{.}}</li>{{end}}</ul>{{end}}
 {{if .Notices}}<ul class="notices">{{range .Notices}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 <h2>The articles beside this run</h2>
@@ -170,7 +172,11 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 	if r.Made != "" {
 		made = " · " + r.Made
 	}
-	fmt.Fprintf(&b, "# idemlab report\n\nFolder `%s` · run %s → %s%s · **%s**\n\n", r.Folder, r.StartedAt, r.FinishedAt, made, r.Verdict)
+	changed := ""
+	if len(r.CodeChanged) > 0 {
+		changed = " · **code changed**"
+	}
+	fmt.Fprintf(&b, "# idemlab report\n\nFolder `%s` · run %s → %s%s · **%s**%s\n\n", r.Folder, r.StartedAt, r.FinishedAt, made, r.Verdict, changed)
 	b.WriteString("## Consistency\n\n")
 	if len(r.Findings) == 0 {
 		b.WriteString("Every figure and verdict derives from the folder's records and its input copy.\n\n")
@@ -181,10 +187,13 @@ func RenderMarkdown(w io.Writer, r *Report, chartRef func(scenario.Chart) string
 		}
 		b.WriteString("\n")
 	}
+	for _, c := range r.CodeChanged {
+		fmt.Fprintf(&b, "- code changed: %s\n", mdEscape(c))
+	}
 	for _, n := range r.Notices {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(n))
 	}
-	if len(r.Notices) > 0 {
+	if len(r.Notices)+len(r.CodeChanged) > 0 {
 		b.WriteString("\n")
 	}
 	b.WriteString("## The articles beside this run\n\n")

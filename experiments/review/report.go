@@ -29,6 +29,11 @@ type Report struct {
 	Scenarios   []ScenarioSection
 	Findings    []results.Finding
 	Notices     []string
+	// CodeChanged says how the code here differs from the run's (the
+	// working tree, when the report is rendered inside the idemlab source
+	// tree); the page shows a "code changed" badge, and the report still
+	// renders and exits 0.
+	CodeChanged []string
 }
 
 // Pair is one labelled value.
@@ -95,7 +100,7 @@ func BuildReport(o *Outcome, reg scenario.Registry) (*Report, error) {
 		return nil, fmt.Errorf("results.json is unreadable: %s", strings.Join(msgs, "; "))
 	}
 	r := f.Results
-	rep := &Report{Folder: f.Dir, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Findings: o.Findings, Notices: o.Notices}
+	rep := &Report{Folder: f.Dir, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Findings: o.Findings, Notices: o.Notices, CodeChanged: o.CodeChanged}
 	switch {
 	case len(o.Findings) > 0:
 		rep.Verdict = "DOES NOT VERIFY"

@@ -48,6 +48,11 @@ type Outcome struct {
 	// CodeChanged says that the given executable or source tree differs
 	// from the recorded one.
 	CodeChanged []string
+	// Executables are the executables the folder's processes ran, by
+	// what started them (BuiltInWorkers, or a user's program's argv[0]),
+	// each the first hash its process lines record; empty before format
+	// 5. Merge compares them between shards.
+	Executables map[string]string
 }
 
 // OK says whether the folder is consistent.
@@ -76,8 +81,10 @@ func Verify(dir string, opts Options) (*Outcome, error) {
 		return out, nil
 	}
 	in, ok := c.input()
+	c.attachments()
 	c.code()
 	c.shards()
+	c.processes()
 	c.scenarios(in, ok)
 	return out, nil
 }
@@ -117,7 +124,44 @@ func (c *check) format() bool {
 			c.notice("the folder is format %d, this idemlab writes format %d; format %d: %s", v, results.FormatVersion, n, results.FormatChanges[n])
 		}
 	}
+	c.shape()
 	return true
+}
+
+// shape checks that the folder holds nothing its format predates: an
+// older format is judged by laxer rules, so a folder must not claim one
+// falsely.
+func (c *check) shape() {
+	r, v := c.f.Results, c.formatVersion
+	claim := func(since int, what string) {
+		if v < since {
+			c.add(results.ResultsFile, "format", "is %d, but the folder holds %s, which format %d introduced", v, what, since)
+		}
+	}
+	if len(r.Attachments) > 0 {
+		claim(2, "attachments")
+	}
+	for _, a := range r.Attachments {
+		if a.Carried {
+			claim(5, "attachments carried beside the files the plans read")
+			break
+		}
+	}
+	if len(r.AttachmentsLeftOut) > 0 {
+		claim(5, "attachments_left_out")
+	}
+	if r.Shard != nil {
+		claim(3, "shard")
+	}
+	if len(r.Shards) > 0 {
+		claim(3, "shards")
+	}
+	for _, p := range c.f.Processes {
+		if p.ExecutableSHA256 != "" {
+			claim(5, fmt.Sprintf("%s line %d's executable_sha256", results.ProcessesFile, p.N))
+			break
+		}
+	}
 }
 
 // input checks the folder's input copy and, when given, --input, and
@@ -221,6 +265,21 @@ func readRegular(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
+// attachments checks every copy the folder carries against its recorded
+// hash, the ones the plans read (which deriving reads again) and the ones
+// carried beside them (which nothing else reads), and lists what the run
+// left out.
+func (c *check) attachments() {
+	for i, a := range c.f.Results.Attachments {
+		if _, err := c.f.ReadFile(a.Name); err != nil {
+			c.add(results.ResultsFile, results.Field("attachments", i), "%v", err)
+		}
+	}
+	if n := len(c.f.Results.AttachmentsLeftOut); n > 0 {
+		c.notice("the run left out %d file(s) beside the ones its plans read (attachments_left_out in %s): %s", n, results.ResultsFile, strings.Join(c.f.Results.AttachmentsLeftOut[:min(3, n)], "; "))
+	}
+}
+
 // code compares the recorded code identity with what the reviewer has.
 func (c *check) code() {
 	r := c.f.Results
@@ -249,7 +308,7 @@ func (c *check) code() {
 			return
 		}
 		if got.Method != r.Code.WorkingTree.Method {
-			c.notice("working tree hash not compared: recorded with another method")
+			c.notice("working tree hash not compared: the run hashed its tree by another rule than this idemlab's (format 5 hashes every file the build reads: cgo sources, headers and embedded files too; earlier formats only Go files, go.mod and go.sum)")
 			return
 		}
 		if got.SHA256 != r.Code.WorkingTree.SHA256 || got.Files != r.Code.WorkingTree.Files {

@@ -29,6 +29,8 @@ func Evaluate(s Scenario, overrides map[string]string, settings json.RawMessage,
 		return res
 	}
 	folded, findings := s.Fold(settings, rec)
+	// Every process's times are checked alike, whatever the scenario.
+	findings = append(results.Windows(rec), findings...)
 	byCond := map[string][]results.Finding{}
 	known := map[string]bool{}
 	for _, e := range exp {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -332,7 +333,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 	if err := results.WriteNew(filepath.Join(out.Staging, results.InputCopyFile), in.Bytes); err != nil {
 		return nil, fmt.Errorf("%w: copy the input file: %w", errclass.ErrHarness, err)
 	}
-	attachments, err := files.attach(out.Staging)
+	attachments, leftOut, err := files.attach(out.Staging)
 	if err != nil {
 		return nil, fmt.Errorf("%w: copy the files the plans read: %w", errclass.ErrHarness, err)
 	}
@@ -381,7 +382,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
 		Environment: environment(srv),
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
-		Code:        code, Attachments: attachments, Shard: part, Pass: true, Scenarios: []results.ScenarioResult{},
+		Code:        code, Attachments: attachments, AttachmentsLeftOut: leftOut, Shard: part, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
 	for _, p := range plans {
 		// Findings here are what the workers did (a report that the rows
@@ -444,23 +445,132 @@ func (d *DiskFiles) ReadFile(name string) ([]byte, error) {
 	return b, nil
 }
 
-// attach writes the copies into the staging folder.
-func (d *DiskFiles) attach(staging string) ([]results.Attachment, error) {
+// attach writes the copies into the staging folder: the files the plans
+// read, then, from disk, the files beside them (carry), and says what it
+// left out.
+func (d *DiskFiles) attach(staging string) ([]results.Attachment, []string, error) {
 	if len(d.names) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := os.Mkdir(filepath.Join(staging, results.AttachmentsDir), 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []results.Attachment
-	for i, name := range d.names {
-		a := results.Attachment{Name: name, File: results.AttachmentFile(i, name), SHA256: results.SHA256Hex(d.read[name])}
-		if err := results.WriteNew(filepath.Join(staging, filepath.FromSlash(a.File)), d.read[name]); err != nil {
-			return nil, err
-		}
+	put := func(name string, b []byte, carried bool) error {
+		a := results.Attachment{Name: name, File: results.AttachmentFile(len(out), name), SHA256: results.SHA256Hex(b), Carried: carried}
 		out = append(out, a)
+		return results.WriteNew(filepath.Join(staging, filepath.FromSlash(a.File)), b)
 	}
-	return out, nil
+	for _, name := range d.names {
+		if err := put(name, d.read[name], false); err != nil {
+			return nil, nil, err
+		}
+	}
+	if d.src != nil {
+		// A rerun reads the folder's own copies; there is no disk beside
+		// them.
+		return out, nil, nil
+	}
+	carried, leftOut := d.carry()
+	for _, c := range carried {
+		if err := put(c.name, c.b, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, leftOut, nil
+}
+
+// Carry bounds what attach carries beside the files a plan read: the
+// bytes in all, the files, the entries walked, and the left-out files
+// listed by name.
+const (
+	CarryBytes   = 16 << 20
+	carryFiles   = 1000
+	carryEntries = 10000
+	carryListed  = 100
+)
+
+type carriedFile struct {
+	name string
+	b    []byte
+}
+
+// carry reads every regular file in the folders of the files the plans
+// read, and below them, as a handler's imports (points.py, the program
+// behind a wrapper) are files the plan never names: in path order, up to
+// CarryBytes in all. Hidden files and folders are not walked. What it
+// leaves out (over the budget, a link, a special file, unreadable) is
+// listed, a line a file, the first carryListed by name.
+func (d *DiskFiles) carry() ([]carriedFile, []string) {
+	read := map[string]bool{}
+	var dirs []string
+	for _, n := range d.names {
+		read[filepath.Clean(n)] = true
+		if dir := filepath.Dir(filepath.Clean(n)); !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	seen := map[string]bool{}
+	var paths []string
+	var left []string
+	walked := 0
+	for _, dir := range dirs {
+		filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+			if walked++; walked > carryEntries {
+				left = append(left, fmt.Sprintf("%s: the walk stopped after %d entries", dir, carryEntries))
+				return filepath.SkipAll
+			}
+			switch {
+			case err != nil:
+				left = append(left, fmt.Sprintf("%s: cannot read: %v", p, err))
+				return nil
+			case p != dir && strings.HasPrefix(e.Name(), "."):
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			case e.IsDir():
+				return nil
+			case read[p] || seen[p]:
+				return nil
+			}
+			seen[p] = true
+			if !e.Type().IsRegular() {
+				left = append(left, fmt.Sprintf("%s: not a regular file (%v)", p, e.Type()))
+				return nil
+			}
+			paths = append(paths, p)
+			return nil
+		})
+	}
+	sort.Strings(paths)
+	var out []carriedFile
+	used := 0
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			left = append(left, fmt.Sprintf("%s: cannot read: %v", p, err))
+			continue
+		case len(out) == carryFiles:
+			left = append(left, fmt.Sprintf("%s: %d bytes, over the %d files carried", p, st.Size(), carryFiles))
+			continue
+		case int64(used)+st.Size() > CarryBytes:
+			left = append(left, fmt.Sprintf("%s: %d bytes, over the %d MiB carried in all", p, st.Size(), CarryBytes>>20))
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			left = append(left, fmt.Sprintf("%s: cannot read: %v", p, err))
+			continue
+		}
+		used += len(b)
+		out = append(out, carriedFile{name: p, b: b})
+	}
+	if len(left) > carryListed {
+		left = append(left[:carryListed], fmt.Sprintf("and %d more", len(left)-carryListed))
+	}
+	return out, left
 }
 
 // failureItems is how many findings and differences a failure line shows
