@@ -36,6 +36,7 @@ var FormatChanges = map[int]string{
 // format5 is what version 5 changed, a clause per change.
 var format5 = []string{
 	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
+	"every process that sends is given the receiver URL with a sender token of its own as a path prefix (/s/p<n>/, the trial's n-th process), the receiver logs it with each send (sender, or unknown without one), and sends are counted for the process that sent them, never by the time window it ran in; explore's observations list each process's token (senders), its receiver_log rows carry the sender as a seventh field, and its extra lists the late_sends the receiver logged after the parent saw their sender end. A folder of format 4, without tokens, is read by the time windows as before",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
