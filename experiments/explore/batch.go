@@ -166,7 +166,7 @@ func batchPattern(mode string) Pattern {
 				out = append(out, fmt.Sprintf("the run says mode %s, job %s, %d items; the settings give %s, %s, %d", r.Mode, r.JobID, r.Items, mode, st.JobKey, st.Items))
 			}
 			if sent := len(sentBy(sender, before, after)); r.Executed[wb.StepNotify] != sent {
-				out = append(out, fmt.Sprintf("the run says it sent %d notifications, the receiver accepted %d %s", r.Executed[wb.StepNotify], sent, sentFrom(sender)))
+				out = append(out, fmt.Sprintf("the run says it sent %d notifications, the receiver accepted %d %s", r.Executed[wb.StepNotify], sent, receiver.SentFrom(sender)))
 			}
 			if role == RoleRecovery && r.Status != wb.StatusCompleted {
 				out = append(out, fmt.Sprintf("the final run ended %s, want %s", r.Status, wb.StatusCompleted))
@@ -290,14 +290,6 @@ func sends(s State) []sendRow {
 		}
 	}
 	return out
-}
-
-// sentFrom says how sentBy counted, for a finding.
-func sentFrom(tok string) string {
-	if tok == "" {
-		return "while it ran"
-	}
-	return "from its sender " + tok
 }
 
 // acceptsByItem counts each item's accepted notifications.

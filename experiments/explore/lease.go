@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
@@ -103,7 +104,7 @@ func leasePattern() Pattern {
 				}
 			}
 			if sent != r.Sent {
-				out = append(out, fmt.Sprintf("the worker says it sent %d, the receiver accepted %d of generation %d %s", r.Sent, sent, r.Generation, sentFrom(sender)))
+				out = append(out, fmt.Sprintf("the worker says it sent %d, the receiver accepted %d of generation %d %s", r.Sent, sent, r.Generation, receiver.SentFrom(sender)))
 			}
 			return out
 		},

@@ -17,25 +17,14 @@ import (
 // process's step was observed) landed late; it counts for the trial as the
 // receiver saw it, and is recorded as a LateSend.
 
-// LateSend is a send the receiver logged after the parent had seen its
-// sender end: a request already on its way when the sender was killed.
-type LateSend struct {
-	Condition string `json:"condition"`
-	Trial     int    `json:"trial"`
-	// Sender is the token, Step the step of the process that sent it.
-	Sender  string `json:"sender"`
-	Step    string `json:"step"`
-	Seq     int    `json:"seq"`
-	Item    string `json:"item_id"`
-	Outcome string `json:"outcome"`
-	// Note says what the parent saw of the sender.
-	Note string `json:"note"`
-}
+// LateSend is a send the receiver logged after the parent saw its sender
+// end.
+type LateSend = receiver.LateSend
 
 // Notes of a LateSend.
 const (
-	NoteLateKilled = "landed after its sender was killed"
-	NoteLateEnded  = "landed after its sender ended"
+	NoteLateKilled = receiver.NoteLateKilled
+	NoteLateEnded  = receiver.NoteLateEnded
 )
 
 // senders checks the tokens an observation lists for its processes, the
@@ -69,7 +58,7 @@ func (f *folder) lateSends(cf condFold, i int, es []entry) {
 	}
 	type proc struct {
 		step   int
-		killed bool
+		signal string
 	}
 	by := map[string]proc{}
 	for j, e := range es {
@@ -81,7 +70,7 @@ func (f *folder) lateSends(cf condFold, i int, es []entry) {
 				break
 			}
 			p, _ := f.rec.Process(e.o.ProcessIDs[k])
-			by[tok] = proc{step: j, killed: p.Signal != ""}
+			by[tok] = proc{step: j, signal: p.Signal}
 		}
 	}
 	last := es[len(es)-1]
@@ -98,10 +87,7 @@ func (f *folder) lateSends(cf condFold, i int, es []entry) {
 		if x.Seq <= len(es[p.step].o.Rows[TableSends]) {
 			continue
 		}
-		note := NoteLateEnded
-		if p.killed {
-			note = NoteLateKilled
-		}
+		note := receiver.LateNote(p.signal)
 		f.extra.LateSends = append(f.extra.LateSends, LateSend{
 			Condition: cf.c.Name, Trial: i, Sender: x.Sender, Step: es[p.step].o.Step,
 			Seq: x.Seq, Item: x.Item, Outcome: x.Outcome, Note: note,

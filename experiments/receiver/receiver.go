@@ -101,6 +101,47 @@ type Entry struct {
 	Sender string `json:"sender,omitempty"`
 }
 
+// LateSend is a send the receiver logged after the parent had seen its
+// sender end: a request already on its way when the sender was killed. It
+// is the sender's, and counts for its trial as the receiver logged it.
+type LateSend struct {
+	Condition string `json:"condition"`
+	Trial     int    `json:"trial"`
+	// Sender is the token, Step the step of the process that sent it.
+	Sender  string `json:"sender"`
+	Step    string `json:"step"`
+	Seq     int    `json:"seq"`
+	Item    string `json:"item_id"`
+	Outcome string `json:"outcome"`
+	// Note says what the parent saw of the sender.
+	Note string `json:"note"`
+}
+
+// Notes of a LateSend.
+const (
+	NoteLateKilled = "landed after its sender was killed"
+	NoteLateEnded  = "landed after its sender ended"
+)
+
+// LateNote is the note of a late send whose sender died from signal
+// (empty when it exited).
+func LateNote(signal string) string {
+	if signal != "" {
+		return NoteLateKilled
+	}
+	return NoteLateEnded
+}
+
+// SentFrom says, for a finding, how a process's sends were counted: by
+// its sender token tok, or, in a folder of format 4 without one, by the
+// window it ran in.
+func SentFrom(tok string) string {
+	if tok == "" {
+		return "while it ran"
+	}
+	return "from its sender " + tok
+}
+
 // SenderUnknown is the Sender of a request that carried no token: sent to
 // the bare URL rather than to the one a process was given.
 const SenderUnknown = "unknown"
