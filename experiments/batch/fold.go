@@ -37,6 +37,9 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 		f.conds[c.Name] = &condFold{c: c, p: st.Params(c), journal: UsesJournal(st.Params(c))}
 	}
 	dbs := map[string]string{}
+	// A first pass indexes each trial's sends by sender, so that every
+	// run's sends are the ones its token names, whichever line holds them.
+	var lines []*line
 	for _, l := range rec.Observations {
 		var o Observation
 		if err := results.DecodeStrict(l.Raw, &o); err != nil {
@@ -52,13 +55,21 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 		if tf == nil {
 			continue
 		}
-		if tf.lines == 0 && o.DB != "" {
+		if tf.read == 0 && o.DB != "" {
 			if other, dup := dbs[o.DB]; dup {
 				f.c.Obs(l, "db", "%s is also %s's file; every trial starts on a fresh journal", o.DB, other)
 			}
 			dbs[o.DB] = fmt.Sprintf("%s trial %d", o.Condition, o.Trial)
 		}
-		f.line(&line{l: l, o: o, cf: cf, tf: tf})
+		tf.read++
+		tf.tokens = tf.tokens || o.Sender != ""
+		for _, e := range o.Sends {
+			tf.bySender[e.Sender] = append(tf.bySender[e.Sender], e)
+		}
+		lines = append(lines, &line{l: l, o: o, cf: cf, tf: tf})
+	}
+	for _, ln := range lines {
+		f.line(ln)
 	}
 	folded := f.folded()
 	f.c.Unused(rec, 1)
@@ -103,6 +114,7 @@ func (f *folder) folded() scenario.Folded {
 	}
 	ex.Wall = wall(f.st, f.rec, wallFloor)
 	ex.PostgresReadBack = f.pgRB
+	ex.LateSends = f.late
 	if len(folded.Observed) > 0 {
 		folded.Extra = ex
 	}
@@ -116,6 +128,8 @@ type folder struct {
 	conds map[string]*condFold
 	// pgRB is what the first journal run's PostgreSQL session read back.
 	pgRB *store.PGSettings
+	// late are the sends logged after the parent saw their sender end.
+	late []receiver.LateSend
 }
 
 type condFold struct {
@@ -146,6 +160,20 @@ type trialFold struct {
 	resolved []ResolveObs
 	timings  []RunTiming
 	lastHeld []string
+	// read counts the trial's lines in the first pass; tokens says they
+	// name their runs' senders (format 5), bySender holds the trial's
+	// sends by sender and started the runs folded so far by token.
+	read     int
+	tokens   bool
+	bySender map[string][]receiver.Entry
+	started  map[string]startedRun
+}
+
+// startedRun is a run a later send may name: its step, window and signal.
+type startedRun struct {
+	step   string
+	w      window
+	signal string
 }
 
 // line is one observation line as the fold reads it: the record, the
@@ -168,6 +196,10 @@ type line struct {
 	w   window
 	// before is the journal the parent read before this process.
 	before []wb.JournalRow
+	// sent are the process's own sends: those its sender token names,
+	// over the trial's whole log; in a folder of format 4, without
+	// tokens, the sends logged while it ran.
+	sent []receiver.Entry
 }
 
 // trialFor returns the trial a line belongs to. Trials may interleave,
@@ -182,7 +214,8 @@ func (cf *condFold) trialFor(f *folder, l results.Line, n int) *trialFold {
 		cf.trials = make([]*trialFold, f.st.Trials)
 	}
 	if cf.trials[n-1] == nil {
-		cf.trials[n-1] = &trialFold{n: n, script: Script(cf.p), armed: Injects(cf.p), idem: map[string]string{}, accepts: map[wb.Key]string{}, rows: []wb.JournalRow{}}
+		cf.trials[n-1] = &trialFold{n: n, script: Script(cf.p), armed: Injects(cf.p), idem: map[string]string{}, accepts: map[wb.Key]string{}, rows: []wb.JournalRow{},
+			bySender: map[string][]receiver.Entry{}, started: map[string]startedRun{}}
 	}
 	return cf.trials[n-1]
 }
@@ -237,6 +270,7 @@ func (f *folder) line(ln *line) {
 		}
 		ln.w = f.window(ln.p)
 	}
+	f.senderOf(ln)
 	f.checkSends(ln)
 	ln.before = tf.rows
 	if ln.o.Journal != nil {
@@ -277,6 +311,33 @@ func (f *folder) checkPlace(ln *line) {
 	}
 	if cf.journal != (o.Journal != nil) {
 		f.c.Obs(l, "journal", "present=%v, but condition %s keeps a journal=%v", o.Journal != nil, cf.c.Name, cf.journal)
+	}
+	if !tf.tokens {
+		return
+	}
+	want := ""
+	if ln.a.Kind == ActRun {
+		want = RunSender(len(tf.runs) + 1)
+	}
+	if o.Sender != want {
+		f.c.Obs(l, "sender", "is %q, want %q: the parent gives a trial's n-th run the token p<n>, and a resolve none", o.Sender, want)
+	}
+}
+
+// senderOf finds the line's own sends and, for a run, records it as a
+// sender later sends may name.
+func (f *folder) senderOf(ln *line) {
+	tf, o := ln.tf, ln.o
+	if !tf.tokens {
+		ln.sent = o.Sends
+		return
+	}
+	if o.Sender == "" {
+		return
+	}
+	ln.sent = tf.bySender[o.Sender]
+	if _, dup := tf.started[o.Sender]; !dup {
+		tf.started[o.Sender] = startedRun{step: o.Step, w: ln.w, signal: ln.p.Signal}
 	}
 }
 

@@ -40,8 +40,8 @@ func (f *folder) checkSends(ln *line) {
 		at, err := time.Parse(time.RFC3339Nano, e.At)
 		if err != nil {
 			f.c.Obs(l, fld+".at", "%q is not a time", e.At)
-		} else if ln.pok && !ln.w.holds(at) {
-			f.c.Obs(l, fld+".at", "%s is outside process %d's window %s to %s; a send comes from the process running", e.At, ln.o.ProcessID, ln.w.start.Format(time.RFC3339Nano), ln.w.end.Format(time.RFC3339Nano))
+		} else {
+			f.checkSender(ln, fld, e, at)
 		}
 		if e.Step != wb.StepNotify {
 			f.c.Obs(l, fld+".step", "is %q; only %s sends", e.Step, wb.StepNotify)
@@ -53,6 +53,38 @@ func (f *folder) checkSends(ln *line) {
 		}
 		f.checkAnswer(ln, fld, e)
 		tf.sends = append(tf.sends, e)
+	}
+}
+
+// checkSender checks who sent e. In a folder of format 4 the receiver
+// logged no sender, and a send is the running process's: it must fall in
+// its window. Otherwise e names its sender: a run of the trial started by
+// then. Its own send falls in its window; an earlier run's landed after
+// the parent saw that run end, and is recorded as a late send.
+func (f *folder) checkSender(ln *line, fld string, e receiver.Entry, at time.Time) {
+	tf, l := ln.tf, ln.l
+	if !tf.tokens {
+		if ln.pok && !ln.w.holds(at) {
+			f.c.Obs(l, fld+".at", "%s is outside process %d's window %s to %s; a send comes from the process running", e.At, ln.o.ProcessID, ln.w.start.Format(time.RFC3339Nano), ln.w.end.Format(time.RFC3339Nano))
+		}
+		return
+	}
+	s, ok := tf.started[e.Sender]
+	switch {
+	case !ok:
+		f.c.Obs(l, fld+".sender", "is %q, no run of trial %d started by then; each run sends with the token of the receiver URL it was given", e.Sender, tf.n)
+	case e.Sender == ln.o.Sender:
+		if ln.pok && !ln.w.holds(at) {
+			f.c.Obs(l, fld+".at", "%s is outside its sender's window %s to %s, but the parent read the log right after that run ended", e.At, ln.w.start.Format(time.RFC3339Nano), ln.w.end.Format(time.RFC3339Nano))
+		}
+	default:
+		if at.Before(s.w.end.Add(-clockSlack)) {
+			f.c.Obs(l, fld+".at", "%s, before its sender %s (%s) ended at %s, but the parent read the log after that and did not find it", e.At, e.Sender, s.step, s.w.end.Format(time.RFC3339Nano))
+		}
+		f.late = append(f.late, receiver.LateSend{
+			Condition: ln.cf.c.Name, Trial: tf.n, Sender: e.Sender, Step: s.step,
+			Seq: e.Seq, Item: e.Item, Outcome: e.Outcome, Note: receiver.LateNote(s.signal),
+		})
 	}
 }
 

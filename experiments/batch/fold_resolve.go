@@ -11,8 +11,8 @@ import (
 // then its command line, exit and report.
 func (f *folder) resolveLine(ln *line) {
 	l, o, k, tf := ln.l, ln.o, ln.key, ln.tf
-	if len(o.Sends) > 0 {
-		f.c.Obs(l, "sends", "%d sends while resolve %s ran; resolve sends nothing", len(o.Sends), k)
+	if len(ln.sent) > 0 {
+		f.c.Obs(l, "sends", "%d sends while resolve %s ran; resolve sends nothing", len(ln.sent), k)
 	}
 	if o.Lookup == nil {
 		f.c.Obs(l, "lookup", "missing; every resolve follows the parent's lookup at the receiver")

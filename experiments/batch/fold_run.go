@@ -34,7 +34,11 @@ func (f *folder) runLine(ln *line) {
 		tf.runs = append(tf.runs, r)
 		return
 	}
-	f.c.Argv(p, wb.WorkerRun, runArgs(f.st, a, ln.o.DB, ln.o.Receiver).Argv())
+	url := ln.o.Receiver
+	if ln.o.Sender != "" {
+		url = receiver.SenderURL(url, ln.o.Sender)
+	}
+	f.c.Argv(p, wb.WorkerRun, runArgs(f.st, a, ln.o.DB, url).Argv())
 	env := map[string]string{}
 	if a.CrashPoint != "" {
 		env[protocol.EnvCrashAt] = a.CrashPoint
@@ -51,7 +55,7 @@ func (f *folder) runLine(ln *line) {
 	if p.ExitCode == protocol.ExitCrash {
 		r.Status, r.CrashedAt = StatusCrashed, rep.CrashedAt
 		if ok {
-			f.checkPoints(p, rep.Points, ln.o.Sends, rep.CrashedAt)
+			f.checkPoints(p, rep.Points, ln.sent, rep.CrashedAt)
 		}
 		exec := map[string]int{wb.StepNotify: saw.sent, wb.StepValidate: saw.written[wb.StepValidate], wb.StepTransform: saw.written[wb.StepTransform]}
 		rt.FloorMS = floorOf(f.st.LatencyMS, exec)
@@ -71,7 +75,7 @@ func (f *folder) runLine(ln *line) {
 		tf.runs = append(tf.runs, r)
 		return
 	}
-	f.checkPoints(p, rep.Points, ln.o.Sends, "")
+	f.checkPoints(p, rep.Points, ln.sent, "")
 	f.finishedRun(ln, rr, saw, r, rt)
 }
 
@@ -79,9 +83,9 @@ func (f *folder) runLine(ln *line) {
 // the parent saw it do.
 func (f *folder) witness(ln *line) witnessed {
 	a := ln.a
-	saw := witnessed{sent: len(ln.o.Sends), written: map[string]int{}}
+	saw := witnessed{sent: len(ln.sent), written: map[string]int{}}
 	sentKeys := map[wb.Key]bool{}
-	for _, e := range ln.o.Sends {
+	for _, e := range ln.sent {
 		k := wb.Key{Job: e.Job, Item: e.Item, Step: e.Step}
 		sentKeys[k] = true
 		if e.Job != a.Job {
@@ -181,7 +185,7 @@ func (f *folder) executed(ln *line, rr wb.RunResult, saw witnessed) map[string]i
 		}
 	}
 	if exec[wb.StepNotify] != sent {
-		f.c.Proc(p, "stdout.result.executed_by_step.notify_external", "the worker says %d, the receiver logged %d sends while it ran", exec[wb.StepNotify], sent)
+		f.c.Proc(p, "stdout.result.executed_by_step.notify_external", "the worker says %d, the receiver logged %d sends %s", exec[wb.StepNotify], sent, receiver.SentFrom(ln.o.Sender))
 	}
 	exec[wb.StepNotify] = sent
 	if ln.a.Mode == wb.ModeJournal {
@@ -234,12 +238,12 @@ func (f *folder) checkFailed(ln *line, rr wb.RunResult) {
 		return
 	}
 	var last receiver.Entry
-	if n := len(ln.o.Sends); n > 0 {
-		last = ln.o.Sends[n-1]
+	if n := len(ln.sent); n > 0 {
+		last = ln.sent[n-1]
 	}
 	wantType := map[string]string{receiver.SendRejected: "ReceiverUnavailable", receiver.SendAcceptedNoReply: "NoReply"}[last.Outcome]
 	if rr.Failed != last.Item+":"+last.Step || rr.ErrorType != wantType || wantType == "" {
-		f.c.Proc(p, "stdout.result.failed", "%s %s, but the receiver's last send in the window is %s:%s %s", rr.Failed, rr.ErrorType, last.Item, last.Step, last.Outcome)
+		f.c.Proc(p, "stdout.result.failed", "%s %s, but its last send in the receiver's log is %s:%s %s", rr.Failed, rr.ErrorType, last.Item, last.Step, last.Outcome)
 	}
 	if ln.a.Mode != wb.ModeJournal {
 		return

@@ -18,8 +18,15 @@ type Observation struct {
 	// appear in the process's command line. DB is empty for conditions
 	// without a journal.
 	Receiver string `json:"receiver"`
-	DB       string `json:"db"`
-	// Sends are the receiver's log entries since the previous observation.
+	// Sender is a run's sender token (RunSender), which the parent put
+	// in the receiver URL it gave the run and the receiver logs with each
+	// of its sends; empty for a resolve, and in folders of format 4 and
+	// older.
+	Sender string `json:"sender,omitempty"`
+	DB     string `json:"db"`
+	// Sends are the receiver's log entries since the previous observation:
+	// the trial's log in order, cut where the parent read it. A send is
+	// its sender's, whichever observation it falls in.
 	Sends []receiver.Entry `json:"sends"`
 	// Journal is every row of the file as the parent read it after the
 	// process exited; absent for conditions without a journal.

@@ -213,19 +213,25 @@ func (t *trial) cleanup() {
 	t.rcv = nil
 }
 
+// run starts the trial's next run with a sender token of its own, the
+// run's number, in the receiver URL it is given.
 func (t *trial) run(ctx context.Context, a Action) error {
 	t.runs++
-	step := "run " + strconv.Itoa(t.runs)
+	step, tok := "run "+strconv.Itoa(t.runs), RunSender(t.runs)
 	proc, err := t.env.Runner.Run(ctx, harness.Spec{
 		Scenario: Name, Condition: t.c.Name, Label: fmt.Sprintf("trial %d %s", t.n, step),
-		Worker: wb.WorkerRun, Args: runArgs(t.p.s, a, t.db, t.rcv.URL).Argv(), CrashAt: a.CrashPoint,
+		Worker: wb.WorkerRun, Args: runArgs(t.p.s, a, t.db, receiver.SenderURL(t.rcv.URL, tok)).Argv(), CrashAt: a.CrashPoint,
 		Exits: []int{protocol.ExitACK, protocol.ExitCrash, protocol.ExitStepFailed},
 	})
 	if err != nil {
 		return err
 	}
-	return t.observe(ctx, step, proc.Record.ID, nil)
+	return t.observe(ctx, step, tok, proc.Record.ID, nil)
 }
+
+// RunSender is the sender token of a trial's n-th run. A resolve sends
+// nothing and is given no receiver URL.
+func RunSender(n int) string { return receiver.Token(n) }
 
 // resolve does what the article's person does: look the held send up at
 // the receiver by job, item and step, then run resolve with the answer.
@@ -242,15 +248,15 @@ func (t *trial) resolve(ctx context.Context, k wb.Key) error {
 	if err != nil {
 		return err
 	}
-	return t.observe(ctx, step, proc.Record.ID, &lk)
+	return t.observe(ctx, step, "", proc.Record.ID, &lk)
 }
 
-func (t *trial) observe(ctx context.Context, step string, pid int, lk *wb.Lookup) error {
+func (t *trial) observe(ctx context.Context, step, sender string, pid int, lk *wb.Lookup) error {
 	sends, n := t.rcv.LogSince(t.logged)
 	t.logged = n
 	o := Observation{
 		Scenario: Name, Condition: t.c.Name, Trial: t.n, Step: step, ProcessID: pid,
-		Receiver: t.rcv.URL, DB: t.db, Sends: sends, Lookup: lk,
+		Receiver: t.rcv.URL, Sender: sender, DB: t.db, Sends: sends, Lookup: lk,
 	}
 	if t.journal {
 		rows, err := readJournal(ctx, t.p.s.backendName(), t.db)

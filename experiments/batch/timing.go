@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/store"
@@ -68,6 +69,9 @@ type Extra struct {
 	// PostgreSQL: the server's version and the settings they ran with,
 	// the same for every run (the fold checks it).
 	PostgresReadBack *store.PGSettings `json:"postgres_read_back,omitempty"`
+	// LateSends are the sends the receiver logged after the parent had
+	// seen their sender end; each is its sender's.
+	LateSends []receiver.LateSend `json:"late_sends,omitempty"`
 }
 
 func floorOf(lat Latency, exec map[string]int) float64 {

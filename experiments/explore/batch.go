@@ -149,7 +149,7 @@ func batchPattern(mode string) Pattern {
 			}
 			return out
 		},
-		Account: func(st Settings, role string, raw json.RawMessage, before, after State) []string {
+		Account: func(st Settings, role, sender string, raw json.RawMessage, before, after State) []string {
 			if role == RoleResolve {
 				var r wb.ResolveResult
 				if err := results.DecodeStrict(raw, &r); err != nil {
@@ -165,8 +165,8 @@ func batchPattern(mode string) Pattern {
 			if r.Mode != mode || r.JobID != st.JobKey || r.Items != st.Items {
 				out = append(out, fmt.Sprintf("the run says mode %s, job %s, %d items; the settings give %s, %s, %d", r.Mode, r.JobID, r.Items, mode, st.JobKey, st.Items))
 			}
-			if sent := accepted(after) - accepted(before); r.Executed[wb.StepNotify] != sent {
-				out = append(out, fmt.Sprintf("the run says it sent %d notifications, the receiver accepted %d while it ran", r.Executed[wb.StepNotify], sent))
+			if sent := len(sentBy(sender, before, after)); r.Executed[wb.StepNotify] != sent {
+				out = append(out, fmt.Sprintf("the run says it sent %d notifications, the receiver accepted %d %s", r.Executed[wb.StepNotify], sent, receiver.SentFrom(sender)))
 			}
 			if role == RoleRecovery && r.Status != wb.StatusCompleted {
 				out = append(out, fmt.Sprintf("the final run ended %s, want %s", r.Status, wb.StatusCompleted))
@@ -229,30 +229,57 @@ func parseJournalRow(job, s string) (wb.JournalRow, bool) {
 	return wb.JournalRow{Job: job, Item: f[0], Step: f[1], Status: f[2], Receipt: f[3]}, true
 }
 
-// SendRow renders one receiver log entry as a state row.
+// SendRow renders one receiver log entry as a state row, its sender last.
 func SendRow(e receiver.Entry) string {
-	return strings.Join([]string{strconv.Itoa(e.Seq), e.Item, e.Step, e.Outcome, strconv.FormatInt(e.Generation, 10), e.Receipt}, "|")
+	return strings.Join([]string{strconv.Itoa(e.Seq), e.Item, e.Step, e.Outcome, strconv.FormatInt(e.Generation, 10), e.Receipt, e.Sender}, "|")
 }
 
-// sendRow is a parsed receiver log row.
+// sendRow is a parsed receiver log row. Sender is empty in a row of a
+// folder of format 4 or older, which has six fields.
 type sendRow struct {
 	Seq                          int
 	Item, Step, Outcome, Receipt string
 	Gen                          int64
+	Sender                       string
 }
 
 func parseSend(r string) (sendRow, bool) {
 	f := strings.Split(r, "|")
-	if len(f) != 6 {
+	if len(f) != 6 && len(f) != 7 {
 		return sendRow{}, false
 	}
 	seq, err1 := strconv.Atoi(f[0])
 	gen, err2 := strconv.ParseInt(f[4], 10, 64)
-	return sendRow{Seq: seq, Item: f[1], Step: f[2], Outcome: f[3], Gen: gen, Receipt: f[5]}, err1 == nil && err2 == nil
+	x := sendRow{Seq: seq, Item: f[1], Step: f[2], Outcome: f[3], Gen: gen, Receipt: f[5]}
+	if len(f) == 7 {
+		x.Sender = f[6]
+		if x.Sender == "" {
+			return x, false
+		}
+	}
+	return x, err1 == nil && err2 == nil
 }
 
 func (s sendRow) accepted() bool {
 	return s.Outcome == receiver.SendAccepted || s.Outcome == receiver.SendAcceptedNoReply
+}
+
+// sentBy lists the accepted sends of the process whose sender token is
+// tok, over the whole log of after: what it sent, whenever the receiver
+// logged it. A folder of format 4 or older has no tokens (tok is empty),
+// and its reading stays the old one: the accepts logged between before
+// and after, the window the process ran in.
+func sentBy(tok string, before, after State) []sendRow {
+	var out []sendRow
+	for _, x := range sends(after) {
+		if !x.accepted() {
+			continue
+		}
+		if (tok != "" && x.Sender == tok) || (tok == "" && x.Seq > len(before[TableSends])) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func sends(s State) []sendRow {
@@ -263,16 +290,6 @@ func sends(s State) []sendRow {
 		}
 	}
 	return out
-}
-
-func accepted(s State) int {
-	n := 0
-	for _, x := range sends(s) {
-		if x.accepted() {
-			n++
-		}
-	}
-	return n
 }
 
 // acceptsByItem counts each item's accepted notifications.

@@ -97,7 +97,7 @@ func claimPattern() Pattern {
 			{"recovery-acknowledged", recoveryAcknowledged},
 		},
 		Model: func(Settings) []string { return claimModel() },
-		Account: func(st Settings, role string, raw json.RawMessage, before, after State) []string {
+		Account: func(st Settings, role, _ string, raw json.RawMessage, before, after State) []string {
 			var r we.ClaimResult
 			if err := results.DecodeStrict(raw, &r); err != nil {
 				return []string{fmt.Sprintf("the claim's result: %v", err)}

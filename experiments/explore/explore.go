@@ -384,8 +384,14 @@ type Observation struct {
 	Step       string `json:"step"`
 	ProcessIDs []int  `json:"process_ids"`
 	DB         string `json:"db"`
-	// Receiver is the URL of the trial's receiver, for a pattern that sends.
+	// Receiver is the bare URL of the trial's receiver, for a pattern that
+	// sends.
 	Receiver string `json:"receiver,omitempty"`
+	// Senders has one entry per process: the sender token the parent
+	// minted for it before it started, carried in the receiver URL the
+	// process was given and logged by the receiver with each of its
+	// sends. Absent in folders of format 4 and older.
+	Senders []string `json:"senders,omitempty"`
 	// Lookup is what the parent asked the receiver before a resolve.
 	Lookup *Lookup `json:"lookup,omitempty"`
 	Point  string  `json:"point,omitempty"`

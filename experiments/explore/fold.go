@@ -115,6 +115,9 @@ type Extra struct {
 	// TimingViolations come from kills and races.
 	Violations       []ViolationRecord `json:"violations"`
 	TimingViolations []ViolationRecord `json:"timing_violations" idemlab:"measure"`
+	// LateSends are the sends the receiver logged after the parent had
+	// seen their sender end; when they land is the scheduler's choice.
+	LateSends []LateSend `json:"late_sends,omitempty" idemlab:"measure"`
 }
 
 // entry is one line of observations.jsonl, decoded: the one value the
@@ -350,21 +353,25 @@ type procWant struct {
 	k       int
 	kill    bool
 	racer   bool
+	// sender is the process's sender token; empty in a folder of format
+	// 4 or older.
+	sender string
 }
 
 // ran is one process as the fold checked it: its history step and, when
 // it reported, its report.
 type ran struct {
-	id   int
-	step Step
-	rep  *protocol.Report
-	ok   bool
+	id     int
+	sender string
+	step   Step
+	rep    *protocol.Report
+	ok     bool
 }
 
 // proc checks one process of entry e against what the observation implies
 // and returns it as a history step, with its report when it made one.
 func (f *folder) proc(e entry, id int, w procWant) ran {
-	r := ran{id: id, step: Step{Role: w.role, Rows: e.o.Rows}}
+	r := ran{id: id, sender: w.sender, step: Step{Role: w.role, Rows: e.o.Rows}}
 	p, ok := f.c.Use(f.rec, e.l, id)
 	if !ok {
 		return r
@@ -437,7 +444,7 @@ func (f *folder) account(pat Pattern, r ran, before State) {
 		return
 	}
 	p, _ := f.rec.Process(r.id)
-	for _, msg := range pat.Account(f.st, r.step.Role, r.rep.Result, before, r.step.Rows) {
+	for _, msg := range pat.Account(f.st, r.step.Role, r.sender, r.rep.Result, before, r.step.Rows) {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
 	if f.st.Backend == "" {
@@ -538,7 +545,8 @@ func (f *folder) discovery(cf condFold, es []entry) DiscoveryObserved {
 	if len(e.o.ProcessIDs) != 1 {
 		return obs
 	}
-	r := f.proc(e, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), role: RoleDelivery, worker: cf.pat.Worker, args: cf.pat.Args(f.st, files(e.o))})
+	tok := f.senders(cf.pat, e, 1)[0]
+	r := f.proc(e, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), role: RoleDelivery, worker: cf.pat.Worker, args: cf.pat.Args(f.st, files(e.o).As(tok)), sender: tok})
 	if !r.ok || r.rep == nil {
 		return obs
 	}
@@ -563,13 +571,14 @@ func (f *folder) pair(cf condFold, i int, es []entry, first procWant) (History, 
 	if len(d.o.ProcessIDs) != 1 {
 		return h, nil, false
 	}
-	fl := files(d.o)
-	first.label, first.role, first.worker, first.args = label(i, StepDelivery), RoleDelivery, pat.Worker, pat.Args(f.st, fl)
+	tok := f.senders(pat, d, 1)[0]
+	first.label, first.role, first.worker, first.args, first.sender = label(i, StepDelivery), RoleDelivery, pat.Worker, pat.Args(f.st, files(d.o).As(tok)), tok
 	r1 := f.proc(d, d.o.ProcessIDs[0], first)
 	f.account(pat, r1, State{})
 	h.Steps = append(h.Steps, r1.step)
 	steps, ok := f.recovery(cf, i, d, es[1:])
 	h.Steps = append(h.Steps, steps...)
+	f.lateSends(cf, i, es)
 	return h, r1.rep, r1.ok && ok && len(h.Steps) > 1
 }
 
@@ -577,14 +586,21 @@ func (f *folder) pair(cf condFold, i int, es []entry, first procWant) (History, 
 // i, each process replayed from the pattern over the recorded states, as
 // the run chose them, and returns them as history steps.
 func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]Step, bool) {
-	pat, fl := cf.pat, files(d.o)
+	pat := cf.pat
 	var steps []Step
 	ok := true
 	var done []string
 	prev := d.o.Rows
 	n := 0
 	for {
-		a, more := pat.nextAction(f.st, fl, done, prev)
+		// The recovery's processes follow the step d's in the trial.
+		tok := ""
+		if n < len(rest) {
+			if ts := f.senders(pat, rest[n], len(d.o.ProcessIDs)+n+1); len(ts) > 0 {
+				tok = ts[0]
+			}
+		}
+		a, more := pat.nextAction(f.st, files(d.o).As(tok), done, prev)
 		if !more {
 			break
 		}
@@ -601,7 +617,7 @@ func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]Step, bo
 		if len(r.o.ProcessIDs) != 1 {
 			return steps, false
 		}
-		rr := f.proc(r, r.o.ProcessIDs[0], procWant{label: label(i, a.Step), role: a.Role, worker: a.Worker, args: a.Args})
+		rr := f.proc(r, r.o.ProcessIDs[0], procWant{label: label(i, a.Step), role: a.Role, worker: a.Worker, args: a.Args, sender: tok})
 		f.account(pat, rr, prev)
 		ok = ok && rr.ok
 		steps = append(steps, rr.step)

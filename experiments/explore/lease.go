@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
@@ -83,7 +84,7 @@ func leasePattern() Pattern {
 			{"recovery-acknowledged", recoveryAcknowledged},
 		},
 		Model: func(Settings) []string { return []string{OutcomeClean} },
-		Account: func(st Settings, role string, raw json.RawMessage, before, after State) []string {
+		Account: func(st Settings, role, sender string, raw json.RawMessage, before, after State) []string {
 			var r we.LeaseResult
 			if err := results.DecodeStrict(raw, &r); err != nil {
 				return []string{fmt.Sprintf("the lease worker's result: %v", err)}
@@ -97,13 +98,13 @@ func leasePattern() Pattern {
 				out = append(out, fmt.Sprintf("the worker says %s holds generation %d, but the log records no such grant", r.Holder, r.Generation))
 			}
 			sent := 0
-			for _, x := range sends(after) {
-				if x.accepted() && x.Gen == r.Generation && x.Seq > len(before[TableSends]) {
+			for _, x := range sentBy(sender, before, after) {
+				if x.Gen == r.Generation {
 					sent++
 				}
 			}
 			if sent != r.Sent {
-				out = append(out, fmt.Sprintf("the worker says it sent %d, the receiver accepted %d of generation %d while it ran", r.Sent, sent, r.Generation))
+				out = append(out, fmt.Sprintf("the worker says it sent %d, the receiver accepted %d of generation %d %s", r.Sent, sent, r.Generation, receiver.SentFrom(sender)))
 			}
 			return out
 		},

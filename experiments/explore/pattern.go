@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
@@ -38,6 +39,16 @@ type Window struct {
 type Files struct {
 	DB       string
 	Receiver string
+}
+
+// As is f with the receiver URL given to the process whose sender token is
+// tok: the bare URL with the token as a path prefix. An empty token (a
+// folder of format 4 or older) leaves the URL bare.
+func (f Files) As(tok string) Files {
+	if tok != "" && f.Receiver != "" {
+		f.Receiver = receiver.SenderURL(f.Receiver, tok)
+	}
+	return f
 }
 
 // Lookup is the parent's question to the receiver before a resolve, as
@@ -133,7 +144,7 @@ type Pattern struct {
 	RaceAllowed func(st Settings, k int) []string
 	// Account checks an acknowledging worker's report payload against
 	// the state before and after it, one message per disagreement.
-	Account func(st Settings, role string, result json.RawMessage, before, after State) []string
+	Account func(st Settings, role, sender string, result json.RawMessage, before, after State) []string
 	// Claim decodes what a racer says it did.
 	Claim func(result json.RawMessage, racer bool) (Claim, error)
 }
@@ -264,7 +275,7 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 			{"ack-leaves-work-done", ackLeavesWorkDone},
 		},
 		Model: func(Settings) []string { return modelOutcomes(p) },
-		Account: func(st Settings, _ string, raw json.RawMessage, before, after State) []string {
+		Account: func(st Settings, _, _ string, raw json.RawMessage, before, after State) []string {
 			var r wr.Result
 			if err := results.DecodeStrict(raw, &r); err != nil {
 				return []string{fmt.Sprintf("the report's result: %v", err)}

@@ -146,10 +146,15 @@ func runRaceOn(ctx context.Context, env scenario.Env, srv *backend.Server, st Se
 	}
 	defer t.close()
 	racers := make([]harness.Racer, c.Racers)
+	var toks []string
 	for r := range racers {
+		fl, tok := t.sender()
+		if tok != "" {
+			toks = append(toks, tok)
+		}
 		racers[r] = harness.Racer{Spec: harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d racer %02d", i, r),
-			Worker: pat.racerOn(st.Backend), Args: RacerArgs(st, pat, t.files),
+			Worker: pat.racerOn(st.Backend), Args: RacerArgs(st, pat, fl),
 			Exits: []int{protocol.ExitACK, protocol.ExitWorkerError},
 		}}
 	}
@@ -157,7 +162,7 @@ func runRaceOn(ctx context.Context, env scenario.Env, srv *backend.Server, st Se
 	if err != nil {
 		return fmt.Errorf("%s round %d: %w", c.Name, i, err)
 	}
-	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRacers, DB: t.files.DB, Receiver: t.files.Receiver}
+	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRacers, DB: t.files.DB, Receiver: t.files.Receiver, Senders: toks}
 	for _, p := range procs {
 		o.ProcessIDs = append(o.ProcessIDs, p.Record.ID)
 	}

@@ -47,8 +47,9 @@ func (f *folder) race(cf condFold, i int, rc entry, rest []entry, obs *TimingObs
 	}
 	added, killed := 0, false
 	racer := pat.racerOn(f.st.Backend)
+	toks := f.senders(pat, rc, 1)
 	for r, id := range rc.o.ProcessIDs {
-		w := procWant{label: fmt.Sprintf("trial %06d racer %02d", i, r), role: RoleRacer, worker: racer, args: RacerArgs(f.st, pat, files(rc.o)), kill: kills[r] > 0, racer: true}
+		w := procWant{label: fmt.Sprintf("trial %06d racer %02d", i, r), role: RoleRacer, worker: racer, args: RacerArgs(f.st, pat, files(rc.o).As(toks[r])), kill: kills[r] > 0, racer: true, sender: toks[r]}
 		x := f.proc(rc, id, w)
 		h.Steps = append(h.Steps, x.step)
 		if kills[r] > 0 {
@@ -77,6 +78,7 @@ func (f *folder) race(cf condFold, i int, rc entry, rest []entry, obs *TimingObs
 		return
 	}
 	h.Steps = append(h.Steps, steps...)
+	f.lateSends(cf, i, append([]entry{rc}, rest...))
 	t.Outcome = pat.Classify(f.st, rest[len(rest)-1].o.Rows)
 	obs.Trials++
 	obs.Timing.Landed += t.Landed

@@ -104,6 +104,9 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, extra Extra) (sc
 			sec.Tables = append(sec.Tables, t)
 		}
 	}
+	if len(extra.LateSends) > 0 {
+		sec.Tables = append(sec.Tables, lateSendsTable(extra.LateSends))
+	}
 	if len(extra.Violations) > 0 {
 		sec.Tables = append(sec.Tables, violationsTable(extra.Violations))
 		sec.Replays = replays(st, extra.Violations, 3)

@@ -125,12 +125,40 @@ type stepPlan struct {
 	killUS int64
 }
 
-// trialEnv is one trial's folder, file and receiver.
+// trialEnv is one trial's folder, file and receiver. files.Receiver is
+// the receiver's bare URL; each process is given its own (sender).
 type trialEnv struct {
 	dir   string
 	files Files
 	rcv   *receiver.Receiver
+	// senders counts the sender tokens minted for the trial's processes.
+	senders int
 }
+
+// sender mints the next process's sender token and returns the trial's
+// files with the receiver URL that process is given. A trial without a
+// receiver mints none.
+func (t *trialEnv) sender() (Files, string) {
+	if t.rcv == nil {
+		return t.files, ""
+	}
+	t.senders++
+	tok := receiver.Token(t.senders)
+	return t.files.As(tok), tok
+}
+
+// tokens lists tok as an observation's senders; none when it is empty.
+func tokens(tok ...string) []string {
+	if len(tok) == 0 || tok[0] == "" {
+		return nil
+	}
+	return tok
+}
+
+// sendLatency is how long each trial's receiver holds a send before it
+// logs it: none in a run; a test sets it to keep a killed worker's last
+// request in flight past its death.
+var sendLatency time.Duration
 
 // newTrial makes a trial's folder and, for a pattern that sends, starts
 // its receiver, fenced unless the condition turns the fence off.
@@ -141,7 +169,7 @@ func newTrial(env scenario.Env, pat Pattern, c Condition) (*trialEnv, error) {
 	}
 	t := &trialEnv{dir: dir, files: Files{DB: filepath.Join(dir, DBName)}}
 	if pat.Sends {
-		t.rcv, err = receiver.Start(receiver.Config{Fence: pat.Fenced && !c.Unfenced})
+		t.rcv, err = receiver.Start(receiver.Config{Fence: pat.Fenced && !c.Unfenced, SendLatency: sendLatency})
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
@@ -167,12 +195,13 @@ func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Patte
 		return nil, err
 	}
 	defer t.close()
+	fl, tok := t.sender()
 	spec := harness.Spec{
 		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d delivery", i),
-		Worker: pat.Worker, Args: pat.Args(st, t.files), CrashAt: sp.point,
+		Worker: pat.Worker, Args: pat.Args(st, fl), CrashAt: sp.point,
 		KillAfter: time.Duration(sp.killUS) * time.Microsecond,
 	}
-	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepDelivery, DB: t.files.DB, Receiver: t.files.Receiver, Point: sp.point, K: sp.k}
+	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepDelivery, DB: t.files.DB, Receiver: t.files.Receiver, Senders: tokens(tok), Point: sp.point, K: sp.k}
 	if sp.k > 0 {
 		spec.Env = map[string]string{protocol.EnvCrashAfterHits: strconv.Itoa(sp.k)}
 	}
@@ -191,11 +220,12 @@ func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Patte
 func runRecovery(ctx context.Context, env scenario.Env, st Settings, pat Pattern, t *trialEnv, c Condition, i int, rows State) error {
 	var done []string
 	for {
-		a, ok := pat.nextAction(st, t.files, done, rows)
+		fl, tok := t.sender()
+		a, ok := pat.nextAction(st, fl, done, rows)
 		if !ok {
 			return nil
 		}
-		ro := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: a.Step, DB: t.files.DB, Receiver: t.files.Receiver}
+		ro := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: a.Step, DB: t.files.DB, Receiver: t.files.Receiver, Senders: tokens(tok)}
 		if a.LookUp != "" {
 			l, err := t.lookUp(ctx, a.LookUp)
 			if err != nil {

@@ -26,16 +26,19 @@ func runTakeover(ctx context.Context, env scenario.Env, st Settings, pat Pattern
 	}
 	defer t.close()
 	fence := !c.Unfenced
+	// The holder starts first, so its token is the trial's first.
+	hf, htok := t.sender()
+	sf, stok := t.sender()
 	holder := harness.Racer{Spec: harness.Spec{
 		Scenario: Name, Condition: c.Name, Label: label(i, StepStale),
-		Worker: pat.Worker, Args: leaseArgs(st, t.files, HolderA, 0, fence, pt), Exits: []int{protocol.ExitACK},
+		Worker: pat.Worker, Args: leaseArgs(st, hf, HolderA, 0, fence, pt), Exits: []int{protocol.ExitACK},
 	}}
 	between := func() error {
 		spec := harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: label(i, StepSuccessor),
-			Worker: pat.Worker, Args: leaseArgs(st, t.files, HolderB, 0, fence, ""), Exits: []int{protocol.ExitACK},
+			Worker: pat.Worker, Args: leaseArgs(st, sf, HolderB, 0, fence, ""), Exits: []int{protocol.ExitACK},
 		}
-		o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepSuccessor, DB: t.files.DB, Receiver: t.files.Receiver, Point: pt}
+		o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepSuccessor, DB: t.files.DB, Receiver: t.files.Receiver, Senders: tokens(stok), Point: pt}
 		_, _, err := runStep(ctx, env, pat, t, spec, o)
 		return err
 	}
@@ -43,7 +46,7 @@ func runTakeover(ctx context.Context, env scenario.Env, st Settings, pat Pattern
 	if err != nil {
 		return fmt.Errorf("%s trial %d: %w", c.Name, i, err)
 	}
-	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepStale, DB: t.files.DB, Receiver: t.files.Receiver, ProcessIDs: []int{procs[0].Record.ID}}
+	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepStale, DB: t.files.DB, Receiver: t.files.Receiver, Senders: tokens(htok), ProcessIDs: []int{procs[0].Record.ID}}
 	_, err = observe(ctx, env, pat, t, o)
 	return err
 }
@@ -138,10 +141,13 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 		return TakeoverTrial{}, 0, false
 	}
 	fl, fence := files(sc.o), !c.Unfenced
-	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: leaseArgs(f.st, fl, HolderB, 0, fence, "")})
+	// The paused holder started first: it is the trial's first process.
+	stok, htok := f.senders(pat, sc, 2)[0], f.senders(pat, sh, 1)[0]
+	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: leaseArgs(f.st, fl.As(stok), HolderB, 0, fence, ""), sender: stok})
 	f.account(pat, r1, State{})
-	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: leaseArgs(f.st, fl, HolderA, 0, fence, pt)})
+	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: leaseArgs(f.st, fl.As(htok), HolderA, 0, fence, pt), sender: htok})
 	f.account(pat, r2, State{})
+	f.lateSends(cf, i, []entry{sc, sh})
 	if !r1.ok || !r2.ok || r1.rep == nil || r2.rep == nil {
 		return TakeoverTrial{}, 0, false
 	}

@@ -242,7 +242,7 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 		return
 	case p.ExitCode == protocol.ExitACK:
 		t.acks++
-		f.checkClaims(t, p, who)
+		f.checkClaims(t, p, d, who)
 	case p.ExitCode == protocol.ExitStepFailed:
 		if rep, ok := f.c.Report(p); ok {
 			var r wp.Result
@@ -316,7 +316,7 @@ func racePlanned(st Settings, condition string, n, round int) Race {
 
 // checkClaims cross-checks an acknowledging worker's report: the settings
 // it read back, and that every send it claims is in the receiver's log.
-func (f *folder) checkClaims(t *trialLine, p results.Process, who string) {
+func (f *folder) checkClaims(t *trialLine, p results.Process, d Delivery, who string) {
 	rep, ok := f.c.Report(p)
 	if !ok {
 		return
@@ -338,9 +338,15 @@ func (f *folder) checkClaims(t *trialLine, p results.Process, who string) {
 			f.c.Proc(p, "stdout", "%s read back %s, the trial runs %s", who, results.Compact(r.Settings), results.Compact(want))
 		}
 	}
+	// A delivery's claims are matched with the sends its sender token
+	// names, whenever they landed; a folder of format 4 has no tokens,
+	// and its claims are matched over the trial's whole log.
+	tok := DeliverySender(t.o, d)
 	logged := map[[2]string]int{}
 	for _, e := range t.o.Sends {
-		logged[[2]string{e.Step, e.Outcome}]++
+		if tok == "" || e.Sender == tok {
+			logged[[2]string{e.Step, e.Outcome}]++
+		}
 	}
 	for _, s := range r.Outcome.Sends {
 		k := [2]string{s.Step, s.Outcome}
@@ -451,9 +457,16 @@ func (f *folder) judge(t *trialLine) []broken {
 	if got := slices.Sorted(maps.Keys(t.o.Values)); !slices.Equal(got, sortedCopy(want)) {
 		f.c.Obs(t.l, "values", "names %v, the pattern's query invariants are %v", got, sortedCopy(want))
 	}
+	senders := map[string]bool{}
+	for _, d := range t.o.Deliveries {
+		senders[DeliverySender(t.o, d)] = true
+	}
 	for _, e := range t.o.Sends {
 		if e.Item != f.st.EventID || e.Job != "" {
 			f.c.Obs(t.l, "sends", "holds a send of %q, but the trial delivers only %q", e.Item, f.st.EventID)
+		}
+		if t.o.Senders && !senders[e.Sender] {
+			f.c.Obs(t.l, "sends", "send %d names sender %s, no delivery of the trial; each delivery sends with the token of the receiver URL it was given", e.Seq, e.Sender)
 		}
 	}
 	if t.acks == 0 && !(t.o.Kind == KindPower && t.o.Point == PointACK) {

@@ -41,7 +41,7 @@ func programFiles(files scenario.Files, dir string, argv []string) map[string]st
 func ProgramEnv(s Settings, o Observation, d Delivery) map[string]string {
 	env := map[string]string{
 		wp.EnvEventID: s.EventID, wp.EnvDelivery: strconv.Itoa(d.Number), wp.EnvWorker: strconv.Itoa(d.Worker),
-		wp.EnvNowOffsetMS: strconv.FormatInt(d.OffsetMS, 10), wp.EnvDB: o.DB, wp.EnvReceiver: o.Receiver,
+		wp.EnvNowOffsetMS: strconv.FormatInt(d.OffsetMS, 10), wp.EnvDB: o.DB, wp.EnvReceiver: ReceiverOf(o, d),
 		wp.EnvPointsFD: strconv.Itoa(harness.ProgramPointsFD),
 	}
 	if s.Backend == store.BackendPostgres {

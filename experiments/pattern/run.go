@@ -64,9 +64,13 @@ type Observation struct {
 	RaceCrashK []int `json:"race_crash_k,omitempty"`
 	// File is the pattern file the workers read, DB the trial's file and
 	// Receiver its receiver's URL; all three are in the command lines.
-	File       string     `json:"file"`
-	DB         string     `json:"db"`
-	Receiver   string     `json:"receiver"`
+	File     string `json:"file"`
+	DB       string `json:"db"`
+	Receiver string `json:"receiver"`
+	// Senders says each delivery was given the receiver URL with a sender
+	// token of its own (DeliverySender), which the receiver logs with its
+	// sends; false in folders of format 4 and older.
+	Senders    bool       `json:"senders,omitempty"`
 	Deliveries []Delivery `json:"deliveries"`
 	// Recovery is what the power cut left, for a power trial.
 	Recovery *faultvfs.Report `json:"recovery,omitempty"`
@@ -260,7 +264,7 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		return d, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	defer rcv.Close()
-	o.Scenario, o.Condition, o.File, o.DB, o.Receiver = Name, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL
+	o.Scenario, o.Condition, o.File, o.DB, o.Receiver, o.Senders = Name, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL, true
 	t := &trial{r: r, c: c, o: &o, dir: dir, db: backend.Database{Backend: store.BackendSQLite, Target: o.DB}}
 	if r.env.Backend != nil {
 		if t.db, err = r.env.Backend.Fresh(r.ctx, "pattern"); err != nil {
@@ -346,11 +350,33 @@ var exits = []int{protocol.ExitACK, protocol.ExitCrash, protocol.ExitStepFailed,
 // Args are the worker arguments of one delivery; the fold rebuilds them
 // to check each recorded command line.
 func Args(s Settings, o Observation, d Delivery) wp.Args {
-	a := wp.Args{File: o.File, DB: o.DB, EventID: s.EventID, Delivery: d.Number, Worker: d.Worker, NowOffsetMS: d.OffsetMS, Receiver: o.Receiver, Backend: s.Backend}
+	a := wp.Args{File: o.File, DB: o.DB, EventID: s.EventID, Delivery: d.Number, Worker: d.Worker, NowOffsetMS: d.OffsetMS, Receiver: ReceiverOf(o, d), Backend: s.Backend}
 	if o.Kind == KindRace && d.Number == 1 {
 		a.ReadyFD = harness.BarrierReadyFD
 	}
 	return a
+}
+
+// DeliverySender is the sender token of delivery d of trial o: the trial's
+// first deliveries (one, or a race's racers by worker) are p1 onwards, and
+// each redelivery follows them. Empty when o gives no tokens (format 4).
+func DeliverySender(o Observation, d Delivery) string {
+	if !o.Senders {
+		return ""
+	}
+	if d.Number <= 1 {
+		return receiver.Token(d.Worker + 1)
+	}
+	return receiver.Token(max(1, o.Racers) + d.Number - 1)
+}
+
+// ReceiverOf is the receiver URL delivery d is given: the trial's, with
+// the delivery's sender token as a path prefix.
+func ReceiverOf(o Observation, d Delivery) string {
+	if tok := DeliverySender(o, d); tok != "" {
+		return receiver.SenderURL(o.Receiver, tok)
+	}
+	return o.Receiver
 }
 
 // Env is the environment of one delivery; the fold checks it.

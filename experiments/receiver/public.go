@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	wb "idemlab/worker/batch"
 )
 
 // PublicSend is the body of the receiver's public contract, which pattern
@@ -40,9 +42,10 @@ func publicSend(body []byte) (PublicSend, bool) {
 // handlePublic records a public send. A key the receiver has accepted
 // before is answered as replayed and not counted again; every send is in
 // the log, which the parent reads as its own witness.
-func (r *Receiver) handlePublic(w http.ResponseWriter, req *http.Request, ps PublicSend) {
+func (r *Receiver) handlePublic(w http.ResponseWriter, req *http.Request, ps PublicSend, sender string) {
 	key := req.Header.Get(HeaderIdempotencyKey)
-	e := Entry{Item: ps.EventID, Step: ps.Step, IdempotencyKey: key}
+	wb.PreciseSleep(r.cfg.SendLatency)
+	e := Entry{Item: ps.EventID, Step: ps.Step, IdempotencyKey: key, Sender: sender}
 	r.mu.Lock()
 	if rc, ok := r.byIdem[key]; ok && key != "" {
 		r.replays++

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,7 +94,82 @@ type Entry struct {
 	Receipt        string `json:"receipt,omitempty"`
 	// Generation is the sender's fencing token; 0 when it sent none.
 	Generation int64 `json:"generation,omitempty"`
+	// Sender is the token of the process that sent it, taken from the
+	// path prefix of the URL the parent gave that process (SenderURL);
+	// SenderUnknown for a request without one. Empty in folders of
+	// format 4 and older, whose receiver took no token.
+	Sender string `json:"sender,omitempty"`
 }
+
+// LateSend is a send the receiver logged after the parent had seen its
+// sender end: a request already on its way when the sender was killed. It
+// is the sender's, and counts for its trial as the receiver logged it.
+type LateSend struct {
+	Condition string `json:"condition"`
+	Trial     int    `json:"trial"`
+	// Sender is the token, Step the step of the process that sent it.
+	Sender  string `json:"sender"`
+	Step    string `json:"step"`
+	Seq     int    `json:"seq"`
+	Item    string `json:"item_id"`
+	Outcome string `json:"outcome"`
+	// Note says what the parent saw of the sender.
+	Note string `json:"note"`
+}
+
+// Notes of a LateSend.
+const (
+	NoteLateKilled = "landed after its sender was killed"
+	NoteLateEnded  = "landed after its sender ended"
+)
+
+// LateNote is the note of a late send whose sender died from signal
+// (empty when it exited).
+func LateNote(signal string) string {
+	if signal != "" {
+		return NoteLateKilled
+	}
+	return NoteLateEnded
+}
+
+// SentFrom says, for a finding, how a process's sends were counted: by
+// its sender token tok, or, in a folder of format 4 without one, by the
+// window it ran in.
+func SentFrom(tok string) string {
+	if tok == "" {
+		return "while it ran"
+	}
+	return "from its sender " + tok
+}
+
+// SenderUnknown is the Sender of a request that carried no token: sent to
+// the bare URL rather than to the one a process was given.
+const SenderUnknown = "unknown"
+
+// senderPrefix starts the path of every request a process given a sender
+// URL makes: /s/<token>/send, /s/<token>/receipt, /s/<token>/ping.
+const senderPrefix = "/s/"
+
+// SenderURL is the receiver URL the parent gives one process: base with
+// the process's token as a path prefix, so that a program that appends
+// /send to the URL it is given names its sender without knowing it.
+func SenderURL(base, token string) string { return base + senderPrefix + token }
+
+// SenderOf is the token in a URL made by SenderURL, and base the URL
+// without it; token is empty for a URL without one, such as a folder of
+// format 4 or older records.
+func SenderOf(url string) (base, token string) {
+	i := strings.LastIndex(url, senderPrefix)
+	if i < 0 || strings.Contains(url[i+len(senderPrefix):], "/") || i+len(senderPrefix) == len(url) {
+		return url, ""
+	}
+	return url[:i], url[i+len(senderPrefix):]
+}
+
+// Token is the sender token of a trial's n-th process (from 1), which the
+// parent mints before it starts the process and a fold derives again from
+// the process's place in the trial.
+func Token(n int) string { return "p" + strconv.Itoa(n) }
 
 // Accepted reports whether the entry is a delivery the receiver recorded.
 func (e Entry) Accepted() bool {
@@ -113,9 +189,13 @@ func Start(cfg Config) (*Receiver, error) {
 		maxGen: map[string]int64{},
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+wb.PathSend, r.handleSend)
-	mux.HandleFunc("GET "+wb.PathReceipt, r.handleReceipt)
-	mux.HandleFunc("GET "+wb.PathPing, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	// Each route with and without a sender prefix: a request to the bare
+	// URL is served and logged with SenderUnknown.
+	for _, pre := range []string{"", senderPrefix + "{sender}"} {
+		mux.HandleFunc("POST "+pre+wb.PathSend, r.handleSend)
+		mux.HandleFunc("GET "+pre+wb.PathReceipt, r.handleReceipt)
+		mux.HandleFunc("GET "+pre+wb.PathPing, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	}
 	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go r.srv.Serve(ln)
 	return r, nil
@@ -142,8 +222,12 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "bad send request", http.StatusBadRequest)
 		return
 	}
+	sender := req.PathValue("sender")
+	if sender == "" {
+		sender = SenderUnknown
+	}
 	if ps, ok := publicSend(body); ok {
-		r.handlePublic(w, req, ps)
+		r.handlePublic(w, req, ps, sender)
 		return
 	}
 	var sr wb.SendRequest
@@ -155,7 +239,7 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 	}
 	wb.PreciseSleep(r.cfg.SendLatency)
 	k := wb.Key{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step}
-	e := Entry{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step, Digest: sr.Digest, IdempotencyKey: sr.IdempotencyKey, Generation: sr.Generation}
+	e := Entry{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step, Digest: sr.Digest, IdempotencyKey: sr.IdempotencyKey, Generation: sr.Generation, Sender: sender}
 	r.mu.Lock()
 	if sr.Generation > 0 {
 		if r.cfg.Fence && sr.Generation < r.maxGen[sr.JobID] {

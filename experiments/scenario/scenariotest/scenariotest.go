@@ -37,6 +37,13 @@ func RunOn(tb testing.TB, s scenario.Scenario, spec backend.Spec, srv *backend.S
 	if err != nil {
 		tb.Fatalf("plan: %v", err)
 	}
+	return RunPlan(tb, s, p, srv, overrides)
+}
+
+// RunPlan runs plan p of s, which a test may have narrowed after planning,
+// and evaluates its records under p's settings, as RunOn does.
+func RunPlan(tb testing.TB, s scenario.Scenario, p scenario.Plan, srv *backend.Server, overrides map[string]string) Outcome {
+	tb.Helper()
 	env := harnesstest.New(tb)
 	if err := p.Run(context.Background(), scenario.Env{Runner: env.Runner, Recorder: env.Recorder, TempDir: tb.TempDir(), Backend: srv}); err != nil {
 		tb.Fatalf("run: %v", err)

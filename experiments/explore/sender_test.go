@@ -1,0 +1,199 @@
+package explore
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/receiver"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenario/scenariotest"
+	wb "idemlab/worker/batch"
+)
+
+// sent is a receiver log row of a notification of item n, accepted, from
+// sender tok; an empty tok gives the six-field row of format 4.
+func sent(seq, n int, tok string) string {
+	e := receiver.Entry{Seq: seq, Item: wb.ItemID(n), Step: wb.StepNotify, Outcome: receiver.SendAccepted, Receipt: fmt.Sprintf("rcpt-%d", seq), Sender: tok}
+	r := SendRow(e)
+	if tok == "" {
+		r = strings.TrimSuffix(r, "|")
+	}
+	return r
+}
+
+func sendState(rows ...string) State { return State{TableSends: rows} }
+
+// runReport is a rerun-all run's result that says it sent n notifications.
+func runReport(tb testing.TB, st Settings, n int) json.RawMessage {
+	return mustJSON(tb, wb.RunResult{Mode: wb.ModeRerunAll, JobID: st.JobKey, Items: st.Items, Outcome: wb.Outcome{
+		Status: wb.StatusCompleted, ExecutedSteps: 3 * n, Held: []string{},
+		Executed: map[string]int{wb.StepValidate: n, wb.StepTransform: n, wb.StepNotify: n},
+	}})
+}
+
+// TestAccountCountsBySender: a run's sends are the ones its sender token
+// names, over the trial's whole log, whenever they landed; a folder
+// without tokens keeps the old reading, the accepts logged while it ran.
+func TestAccountCountsBySender(t *testing.T) {
+	st := Settings{JobKey: "k-1", Items: 2}
+	pat := mustPattern(t, "batch-rerun-all")
+	// The delivery p1 was killed with item-002's send in flight; the
+	// parent read the log (one row) and started the recovery p2, and the
+	// receiver logged p1's send while p2 ran.
+	delivery := sendState(sent(1, 1, "p1"))
+	late := sendState(sent(1, 1, "p1"), sent(2, 2, "p1"), sent(3, 1, "p2"), sent(4, 2, "p2"))
+	tests := []struct {
+		name          string
+		sender        string
+		claim         int
+		before, after State
+		want          []string
+	}{
+		{"late send of the killed sender not charged to the recovery", "p2", 2, delivery, late, nil},
+		{"a claim beyond the sender's sends", "p2", 3, delivery, late, []string{"the run says it sent 3 notifications, the receiver accepted 2 from its sender p2"}},
+		{"a send of no known sender counts for nobody", "p2", 2, delivery, sendState(sent(1, 1, "p1"), sent(2, 1, receiver.SenderUnknown), sent(3, 1, "p2"), sent(4, 2, "p2")), nil},
+		// The same trial as format 4 recorded it: without tokens only the
+		// time window is left, and it charges the late send to p2.
+		{"format 4: the window", "", 2, sendState(sent(1, 1, "")), sendState(sent(1, 1, ""), sent(2, 2, ""), sent(3, 1, ""), sent(4, 2, "")),
+			[]string{"the run says it sent 2 notifications, the receiver accepted 3 while it ran"}},
+		{"format 4: a window that holds the run's sends alone", "", 2, sendState(sent(1, 1, ""), sent(2, 2, "")), sendState(sent(1, 1, ""), sent(2, 2, ""), sent(3, 1, ""), sent(4, 2, "")), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pat.Account(st, RoleRecovery, tt.sender, runReport(t, st, tt.claim), tt.before, tt.after)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Account (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParseSendRows: a row has six fields (format 4) or seven, the last a
+// sender that is never empty.
+func TestParseSendRows(t *testing.T) {
+	tests := []struct {
+		row    string
+		sender string
+		ok     bool
+	}{
+		{"1|item-001|notify_external|accepted|0|rc|p1", "p1", true},
+		{"1|item-001|notify_external|accepted|0|rc|unknown", receiver.SenderUnknown, true},
+		{"1|item-001|notify_external|accepted|0|rc", "", true},
+		{"1|item-001|notify_external|accepted|0|rc|", "", false},
+		{"1|item-001|notify_external|accepted|0", "", false},
+	}
+	for _, tt := range tests {
+		x, ok := parseSend(tt.row)
+		if ok != tt.ok || (ok && x.Sender != tt.sender) {
+			t.Errorf("parseSend(%q) = %+v, %v; want sender %q, %v", tt.row, x, ok, tt.sender, tt.ok)
+		}
+	}
+}
+
+// latencySection is explore's section for the late-send run: the rerun-all
+// batch alone is kept, its kill trials many.
+const latencySection = `{"event_id": "e-1", "job_key": "k-1", "seed": 5, "trials": 100, "racers": [2], "rounds": 1, "parallel": 2, "max_attempts": 3, "items": 2}`
+
+// runLateSends runs rerun-all's discovery and kill trials with a receiver
+// that holds each send 60 ms before it logs it, so that a kill lands
+// mostly while a send is held: the dead worker's request is logged after
+// the parent reaped it, read the log and started the recovery.
+func runLateSends(t *testing.T, kills int) scenariotest.Outcome {
+	t.Helper()
+	p, err := New().Plan(json.RawMessage(latencySection), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := p.(*plan)
+	const name = "batch-rerun-all"
+	pl.s.Patterns = slices.DeleteFunc(pl.s.Patterns, func(ps PatternSetting) bool { return ps.Name != name })
+	pl.s.Conditions = slices.DeleteFunc(pl.s.Conditions, func(c Condition) bool {
+		return c.Pattern != name || (c.Kind != KindDiscovery && c.Kind != KindKill)
+	})
+	for i := range pl.s.Conditions {
+		if c := &pl.s.Conditions[i]; c.Kind == KindKill {
+			c.Trials = c.Trials[:min(kills, len(c.Trials))]
+		}
+	}
+	sendLatency = 60 * time.Millisecond
+	defer func() { sendLatency = 0 }()
+	return scenariotest.RunPlan(t, New(), pl, nil, nil)
+}
+
+// TestKilledSendersLateSendIsItsOwn kills rerun-all deliveries while the
+// receiver holds a send: the request lands after its sender died, while
+// the recovery runs. Counted by sender there is no finding, the late
+// sends are recorded as such, and each counts for its trial's
+// invariants. A send whose sender is changed by hand is a finding.
+func TestKilledSendersLateSendIsItsOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes")
+	}
+	out := runLateSends(t, 10)
+	if len(out.Findings) > 0 {
+		t.Fatalf("findings: %v", out.Findings)
+	}
+	var extra Extra
+	if err := json.Unmarshal(out.Result.Extra, &extra); err != nil {
+		t.Fatal(err)
+	}
+	if len(extra.LateSends) == 0 {
+		t.Fatal("no send landed after its sender was killed; the receiver's latency should hold one past most kills")
+	}
+	const cond = "batch-rerun-all/timing-kill"
+	for _, l := range extra.LateSends {
+		if l.Condition != cond || l.Step != StepDelivery || l.Sender != receiver.Token(1) || l.Note != NoteLateKilled {
+			t.Errorf("late send %+v: want the killed delivery p1's, %q", l, NoteLateKilled)
+		}
+	}
+	t.Logf("%d late sends: %+v", len(extra.LateSends), extra.LateSends)
+	// The late send counts for the trial as the receiver saw it: its
+	// item was accepted twice, once by the dead worker.
+	l := extra.LateSends[0]
+	var final State
+	for _, ln := range out.Records.Observations {
+		var o Observation
+		json.Unmarshal(ln.Raw, &o)
+		if o.Condition == cond && o.Trial == l.Trial {
+			final = o.Rows
+		}
+	}
+	if n := acceptsByItem(final)[l.Item]; n != 2 {
+		t.Errorf("trial %d: %s accepted %d times, want 2 (the late send and the recovery's)", l.Trial, l.Item, n)
+	}
+
+	rec := out.Records
+	at := findObs(t, rec, cond, l.Trial, StepRecovery)
+	tests := []struct {
+		name string
+		to   string
+		want string
+	}{
+		{"the late send charged to the recovery", receiver.Token(2), "the receiver accepted 3 from its sender p2"},
+		{"the late send of no sender", receiver.SenderUnknown, "names sender unknown, no process of"},
+		{"the late send of a process the trial never ran", receiver.Token(9), "names sender p9, no process of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			edited := scenariotest.Edit(t, rec, true, at, func(m map[string]any) {
+				r := m["rows"].(map[string]any)
+				s := r[TableSends].([]any)
+				row := s[l.Seq-1].(string)
+				s[l.Seq-1] = row[:strings.LastIndex(row, "|")+1] + tt.to
+			})
+			findings := scenario.Evaluate(New(), nil, out.Settings, edited).AllFindings()
+			for _, f := range findings {
+				if strings.Contains(f.Message, tt.want) {
+					return
+				}
+			}
+			t.Errorf("no finding with %q: %v", tt.want, findings)
+		})
+	}
+}
