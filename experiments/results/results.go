@@ -36,6 +36,7 @@ var FormatChanges = map[int]string{
 // format5 is what version 5 changed, a clause per change.
 var format5 = []string{
 	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
+	"pattern's power class cuts every setting under three models of what reaches the disk (drop, keep, and torn seeded from the run's seed), each a row of the setting (extra models) whose verdict is the worst of them, and adds the ack-open cut; its observations name their model, and a folder whose power trials name none is read as the drop-only plan of points and ack it ran; a handler program's kill trials are timed from its first point, its deliveries record each point's arrival (points_us), and the random condition's extra says where each kill landed (kills)",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
@@ -48,6 +49,9 @@ var FormatDerivations = map[int][]string{
 	// The first violation of a pattern condition was the first line's,
 	// which parallel trials record in any order; it is the lowest trial's.
 	3: {"scenarios[pattern].extra.patterns[*].conditions[*].first"},
+	// A power condition's rows per model; an older folder has none
+	// recorded, and its records give the drop model's row alone.
+	5: {"scenarios[pattern].extra.patterns[*].conditions[*].models"},
 }
 
 // FormatRecords lists, per version, the scenarios whose records that
