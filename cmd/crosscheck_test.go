@@ -26,6 +26,7 @@ import (
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	we "idemlab/worker/explore"
+	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 	wr "idemlab/worker/redelivery"
 )
@@ -224,12 +225,22 @@ func (p patternRun) condition(t *testing.T, fault, power string) pattern.Conditi
 
 // violatingPoints names the points of a points or power condition's
 // violating trials: trial i is the i-th discovered point, or for power the
-// cut after the ACK past the last.
+// i-th cut of the power plan, of which only the drop model's are
+// durability's (its oracle's model): the cuts at the points, after the ACK
+// and at ack-open.
 func (p patternRun) violatingPoints(c pattern.ConditionExtra) map[string]bool {
-	cuts := append(slices.Clone(p.extra.Points), pattern.PointACK)
 	out := map[string]bool{}
+	if c.Fault != wp.FaultPower {
+		for _, i := range c.ViolatingTrials {
+			out[p.extra.Points[i]] = true
+		}
+		return out
+	}
+	plan := pattern.PowerPlan(p.extra.Points, false)
 	for _, i := range c.ViolatingTrials {
-		out[cuts[i]] = true
+		if plan[i].Model == faultvfs.FaultDrop {
+			out[plan[i].Point] = true
+		}
 	}
 	return out
 }
@@ -481,9 +492,9 @@ func sortedKeys(m map[string]bool) []string {
 var (
 	// durabilityACKs are durability's cuts after a worker reported
 	// success. A pattern delivery closes its connection before it ACKs, as
-	// durability's "ack" worker does; "ack-open" (the worker cut with its
-	// connection open) and "ack-reader" (another connection open) have no
-	// pattern counterpart.
+	// durability's "ack" worker does, and its "ack-open" cut is
+	// durability's (the worker cut with its connection open); "ack-reader"
+	// (another connection open) has no pattern counterpart.
 	durabilityACKs    = []string{durability.PointACK, durability.PointACKOpen, durability.PointACKReader}
 	redeliveryVisible = []string{durability.TagDuplicate, durability.TagMissing, durability.TagLostAcked, durability.TagCorrupt, durability.TagError}
 	claimVisible      = []string{durability.TagMissing, durability.TagLostAcked, durability.TagCorrupt, durability.TagError}
@@ -563,6 +574,9 @@ func crossPower(t *testing.T, r crossRuns) {
 			}
 			workerOf := tc.m.carry(t, name+" "+c.Power, workerPoints, tc.run.extra.Points)
 			workerOf[pattern.PointACK] = durability.PointACK
+			if _, ok := cells[durability.PointACKOpen]; ok {
+				workerOf[pattern.PointACKOpen] = durability.PointACKOpen
+			}
 			bad := tc.run.violatingPoints(c)
 			for s, w := range workerOf {
 				k := fmt.Sprintf("%s %s ~ %s (%s)", c.Power, s, w, outcomes[c.Power][w])

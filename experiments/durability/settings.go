@@ -238,7 +238,9 @@ func faultSettings(in Input, from map[string]string, st *Settings) error {
 		return nil
 	case faultvfs.FaultTorn:
 	default:
-		return fmt.Errorf("%s: %q is not one of %s", name("fault"), in.Fault, strings.Join(faultvfs.Faults, ", "))
+		// The keep mode is the pattern scenario's upper bound; durability's
+		// oracle predicts drop and torn cuts.
+		return fmt.Errorf("%s: %q is not one of %s, %s", name("fault"), in.Fault, faultvfs.FaultDrop, faultvfs.FaultTorn)
 	}
 	st.FaultSeeds, st.FaultUnit, st.Seed = defaultFaultSeeds, faultvfs.UnitSector, defaultSeed
 	if in.FaultSeeds != 0 {

@@ -42,6 +42,11 @@ type Program struct {
 	Timeout time.Duration
 	// KillAfter, when positive, kills the program after that delay.
 	KillAfter time.Duration
+	// KillAfterFirst, when positive, kills the program that long after
+	// its first point arrived, so a delay kill lands in the handler's
+	// work, not in its interpreter's start-up; a program that announces
+	// no point is not killed by it.
+	KillAfterFirst time.Duration
 	// KillAt says whether the program dies at an announced point: it is
 	// called with the point's name (NAME#2 for a second announcement) and
 	// the count of points so far, and a true answer is a SIGKILL while the
@@ -55,8 +60,11 @@ type Program struct {
 // ProgramRun is a finished program, as the parent saw it.
 type ProgramRun struct {
 	Record results.ProcessRecord
-	// Points are the points announced, in order.
-	Points []string
+	// Points are the points announced, in order, and PointsUS when each
+	// arrived, in microseconds from the start (the clock of the record's
+	// duration).
+	Points   []string
+	PointsUS []int64
 	// KilledAt is the point at which the parent killed it.
 	KilledAt string
 	// Stray are lines on the socket that were not "point NAME".
@@ -128,14 +136,16 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 	}
 	k := &killer{g: g}
 	stopTimers := k.arm(p.Timeout, p.KillAfter)
+	first := &laterKill{}
 	points := make(chan struct{})
 	go func() {
 		defer close(points)
-		r.converse(conn, p, run, k)
+		r.converse(conn, p, run, k, start, first)
 	}()
 	werr, _ := g.wait()
 	k.end()
 	stopTimers()
+	first.stop()
 	conn.Close()
 	<-points
 	end := time.Now()
@@ -190,7 +200,7 @@ const (
 )
 
 // converse answers the program's points until it closes its end or dies.
-func (r *Runner) converse(sock net.Conn, p Program, run *ProgramRun, k *killer) {
+func (r *Runner) converse(sock net.Conn, p Program, run *ProgramRun, k *killer, start time.Time, first *laterKill) {
 	arrived := false
 	defer func() {
 		if p.Gate != nil && !arrived {
@@ -223,6 +233,10 @@ func (r *Runner) converse(sock net.Conn, p Program, run *ProgramRun, k *killer) 
 				name = fmt.Sprintf("%s#%d", name, seen[name])
 			}
 			run.Points = append(run.Points, name)
+			run.PointsUS = append(run.PointsUS, time.Since(start).Microseconds())
+			if len(run.Points) == 1 && p.KillAfterFirst > 0 {
+				first.arm(p.KillAfterFirst, func() { k.kill("delay") })
+			}
 			if len(run.Points) == 1 && name == "ready" && p.Gate != nil {
 				arrived = true
 				p.Gate.arrive()
@@ -328,6 +342,31 @@ func (k *killer) arm(timeout, after time.Duration) func() {
 		for _, t := range timers {
 			t.Stop()
 		}
+	}
+}
+
+// laterKill is a kill armed while the program runs (at its first point);
+// stop, once the program has exited, disarms it and any arm after it.
+type laterKill struct {
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (l *laterKill) arm(d time.Duration, kill func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.stopped {
+		l.t = time.AfterFunc(d, kill)
+	}
+}
+
+func (l *laterKill) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	if l.t != nil {
+		l.t.Stop()
 	}
 }
 

@@ -1,6 +1,7 @@
 package pattern
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/seed"
 	"idemlab/experiments/shard"
+	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
@@ -58,6 +60,89 @@ type ConditionExtra struct {
 	First *Violation `json:"first,omitempty" idemlab:"measure"`
 	// Failed counts the deliveries whose step failed, by error class.
 	Failed map[string]int `json:"failed,omitempty" idemlab:"measure"`
+	// Models are a power condition's rows, one per model (PowerModels),
+	// in that order: the condition's verdict is the worst of them. A
+	// folder of format 4 or older has the drop model's alone.
+	Models []ModelExtra `json:"models,omitempty"`
+	// Kills are where each kill trial of a program landed among its
+	// points, by trial; a kill lands where the OS schedules it, so a rerun
+	// does not compare them.
+	Kills []KillLanding `json:"kills,omitempty" idemlab:"measure"`
+}
+
+// KillLanding is where one kill trial's kill landed.
+type KillLanding struct {
+	Trial   int    `json:"trial"`
+	Landing string `json:"landing"`
+}
+
+// Landings of a kill that are not between two points.
+const (
+	LandedBeforeFirst = "before the first point"
+	LandedAfterLast   = "after the last point"
+	LandedNoPoints    = "in a program that announces no points"
+	LandedNotKilled   = "not killed: the program ended first"
+)
+
+// PointsBefore counts the points that arrived at or before the kill, both
+// in microseconds from the delivery's start.
+func PointsBefore(pointsUS []int64, killUS int64) int {
+	n := 0
+	for _, at := range pointsUS {
+		if at <= killUS {
+			n++
+		}
+	}
+	return n
+}
+
+// LandingText says where a kill after passed points landed, of the total
+// the discovery delivery passed.
+func LandingText(passed, total int) string {
+	switch {
+	case total == 0:
+		return LandedNoPoints
+	case passed == 0:
+		return LandedBeforeFirst
+	case passed >= total:
+		return LandedAfterLast
+	}
+	return fmt.Sprintf("between points %d and %d", passed, passed+1)
+}
+
+// Landing places a program's kill trial: the kill's time, from the start
+// or from the first point's arrival (KillFromFirst), among the arrivals
+// the parent recorded; ok is false where the records cannot place it (a
+// folder of format 4 or older recorded no arrivals).
+func Landing(o Observation, d Delivery, p results.ProcessRecord, fromFirst bool, total int) (string, bool) {
+	if len(d.PointsUS) != len(d.Points) {
+		return "", false
+	}
+	if p.KilledBy != "harness" || d.KilledAt != "" || d.TimedOut {
+		return LandedNotKilled, true
+	}
+	at := o.KillUS
+	if fromFirst {
+		if len(d.PointsUS) == 0 {
+			// The kill is armed at the first point: one that never came
+			// cannot have been followed by it.
+			return "", false
+		}
+		at += d.PointsUS[0]
+	}
+	return LandingText(PointsBefore(d.PointsUS, at), total), true
+}
+
+// ModelExtra is one power model's trials within a power setting.
+type ModelExtra struct {
+	Model  string `json:"model"`
+	Trials int    `json:"trials"`
+	// Violated is the model's verdict: power cuts replay exactly (a named
+	// point, a seeded tearing), so a rerun compares it.
+	Violated        bool       `json:"violated"`
+	Violating       int        `json:"violating" idemlab:"measure"`
+	ViolatingTrials []int      `json:"violating_trials" idemlab:"measure"`
+	First           *Violation `json:"first,omitempty" idemlab:"measure"`
 }
 
 // Violation is a trial that broke an invariant, with what was done to it.
@@ -65,6 +150,7 @@ type Violation struct {
 	Trial  int      `json:"trial"`
 	Kind   string   `json:"kind"`
 	Point  string   `json:"point,omitempty"`
+	Model  string   `json:"model,omitempty"`
 	K      int      `json:"k,omitempty"`
 	KillUS int64    `json:"kill_us,omitempty"`
 	Racers int      `json:"racers,omitempty"`
@@ -82,9 +168,15 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	for _, p := range st.Patterns {
 		f.pats[p.File.Name] = p
 	}
+	f.legacy = legacyPower(rec)
 	for _, c := range st.Conditions {
 		f.conds[c.Name] = c
 		f.extra[c.Name] = &ConditionExtra{Name: c.Name, Fault: c.Fault, Power: c.Power, Broken: map[string]int{}, ViolatingTrials: []int{}}
+		if c.Fault == wp.FaultPower {
+			for _, m := range f.models() {
+				f.extra[c.Name].Models = append(f.extra[c.Name].Models, ModelExtra{Model: m, ViolatingTrials: []int{}})
+			}
+		}
 	}
 	for i, l := range rec.Observations {
 		if i == 0 || l.Shard < f.first {
@@ -111,6 +203,40 @@ type folder struct {
 	// records hold.
 	first int
 	ran   []shard.Ran
+	// legacy says the power trials recorded no model: a folder of format
+	// 4 or older, which cut under drop only (PowerPlan).
+	legacy bool
+}
+
+// legacyPower says whether the records' power trials are a folder of
+// format 4 or older: there are some, and none names its model. A folder
+// that mixes the two is read as today's, and its trials without a model
+// are findings.
+func legacyPower(rec results.Records) bool {
+	some := false
+	for _, l := range rec.Observations {
+		var o struct {
+			Kind  string `json:"kind"`
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(l.Raw, &o) != nil || o.Kind != KindPower {
+			continue
+		}
+		if o.Model != "" {
+			return false
+		}
+		some = true
+	}
+	return some
+}
+
+// models are the power models of the folder's plan, as ModelExtra names
+// them: drop alone for a folder of format 4 or older.
+func (f *folder) models() []string {
+	if f.legacy {
+		return []string{faultvfs.FaultDrop}
+	}
+	return PowerModels
 }
 
 // trialLine is one observation line with what the fold needs of it.
@@ -155,21 +281,63 @@ func (f *folder) line(l results.Line) {
 	}
 	ex := f.extra[c.Name]
 	ex.Trials++
+	if o.Kind == KindKill && t.pat.File.IsProgram() {
+		f.landing(t, ex)
+	}
 	if len(broken) > 0 {
 		ex.Violating++
 		ex.ViolatingTrials = append(ex.ViolatingTrials, o.Trial)
 		for _, b := range broken {
 			ex.Broken[b.name]++
 		}
+		v := &Violation{Trial: o.Trial, Kind: o.Kind, Point: o.Point, Model: o.Model, K: o.K, KillUS: o.KillUS, Racers: o.Racers}
+		for _, b := range broken {
+			v.Broken = append(v.Broken, b.text)
+		}
 		// The first by trial number, not by line: parallel trials, and
 		// shards, record in any order.
 		if ex.First == nil || o.Trial < ex.First.Trial {
-			ex.First = &Violation{Trial: o.Trial, Kind: o.Kind, Point: o.Point, K: o.K, KillUS: o.KillUS, Racers: o.Racers}
-			for _, b := range broken {
-				ex.First.Broken = append(ex.First.Broken, b.text)
-			}
+			ex.First = v
+		}
+		if m := ex.model(o.Model); m != nil && (m.First == nil || o.Trial < m.First.Trial) {
+			m.First = v
 		}
 	}
+	if m := ex.model(o.Model); m != nil {
+		m.Trials++
+		if len(broken) > 0 {
+			m.Violated = true
+			m.Violating++
+			m.ViolatingTrials = append(m.ViolatingTrials, o.Trial)
+		}
+	}
+}
+
+// landing records where a program's kill trial's kill landed.
+func (f *folder) landing(t *trialLine, ex *ConditionExtra) {
+	d := t.o.Deliveries[0]
+	p, ok := f.rec.Process(d.ProcessID)
+	if !ok {
+		return
+	}
+	points := f.discovered(t.pat)
+	if where, ok := Landing(t.o, d, p.ProcessRecord, KillFromFirst(t.pat, points), len(points)); ok {
+		ex.Kills = append(ex.Kills, KillLanding{Trial: t.o.Trial, Landing: where})
+	}
+}
+
+// model is a power condition's row of the model a trial recorded; nil
+// outside the power class. A trial without a model is drop's.
+func (e *ConditionExtra) model(name string) *ModelExtra {
+	if name == "" {
+		name = faultvfs.FaultDrop
+	}
+	for i := range e.Models {
+		if e.Models[i].Model == name {
+			return &e.Models[i]
+		}
+	}
+	return nil
 }
 
 // checkPlan checks that the trial is one its condition plans.
@@ -198,10 +366,11 @@ func (f *folder) checkPlan(t *trialLine) bool {
 			f.c.Obs(t.l, "point", "%q is not point %d of those discovery passed (%v)", t.o.Point, t.o.Trial, points)
 		}
 	case KindPower:
-		all := append(append([]string{}, points...), PointACK)
-		if t.o.Trial >= len(all) || all[t.o.Trial] != t.o.Point {
-			f.c.Obs(t.l, "point", "%q is not cut %d of the discovered points and the ACK (%v)", t.o.Point, t.o.Trial, all)
+		all := PowerPlan(points, f.legacy)
+		if want := (PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
+			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
 		}
+		f.checkRecovery(t)
 	case KindHits:
 		if want := seed.CrashK(f.st.Seed, t.c.Name, t.o.Trial, len(points)); t.o.K != want {
 			f.c.Obs(t.l, "k", "is %d, but the seed gives hit %d for trial %d", t.o.K, want, t.o.Trial)
@@ -286,7 +455,7 @@ func crashPlanned(o Observation, i int) bool {
 	case KindPoint, KindHits:
 		return i == 0
 	case KindPower:
-		return i == 0 && o.Point != PointACK
+		return i == 0 && !isACK(o.Point)
 	case KindRace:
 		return i < len(o.RaceCrashK) && o.RaceCrashK[i] > 0
 	}
@@ -469,7 +638,7 @@ func (f *folder) judge(t *trialLine) []broken {
 			f.c.Obs(t.l, "sends", "send %d names sender %s, no delivery of the trial; each delivery sends with the token of the receiver URL it was given", e.Seq, e.Sender)
 		}
 	}
-	if t.acks == 0 && !(t.o.Kind == KindPower && t.o.Point == PointACK) {
+	if t.acks == 0 && !(t.o.Kind == KindPower && isACK(t.o.Point)) {
 		out = append(out, broken{InvariantACK, fmt.Sprintf("%s: no delivery ACKed in %d", InvariantACK, len(t.o.Deliveries))})
 	}
 	return out
@@ -487,6 +656,10 @@ func (f *folder) result() (scenario.Folded, []results.Finding) {
 			ce := f.extra[c.Name]
 			// Trials run in parallel, so they are recorded in any order.
 			slices.Sort(ce.ViolatingTrials)
+			for i := range ce.Models {
+				slices.Sort(ce.Models[i].ViolatingTrials)
+			}
+			slices.SortFunc(ce.Kills, func(a, b KillLanding) int { return a.Trial - b.Trial })
 			folded.Observed[c.Name] = Verdict{Violated: ce.Violating > 0}
 			pe.Conditions = append(pe.Conditions, *ce)
 		}
@@ -513,7 +686,7 @@ func (f *folder) plan() []shard.Trial {
 			case wp.FaultPoints:
 				k = n
 			case wp.FaultPower:
-				k = n + 1
+				k = len(PowerPlan(f.discovered(p), f.legacy))
 			case wp.FaultRandom:
 				k = f.st.HitTrials + f.st.KillTrials
 			case wp.FaultConcurrent:
@@ -606,6 +779,9 @@ func (f *folder) programDelivery(t *trialLine, i int, d Delivery, p results.Proc
 	if d.SocketCut > 0 {
 		f.c.Obs(t.l, results.Field("deliveries", i, "socket_cut"), "%s sent %d bytes on its points socket past its caps, which were not kept (a line is kept up to %d bytes, stray text up to %d and point names up to %d in all)", who, d.SocketCut, harness.SocketLineCap, harness.StrayCap, harness.PointsCap)
 	}
+	if d.PointsUS != nil && len(d.PointsUS) != len(d.Points) {
+		f.c.Obs(t.l, results.Field("deliveries", i, "points_us"), "has %d arrivals for %d points", len(d.PointsUS), len(d.Points))
+	}
 	for _, line := range d.Stray {
 		f.c.Obs(t.l, results.Field("deliveries", i, "stray"), "%s wrote %q on its points socket, which is not \"point NAME\"", who, line)
 	}
@@ -641,4 +817,52 @@ func (f *folder) plannedKillAt(t *trialLine, i int, d Delivery) bool {
 		return d.Number == 1 && d.Worker < len(t.o.RaceCrashK) && n == t.o.RaceCrashK[d.Worker]
 	}
 	return false
+}
+
+// modelName names a power trial's model; a trial without one is drop's.
+func modelName(m string) string {
+	if m == "" {
+		return faultvfs.FaultDrop
+	}
+	return m
+}
+
+// checkRecovery checks a power trial's record of the cut: it was made
+// under the trial's model (and, torn, its seed and unit), and the files it
+// lists, and the torn decisions, are those the op log it carries calls for.
+func (f *folder) checkRecovery(t *trialLine) {
+	r := t.o.Recovery
+	if r == nil {
+		f.c.Obs(t.l, "recovery", "missing: a power trial records what its cut left")
+		return
+	}
+	want := RecoveryOptions(f.st, t.o)
+	if got := (faultvfs.Options{Fault: r.Fault, Seed: r.Seed, Unit: r.Unit}); got != want {
+		f.c.Obs(t.l, "recovery", "the cut was made under %s (seed %d, unit %d), but the trial's is %s (seed %d, unit %d)", r.Fault, r.Seed, r.Unit, want.Fault, want.Seed, want.Unit)
+		return
+	}
+	d, err := faultvfs.Derive(r.Log, want)
+	if err != nil {
+		f.c.Obs(t.l, "recovery.log", "%v", err)
+		return
+	}
+	type row struct{ Name, Action string }
+	var planned, listed []row
+	for _, a := range d.Plan {
+		planned = append(planned, row{a.Name, a.Kind})
+	}
+	for _, fr := range r.Files {
+		if fr.Reason != faultvfs.ReasonShm {
+			listed = append(listed, row{fr.Name, fr.Action})
+		}
+	}
+	if !slices.Equal(planned, listed) || len(d.Torn) != len(r.Torn) {
+		f.c.Obs(t.l, "recovery.files", "lists %v, but its log calls for %v", listed, planned)
+		return
+	}
+	for i := range d.Torn {
+		if a, b := d.Torn[i], r.Torn[i]; a.Name != b.Name || a.Decisions != b.Decisions || !slices.Equal(a.Spans, b.Spans) {
+			f.c.Obs(t.l, results.Field("recovery", "torn", i), "decides %q for %s, but its log and seed give %q", b.Decisions, b.Name, a.Decisions)
+		}
+	}
 }

@@ -381,7 +381,7 @@ func (p *plan) Processes() int {
 					n += 2 * p.s.Rounds * (k + 1)
 				}
 			case wp.FaultPower:
-				n += 2 * len(pt.Power) * (points + 1)
+				n += 2 * len(pt.Power) * len(PowerModels) * (points + 2)
 			}
 		}
 	}

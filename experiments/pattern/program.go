@@ -119,7 +119,11 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 	}
 	if d.Number == 1 {
 		p.KillAt = killAt(*t.o, d.Worker)
-		p.KillAfter = time.Duration(t.o.KillUS) * time.Microsecond
+		if delay := time.Duration(t.o.KillUS) * time.Microsecond; t.r.fromFirst {
+			p.KillAfterFirst = delay
+		} else {
+			p.KillAfter = delay
+		}
 	}
 	run, err := t.r.env.Runner.RunProgram(t.r.ctx, p)
 	if errors.Is(err, harness.ErrCannotStart) {
@@ -134,12 +138,12 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 	if cannotRun(*t.o, d, run) {
 		return d, delivered{}, fmt.Errorf("%w: pattern %s: command %q exited %d in the discovery delivery (no faults) before announcing any point%s; fix the command (it runs in %s); nothing was run", errclass.ErrUsage, pat.File.Name, pat.File.Command, run.Record.ExitCode, tail(run.Record.Stderr), pat.Dir)
 	}
-	d.ProcessID, d.Points, d.KilledAt, d.Stray, d.TimedOut = run.Record.ID, run.Points, run.KilledAt, run.Stray, run.TimedOut
+	d.ProcessID, d.Points, d.PointsUS, d.KilledAt, d.Stray, d.TimedOut = run.Record.ID, run.Points, run.PointsUS, run.KilledAt, run.Stray, run.TimedOut
 	d.SocketCut = run.SocketCut
 	if d.Points == nil {
 		d.Points = []string{}
 	}
-	return d, delivered{acked: ackedRecord(run.Record), points: run.Points, durationMS: run.Record.DurationMS}, nil
+	return d, delivered{acked: ackedRecord(run.Record), points: run.Points, pointsUS: run.PointsUS, durationMS: run.Record.DurationMS}, nil
 }
 
 // cannotRun says whether a program's discovery delivery, which runs with

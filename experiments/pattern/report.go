@@ -9,6 +9,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 )
 
@@ -39,10 +40,24 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 				"verdict: held, or broke; \"(expected)\" where known_unsafe lists the class; ✗ where the run fails: a violation not expected, or an expected one that did not show",
 			},
 		}
+		var failed []map[string]int
 		withFindings := false
 		for _, c := range p.Conditions {
 			withFindings = withFindings || findings[p.Name+"/"+conditionSuffix(c)] > 0
-			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, st.Target(), pass[p.Name+"/"+conditionSuffix(c)], findings[p.Name+"/"+conditionSuffix(c)]), firstText(c)})
+			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, st.Target(), pass[p.Name+"/"+conditionSuffix(c)], findings[p.Name+"/"+conditionSuffix(c)]), firstText(c.First)})
+			failed = append(failed, c.Failed)
+			for _, m := range c.Models {
+				t.Rows = append(t.Rows, []string{"  " + modelLabel(m.Model), fmt.Sprint(m.Trials), fmt.Sprint(m.Violating), heldText(m.Violated), firstText(m.First)})
+				failed = append(failed, nil)
+			}
+			if len(c.Kills) > 0 {
+				t.Rows = append(t.Rows, []string{"  · where the kills landed", fmt.Sprint(len(c.Kills)), "-", "", landingsText(c.Kills)})
+				failed = append(failed, nil)
+				t.Legend = append(t.Legend, killLegend(pat, p, c.Kills))
+			}
+		}
+		if slices.ContainsFunc(p.Conditions, func(c ConditionExtra) bool { return len(c.Models) > 0 }) {
+			t.Legend = append(t.Legend, powerLegend...)
 		}
 		if withFindings {
 			t.Legend = append(t.Legend, "findings: the records show what no verdict rests on (an invariant that returned no integer, a protocol finding), listed on stderr and in results.json; the class fails")
@@ -59,7 +74,7 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 		if p.About != "" {
 			t.Legend = append(t.Legend, p.Name+": "+p.About)
 		}
-		addFailed(&t, p.Conditions)
+		addFailed(&t, failed)
 		sec.Tables = append(sec.Tables, t)
 		sec.Replays = append(sec.Replays, replays(st, pat, p)...)
 	}
@@ -135,17 +150,17 @@ func verdictText(p Pattern, c ConditionExtra, t wp.Target, pass bool, findings i
 }
 
 // addFailed adds a column of the failed steps after "broke", when any
-// delivery's step failed: a table of a pattern whose steps never fail
-// reads as it always did.
-func addFailed(t *scenario.Table, conds []ConditionExtra) {
-	if !slices.ContainsFunc(conds, func(c ConditionExtra) bool { return len(c.Failed) > 0 }) {
+// delivery's step failed (failed is each row's, nil for a model's row): a
+// table of a pattern whose steps never fail reads as it always did.
+func addFailed(t *scenario.Table, failed []map[string]int) {
+	if !slices.ContainsFunc(failed, func(m map[string]int) bool { return len(m) > 0 }) {
 		return
 	}
 	t.Header = slices.Insert(t.Header, 3, "failed steps")
 	for i := range t.Rows {
 		cell := "-"
-		if i < len(conds) {
-			cell = failedText(conds[i].Failed)
+		if i < len(failed) {
+			cell = failedText(failed[i])
 		}
 		t.Rows[i] = slices.Insert(t.Rows[i], 3, cell)
 	}
@@ -161,15 +176,16 @@ func failedText(m map[string]int) string {
 	return strings.Join(out, ", ")
 }
 
-func firstText(c ConditionExtra) string {
-	f := c.First
+func firstText(f *Violation) string {
 	if f == nil {
 		return ""
 	}
 	var what string
 	switch f.Kind {
-	case KindPoint, KindPower:
+	case KindPoint:
 		what = "at " + f.Point
+	case KindPower:
+		what = modelName(f.Model) + " cut at " + f.Point
 	case KindHits:
 		what = fmt.Sprintf("crash at hit %d", f.K)
 	case KindKill:
@@ -180,6 +196,62 @@ func firstText(c ConditionExtra) string {
 	broken := append([]string{}, f.Broken...)
 	sort.Strings(broken)
 	return fmt.Sprintf("trial %d, %s: %s", f.Trial, what, strings.Join(broken, "; "))
+}
+
+// powerLegend explains a power setting's rows.
+var powerLegend = []string{
+	"power: the machine loses power at each discovered point, after the ACK (the connection closed), and at ack-open (after the ACK with the connection still open, as a service with a connection pool ACKs), then the event is redelivered; each cut under each model of what reaches the disk:",
+	"  drop: nothing no sync covered survives (the lower bound); keep: everything written survives, synced or not, as after a process crash (the upper bound); torn: each unsynced 512-byte unit kept, dropped or garbled, seeded from the run's seed, the condition and the trial",
+	"  a setting's verdict is the worst of its models: held only where it held under all three",
+}
+
+// landingsText counts the kills by where they landed, in the order of
+// the first trial that landed there.
+func landingsText(kills []KillLanding) string {
+	n := map[string]int{}
+	var order []string
+	for _, k := range kills {
+		if n[k.Landing] == 0 {
+			order = append(order, k.Landing)
+		}
+		n[k.Landing]++
+	}
+	var out []string
+	for _, l := range order {
+		out = append(out, fmt.Sprintf("%s: %d", l, n[l]))
+	}
+	return strings.Join(out, "; ")
+}
+
+// killLegend says over what the kills were drawn, and where each landed.
+func killLegend(pat Pattern, p PatternExtra, kills []KillLanding) string {
+	from := "the program's start"
+	if KillFromFirst(pat, p.Points) {
+		from = fmt.Sprintf("the arrival of its first point (%s)", p.Points[0])
+	}
+	var each []string
+	for _, k := range kills {
+		each = append(each, fmt.Sprintf("trial %d %s", k.Trial, k.Landing))
+	}
+	return fmt.Sprintf("random: each kill comes a seeded delay after %s, drawn over the span from there to the end of the discovery delivery; it landed: %s", from, strings.Join(each, ", "))
+}
+
+// modelLabel is a power model's row.
+func modelLabel(m string) string {
+	return map[string]string{
+		faultvfs.FaultDrop: "· drop (nothing unsynced survives)",
+		faultvfs.FaultKeep: "· keep (every write survives)",
+		faultvfs.FaultTorn: "· torn (seeded tearing)",
+	}[m]
+}
+
+// heldText is a model's verdict; the setting's row carries whether the
+// run expected it.
+func heldText(violated bool) string {
+	if violated {
+		return "broke"
+	}
+	return "held"
 }
 
 // programNotes say what a program's own protocol use meant for its trials.

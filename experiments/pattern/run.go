@@ -40,6 +40,65 @@ const (
 // acknowledged, with nothing of it left to redeliver.
 const PointACK = "ack"
 
+// PointACKOpen is the power trial whose cut comes after the first delivery
+// acknowledged with its connection still open (protocol.EnvAckOpen), as a
+// service with a connection pool ACKs: no close runs, so no close-time
+// checkpoint either. Durability's ack-open, on a pattern file.
+const PointACKOpen = "ack-open"
+
+// isACK says whether a power trial's cut comes after an ACK rather than at
+// a crash point.
+func isACK(point string) bool { return point == PointACK || point == PointACKOpen }
+
+// PowerModels are what a power cut may leave of the writes no sync
+// covered, each a row of every power setting: nothing (drop, the lower
+// bound), everything (keep, the upper bound, as after a process crash),
+// and a seeded tearing between the two. A setting's verdict is the worst
+// of its models.
+var PowerModels = []string{faultvfs.FaultDrop, faultvfs.FaultKeep, faultvfs.FaultTorn}
+
+// PowerCut is one trial of a power condition: the model and the cut.
+type PowerCut struct {
+	Model string
+	Point string
+}
+
+// PowerPlan lists a power condition's trials, model by model: a cut at
+// each discovered point, after the ACK, and after the ACK with the
+// connection open. legacy is a folder of format 4 or older, whose power
+// trials recorded no model: the drop model only, and no ack-open cut, with
+// the same trial numbers as the first trials of today's plan.
+func PowerPlan(points []string, legacy bool) []PowerCut {
+	cuts := append(append([]string{}, points...), PointACK)
+	models := PowerModels
+	if legacy {
+		models = []string{""}
+	} else {
+		cuts = append(cuts, PointACKOpen)
+	}
+	var out []PowerCut
+	for _, m := range models {
+		for _, pt := range cuts {
+			out = append(out, PowerCut{Model: m, Point: pt})
+		}
+	}
+	return out
+}
+
+// RecoveryOptions are how the parent cuts a power trial's folder: the
+// trial's model; under torn, a seed from the run's seed, the condition and
+// the trial, and the 512-byte sector as unit. A trial without a model (of
+// a folder of format 4 or older) was cut under drop.
+func RecoveryOptions(s Settings, o Observation) faultvfs.Options {
+	switch o.Model {
+	case "", faultvfs.FaultDrop:
+		return faultvfs.Options{Fault: faultvfs.FaultDrop}
+	case faultvfs.FaultTorn:
+		return faultvfs.Options{Fault: faultvfs.FaultTorn, Seed: seed.TornSeed(s.Seed, o.Condition, o.Trial), Unit: faultvfs.UnitSector}
+	}
+	return faultvfs.Options{Fault: o.Model}
+}
+
 // DBName is each trial's database file.
 const DBName = "pattern.sqlite3"
 
@@ -52,9 +111,14 @@ type Observation struct {
 	Kind      string `json:"kind"`
 	// Point is the crash point of a point or power trial.
 	Point string `json:"point,omitempty"`
+	// Model is a power trial's model (PowerModels); empty in folders of
+	// format 4 or older, which cut under drop only.
+	Model string `json:"model,omitempty"`
 	// K is a crash-after-hits trial's hit.
 	K int `json:"k,omitempty"`
-	// KillUS is a kill trial's delay from the start.
+	// KillUS is a kill trial's delay: from the start, or, for a program
+	// whose discovery announced points, from its first point's arrival
+	// (KillFromFirst).
 	KillUS int64 `json:"kill_us,omitempty"`
 	// Racers and RaceCrashK describe a race: the hit at which each racer
 	// crashes, 0 for none. A crash at a seeded point, not a kill after a
@@ -89,9 +153,12 @@ type Delivery struct {
 	Number    int   `json:"number"`
 	Worker    int   `json:"worker"`
 	OffsetMS  int64 `json:"offset_ms"`
-	// Points are the points a program announced, KilledAt the one at which
-	// the parent killed it, Stray the lines that were not "point NAME".
+	// Points are the points a program announced, PointsUS when each
+	// arrived (microseconds from the start, as the parent saw them),
+	// KilledAt the one at which the parent killed it, Stray the lines that
+	// were not "point NAME".
 	Points   []string `json:"points,omitempty"`
+	PointsUS []int64  `json:"points_us,omitempty"`
 	KilledAt string   `json:"killed_at,omitempty"`
 	Stray    []string `json:"stray,omitempty"`
 	TimedOut bool     `json:"timed_out,omitempty"`
@@ -149,7 +216,8 @@ func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, fi
 		return err
 	}
 	r.ready = len(disc.points) > 0 && disc.points[0] == wp.PointReady
-	points, windowUS := disc.points, max(1, int64(disc.durationMS*1000))
+	r.fromFirst = KillFromFirst(pat, disc.points)
+	points, windowUS := disc.points, KillWindowUS(pat, disc.durationMS, disc.pointsUS)
 	var jobs []func(context.Context) error
 	var races []Condition
 	for _, c := range p.s.Conditions {
@@ -171,8 +239,8 @@ func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, fi
 				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindKill, KillUS: seed.KillDelayUS(p.s.Seed, c.Name, i, windowUS)}))
 			}
 		case wp.FaultPower:
-			for i, pt := range append(append([]string{}, points...), PointACK) {
-				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindPower, Point: pt}))
+			for i, pc := range PowerPlan(points, false) {
+				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindPower, Point: pc.Point, Model: pc.Model}))
 			}
 		case wp.FaultConcurrent:
 			races = append(races, c)
@@ -232,6 +300,30 @@ type runner struct {
 	// delivery's first point was "ready".
 	progDir string
 	ready   bool
+	// fromFirst is KillFromFirst: a kill trial's delay runs from the
+	// program's first point.
+	fromFirst bool
+}
+
+// KillFromFirst says whether a pattern's delay kills run from the first
+// point's arrival: a program whose discovery announced points. The
+// built-in worker, and a program without points, are killed after a delay
+// from the start.
+func KillFromFirst(pat Pattern, points []string) bool {
+	return pat.File.IsProgram() && len(points) > 0
+}
+
+// KillWindowUS is the span the delay kills are drawn over, from what the
+// parent measured of the discovery delivery: for a program with points,
+// from its first point's arrival (its "ready", where it has one) to its
+// end, so no kill lands in an interpreter's start-up; otherwise the whole
+// delivery.
+func KillWindowUS(pat Pattern, durationMS float64, pointsUS []int64) int64 {
+	total := int64(durationMS * 1000)
+	if pat.File.IsProgram() && len(pointsUS) > 0 {
+		return max(1, total-pointsUS[0])
+	}
+	return max(1, total)
 }
 
 func (r runner) job(c Condition, o Observation) func(context.Context) error {
@@ -248,6 +340,7 @@ func (r runner) job(c Condition, o Observation) func(context.Context) error {
 // discovered is what a discovery trial tells the rest of the run.
 type discovered struct {
 	points     []string
+	pointsUS   []int64
 	durationMS float64
 }
 
@@ -280,7 +373,7 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		return d, err
 	}
 	if len(first) == 1 {
-		d.points, d.durationMS = first[0].points, first[0].durationMS
+		d.points, d.pointsUS, d.durationMS = first[0].points, first[0].pointsUS, first[0].durationMS
 	}
 	if err := t.redeliver(first); err != nil {
 		return d, err
@@ -392,10 +485,12 @@ func Env(c Condition, o Observation, d Delivery) map[string]string {
 			env[protocol.EnvCrashAfterHits] = fmt.Sprint(o.K)
 		case o.Kind == KindRace && d.Worker < len(o.RaceCrashK) && o.RaceCrashK[d.Worker] > 0:
 			env[protocol.EnvCrashAfterHits] = fmt.Sprint(o.RaceCrashK[d.Worker])
-		case o.Kind == KindPoint || o.Kind == KindPower && o.Point != PointACK:
+		case o.Kind == KindPoint || o.Kind == KindPower && !isACK(o.Point):
 			env[protocol.EnvCrashAt] = o.Point
+		case o.Kind == KindPower && o.Point == PointACKOpen:
+			env[protocol.EnvAckOpen] = "1"
 		}
-		if o.Kind == KindPower && o.Point != PointACK {
+		if o.Kind == KindPower && !isACK(o.Point) {
 			env[protocol.EnvCrashKind] = protocol.CrashKindPower
 		}
 	}
@@ -419,6 +514,7 @@ func (t *trial) spec(d Delivery) harness.Spec {
 type delivered struct {
 	acked      bool
 	points     []string
+	pointsUS   []int64
 	durationMS float64
 }
 
@@ -457,7 +553,7 @@ func (t *trial) first() ([]delivered, error) {
 	d.ProcessID = proc.Record.ID
 	t.o.Deliveries = append(t.o.Deliveries, d)
 	if t.o.Kind == KindPower {
-		rep, err := faultvfs.Recover(t.dir)
+		rep, err := faultvfs.RecoverWith(t.dir, RecoveryOptions(t.r.s, *t.o))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
 		}

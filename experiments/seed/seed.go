@@ -70,3 +70,10 @@ func RaceCrashK(seed uint64, condition string, round, racers, n int) []int {
 	}
 	return out
 }
+
+// TornSeed seeds a torn power cut's decisions, unit by unit: a function of
+// the run's seed, the condition and the trial alone, so a rerun, or verify,
+// tears the same bytes.
+func TornSeed(seed uint64, condition string, index int) int64 {
+	return Rand(seed, condition, index).Int64()
+}

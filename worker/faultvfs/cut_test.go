@@ -251,3 +251,48 @@ func committed(tb testing.TB, journal, sync string, n int) string {
 	}
 	return path
 }
+
+// TestKeepBrackets: the keep mode leaves every commit written, synced or
+// not, so it keeps all n commits under every setting, where the drop mode
+// keeps only what syncs made durable: all n under DELETE/EXTRA, fewer under
+// DELETE/FULL (the last commit's journal deletion was never synced, so the
+// journal returns hot) and under WAL/NORMAL with the connection open
+// (frames written, none synced). On a Sim the keep cut is what the
+// processes see.
+func TestKeepBrackets(t *testing.T) {
+	const n = 3
+	for _, tt := range []struct {
+		journal, sync string
+		dropKeepsAll  bool
+	}{{"DELETE", "EXTRA", true}, {"DELETE", "FULL", false}, {"WAL", "NORMAL", false}} {
+		t.Run(tt.journal+"/"+tt.sync, func(t *testing.T) {
+			path := committed(t, tt.journal, tt.sync, n)
+			keep, rep := cutCopyWith(t, path, faultvfs.Options{Fault: faultvfs.FaultKeep})
+			drop, _ := cutCopyWith(t, path, faultvfs.Options{Fault: faultvfs.FaultDrop})
+			if rep.Fault != faultvfs.FaultKeep {
+				t.Errorf("report's fault %q", rep.Fault)
+			}
+			for _, f := range rep.Files {
+				if !strings.HasSuffix(f.Name, "-shm") {
+					t.Errorf("keep touched %s (%s)", f.Name, f.Action)
+				}
+			}
+			k, d := rows(t, keep, tt.journal), rows(t, drop, tt.journal)
+			if k != n || (d == n) != tt.dropKeepsAll {
+				t.Errorf("keep %d rows, drop %d, of %d commits (drop keeps all: %v)", k, d, n, tt.dropKeepsAll)
+			}
+		})
+	}
+	s := faultvfs.NewSim()
+	s.Create("f")
+	if err := s.Write("f", 0, []byte("unsynced")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.CutWith(faultvfs.Options{Fault: faultvfs.FaultKeep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s.Files(), got); diff != "" {
+		t.Errorf("keep cut of a Sim (-live +cut):\n%s", diff)
+	}
+}

@@ -76,7 +76,9 @@
 // nothing the unix VFS does not: no atomic sectors, no ordering of writes,
 // no safe appends. The torn mode applies to a file restored to the inode it
 // has now; a file whose name a cut removes or brings back on another inode
-// has no unsynced write that could land.
+// has no unsynced write that could land. FaultKeep is the other extreme:
+// every write survives, synced or not, names and deletions as the
+// processes left them, as after a process crash; only the -shm files go.
 //
 // # The audit trail
 //

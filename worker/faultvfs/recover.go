@@ -20,7 +20,8 @@ type Report struct {
 	// Ops is how many recorded operations the model replayed.
 	Ops   int          `json:"ops"`
 	Files []FileResult `json:"files"`
-	// Fault is FaultDrop or FaultTorn; Seed and Unit are the torn mode's.
+	// Fault is FaultDrop, FaultTorn or FaultKeep; Seed and Unit are the
+	// torn mode's.
 	Fault string `json:"fault"`
 	Seed  int64  `json:"seed,omitempty"`
 	Unit  int    `json:"unit,omitempty"`
@@ -206,6 +207,10 @@ func Derive(ops []Op, o Options) (Derived, error) {
 		}
 	}
 	var d Derived
+	if o.Fault == FaultKeep {
+		// Every name and every byte as the processes left them.
+		return d, nil
+	}
 	for _, a := range m.Plan() {
 		if !isShm(a.Name) {
 			d.Plan = append(d.Plan, a)

@@ -129,6 +129,9 @@ func (s *Sim) CutWith(o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Fault == FaultKeep {
+		return s.Files(), nil
+	}
 	torn := map[string]TornFile{}
 	if o.Fault == FaultTorn {
 		for _, tf := range TornPlan(&s.m, o.Seed, o.Unit) {

@@ -22,10 +22,17 @@ const (
 	// units can survive while earlier ones are lost, it also reorders
 	// writes no fsync ordered.
 	FaultTorn = "torn"
+	// FaultKeep keeps every write, synced or not: the folder is left as
+	// the processes last saw it, which is what a disk that wrote back all
+	// it was given before the power went leaves, and what a process crash
+	// leaves. With FaultDrop it brackets what may reach the disk: a
+	// pattern that breaks under either extreme is not safe under that
+	// setting. Only the -shm files go, as in every mode.
+	FaultKeep = "keep"
 )
 
 // Faults lists the fault modes.
-var Faults = []string{FaultDrop, FaultTorn}
+var Faults = []string{FaultDrop, FaultTorn, FaultKeep}
 
 // Unit sizes the torn mode accepts: a disk sector, or a SQLite page.
 const (
@@ -35,7 +42,7 @@ const (
 
 // Options say how Recover treats unsynced data.
 type Options struct {
-	// Fault is FaultDrop (also when empty) or FaultTorn.
+	// Fault is FaultDrop (also when empty), FaultTorn or FaultKeep.
 	Fault string
 	// Seed seeds every torn decision and every garbled byte.
 	Seed int64

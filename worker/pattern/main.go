@@ -167,6 +167,10 @@ func Main(call *protocol.Call) int {
 		fmt.Fprintf(call.Stderr, "worker %s: step %d: %s\n", call.Name, out.FailedStep, out.Error)
 		return call.Finish(res, protocol.ExitStepFailed)
 	}
+	// An ACK with the connection still open (protocol.EnvAckOpen) reports
+	// and exits here, as a service with a connection pool ACKs before any
+	// close: no close-time checkpoint runs.
+	call.AckOpen(res)
 	if err := errors.Join(conn.Close(), db.Close()); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
