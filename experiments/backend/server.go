@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"idemlab/experiments/errclass"
+	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 )
@@ -97,6 +98,9 @@ func Start(ctx context.Context, spec Spec, o Options) (*Server, error) {
 		}
 		s.cluster = c
 		maintenance = c.AdminDSN("postgres")
+	} else if err := protocol.CheckArg(o.DSN); err != nil {
+		// The run's connection string reaches every worker as an argument.
+		return nil, fmt.Errorf("%w: --%s: %w", errclass.ErrUsage, FlagDSN, err)
 	} else if _, err := pgx.ParseConfig(o.DSN); err != nil {
 		return nil, fmt.Errorf("%w: --%s: %w", errclass.ErrUsage, FlagDSN, err)
 	}
