@@ -129,13 +129,19 @@ func TestKilledHarnessClusterIsCleanedUp(t *testing.T) {
 	needPostgres(t)
 	exe := buildIdemlab(t)
 	tmp, outs := sharedTemp(t), t.TempDir()
-	h, _ := startHarness(t, exe, tmp, filepath.Join(outs, "killed"))
-	// Whatever the test finds, nothing of the killed run outlives it.
+	// Whatever the test finds, nothing of the killed run outlives it:
+	// registered first, this runs after the harness is reaped, and
+	// SIGQUITs what the sweep left (an immediate shutdown, which
+	// releases the server's shared memory).
 	t.Cleanup(func() {
 		if self, err := backend.Self(); err == nil {
 			backend.SweepClusters(tmp, self)
 		}
+		for _, pid := range backend.ClusterProcesses(tmp) {
+			syscall.Kill(pid, syscall.SIGQUIT)
+		}
 	})
+	h, _ := startHarness(t, exe, tmp, filepath.Join(outs, "killed"))
 	var dir string
 	waitFor(t, h, "its cluster was ready", func() bool {
 		m, _ := filepath.Glob(filepath.Join(tmp, "idemlab-pg-*", "data", "postmaster.pid"))
@@ -146,10 +152,11 @@ func TestKilledHarnessClusterIsCleanedUp(t *testing.T) {
 		dir = filepath.Dir(filepath.Dir(m[0]))
 		return strings.Contains(string(b), "ready")
 	})
+	// SIGKILL, and no wait: the killed harness stays a zombie until the
+	// cleanup, as one whose parent has not reaped it.
 	if err := syscall.Kill(h.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	h.Wait()
 
 	procs := backend.ClusterProcesses(dir)
 	pidFile, _ := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))

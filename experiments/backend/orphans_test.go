@@ -2,7 +2,9 @@ package backend
 
 import (
 	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -43,6 +45,32 @@ func TestOwnerGone(t *testing.T) {
 				t.Errorf("ParseOwner(String()) (-want +got):\n%s", diff)
 			}
 		})
+	}
+	// A child that has exited but is not reaped yet, as a SIGKILLed
+	// harness whose parent has not waited for it, is gone.
+	z := exec.Command("true")
+	if err := z.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer z.Wait()
+	zombie := Owner{PID: z.Process.Pid, Boot: self.Boot, Host: self.Host}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, state, err := procStat(zombie.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state == "Z" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child is %s, not a zombie, after 5 s", state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	zombie.Start, _ = startTime(zombie.PID)
+	if !zombie.Gone(self) {
+		t.Error("an exited child not yet reaped (a zombie) is not gone")
 	}
 	for _, bad := range []string{"", "pid=1 start=2 boot=b", "pid=x start=2 boot=b host=h", "pid=1 start=2 boot=b host=h extra=1"} {
 		if _, err := ParseOwner(bad); err == nil {
