@@ -183,7 +183,7 @@ func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results,
 	so := suite.Options{
 		Registry: opts.hooks.Registry, Out: opts.Out, InputPath: opts.Input, Scenarios: opts.Scenarios,
 		Overrides: opts.Overrides, Executable: exe, Workdir: wd, TempDir: opts.hooks.TempDir,
-		Backend: opts.Backend, OnBackend: opts.hooks.OnBackend,
+		Backend: opts.Backend, OnBackend: sayCleaned(opts.Streams.Err, opts.hooks.OnBackend),
 		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
 	}
 	res, plans, err := suite.Run(ctx, so)
@@ -335,7 +335,7 @@ func selfAndWorkdir(exe string) (string, string, error) {
 
 // rerunFunc runs scenarios through the suite for verify --rerun, on the
 // PostgreSQL server bo names when the folder ran on PostgreSQL.
-func rerunFunc(h Hooks, bo backend.Options) review.RunFunc {
+func rerunFunc(h Hooks, bo backend.Options, stderr io.Writer) review.RunFunc {
 	return func(ctx context.Context, out, input string, scenarios []string, overrides map[string]string, files scenario.Files) error {
 		exe, wd, err := selfAndWorkdir(h.Executable)
 		if err != nil {
@@ -346,9 +346,22 @@ func rerunFunc(h Hooks, bo backend.Options) review.RunFunc {
 		}
 		_, _, err = suite.Run(ctx, suite.Options{
 			Registry: h.Registry, Out: out, InputPath: input, Scenarios: scenarios, Overrides: overrides,
-			Executable: exe, Workdir: wd, TempDir: h.TempDir, Files: files, Backend: bo, OnBackend: h.OnBackend,
+			Executable: exe, Workdir: wd, TempDir: h.TempDir, Files: files, Backend: bo, OnBackend: sayCleaned(stderr, h.OnBackend),
 		})
 		return err
+	}
+}
+
+// sayCleaned prints, a line each, what the run's start cleaned up after
+// runs now gone (backend.Info.Cleaned), then calls next, when set.
+func sayCleaned(w io.Writer, next func(backend.Info)) func(backend.Info) {
+	return func(i backend.Info) {
+		for _, line := range i.Cleaned {
+			fmt.Fprintf(w, "idemlab: %s\n", line)
+		}
+		if next != nil {
+			next(i)
+		}
 	}
 }
 

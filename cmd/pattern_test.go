@@ -101,6 +101,18 @@ func TestPatternFaultClasses(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, tt.row) {
 				t.Fatalf("exit %d, want 0 with a %q row:\n%s%s", r.code, tt.row, r.stdout, r.stderr)
 			}
+			// The class ran: each of its conditions holds trials, and
+			// random as many as --trials asked for.
+			per := observationsPer(t, out)
+			ran := 0
+			for cond, n := range per {
+				if strings.HasPrefix(cond, "single-transaction/"+tt.faults) {
+					ran += n
+				}
+			}
+			if ran == 0 || (tt.faults == "random" && ran != 6) {
+				t.Errorf("%d trials of %s recorded (%v)", ran, tt.faults, per)
+			}
 			if v := execIn(t, Hooks{}, "verify", out); v.code != 0 {
 				t.Errorf("verify: exit %d:\n%s%s", v.code, v.stdout, v.stderr)
 			}

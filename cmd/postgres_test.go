@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"idemlab/experiments/all"
 	"idemlab/experiments/backend"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/suite"
 )
 
 // needPostgres skips a test, saying why, where the server's binaries are
@@ -79,18 +81,40 @@ func TestPostgresLeavesNothing(t *testing.T) {
 
 // TestScenariosOnPostgres: redelivery, batch, claim, explore, durability
 // and pattern (through PlanFilesOn, so PlanOn gives no refusal) plan on
-// PostgreSQL; every other scenario refuses it, saying why in its own words.
+// PostgreSQL, each from its section of ../input.json (durability from its
+// defaults, pattern with a shipped pattern file), with no error at all;
+// every other scenario refuses it, saying why in its own words.
 func TestScenariosOnPostgres(t *testing.T) {
 	spec := backend.Spec{Name: "postgres", Isolation: "read-committed", SynchronousCommit: "on"}
 	runs := map[string]bool{"redelivery": true, "batch": true, "claim": true, "explore": true, "durability": true, "pattern": true}
+	var sections map[string]json.RawMessage
+	if err := json.Unmarshal(readFile(t, "../input.json"), &sections); err != nil {
+		t.Fatal(err)
+	}
+	planned := 0
 	for _, s := range all.Scenarios() {
-		_, err := scenario.PlanOn(s, spec, nil, nil)
-		refused := errors.Is(err, backend.ErrNotOnBackend)
-		if refused == runs[s.Name()] {
-			t.Errorf("%s on postgres: %v; want it to %s", s.Name(), err, map[bool]string{true: "plan", false: "refuse"}[runs[s.Name()]])
+		section := sections[s.Name()]
+		var err error
+		if fp, ok := s.(scenario.FilePlannerOn); ok && runs[s.Name()] {
+			_, err = fp.PlanFilesOn(spec, section, map[string]string{"pattern-file": "../testdata/patterns/separate-commit.json"}, &suite.DiskFiles{})
+		} else {
+			_, err = scenario.PlanOn(s, spec, section, nil)
 		}
-		if refused && strings.Contains(err.Error(), "not been ported") {
+		if runs[s.Name()] {
+			if err != nil {
+				t.Errorf("%s on postgres: %v; want it to plan", s.Name(), err)
+			} else {
+				planned++
+			}
+			continue
+		}
+		if !errors.Is(err, backend.ErrNotOnBackend) {
+			t.Errorf("%s on postgres: %v; want it to refuse", s.Name(), err)
+		} else if strings.Contains(err.Error(), "not been ported") {
 			t.Errorf("%s refuses without saying why: %v", s.Name(), err)
 		}
+	}
+	if planned != len(runs) {
+		t.Errorf("%d scenarios planned on postgres, want %d", planned, len(runs))
 	}
 }

@@ -132,8 +132,8 @@ func TestPatternPowerModels(t *testing.T) {
 			t.Errorf("%s trial %d: torn seed %d, the settings give %d", o.Condition, o.Trial, o.Recovery.Seed, seed.TornSeed(run.settings.Seed, o.Condition, o.Trial))
 		}
 		if o.Point == pattern.PointACKOpen && o.Model == faultvfs.FaultDrop && strings.HasPrefix(o.Condition, run.extra.Name+"/power:WAL/NORMAL") {
-			if o.Values["processed"] != 0 {
-				t.Errorf("%s ack-open under drop: processed %d after the cut; the ACKed commit was never synced", o.Condition, o.Values["processed"])
+			if n, err := o.Values["processed"].Int(); err != nil || n != 0 {
+				t.Errorf("%s ack-open under drop: processed %d (%v) after the cut; the ACKed commit was never synced", o.Condition, n, err)
 			}
 		}
 	}

@@ -42,13 +42,7 @@ func databasesNamed(t *testing.T, dsn, name string) int {
 // one line saying what to install or pass, and runs nothing.
 func TestRerunOnPostgres(t *testing.T) {
 	needPostgres(t)
-	ctx := context.Background()
-	c, err := backend.StartCluster(ctx, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	dsn := c.AdminDSN("postgres")
+	dsn := userServer(t)
 	dir := experimentFolder(t, Hooks{}, goodInput, "redelivery", "--backend", "postgres", "--dsn", dsn)
 
 	for _, tt := range []struct {

@@ -85,7 +85,7 @@ func runVerify(c *cobra.Command, opts *VerifyOptions, dir string) error {
 	return review.RunVerify(ctx, review.VerifyConfig{
 		Registry: opts.hooks.Registry, Dir: dir, InputPath: opts.Input, ExePath: opts.Exe,
 		Rerun: opts.Rerun, DSN: opts.DSN, FindBinaries: opts.hooks.FindBinaries,
-		Run: rerunFunc(opts.hooks, backend.Options{DSN: opts.DSN}), Workdir: wd, TempDir: opts.hooks.TempDir,
+		Run: rerunFunc(opts.hooks, backend.Options{DSN: opts.DSN}, opts.Streams.Err), Workdir: wd, TempDir: opts.hooks.TempDir,
 		Stdout: opts.Streams.Out,
 	})
 }

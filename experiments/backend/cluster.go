@@ -68,6 +68,10 @@ func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluste
 	if err != nil {
 		return nil, err
 	}
+	self, err := Self()
+	if err != nil {
+		return nil, err
+	}
 	if c.Dir, err = os.MkdirTemp(tmp, "idemlab-pg-"); err != nil {
 		return nil, fmt.Errorf("create the cluster's folder: %w", err)
 	}
@@ -76,6 +80,11 @@ func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluste
 			err = errors.Join(err, c.Stop())
 		}
 	}()
+	// The owner is recorded before anything is started, so a run that
+	// is killed leaves nothing the next run cannot attribute (orphans.go).
+	if err := writeOwner(c.Dir, self); err != nil {
+		return c, err
+	}
 	if err := os.Chown(c.Dir, uid, gid); err != nil {
 		return c, fmt.Errorf("give the cluster's folder to %s: %w", c.runAs, err)
 	}
@@ -291,20 +300,8 @@ func (c *Cluster) waitGone(wait time.Duration) error {
 // killed, not shut down, leaves it behind. A segment still in use, or one
 // the file does not name, is left alone.
 func (c *Cluster) removeSharedMemory() error {
-	b, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
-	if err != nil {
-		return nil
-	}
-	lines := strings.Split(string(b), "\n")
-	if len(lines) < 7 {
-		return nil
-	}
-	f := strings.Fields(lines[6])
-	if len(f) != 2 {
-		return nil
-	}
-	id, err := strconv.Atoi(f[1])
-	if err != nil {
+	id := c.sharedMemoryID()
+	if id < 0 {
 		return nil
 	}
 	var ds unix.SysvShmDesc
@@ -315,6 +312,28 @@ func (c *Cluster) removeSharedMemory() error {
 		return fmt.Errorf("remove the server's shared memory segment %d: %w", id, err)
 	}
 	return nil
+}
+
+// sharedMemoryID is the System V shared memory segment the postmaster's
+// pid file names (its seventh line: key and id), or -1.
+func (c *Cluster) sharedMemoryID() int {
+	b, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+	if err != nil {
+		return -1
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return -1
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return -1
+	}
+	id, err := strconv.Atoi(f[1])
+	if err != nil || id < 0 {
+		return -1
+	}
+	return id
 }
 
 // ClusterProcesses lists the live processes whose working folder is dir

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"idemlab/experiments/errclass"
+	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 )
@@ -51,6 +52,8 @@ type Server struct {
 	// dropOn is the server's maintenance connection string, from which
 	// the run's database is dropped; empty when nothing is to drop.
 	dropOn string
+	// cleaned says what the run removed that runs now gone left behind.
+	cleaned []string
 }
 
 // Info is what a run records about its server.
@@ -59,6 +62,10 @@ type Info struct {
 	Database      string
 	// Cluster is the throwaway cluster, nil on a server named by --dsn.
 	Cluster *Cluster
+	// Cleaned says, a line each, what the run's start removed that runs
+	// now gone left behind: their throwaway clusters under the temp
+	// folder, their databases on the server named by --dsn (orphans.go).
+	Cleaned []string
 }
 
 // Start makes the run's database on the backend spec names: for SQLite it
@@ -71,7 +78,12 @@ func Start(ctx context.Context, spec Spec, o Options) (*Server, error) {
 		}
 		return nil, nil
 	}
+	self, err := Self()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
 	s := &Server{spec: spec, opts: o, schemas: new(atomic.Int64)}
+	s.cleaned = SweepClusters(o.TempDir, self)
 	maintenance := o.DSN
 	if o.DSN == "" {
 		if o.Keep {
@@ -86,18 +98,23 @@ func Start(ctx context.Context, spec Spec, o Options) (*Server, error) {
 		}
 		s.cluster = c
 		maintenance = c.AdminDSN("postgres")
+	} else if err := protocol.CheckArg(o.DSN); err != nil {
+		// The run's connection string reaches every worker as an argument.
+		return nil, fmt.Errorf("%w: --%s: %w", errclass.ErrUsage, FlagDSN, err)
 	} else if _, err := pgx.ParseConfig(o.DSN); err != nil {
 		return nil, fmt.Errorf("%w: --%s: %w", errclass.ErrUsage, FlagDSN, err)
 	}
-	if err := s.makeDatabase(ctx, maintenance); err != nil {
+	if err := s.makeDatabase(ctx, maintenance, self); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	return s, nil
 }
 
 // makeDatabase creates idemlab_<run> from the maintenance connection and
-// opens the parent's own connection to it.
-func (s *Server) makeDatabase(ctx context.Context, maintenance string) error {
+// opens the parent's own connection to it. On a server named by --dsn it
+// first drops the databases that runs now gone left there, then records
+// self as the new database's owner, unless --keep keeps it.
+func (s *Server) makeDatabase(ctx context.Context, maintenance string, self Owner) error {
 	var b [4]byte
 	rand.Read(b[:])
 	s.dbName = "idemlab_" + time.Now().UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
@@ -106,10 +123,22 @@ func (s *Server) makeDatabase(ctx context.Context, maintenance string) error {
 		return fmt.Errorf("%w: connect to PostgreSQL: %w", errclass.ErrHarness, err)
 	}
 	defer m.Close()
+	if s.cluster == nil {
+		lines, err := sweepDatabases(ctx, m, self)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		s.cleaned = append(s.cleaned, lines...)
+	}
 	if _, err := m.ExecContext(ctx, "CREATE DATABASE "+s.dbName); err != nil {
 		return fmt.Errorf("%w: create the run's database: %w", errclass.ErrHarness, err)
 	}
 	s.dropOn = maintenance
+	if s.cluster == nil && !s.opts.Keep {
+		if err := commentOwner(ctx, m, s.dbName, self); err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+	}
 	s.base = withDatabase(maintenance, s.dbName)
 	if s.cluster != nil {
 		s.base = s.cluster.AdminDSN(s.dbName)
@@ -135,7 +164,7 @@ func withDatabase(dsn, db string) string {
 
 // Info says which server the run used.
 func (s *Server) Info() Info {
-	return Info{ServerVersion: s.version, Database: s.dbName, Cluster: s.cluster}
+	return Info{ServerVersion: s.version, Database: s.dbName, Cluster: s.cluster, Cleaned: s.cleaned}
 }
 
 // Crash crashes the run's throwaway cluster (Cluster.Crash) and opens the

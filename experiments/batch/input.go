@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"idemlab/worker/protocol"
 	"math"
 	"strings"
 
@@ -112,6 +113,9 @@ func ApplyFlags(in Input, ov map[string]string) (Input, error) {
 // Validate names the first impossible value by its field path, with the
 // flag that can also set it, so an override's error points at the flag.
 func (in Input) Validate() error {
+	if err := protocol.CheckFields("batch", "job_id", in.JobID); err != nil {
+		return err
+	}
 	if strings.TrimSpace(in.JobID) == "" {
 		return fmt.Errorf("batch.job_id: must not be empty")
 	}

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"idemlab/worker/protocol"
 	"strings"
 	"time"
 
@@ -79,6 +80,9 @@ func (in Input) Validate() error {
 	} {
 		if strings.TrimSpace(f.v) == "" {
 			return fmt.Errorf("claim.%s: must not be empty", f.name)
+		}
+		if err := protocol.CheckFields("claim", f.name, f.v); err != nil {
+			return err
 		}
 	}
 	if in.TTLSeconds < MinTTLSeconds || in.TTLSeconds > 365*24*3600 {

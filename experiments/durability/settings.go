@@ -3,6 +3,7 @@ package durability
 import (
 	"errors"
 	"fmt"
+	"idemlab/worker/protocol"
 	"slices"
 	"strconv"
 	"strings"
@@ -353,6 +354,9 @@ func defaults(in *Input) error {
 	def(&in.EventID, "agent-run-042:completed")
 	def(&in.JobKey, "review-agent-run-042")
 	def(&in.JobID, "job-d")
+	if err := protocol.CheckFields("durability", "event_id", in.EventID, "job_key", in.JobKey, "job_id", in.JobID); err != nil {
+		return err
+	}
 	if in.Items == 0 {
 		in.Items = 2
 	}

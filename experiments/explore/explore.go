@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"idemlab/worker/protocol"
 	"strconv"
 	"strings"
 
@@ -245,6 +246,9 @@ func checkOnlyTrial(in Input, only int) error {
 
 // Validate names the first bad field.
 func (in Input) Validate() error {
+	if err := protocol.CheckFields("explore", "event_id", in.EventID, "job_key", in.JobKey); err != nil {
+		return err
+	}
 	switch {
 	case strings.TrimSpace(in.EventID) == "":
 		return errors.New("explore.event_id: must not be empty")

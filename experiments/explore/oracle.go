@@ -186,12 +186,8 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		points, win := pointShare(e.Shard, condition, o.Points, win)
 		violating, lost, refused := win, 0, 0
 		if e.Fenced {
-			violating, lost = []string{}, len(win)
-			for _, p := range win {
-				if strings.HasPrefix(p, wb.PointBeforeSend+":") {
-					refused++
-				}
-			}
+			violating = []string{}
+			lost, refused = FencedTakeover(win)
 		}
 		outcomes := make([][2]string, len(o.Outcomes))
 		for i, t := range o.Outcomes {
@@ -290,4 +286,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// FencedTakeover is what a fenced takeover over the window's points win
+// must record: every point's paused holder, run on, finds its lease lost,
+// and every send it then attempts (a before-send point) is refused.
+func FencedTakeover(win []string) (lost, refused int) {
+	for _, p := range win {
+		if strings.HasPrefix(p, wb.PointBeforeSend+":") {
+			refused++
+		}
+	}
+	return len(win), refused
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"idemlab/worker/protocol"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -331,6 +332,9 @@ func (in *Input) validate() error {
 	}
 	if strings.TrimSpace(in.EventID) == "" {
 		return fmt.Errorf("%s.event_id: must not be empty", Name)
+	}
+	if err := protocol.CheckFields(Name, "event_id", in.EventID); err != nil {
+		return err
 	}
 	if len(in.Faults) == 0 {
 		in.Faults = append([]string{}, wp.Faults...)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"idemlab/worker/protocol"
 	"strings"
 
 	"idemlab/experiments/backend"
@@ -34,6 +35,9 @@ type Input struct {
 
 // Validate names the first bad field.
 func (in Input) Validate() error {
+	if err := protocol.CheckFields(Name, "event_id", in.EventID, "job_key", in.JobKey); err != nil {
+		return err
+	}
 	if strings.TrimSpace(in.EventID) == "" {
 		return errors.New("redelivery.event_id: must not be empty")
 	}

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // Output is a results folder under construction. Everything is written into
@@ -16,6 +18,9 @@ import (
 type Output struct {
 	Final   string
 	Staging string
+	// kept says Commit lost the final name to another and left the
+	// results in Staging.
+	kept bool
 }
 
 // PrepareOutput refuses an existing path, even an empty folder, and creates
@@ -68,13 +73,27 @@ func (o *Output) WriteResults(r *Results) error {
 	return nil
 }
 
-// Commit renames the staging folder to its final name. The final name is
-// checked once more, since it may have appeared while the run went on.
+// Commit renames the staging folder to its final name, in one step that
+// refuses a final name that exists (renameat2 with RENAME_NOREPLACE): of
+// two runs given the same --out, exactly one publishes. The other's error
+// is a usage error naming --out and its staging folder, which it keeps
+// there, whole, for Abort no longer removes it.
 func (o *Output) Commit() error {
-	if _, err := os.Lstat(o.Final); err == nil {
+	err := unix.Renameat2(unix.AT_FDCWD, o.Staging, unix.AT_FDCWD, o.Final, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// A file system without RENAME_NOREPLACE: check, then rename,
+		// which a rename over an empty folder can still win.
+		if _, lerr := os.Lstat(o.Final); lerr == nil {
+			err = unix.EEXIST
+		} else {
+			err = os.Rename(o.Staging, o.Final)
+		}
+	}
+	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+		o.kept = true
 		return fmt.Errorf("%w: --out %s: appeared during the run; results left in %s", errclass.ErrUsage, o.Final, o.Staging)
 	}
-	if err := os.Rename(o.Staging, o.Final); err != nil {
+	if err != nil {
 		return fmt.Errorf("%w: move results into %s: %w", errclass.ErrHarness, o.Final, err)
 	}
 	if d, err := os.Open(filepath.Dir(filepath.Clean(o.Final))); err == nil {
@@ -84,9 +103,12 @@ func (o *Output) Commit() error {
 	return nil
 }
 
-// Abort removes the staging folder.
+// Abort removes the staging folder, unless Commit kept it, having named
+// it in its error.
 func (o *Output) Abort() {
-	os.RemoveAll(o.Staging)
+	if !o.kept {
+		os.RemoveAll(o.Staging)
+	}
 }
 
 // WriteNew writes a file of a results folder that must not exist yet, and

@@ -2,10 +2,14 @@ package results
 
 import (
 	"errors"
-	"idemlab/experiments/errclass"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+
+	"idemlab/experiments/errclass"
 )
 
 func TestPrepareOutputRefuses(t *testing.T) {
@@ -86,5 +90,59 @@ func TestSourceTreeHashChanges(t *testing.T) {
 	}
 	if r, ok := FindModuleRoot(filepath.Join(root, "testdata")); !ok || r != root {
 		t.Errorf("FindModuleRoot = %q %v, want %q", r, ok, root)
+	}
+}
+
+// TestCommitRace commits two outputs prepared for the same final name at
+// once, many times over, and once over a final name that appeared as an
+// empty folder: exactly one publishes; the other gets a usage error that
+// names --out and its staging folder, and that folder, kept through
+// Abort, holds its results.
+func TestCommitRace(t *testing.T) {
+	for round := range 20 {
+		dir := t.TempDir()
+		final := filepath.Join(dir, "same")
+		var outs [2]*Output
+		for i := range outs {
+			o, err := PrepareOutput(final)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.WriteResults(&Results{StartedAt: fmt.Sprint(i)}); err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = o
+		}
+		if round == 0 {
+			// The final name appears, empty, before either commits:
+			// a plain rename would replace it.
+			if err := os.Mkdir(final, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i, o := range outs {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = o.Commit() }()
+		}
+		wg.Wait()
+		published := 0
+		for i, o := range outs {
+			o.Abort()
+			if errs[i] == nil {
+				published++
+				continue
+			}
+			if !errors.Is(errs[i], errclass.ErrUsage) || !strings.Contains(errs[i].Error(), "--out "+final) || !strings.Contains(errs[i].Error(), "results left in "+o.Staging) {
+				t.Errorf("round %d: the loser's error %v, want a usage error naming --out and %s", round, errs[i], o.Staging)
+			}
+			if _, err := os.Stat(filepath.Join(o.Staging, ResultsFile)); err != nil {
+				t.Errorf("round %d: the folder the loser names lacks its results: %v", round, err)
+			}
+		}
+		if want := map[bool]int{true: 0, false: 1}[round == 0]; published != want {
+			t.Errorf("round %d: %d of 2 published, want %d", round, published, want)
+		}
 	}
 }

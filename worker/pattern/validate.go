@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"idemlab/worker/protocol"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,6 +26,11 @@ var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 func (f File) validate() error {
 	if strings.TrimSpace(f.Name) == "" {
 		return refuse("name", "must not be empty")
+	}
+	for i, w := range f.Command {
+		if err := protocol.CheckArg(w); err != nil {
+			return refuse(fmt.Sprintf("command[%d]", i), "%v", err)
+		}
 	}
 	if len(f.Schema) == 0 {
 		return refuse("schema", "list at least one CREATE statement")

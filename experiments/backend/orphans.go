@@ -1,0 +1,321 @@
+package backend
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
+)
+
+// A harness killed by SIGKILL runs none of its cleanup: its throwaway
+// cluster keeps running (the postmaster leads a process group of its own)
+// and keeps its shared memory, socket and folder; on a server named by
+// --dsn its idemlab_<run> database stays. So each run records who owns
+// what it makes, and the next PostgreSQL run removes what belongs to an
+// owner that is gone, and says so.
+
+// Owner identifies the process that made a cluster or a database: its pid
+// and the start time the kernel gives it (/proc/PID/stat field 22, in
+// clock ticks since boot), so that a pid reused by another process is not
+// taken for the owner, and the boot and host it ran on.
+type Owner struct {
+	PID   int
+	Start uint64
+	Boot  string
+	Host  string
+}
+
+// ownerFile is the owner record in a cluster's folder.
+const ownerFile = "idemlab-owner"
+
+// ownerPrefix starts the comment that records a database's owner.
+const ownerPrefix = "idemlab owner "
+
+// Self is this process as an owner.
+func Self() (Owner, error) {
+	o := Owner{PID: os.Getpid()}
+	var err error
+	if o.Start, err = startTime(o.PID); err != nil {
+		return Owner{}, err
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return Owner{}, fmt.Errorf("read the boot id: %w", err)
+	}
+	o.Boot = strings.TrimSpace(string(b))
+	if o.Host, err = os.Hostname(); err != nil {
+		return Owner{}, fmt.Errorf("read the host name: %w", err)
+	}
+	return o, nil
+}
+
+// startTime reads field 22 of /proc/PID/stat, the process's start time.
+func startTime(pid int) (uint64, error) {
+	start, _, err := procStat(pid)
+	return start, err
+}
+
+// procStat reads the start time (field 22) and the state (field 3) of
+// /proc/PID/stat.
+func procStat(pid int) (uint64, string, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, "", err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces;
+	// the fields after its closing parenthesis start at field 3.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, "", fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, "", fmt.Errorf("/proc/%d/stat: %d fields after the name, want at least 20", pid, len(f))
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	return start, f[0], err
+}
+
+func (o Owner) String() string {
+	return fmt.Sprintf("pid=%d start=%d boot=%s host=%s", o.PID, o.Start, o.Boot, o.Host)
+}
+
+// ParseOwner reads what String wrote.
+func ParseOwner(s string) (Owner, error) {
+	var o Owner
+	seen := map[string]bool{}
+	for _, kv := range strings.Fields(s) {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "pid":
+			o.PID, err = strconv.Atoi(v)
+		case "start":
+			o.Start, err = strconv.ParseUint(v, 10, 64)
+		case "boot":
+			o.Boot = v
+		case "host":
+			o.Host = v
+		default:
+			err = fmt.Errorf("unknown field %q", k)
+		}
+		if err != nil {
+			return Owner{}, fmt.Errorf("owner record %q: %w", s, err)
+		}
+		seen[k] = true
+	}
+	if len(seen) != 4 || o.PID <= 0 {
+		return Owner{}, fmt.Errorf("owner record %q: want pid, start, boot and host", s)
+	}
+	return o, nil
+}
+
+// Gone says whether the owner has certainly ended: it ran on this host,
+// and either in an earlier boot, or no process has its pid now, or the
+// process with its pid started at another time, or is a zombie. An owner on another host
+// is never gone, for this host cannot tell.
+func (o Owner) Gone(self Owner) bool {
+	if o.Host != self.Host {
+		return false
+	}
+	if o.Boot != self.Boot {
+		return true
+	}
+	start, state, err := procStat(o.PID)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	// A killed owner whose parent has not reaped it yet is a zombie: it
+	// has ended, though its pid and start time are still there.
+	return err == nil && (start != o.Start || state == "Z" || state == "X")
+}
+
+// writeOwner records self as the owner of the cluster folder dir.
+func writeOwner(dir string, self Owner) error {
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(self.String()+"\n"), 0o644); err != nil {
+		return fmt.Errorf("record the cluster's owner: %w", err)
+	}
+	return nil
+}
+
+// SweepClusters stops and removes every throwaway cluster under tmp (the
+// system default when empty) whose owner is gone, and returns one line per
+// cluster saying what it removed, or what it could not. A folder with no
+// owner record is left alone: it may be a cluster being made this moment,
+// or one of a version that recorded no owner, which may still be running.
+// Two runs sweeping at once do not both clean one cluster: the sweeper
+// holds a lock on the owner record.
+func SweepClusters(tmp string, self Owner) []string {
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "idemlab-pg-*"))
+	var lines []string
+	for _, dir := range dirs {
+		if line := sweepCluster(dir, self); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// sweepCluster cleans one cluster folder if its owner is gone; "" when it
+// is not an orphan, or another run is cleaning it.
+func sweepCluster(dir string, self Owner) string {
+	f, err := os.Open(filepath.Join(dir, ownerFile))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, 512)
+	n, _ := f.Read(b)
+	owner, err := ParseOwner(string(b[:n]))
+	if err != nil || !owner.Gone(self) {
+		return ""
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return ""
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return "" // another run removed it before we held the lock
+	}
+	c := &Cluster{Dir: dir}
+	procs := ClusterProcesses(dir)
+	shm := c.sharedMemoryID()
+	size := folderSize(dir)
+	err = c.stopOrphan(procs)
+	what := fmt.Sprintf("cleaned up the PostgreSQL cluster %s left by a run that is gone (%s): stopped %d server processes, ", dir, owner, len(procs))
+	if shm >= 0 {
+		what += fmt.Sprintf("removed shared memory segment %d, ", shm)
+	}
+	what += fmt.Sprintf("removed the folder (%.1f MB)", float64(size)/1e6)
+	if left := c.leftovers(shm); err != nil || left != "" {
+		return fmt.Sprintf("could not clean up the PostgreSQL cluster %s left by a run that is gone (%s): %v; left: %s", dir, owner, err, left)
+	}
+	return what
+}
+
+// stopOrphan stops the server in the cluster's folder and removes the
+// folder. The postmaster the pid file names gets SIGQUIT (pg_ctl stop -m
+// immediate), after which it releases its shared memory itself; it is
+// signalled only when it is among the processes working in the folder, so
+// a reused pid is never signalled. Without a postmaster, what is left of
+// the server is killed.
+func (c *Cluster) stopOrphan(procs []int) error {
+	var errs []error
+	if c.readPID() == nil && containsPID(procs, c.PID) {
+		if err := syscall.Kill(c.PID, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("signal the server (pid %d): %w", c.PID, err))
+		}
+	} else {
+		for _, pid := range procs {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	errs = append(errs, c.waitGone(10*time.Second), c.removeSharedMemory(), os.RemoveAll(c.Dir))
+	c.stopped = true
+	return errors.Join(errs...)
+}
+
+// leftovers says what of a cleaned cluster is still there: processes, the
+// shared memory segment shm (when not -1), the folder.
+func (c *Cluster) leftovers(shm int) string {
+	var left []string
+	if p := ClusterProcesses(c.Dir); len(p) > 0 {
+		left = append(left, fmt.Sprintf("processes %v", p))
+	}
+	if shm >= 0 {
+		if _, err := unix.SysvShmCtl(shm, unix.IPC_STAT, &unix.SysvShmDesc{}); err == nil {
+			left = append(left, fmt.Sprintf("shared memory segment %d", shm))
+		}
+	}
+	if _, err := os.Lstat(c.Dir); err == nil {
+		left = append(left, "the folder")
+	}
+	return strings.Join(left, ", ")
+}
+
+func containsPID(pids []int, pid int) bool {
+	for _, p := range pids {
+		if p == pid {
+			return true
+		}
+	}
+	return false
+}
+
+func folderSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if i, err := d.Info(); err == nil {
+				n += i.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// commentOwner records self as the owner of database db on a server named
+// by --dsn.
+func commentOwner(ctx context.Context, m *sql.DB, db string, self Owner) error {
+	if _, err := m.ExecContext(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS %s", db, quoteLiteral(ownerPrefix+self.String()))); err != nil {
+		return fmt.Errorf("record the run's database's owner: %w", err)
+	}
+	return nil
+}
+
+// sweepDatabases drops each idemlab_* database on the server m connects to
+// whose recorded owner ran on this host and is gone, and returns one line
+// per database dropped, or that could not be. A database with no owner
+// comment (kept with --keep, or made by a version that recorded none) is
+// left alone, as is one whose owner ran on another host.
+func sweepDatabases(ctx context.Context, m *sql.DB, self Owner) ([]string, error) {
+	rows, err := m.QueryContext(ctx, `SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname LIKE 'idemlab\_%'`)
+	if err != nil {
+		return nil, fmt.Errorf("list the server's idemlab databases: %w", err)
+	}
+	type found struct {
+		name  string
+		owner Owner
+	}
+	var orphans []found
+	for rows.Next() {
+		var name, comment string
+		if err := rows.Scan(&name, &comment); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list the server's idemlab databases: %w", err)
+		}
+		rec, ok := strings.CutPrefix(comment, ownerPrefix)
+		if !ok {
+			continue
+		}
+		if o, err := ParseOwner(rec); err == nil && o.Gone(self) {
+			orphans = append(orphans, found{name, o})
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("list the server's idemlab databases: %w", err)
+	}
+	var lines []string
+	for _, d := range orphans {
+		if _, err := m.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			lines = append(lines, fmt.Sprintf("could not drop the database %s left by a run that is gone (%s): %v", d.name, d.owner, err))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("dropped the database %s left by a run that is gone (%s)", d.name, d.owner))
+	}
+	return lines, nil
+}
