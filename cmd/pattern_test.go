@@ -63,8 +63,8 @@ func TestPatternKnownUnsafe(t *testing.T) {
 		text          string
 	}{
 		{"a known bug fails", "separate-commit", []any{}, 1, "one job: want 1, got 2"},
-		{"a listed bug passes", "separate-commit", []any{"points"}, 0, "broke (expected)"},
-		{"a safe pattern that lists a class fails", "single-transaction", []any{"points"}, 1, "held (expected) ✗"},
+		{"a listed bug passes", "separate-commit", []any{"points"}, 0, "broke, as known_unsafe expects"},
+		{"a safe pattern that lists a class fails", "single-transaction", []any{"points"}, 1, "held, but known_unsafe lists it: the run fails ✗"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,6 +36,7 @@ var FormatChanges = map[int]string{
 // format5 is what version 5 changed, a clause per change.
 var format5 = []string{
 	"verdicts you can bet on (issue 26) and bounded runs (issue 27)",
+	"pattern: a condition's observed figures carry its first violation (trial, fault, point, and each broken invariant's want and got), a measurement where the OS schedules the trials, and a power condition's whether some power setting broke; a bare power in known_unsafe expects some power setting to break, power:SETTING that one (the settings record known_unsafe_rule; a folder without it keeps the older rule)",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
@@ -48,6 +49,18 @@ var FormatDerivations = map[int][]string{
 	// The first violation of a pattern condition was the first line's,
 	// which parallel trials record in any order; it is the lowest trial's.
 	3: {"scenarios[pattern].extra.patterns[*].conditions[*].first"},
+	// A pattern condition's observed figures gained its first violation
+	// and, on power, whether some power setting broke; the first
+	// violation names each broken invariant's want and got, and a crash
+	// at the k-th hit its point; from format 5 the settings record
+	// known_unsafe_rule, and a folder without it keeps the rule that a
+	// bare power asks every setting to break.
+	5: {
+		"scenarios[pattern].conditions[*].observed.first",
+		"scenarios[pattern].conditions[*].observed.power_violated",
+		"scenarios[pattern].extra.patterns[*].conditions[*].first",
+		"scenarios[pattern].settings.known_unsafe_rule",
+	},
 }
 
 // FormatRecords lists, per version, the scenarios whose records that
