@@ -118,7 +118,7 @@ func TestPatternOnPostgresKnownUnsafe(t *testing.T) {
 		code  int
 		text  string
 	}{
-		{"concurrent@postgres/read-committed", 0, "broke, as known_unsafe expects"},
+		{"concurrent@postgres/read-committed", 0, "broke, as listed"},
 		{"concurrent@sqlite", 1, "broke ✗"},
 		{"concurrent@postgres/serializable", 1, "broke ✗"},
 	} {
