@@ -125,16 +125,19 @@ func fit(rows [][]string) [][]string {
 
 // cellLines breaks a cell into lines of at most width runes: between
 // phrases (after "; " or ": ") where it can, so "one job want 1 got 0"
-// stays on one line; else after a space, a comma, a slash or a hyphen;
-// anywhere where a word is longer than a line.
+// stays on one line; else after a space, so "after-4-commit" stays
+// whole; else after a comma, a slash or a hyphen; anywhere where a word
+// is longer than a line.
 func cellLines(s string, width int) []string {
 	var lines []string
 	for utf8.RuneCountInString(s) > width {
 		r := []rune(s)
 		cut := phraseCut(r, width)
-		for k := width; cut == 0 && k > 0; k-- {
-			if strings.ContainsRune(" ,/-", r[k-1]) {
-				cut = k
+		for _, seps := range []string{" ", ",/-"} {
+			for k := width; cut == 0 && k > 0; k-- {
+				if strings.ContainsRune(seps, r[k-1]) {
+					cut = k
+				}
 			}
 		}
 		if cut == 0 {
