@@ -19,7 +19,9 @@ import (
 // setting wins over the bare class; a folder recorded before the rule
 // (rule empty) reads a bare "power" as every setting.
 func TestKnownUnsafeBareAndStrict(t *testing.T) {
-	power := func(s string) Condition { return Condition{Name: "p/power:" + s, Pattern: "p", Fault: wp.FaultPower, Power: s} }
+	power := func(s string) Condition {
+		return Condition{Name: "p/power:" + s, Pattern: "p", Fault: wp.FaultPower, Power: s}
+	}
 	points := Condition{Name: "p/points", Pattern: "p", Fault: wp.FaultPoints}
 	for _, tt := range []struct {
 		name    string
