@@ -188,7 +188,7 @@ func TestPsqlHandler(t *testing.T) {
 		text           string
 	}{
 		{"as shipped", "", "", 0, "held"},
-		{"mutant", `if [ "$claimed" = 1 ]; then`, "if true; then", 1, "one job: want 1, got 2"},
+		{"mutant", `if [ "$claimed" = 1 ]; then`, "if true; then", 1, "one job want 1 got 2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

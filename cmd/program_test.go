@@ -76,8 +76,8 @@ socket.socket(fileno=int(os.environ["IDEMLAB_POINTS_FD"])).sendall(b"hello\n")`,
 		{"a closed fd goes on without points", strings.Replace(insertOnce, "%s", `os.close(int(os.environ["IDEMLAB_POINTS_FD"]))`, 1), nil, "points", 0, []string{"0 points discovered"}},
 		{"a hang past the timeout is killed and judged", `import time
 time.sleep(30)
-`, func(m map[string]any) { m["handler_timeout_ms"] = 300; m["max_deliveries"] = 1 }, "points", 1, []string{"acknowledged: no delivery ACKed in 1"}},
-		{"an exit 0 that does nothing is caught", "pass\n", nil, "points", 1, []string{"one job: want 1, got 0"}},
+`, func(m map[string]any) { m["handler_timeout_ms"] = 300; m["max_deliveries"] = 1 }, "points", 1, []string{"acknowledged want an ACK got none of 1 delivery"}},
+		{"an exit 0 that does nothing is caught", "pass\n", nil, "points", 1, []string{"one job want 1 got 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

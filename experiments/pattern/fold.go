@@ -463,7 +463,11 @@ func (f *folder) judge(t *trialLine) []Broken {
 		}
 	}
 	if t.acks == 0 && !(t.o.Kind == KindPower && t.o.Point == PointACK) {
-		out = append(out, Broken{Invariant: InvariantACK, Want: "an ACK", Got: fmt.Sprintf("none of %d deliveries", len(t.o.Deliveries))})
+		n, what := len(t.o.Deliveries), "deliveries"
+		if n == 1 {
+			what = "delivery"
+		}
+		out = append(out, Broken{Invariant: InvariantACK, Want: "an ACK", Got: fmt.Sprintf("none of %d %s", n, what)})
 	}
 	return out
 }
