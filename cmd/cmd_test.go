@@ -277,12 +277,11 @@ func TestChildDiesUnexpectedly(t *testing.T) {
 		}
 	}
 	// Each failure line leads with the finding: a condition that fails on
-	// findings alone is never a bare "FAIL redelivery/x:".
+	// findings alone is never a bare "FAIL redelivery/x:". A line wraps
+	// between phrases onto continuation lines.
 	var fails int
-	for _, l := range strings.Split(r.stderr, "\n") {
-		if !strings.HasPrefix(l, "FAIL ") {
-			continue
-		}
+	for _, block := range failBlocks(r.stderr) {
+		l := strings.Join(strings.Fields(block), " ")
 		fails++
 		if !strings.Contains(l, ": delivery 1 exited 5; a delivery ends in 0 (ACK) or 17 (crash)") {
 			t.Errorf("failure line does not lead with the finding: %q", l)

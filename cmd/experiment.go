@@ -216,13 +216,11 @@ func printSummary(opts *ExperimentOptions, res *results.Results, plans []suite.P
 	if !opts.Quiet {
 		printTables(opts, res, plans)
 	}
-	for _, f := range suite.Failures(opts.hooks.Registry, res) {
-		fmt.Fprintf(opts.Streams.Err, "FAIL %s\n", f)
-	}
+	suite.PrintFailures(opts.Streams.Err, suite.Failures(opts.hooks.Registry, res))
 	if opts.Verbose {
 		printDifferences(opts.Streams.Err, res)
 	}
-	fmt.Fprintf(w, "%s: results in %s\n", verdictWord(res.Pass), opts.Out)
+	fmt.Fprintln(w, resultLine(suite.Verdict(opts.hooks.Registry, res), "results in "+opts.Out))
 	if opts.Quiet {
 		return
 	}
@@ -276,6 +274,16 @@ func printDifferences(w io.Writer, res *results.Results) {
 			}
 		}
 	}
+}
+
+// resultLine is the one-line result: "PASS: results in DIR", or with what
+// a pass rests on, "PASS: 1 class breaks as known_unsafe expects; results
+// in DIR".
+func resultLine(verdict, rest string) string {
+	if strings.Contains(verdict, ": ") {
+		return verdict + "; " + rest
+	}
+	return verdict + ": " + rest
 }
 
 func verdictWord(pass bool) string {

@@ -11,7 +11,11 @@ import (
 // bare PASS would mislead, and then what it found, before its tables.
 func printHead(w io.Writer, name string, pass bool, sec scenario.Section) {
 	verdict := sec.Verdict
-	if verdict == "" {
+	switch {
+	case verdict != "":
+	case pass && sec.PassNote != "":
+		verdict = "PASS: " + sec.PassNote
+	default:
 		verdict = verdictWord(pass)
 	}
 	fmt.Fprintf(w, "== %s  %s\n", name, verdict)

@@ -58,10 +58,8 @@ func runMerge(opts *MergeOptions) error {
 	if res == nil {
 		return err
 	}
-	for _, f := range suite.Failures(opts.hooks.Registry, res) {
-		fmt.Fprintf(opts.Streams.Err, "FAIL %s\n", f)
-	}
-	fmt.Fprintf(opts.Streams.Out, "%s: %d shards merged into %s\n", verdictWord(res.Pass), len(res.Shards), opts.Out)
+	suite.PrintFailures(opts.Streams.Err, suite.Failures(opts.hooks.Registry, res))
+	fmt.Fprintln(opts.Streams.Out, resultLine(suite.Verdict(opts.hooks.Registry, res), fmt.Sprintf("%d shards merged into %s", len(res.Shards), opts.Out)))
 	fmt.Fprintf(opts.Streams.Out, "Check it:   %s verify %s\n", selfName(), opts.Out)
 	return err
 }

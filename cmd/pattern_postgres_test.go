@@ -118,7 +118,7 @@ func TestPatternOnPostgresKnownUnsafe(t *testing.T) {
 		code  int
 		text  string
 	}{
-		{"concurrent@postgres/read-committed", 0, "broke (expected)"},
+		{"concurrent@postgres/read-committed", 0, "broke, as listed"},
 		{"concurrent@sqlite", 1, "broke ✗"},
 		{"concurrent@postgres/serializable", 1, "broke ✗"},
 	} {
@@ -188,7 +188,7 @@ func TestPsqlHandler(t *testing.T) {
 		text           string
 	}{
 		{"as shipped", "", "", 0, "held"},
-		{"mutant", `if [ "$claimed" = 1 ]; then`, "if true; then", 1, "one job: want 1, got 2"},
+		{"mutant", `if [ "$claimed" = 1 ]; then`, "if true; then", 1, "one job want 1 got 2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -123,24 +123,40 @@ func fit(rows [][]string) [][]string {
 	return out
 }
 
-// cellLines breaks a cell into lines of at most width runes: after a
-// space, a comma, a slash or a hyphen where it can, anywhere where a
-// word is longer than a line.
+// cellLines breaks a cell into lines of at most width runes: between
+// phrases (after "; " or ": ") where it can, so "one job want 1 got 0"
+// stays on one line; else after a space, so "after-4-commit" stays
+// whole; else after a comma, a slash or a hyphen; anywhere where a word
+// is longer than a line.
 func cellLines(s string, width int) []string {
 	var lines []string
 	for utf8.RuneCountInString(s) > width {
 		r := []rune(s)
-		cut := width
-		for k := width; k > 0; k-- {
-			if strings.ContainsRune(" ,/-", r[k-1]) {
-				cut = k
-				break
+		cut := phraseCut(r, width)
+		for _, seps := range []string{" ", ",/-"} {
+			for k := width; cut == 0 && k > 0; k-- {
+				if strings.ContainsRune(seps, r[k-1]) {
+					cut = k
+				}
 			}
+		}
+		if cut == 0 {
+			cut = width
 		}
 		lines = append(lines, strings.TrimRight(string(r[:cut]), " "))
 		s = strings.TrimLeft(string(r[cut:]), " ")
 	}
 	return append(lines, s)
+}
+
+// phraseCut is the last cut within width after "; " or ": ", or 0.
+func phraseCut(r []rune, width int) int {
+	for k := min(width+1, len(r)); k >= 2; k-- {
+		if r[k-1] == ' ' && (r[k-2] == ';' || r[k-2] == ':') {
+			return k
+		}
+	}
+	return 0
 }
 
 // Statuses of a run in the CI files.
@@ -262,8 +278,8 @@ type junitFailure struct {
 }
 
 // junit has one test case per condition. A failed one's message is its
-// lead (its first finding, or its headline difference) and its text every
-// finding and difference. A run that ended in an error or an interrupt
+// failure line as stderr prints it, without the name (suite.FailureText),
+// and its text every finding and difference, one a line. A run that ended in an error or an interrupt
 // adds a test case "run" holding the error line, so CI never reads a
 // run that stopped as one that passed.
 func junit(reg scenario.Registry, res *results.Results, runErr error) junitSuites {
@@ -276,10 +292,7 @@ func junit(reg scenario.Registry, res *results.Results, runErr error) junitSuite
 				jc := junitCase{Name: c.Name, Classname: "idemlab." + sc.Name}
 				if !c.Pass {
 					lines := append(conditionFindings(c), scenario.ExplainLines(def, c)...)
-					jc.Failure = &junitFailure{Message: "failed", Text: strings.Join(lines, "\n")}
-					if len(lines) > 0 {
-						jc.Failure.Message = lines[0]
-					}
+					jc.Failure = &junitFailure{Message: suite.FailureText(def, c), Text: strings.Join(lines, "\n")}
 					js.Failures++
 				}
 				js.Tests++

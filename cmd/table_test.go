@@ -59,6 +59,10 @@ func TestCellLines(t *testing.T) {
 		{"clean 3, duplicates-1 1, duplicates-2 3", 16, []string{"clean 3,", "duplicates-1 1,", "duplicates-2 3"}},
 		{"single-transaction/timing-race-2-kill", 20, []string{"single-transaction/", "timing-race-2-kill"}},
 		{"abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+		// Between phrases where it can: an invariant's want and got stay on one line.
+		{"trial 10, power cut after the ACK: one job want 1 got 0; processed want 1 got 0", 40, []string{"trial 10, power cut after the ACK:", "one job want 1 got 0;", "processed want 1 got 0"}},
+		// Else between words, not inside a point's name.
+		{"trial 7, crash at after-4-commit: one job want 1 got 2", 30, []string{"trial 7, crash at", "after-4-commit:", "one job want 1 got 2"}},
 	}
 	for _, tt := range tests {
 		got := cellLines(tt.s, tt.width)

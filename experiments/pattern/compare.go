@@ -48,7 +48,7 @@ func (Scenario) Compare(st Settings, res results.ScenarioResult, ex Extra) scena
 			c.Rows[cr.Name] = scenario.Row{Key: cond.Pattern + "/" + wp.FaultPower, Setting: cond.Power}
 		}
 		if ce, ok := extras[cr.Name]; ok {
-			c.Outcomes[cr.Name] = extraWords(ce, KnownUnsafe(pats[cond.Pattern].File, cond, st.Target()))
+			c.Outcomes[cr.Name] = extraWords(ce, KnownUnsafe(pats[cond.Pattern].File, cond, st.Target(), st.KnownUnsafeRule))
 		}
 	}
 	return c
@@ -65,14 +65,16 @@ func patternDatabase(st Settings) string {
 
 // extraWords says a condition's trials: "held 14/14 trials", "broke 6/14
 // trials (expected): one-send ×6".
-func extraWords(ce ConditionExtra, unsafe bool) string {
+func extraWords(ce ConditionExtra, unsafe Unsafety) string {
 	var w string
 	switch {
-	case ce.Violating == 0 && unsafe:
+	case ce.Violating == 0 && unsafe == UnsafeHere:
 		w = fmt.Sprintf("held %d/%d trials (expected to break)", ce.Trials, ce.Trials)
+	case ce.Violating == 0 && unsafe == UnsafeSomeSetting:
+		w = fmt.Sprintf("held %d/%d trials (some power setting expected to break)", ce.Trials, ce.Trials)
 	case ce.Violating == 0:
 		w = fmt.Sprintf("held %d/%d trials", ce.Trials, ce.Trials)
-	case unsafe:
+	case unsafe != Safe:
 		w = fmt.Sprintf("broke %d/%d trials (expected)", ce.Violating, ce.Trials)
 	default:
 		w = fmt.Sprintf("broke %d/%d trials", ce.Violating, ce.Trials)

@@ -19,10 +19,25 @@ import (
 	"idemlab/worker/sqlitedb"
 )
 
-// Verdict is a condition's observed or expected figure: whether any trial
-// broke an invariant.
+// Verdict is a condition's observed figure: whether any trial broke an
+// invariant, and the first trial that did, which the failure line says.
 type Verdict struct {
 	Violated bool `json:"violated"`
+	// PowerViolated, on a power condition, says whether some power
+	// condition of the pattern broke: what a bare "power" in
+	// known_unsafe asks for.
+	PowerViolated *bool `json:"power_violated,omitempty"`
+	// First is the lowest-numbered trial that broke an invariant, with
+	// what it broke.
+	First *Violation `json:"first,omitempty"`
+}
+
+// scheduledVerdict is the Verdict of a condition the OS schedules (see
+// Scheduled): which trial breaks first depends on when the kills and the
+// racers ran, so a rerun does not compare it; the verdict it does.
+type scheduledVerdict struct {
+	Violated bool       `json:"violated"`
+	First    *Violation `json:"first,omitempty" idemlab:"measure"`
 }
 
 // Extra is the scenario's derived table: per pattern, the points its
@@ -145,7 +160,11 @@ type ModelExtra struct {
 	First           *Violation `json:"first,omitempty" idemlab:"measure"`
 }
 
-// Violation is a trial that broke an invariant, with what was done to it.
+// Violation is a trial that broke an invariant, with what was done to it
+// (its observation's trial, kind, point, hit, delay and racers; for a
+// crash at the k-th hit, Point is the discovered point it landed on) and
+// Broken, the invariants that did not hold, in the file's order, then the
+// ACK.
 type Violation struct {
 	Trial  int      `json:"trial"`
 	Kind   string   `json:"kind"`
@@ -154,7 +173,15 @@ type Violation struct {
 	K      int      `json:"k,omitempty"`
 	KillUS int64    `json:"kill_us,omitempty"`
 	Racers int      `json:"racers,omitempty"`
-	Broken []string `json:"broken"`
+	Broken []Broken `json:"broken"`
+}
+
+// Broken is one invariant that did not hold: what it wants and what the
+// parent read.
+type Broken struct {
+	Invariant string `json:"invariant"`
+	Want      string `json:"want"`
+	Got       string `json:"got"`
 }
 
 // InvariantACK names the check that some delivery acknowledged the event.
@@ -288,11 +315,11 @@ func (f *folder) line(l results.Line) {
 		ex.Violating++
 		ex.ViolatingTrials = append(ex.ViolatingTrials, o.Trial)
 		for _, b := range broken {
-			ex.Broken[b.name]++
+			ex.Broken[b.Invariant]++
 		}
-		v := &Violation{Trial: o.Trial, Kind: o.Kind, Point: o.Point, Model: o.Model, K: o.K, KillUS: o.KillUS, Racers: o.Racers}
-		for _, b := range broken {
-			v.Broken = append(v.Broken, b.text)
+		v := &Violation{Trial: o.Trial, Kind: o.Kind, Point: o.Point, Model: o.Model, K: o.K, KillUS: o.KillUS, Racers: o.Racers, Broken: broken}
+		if points := f.discovered(t.pat); o.Kind == KindHits && o.K >= 1 && o.K <= len(points) {
+			v.Point = points[o.K-1]
 		}
 		// The first by trial number, not by line: parallel trials, and
 		// shards, record in any order.
@@ -580,8 +607,6 @@ func (f *folder) checkSequence(t *trialLine) {
 	}
 }
 
-type broken struct{ name, text string }
-
 // trialName names a trial in a finding.
 func trialName(o Observation) string {
 	if o.Kind == KindDiscovery {
@@ -591,8 +616,8 @@ func trialName(o Observation) string {
 }
 
 // judge evaluates every invariant on what the parent read, and the ACK.
-func (f *folder) judge(t *trialLine) []broken {
-	var out []broken
+func (f *folder) judge(t *trialLine) []Broken {
+	var out []Broken
 	sends := receiver.AcceptedSends(t.o.Sends, f.st.EventID)
 	want := []string{}
 	for _, iv := range t.pat.File.Invariants {
@@ -615,12 +640,12 @@ func (f *folder) judge(t *trialLine) []broken {
 				continue
 			}
 			if !verdict.Held {
-				out = append(out, broken{iv.Name, verdict.String()})
+				out = append(out, Broken{Invariant: iv.Name, Want: verdict.Want, Got: fmt.Sprint(verdict.Got)})
 			}
 			continue
 		}
 		if v := iv.Judge(got); !v.Held {
-			out = append(out, broken{iv.Name, v.String()})
+			out = append(out, Broken{Invariant: iv.Name, Want: v.Want, Got: fmt.Sprint(v.Got)})
 		}
 	}
 	if got := slices.Sorted(maps.Keys(t.o.Values)); !slices.Equal(got, sortedCopy(want)) {
@@ -639,7 +664,11 @@ func (f *folder) judge(t *trialLine) []broken {
 		}
 	}
 	if t.acks == 0 && !(t.o.Kind == KindPower && isACK(t.o.Point)) {
-		out = append(out, broken{InvariantACK, fmt.Sprintf("%s: no delivery ACKed in %d", InvariantACK, len(t.o.Deliveries))})
+		n, what := len(t.o.Deliveries), "deliveries"
+		if n == 1 {
+			what = "delivery"
+		}
+		out = append(out, Broken{Invariant: InvariantACK, Want: "an ACK", Got: fmt.Sprintf("none of %d %s", n, what)})
 	}
 	return out
 }
@@ -660,7 +689,7 @@ func (f *folder) result() (scenario.Folded, []results.Finding) {
 				slices.Sort(ce.Models[i].ViolatingTrials)
 			}
 			slices.SortFunc(ce.Kills, func(a, b KillLanding) int { return a.Trial - b.Trial })
-			folded.Observed[c.Name] = Verdict{Violated: ce.Violating > 0}
+			folded.Observed[c.Name] = f.verdict(p, c, ce)
 			pe.Conditions = append(pe.Conditions, *ce)
 		}
 		ex.Patterns = append(ex.Patterns, pe)
@@ -668,6 +697,23 @@ func (f *folder) result() (scenario.Folded, []results.Finding) {
 	folded.Extra = ex
 	folded.Plan, folded.Discovered, folded.Ran = f.plan(), f.discoveredAll(), f.ran
 	return folded, f.c.Findings
+}
+
+// verdict is a condition's observed figure: a scheduled condition's first
+// violation is a measurement, and a power condition says whether some
+// power condition of its pattern broke.
+func (f *folder) verdict(p Pattern, c Condition, ce *ConditionExtra) any {
+	if (Scenario{}).Scheduled(c.Name) {
+		return scheduledVerdict{Violated: ce.Violating > 0, First: ce.First}
+	}
+	v := Verdict{Violated: ce.Violating > 0, First: ce.First}
+	if c.Fault == wp.FaultPower {
+		some := slices.ContainsFunc(f.st.Conditions, func(o Condition) bool {
+			return o.Pattern == p.File.Name && o.Fault == wp.FaultPower && f.extra[o.Name].Violating > 0
+		})
+		v.PowerViolated = &some
+	}
+	return v
 }
 
 // plan lists every trial of the whole plan from the settings and the

@@ -51,6 +51,9 @@ type Input struct {
 	Rounds int `json:"rounds"`
 	// Parallel is how many trials run at once.
 	Parallel int `json:"parallel"`
+	// power, from --power, replaces every file's power settings: a
+	// replay of one power condition cuts under its setting alone.
+	power []string
 }
 
 // Settings are recorded with the scenario; verify derives them again from
@@ -76,7 +79,15 @@ type Settings struct {
 	// NotRun are the fault classes asked for that the backend cannot
 	// run, each with why; the report says so in one line each.
 	NotRun []NotRun `json:"not_run,omitempty"`
+	// KnownUnsafeRule is how the oracle reads a bare "power" in a file's
+	// known_unsafe: RuleSomeSetting (every run from format 5) expects some
+	// power setting to break; empty, as an older folder recorded it,
+	// expects every one to.
+	KnownUnsafeRule string `json:"known_unsafe_rule,omitempty"`
 }
+
+// RuleSomeSetting is the KnownUnsafeRule of a run from format 5 on.
+const RuleSomeSetting = "some-setting"
 
 // NotRun is a fault class left out on the run's backend.
 type NotRun struct {
@@ -157,6 +168,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: "seed", Usage: "the seed of the random trials"},
 		{Name: "trials", Usage: "random trials per pattern"},
 		{Name: "rounds", Usage: "races per racer count and kill mode"},
+		{Name: "power", Usage: "power settings, comma-separated JOURNAL_MODE/SYNCHRONOUS (replaces each pattern file's power list)"},
 		scenario.ShardFlag,
 	}
 }
@@ -199,6 +211,7 @@ func (Scenario) PlanFilesOn(b backend.Spec, section json.RawMessage, ov map[stri
 		EventID: in.EventID, Faults: in.Faults, Seed: in.Seed,
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
 		Racers: in.Racers, Rounds: in.Rounds, Parallel: in.Parallel,
+		KnownUnsafeRule: RuleSomeSetting,
 	}
 	if !b.IsSQLite() {
 		st.Backend, st.Postgres = b.Name, b.Requested()
@@ -211,7 +224,7 @@ func (Scenario) PlanFilesOn(b backend.Spec, section json.RawMessage, ov map[stri
 		}
 	}
 	for _, name := range in.Files {
-		p, err := readPattern(files, name, b)
+		p, err := readPattern(files, name, b, in.power)
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +239,7 @@ func (Scenario) PlanFilesOn(b backend.Spec, section json.RawMessage, ov map[stri
 	return &plan{s: st}, nil
 }
 
-func readPattern(files scenario.Files, name string, on backend.Spec) (Pattern, error) {
+func readPattern(files scenario.Files, name string, on backend.Spec, power []string) (Pattern, error) {
 	b, err := files.ReadFile(name)
 	if err != nil {
 		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
@@ -261,6 +274,9 @@ func readPattern(files scenario.Files, name string, on backend.Spec) (Pattern, e
 	if !on.IsSQLite() {
 		p.Power = nil
 		return p, nil
+	}
+	if len(power) > 0 {
+		p.Power = append([]string{}, power...)
 	}
 	if len(p.Power) == 0 {
 		p.Power = append([]string{}, wp.DefaultPower...)
@@ -304,6 +320,17 @@ func (in *Input) override(ov map[string]string) error {
 		in.Faults = nil
 		for _, f := range strings.Split(v, ",") {
 			in.Faults = append(in.Faults, strings.TrimSpace(f))
+		}
+	}
+	if v, ok := ov["power"]; ok {
+		for _, ps := range strings.Split(v, ",") {
+			j, sy, err := wp.ParsePower(ps)
+			if err != nil {
+				return fmt.Errorf("--power %w", err)
+			}
+			if k := j + "/" + sy; !slices.Contains(in.power, k) {
+				in.power = append(in.power, k)
+			}
 		}
 	}
 	if v, ok := ov["seed"]; ok {

@@ -1,16 +1,15 @@
 package pattern
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/faultvfs"
-	wp "idemlab/worker/pattern"
 )
 
 // Report shows, per pattern and fault class, whether every invariant held,
@@ -26,9 +25,16 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 	if st.Postgres != nil {
 		sec.Settings = append(sec.Settings, [2]string{"backend", fmt.Sprintf("%s, %s, synchronous_commit %s", st.Backend, st.Postgres.Isolation, st.Postgres.SynchronousCommit)})
 	}
-	pass, findings := map[string]bool{}, map[string]int{}
+	conds := map[string]results.ConditionResult{}
 	for _, c := range res.Conditions {
-		pass[c.Name], findings[c.Name] = c.Pass, len(c.Findings)
+		conds[c.Name] = c
+	}
+	if n := expectedBreaks(res); res.Pass && n > 0 {
+		sec.PassNote = ExpectedBreaksWords(n)
+	}
+	findings := map[string]int{}
+	for _, c := range res.Conditions {
+		findings[c.Name] = len(c.Findings)
 	}
 	for i, p := range x.Patterns {
 		pat := st.Patterns[i]
@@ -37,14 +43,14 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 			Header: []string{"fault", "trials", "broke", "verdict", "first trial that broke an invariant"},
 			Legend: []string{
 				"broke: trials in which some invariant did not hold after the last delivery, or no delivery ACKed",
-				"verdict: held, or broke; \"(expected)\" where known_unsafe lists the class; ✗ where the run fails: a violation not expected, or an expected one that did not show",
+				"verdict: held, or broke; \"as listed\" where known_unsafe lists the class; a bare power asks that some power setting break (\"another setting broke\" on those that held), power:SETTING that one; ✗ where the run fails: a break known_unsafe does not list, or a listed class that held",
 			},
 		}
 		var failed []map[string]int
 		withFindings := false
 		for _, c := range p.Conditions {
 			withFindings = withFindings || findings[p.Name+"/"+conditionSuffix(c)] > 0
-			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(pat, c, st.Target(), pass[p.Name+"/"+conditionSuffix(c)], findings[p.Name+"/"+conditionSuffix(c)]), firstText(c.First)})
+			t.Rows = append(t.Rows, []string{faultLabel(c), fmt.Sprint(c.Trials), fmt.Sprint(c.Violating), verdictText(conds[c.Name]), firstText(c.First)})
 			failed = append(failed, c.Failed)
 			for _, m := range c.Models {
 				t.Rows = append(t.Rows, []string{"  " + modelLabel(m.Model), fmt.Sprint(m.Trials), fmt.Sprint(m.Violating), heldText(m.Violated), firstText(m.First)})
@@ -82,7 +88,7 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 }
 
 // replays are the commands that run a pattern's broken classes again: the
-// same file, class and seed. A crash at a point or a seeded hit, and a
+// same file, class and seed, and a power condition's setting alone. A crash at a point or a seeded hit, and a
 // power cut, break again; a kill after a delay or a race may not.
 func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
 	var out []scenario.Replay
@@ -99,6 +105,8 @@ func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
 			args = append(args, "--trials", fmt.Sprint(st.HitTrials+st.KillTrials))
 		case "concurrent":
 			args = append(args, "--rounds", fmt.Sprint(st.Rounds))
+		case "power":
+			args = append(args, "--power", c.Power)
 		}
 		what := fmt.Sprintf("%s/%s, trial %d", p.Name, conditionSuffix(c), c.First.Trial)
 		if c.First.Kind == KindKill || c.First.Kind == KindRace {
@@ -126,27 +134,66 @@ func faultLabel(c ConditionExtra) string {
 	return c.Fault
 }
 
-// verdictText reads as held, broke, "(expected)" where known_unsafe lists
-// the class and ✗ where the run fails; a class with findings says so
-// rather than held, since no verdict rests on its trials alone.
-func verdictText(p Pattern, c ConditionExtra, t wp.Target, pass bool, findings int) string {
-	if findings > 0 {
-		if c.Violating > 0 {
+// verdictText says a condition's row verdict from its recorded figures:
+// held or broke, and whether known_unsafe expected the break.
+func verdictText(cr results.ConditionResult) string {
+	var e Expected
+	var o Verdict
+	if json.Unmarshal(cr.Expected, &e) != nil || json.Unmarshal(cr.Observed, &o) != nil {
+		return "unreadable ✗"
+	}
+	if len(cr.Findings) > 0 {
+		// A class with findings says so rather than held: no verdict
+		// rests on its trials alone.
+		if o.Violated {
 			return "broke, findings ✗"
 		}
 		return "findings ✗"
 	}
-	v := "held"
-	if c.Violating > 0 {
+	var v string
+	switch {
+	case o.Violated && e.Violated:
+		v = "broke, as listed"
+	case o.Violated:
 		v = "broke"
+	case !e.Violated:
+		v = "held"
+	case e.InSomeShard:
+		v = "held in this shard (the merge judges)"
+	case e.InSomeSetting && cr.Pass:
+		v = "held (another setting broke)"
+	case e.InSomeSetting:
+		v = "held, but known_unsafe lists power: the run fails"
+	default:
+		v = HeldButListed
 	}
-	if KnownUnsafe(p.File, Condition{Fault: c.Fault, Power: c.Power}, t) {
-		v += " (expected)"
-	}
-	if !pass {
+	if !cr.Pass {
 		v += " ✗"
 	}
 	return v
+}
+
+// expectedBreaks counts the passing conditions that broke because
+// known_unsafe lists them.
+func expectedBreaks(res results.ScenarioResult) int {
+	n := 0
+	for _, c := range res.Conditions {
+		var e Expected
+		var o Verdict
+		if c.Pass && json.Unmarshal(c.Expected, &e) == nil && json.Unmarshal(c.Observed, &o) == nil && e.Violated && o.Violated {
+			n++
+		}
+	}
+	return n
+}
+
+// ExpectedBreaksWords is what a pass rests on when known_unsafe listed
+// what broke: "3 classes break as known_unsafe expects".
+func ExpectedBreaksWords(n int) string {
+	if n == 1 {
+		return "1 class breaks as known_unsafe expects"
+	}
+	return fmt.Sprintf("%d classes break as known_unsafe expects", n)
 }
 
 // addFailed adds a column of the failed steps after "broke", when any
@@ -176,26 +223,12 @@ func failedText(m map[string]int) string {
 	return strings.Join(out, ", ")
 }
 
+// firstText is a violation's cell: where it broke and what.
 func firstText(f *Violation) string {
 	if f == nil {
 		return ""
 	}
-	var what string
-	switch f.Kind {
-	case KindPoint:
-		what = "at " + f.Point
-	case KindPower:
-		what = modelName(f.Model) + " cut at " + f.Point
-	case KindHits:
-		what = fmt.Sprintf("crash at hit %d", f.K)
-	case KindKill:
-		what = fmt.Sprintf("kill after %d µs", f.KillUS)
-	case KindRace:
-		what = fmt.Sprintf("%d racers", f.Racers)
-	}
-	broken := append([]string{}, f.Broken...)
-	sort.Strings(broken)
-	return fmt.Sprintf("trial %d, %s: %s", f.Trial, what, strings.Join(broken, "; "))
+	return f.Text()
 }
 
 // powerLegend explains a power setting's rows.

@@ -39,6 +39,7 @@ var format5 = []string{
 	"code.working_tree_at_start hashes every file the build reads (cgo sources and headers, embedded files), so an older folder's is not compared; each process line records executable_sha256, the hash of the file it was started from, which verify checks against the run's executable and merge between shards, and which an older folder lacks (a notice); every scenario's process windows and the run's times are checked; attachments/ carries every regular file beside the files the plans read, up to 16 MiB, marked carried, and results.json attachments_left_out lists what it did not",
 	"every process that sends is given the receiver URL with a sender token of its own as a path prefix (/s/p<n>/, the trial's n-th process), the receiver logs it with each send (sender, or unknown without one), and sends are counted for the process that sent them, never by the time window it ran in; explore's observations list each process's token (senders), its receiver_log rows carry the sender as a seventh field, and its extra lists the late_sends the receiver logged after the parent saw their sender end; batch's run lines name their token (sender, p<run number>), a run's sends are the ones its token names in any line, and its extra lists late_sends too; pattern's observations say senders (the first deliveries or racers p1 onwards, redeliveries after them) and a delivery's reported sends are matched with its own. A folder of format 4, without tokens, is read by the time windows (and pattern's over the whole log) as before",
 	"pattern's power class cuts every setting under three models of what reaches the disk (drop, keep, and torn seeded from the run's seed), each a row of the setting (extra models) whose verdict is the worst of them, and adds the ack-open cut; its observations name their model, and a folder whose power trials name none is read as the drop-only plan of points and ack it ran; a handler program's kill trials are timed from its first point, its deliveries record each point's arrival (points_us), and the random condition's extra says where each kill landed (kills)",
+	"pattern: a condition's observed figures carry its first violation (trial, fault, point, and each broken invariant's want and got), a measurement where the OS schedules the trials, and a power condition's whether some power setting broke; a bare power in known_unsafe expects some power setting to break, power:SETTING that one (the settings record known_unsafe_rule; a folder without it keeps the older rule)",
 }
 
 // FormatDerivations lists, per version, the derived fields whose
@@ -51,9 +52,21 @@ var FormatDerivations = map[int][]string{
 	// The first violation of a pattern condition was the first line's,
 	// which parallel trials record in any order; it is the lowest trial's.
 	3: {"scenarios[pattern].extra.patterns[*].conditions[*].first"},
-	// A power condition's rows per model; an older folder has none
-	// recorded, and its records give the drop model's row alone.
-	5: {"scenarios[pattern].extra.patterns[*].conditions[*].models"},
+	// A pattern condition's observed figures gained its first violation
+	// and, on power, whether some power setting broke; the first
+	// violation names each broken invariant's want and got, and a crash
+	// at the k-th hit its point; from format 5 the settings record
+	// known_unsafe_rule, and a folder without it keeps the rule that a
+	// bare power asks every setting to break.
+	5: {
+		"scenarios[pattern].conditions[*].observed.first",
+		"scenarios[pattern].conditions[*].observed.power_violated",
+		"scenarios[pattern].extra.patterns[*].conditions[*].first",
+		"scenarios[pattern].settings.known_unsafe_rule",
+		// A power condition's rows per model; an older folder has none
+		// recorded, and its records give the drop model's row alone.
+		"scenarios[pattern].extra.patterns[*].conditions[*].models",
+	},
 }
 
 // FormatRecords lists, per version, the scenarios whose records that

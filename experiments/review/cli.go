@@ -13,6 +13,7 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/suite"
 )
 
 // VerifyConfig is the verify command's settings.
@@ -78,11 +79,10 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 		fmt.Fprintf(w, "✗ %s\n", f)
 	}
 	if out.Derived != nil && out.OK() {
-		verdict := "PASS"
-		if !out.RunPassed() {
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(w, "run verdict, derived from the records: %s\n", verdict)
+		// The failure lines and the verdict the run printed, derived
+		// again from the records.
+		suite.PrintFailures(w, suite.Failures(cfg.Registry, out.Derived))
+		fmt.Fprintf(w, "run verdict, derived from the records: %s\n", suite.Verdict(cfg.Registry, out.Derived))
 	}
 	if cfg.Rerun && out.OK() {
 		ro, err := Rerun(ctx, out, cfg.Run, opts, cfg.TempDir)

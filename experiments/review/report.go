@@ -63,6 +63,8 @@ func (s ScenarioSection) VerdictText() string {
 	switch {
 	case s.Verdict != "":
 		return s.Verdict
+	case s.Pass && s.PassNote != "":
+		return "PASS: " + s.PassNote
 	case s.Pass:
 		return "PASS"
 	}

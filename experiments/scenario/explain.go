@@ -53,10 +53,17 @@ type Explained struct {
 	Words    string `json:"words"`
 	Expected string `json:"expected"`
 	Observed string `json:"observed"`
-	Rank     Rank   `json:"-"`
+	// Text, when set, is the whole difference in words, for a miss that
+	// "want E got O" says badly ("held, but known_unsafe lists it: the
+	// run fails"); String returns it as it is.
+	Text string `json:"text,omitempty"`
+	Rank Rank   `json:"-"`
 }
 
 func (e Explained) String() string {
+	if e.Text != "" {
+		return e.Text
+	}
 	return e.Words + " want " + e.Expected + " got " + e.Observed
 }
 
@@ -310,3 +317,62 @@ func MergeNumbered(one, many string, ms []Miss) []Explained {
 	}
 	return out
 }
+
+// PhraseLines breaks text into lines of at most width runes, the first
+// line at most first, between phrases: after "; " or ": ", so "one job
+// want 1 got 0" is never split across lines. A phrase longer than a line
+// is broken between its words; a word longer than a line stands alone.
+func PhraseLines(text string, first, width int) []string {
+	var lines []string
+	cur := ""
+	limit := first
+	flush := func() {
+		if cur != "" {
+			lines = append(lines, strings.TrimRight(cur, " "))
+			cur, limit = "", width
+		}
+	}
+	for _, p := range phrases(text) {
+		if runeLen(strings.TrimRight(cur+p, " ")) <= limit {
+			cur += p
+			continue
+		}
+		flush()
+		if runeLen(strings.TrimRight(p, " ")) <= limit {
+			cur = p
+			continue
+		}
+		for _, w := range strings.SplitAfter(p, " ") {
+			if cur != "" && runeLen(strings.TrimRight(cur+w, " ")) > limit {
+				flush()
+			}
+			cur += w
+		}
+	}
+	flush()
+	return lines
+}
+
+// phrases splits text after each "; " and ": ", keeping the separators.
+func phrases(text string) []string {
+	var out []string
+	for text != "" {
+		i := strings.IndexAny(text, ";:")
+		for i >= 0 && (i+1 >= len(text) || text[i+1] != ' ') {
+			j := strings.IndexAny(text[i+1:], ";:")
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
+		if i < 0 {
+			return append(out, text)
+		}
+		out = append(out, text[:i+2])
+		text = text[i+2:]
+	}
+	return out
+}
+
+func runeLen(s string) int { return len([]rune(s)) }

@@ -2,6 +2,7 @@ package scenario_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -160,6 +161,27 @@ func TestDefineForwardsExplainer(t *testing.T) {
 		got := scenario.Explain(tt.s, c)
 		if len(got) != 1 || got[0].String() != tt.want {
 			t.Errorf("%T: %v, want %q", tt.s, got, tt.want)
+		}
+	}
+}
+
+// TestPhraseLines: text breaks between phrases (after "; " and ": "),
+// never inside "one job want 1 got 0"; a phrase longer than a line breaks
+// between words, and a word longer than a line stands alone.
+func TestPhraseLines(t *testing.T) {
+	for _, tt := range []struct {
+		text         string
+		first, width int
+		want         []string
+	}{
+		{"short", 10, 10, []string{"short"}},
+		{"FAIL p/power:DELETE/FULL: trial 10, power cut after the ACK: one job want 1 got 0; processed want 1 got 0", 70, 68,
+			[]string{"FAIL p/power:DELETE/FULL: trial 10, power cut after the ACK:", "one job want 1 got 0; processed want 1 got 0"}},
+		{"a: bb cc dd ee; f", 8, 8, []string{"a:", "bb cc dd", "ee; f"}},
+		{"abcdefghijkl x", 5, 5, []string{"abcdefghijkl", "x"}},
+	} {
+		if got := scenario.PhraseLines(tt.text, tt.first, tt.width); !slices.Equal(got, tt.want) {
+			t.Errorf("PhraseLines(%q, %d, %d) = %q, want %q", tt.text, tt.first, tt.width, got, tt.want)
 		}
 	}
 }

@@ -183,6 +183,11 @@ type Section struct {
 	// such as "matches the model" above a matrix of losses the model
 	// predicts; empty means PASS or FAIL.
 	Verdict string
+	// PassNote says what a pass rests on when it is not "nothing broke":
+	// "3 classes break as known_unsafe expects". A passing run's verdict
+	// line reads "PASS: " and the note, so a pass that rests on expected
+	// breaks is never read as "safe".
+	PassNote string
 	// Lead says what the scenario found, in sentences, before its tables.
 	Lead []Sentence
 	// Replays are commands that run part of the result again.

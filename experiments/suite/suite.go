@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -591,12 +592,7 @@ func Failures(reg scenario.Registry, res *results.Results) []string {
 			if c.Pass {
 				continue
 			}
-			var items []string
-			for _, f := range c.Findings {
-				items = append(items, f.Message)
-			}
-			items = append(items, scenario.ExplainLines(sc, c)...)
-			out = append(out, failureLine(s.Name+"/"+c.Name, items))
+			out = append(out, s.Name+"/"+c.Name+": "+FailureText(sc, c))
 		}
 		if len(s.Findings) > 0 {
 			var items []string
@@ -610,25 +606,100 @@ func Failures(reg scenario.Registry, res *results.Results) []string {
 }
 
 // failureItemBytes bounds one item of a failure line; a longer one, such
-// as a finding quoting what a program wrote, is cut there on the terminal
-// and kept whole in results.json.
+// as a finding quoting what a program wrote, is cut there on the terminal,
+// in summary.json and in JUnit, and kept whole in results.json.
 const failureItemBytes = 400
 
-func failureLine(name string, items []string) string {
+// cutItems cuts each item longer than failureItemBytes at a rune start.
+func cutItems(items []string) []string {
+	out := make([]string, len(items))
 	for i, it := range items {
+		out[i] = it
 		if len(it) > failureItemBytes {
 			cut := failureItemBytes
 			for cut > 0 && !utf8.RuneStart(it[cut]) {
 				cut--
 			}
-			items[i] = fmt.Sprintf("%s… (%d bytes; whole in results.json)", it[:cut], len(it))
+			out[i] = fmt.Sprintf("%s… (%d bytes; whole in results.json)", it[:cut], len(it))
 		}
 	}
+	return out
+}
+
+// FailureText is a failed condition's failure line without its name:
+// its findings, then its differences in sc's words, at most
+// failureItems of them with a count of the rest. The stderr line,
+// summary.json, JUnit's message and verify all say it.
+func FailureText(sc scenario.Scenario, c results.ConditionResult) string {
+	var items []string
+	for _, f := range c.Findings {
+		items = append(items, f.Message)
+	}
+	return joinItems(append(items, scenario.ExplainLines(sc, c)...))
+}
+
+func failureLine(name string, items []string) string {
+	return name + ": " + joinItems(items)
+}
+
+func joinItems(items []string) string {
+	items = cutItems(items)
 	if len(items) > failureItems {
-		return fmt.Sprintf("%s: %s (+%d more)", name, strings.Join(items[:failureItems], "; "), len(items)-failureItems)
+		return fmt.Sprintf("%s (+%d more)", strings.Join(items[:failureItems], "; "), len(items)-failureItems)
 	}
 	if len(items) == 0 {
-		return name + ": failed"
+		return "failed"
 	}
-	return name + ": " + strings.Join(items, "; ")
+	return strings.Join(items, "; ")
+}
+
+// LineWidth is the width failure lines are wrapped to on a terminal.
+const LineWidth = 100
+
+// PrintFailures writes each failure line as "FAIL line", wrapped between
+// phrases (scenario.PhraseLines) to LineWidth, continuation lines
+// indented by two spaces. summary.json and JUnit keep each line whole.
+func PrintFailures(w io.Writer, lines []string) {
+	for _, l := range lines {
+		for i, part := range scenario.PhraseLines("FAIL "+l, LineWidth, LineWidth-2) {
+			if i > 0 {
+				part = "  " + part
+			}
+			fmt.Fprintln(w, part)
+		}
+	}
+}
+
+// Verdict is a run's verdict in one phrase: FAIL, PASS, or, when a
+// scenario's pass rests on breaks it was told to expect, PASS and what
+// it rests on ("PASS: 3 classes break as known_unsafe expects"), so such
+// a pass never reads as "nothing broke".
+func Verdict(reg scenario.Registry, res *results.Results) string {
+	if !res.Pass {
+		return "FAIL"
+	}
+	var notes []string
+	for _, sr := range res.Scenarios {
+		if n := PassNote(reg, sr); n != "" {
+			notes = append(notes, n)
+		}
+	}
+	if len(notes) == 0 {
+		return "PASS"
+	}
+	return "PASS: " + strings.Join(notes, "; ")
+}
+
+// PassNote is what a passing scenario's pass rests on, when its report
+// says (scenario.Section.PassNote); "" for a failed one or a bare pass.
+func PassNote(reg scenario.Registry, sr results.ScenarioResult) string {
+	s, ok := reg.Lookup(sr.Name)
+	if !ok || !sr.Pass {
+		return ""
+	}
+	sec, err := s.Report(sr)
+	if err != nil {
+		return ""
+	}
+	return sec.PassNote
 }
