@@ -111,6 +111,9 @@ func history(tb testing.TB, st Settings) *hist {
 			ID: i + 1, Scenario: Name, Condition: PoolCondition, Label: MemberLabel(i), Worker: wc.PoolWorker,
 			Argv: append([]string{"idemlab", "worker", wc.PoolWorker}, st.PoolArgs(MemberLabel(i)).Argv()...),
 			Env:  map[string]string{}, PID: 100 + i,
+			// A window of one second each: every scenario's process
+			// windows are checked.
+			StartedAt: "2026-01-01T00:00:00Z", EndedAt: "2026-01-01T00:00:01Z", DurationMS: 1000,
 		})
 	}
 	return h
