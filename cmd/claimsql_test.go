@@ -131,9 +131,12 @@ func TestClaimSQLVerifyCatchesAnEditedStatement(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The statement the plan read comes first; the other files of its
+	// folder are carried after it.
 	entries, _ := os.ReadDir(filepath.Join(out, results.AttachmentsDir))
-	if len(entries) != 1 || entries[0].Name() != "1-ttl.sql" {
-		t.Fatalf("attachments %v, want the statement", entries)
+	beside, _ := os.ReadDir(claims)
+	if len(entries) != len(beside) || entries[0].Name() != "1-ttl.sql" {
+		t.Fatalf("attachments %v, want the statement, then the other %d files of its folder", entries, len(beside)-1)
 	}
 	if v := execIn(t, Hooks{}, "verify", out); v.code != 0 {
 		t.Fatalf("verify: exit %d:\n%s%s", v.code, v.stdout, v.stderr)

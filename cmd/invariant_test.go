@@ -24,10 +24,21 @@ func withInvariant(t *testing.T, name string, iv map[string]any) string {
 
 // firstFailure is the first line of stderr that names a failed condition.
 func firstFailure(stderr string) string {
-	for _, l := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(l, "FAIL ") {
-			return l
+	lines := strings.Split(stderr, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "FAIL ") {
+			continue
 		}
+		// A long failure line wraps between phrases onto lines indented
+		// by two spaces; joined, it is the line summary.json keeps.
+		for _, more := range lines[i+1:] {
+			rest, ok := strings.CutPrefix(more, "  ")
+			if !ok {
+				break
+			}
+			l += " " + rest
+		}
+		return l
 	}
 	return ""
 }
@@ -173,6 +184,17 @@ func TestPatternFormat4ValuesVerify(t *testing.T) {
 	if bytes.Equal(rb, rb4) {
 		t.Fatalf("results.json has no format %d to rewrite", results.FormatVersion)
 	}
+	// Format 4 recorded no executable per process.
+	procs := filepath.Join(dir, results.ProcessesFile)
+	pb, err := os.ReadFile(procs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb4 := regexp.MustCompile(`,?"executable_sha256":"[0-9a-f]*"`).ReplaceAll(pb, nil)
+	if bytes.Equal(pb, pb4) {
+		t.Fatal("the process lines have no executable_sha256 to remove")
+	}
+	os.WriteFile(procs, pb4, 0o644)
 	os.WriteFile(obs, old, 0o644)
 	os.WriteFile(res, rb4, 0o644)
 	if v := execIn(t, Hooks{}, "verify", dir); v.code != 0 || !strings.Contains(v.stderr+v.stdout, "format 4") {

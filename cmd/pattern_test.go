@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/pattern"
+	wp "idemlab/worker/pattern"
 )
 
 const patterns = "../testdata/patterns/"
@@ -165,7 +166,7 @@ func TestPatternVerifyCatchesEdits(t *testing.T) {
 // each trial's values by the file's "equals" invariants, as an oracle
 // apart from the fold: the lowest trial that broke one, its point, and
 // each broken invariant as "NAME want W got G", in the file's order.
-func firstBreak(t *testing.T, dir, condition string, invariants []any) (trial int, point string, broken []string) {
+func firstBreak(t *testing.T, dir, condition string, invariants []any) (trial int, point, model string, broken []string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "observations.jsonl"))
 	if err != nil {
@@ -174,10 +175,11 @@ func firstBreak(t *testing.T, dir, condition string, invariants []any) (trial in
 	trial = -1
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var o struct {
-			Condition string           `json:"condition"`
-			Trial     int              `json:"trial"`
-			Point     string           `json:"point"`
-			Values    map[string]int64 `json:"values"`
+			Condition string              `json:"condition"`
+			Trial     int                 `json:"trial"`
+			Point     string              `json:"point"`
+			Model     string              `json:"model"`
+			Values    map[string]wp.Value `json:"values"`
 		}
 		if err := json.Unmarshal([]byte(l), &o); err != nil {
 			t.Fatal(err)
@@ -189,18 +191,18 @@ func firstBreak(t *testing.T, dir, condition string, invariants []any) (trial in
 		for _, iv := range invariants {
 			m := iv.(map[string]any)
 			name, want := m["name"].(string), int64(m["equals"].(float64))
-			if got := o.Values[name]; got != want {
+			if got, err := o.Values[name].Int(); err != nil || got != want {
 				br = append(br, fmt.Sprintf("%s want %d got %d", name, want, got))
 			}
 		}
 		if len(br) > 0 {
-			trial, point, broken = o.Trial, o.Point, br
+			trial, point, model, broken = o.Trial, o.Point, o.Model, br
 		}
 	}
 	if trial < 0 {
 		t.Fatalf("no trial of %s broke an invariant", condition)
 	}
-	return trial, point, broken
+	return trial, point, model, broken
 }
 
 // failBlocks are the FAIL lines of an output, each with its continuation
@@ -242,10 +244,13 @@ func TestPatternFailureLineSaysTheBreak(t *testing.T) {
 		t.Fatalf("exit %d, want 1:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	const cond = "single-transaction/power:DELETE/FULL"
-	trial, point, broken := firstBreak(t, out, cond, invariants)
-	where := "power cut at " + point
-	if point == pattern.PointACK {
-		where = "power cut after the ACK"
+	trial, point, model, broken := firstBreak(t, out, cond, invariants)
+	where := model + " power cut at " + point
+	switch point {
+	case pattern.PointACK:
+		where = model + " power cut after the ACK"
+	case pattern.PointACKOpen:
+		where = model + " power cut after the ACK, the connection open"
 	}
 	text := fmt.Sprintf("trial %d, %s: %s", trial, where, strings.Join(broken, "; "))
 	line := "pattern/" + cond + ": " + text
@@ -340,5 +345,18 @@ func TestPatternKnownUnsafeWords(t *testing.T) {
 				t.Errorf("verify does not say what the pass rests on:\n%s", v.stdout)
 			}
 		})
+	}
+}
+
+// TestPatternClassWithNoTrialsFails: a fault class whose plan holds no
+// trial tested nothing, so the run cannot pass on it: --trials 0 leaves the
+// random class empty, which is a finding naming the class, exit 1.
+func TestPatternClassWithNoTrialsFails(t *testing.T) {
+	r, out := runPattern(t, patterns+"outbox.json", "--faults", "random", "--trials", "0")
+	if r.code != 1 || !strings.Contains(r.stderr, "outbox/random plans no trials") {
+		t.Fatalf("exit %d, want 1 with the empty class named:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if v := execIn(t, Hooks{}, "verify", out); v.code != 4 || !strings.Contains(v.stdout+v.stderr, "plans no trials") {
+		t.Errorf("verify: exit %d, want 4 deriving the same finding:\n%s%s", v.code, v.stdout, v.stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // freshFolder runs the redelivery scenario into a new folder.
@@ -199,7 +200,13 @@ func TestVerifyCatchesEveryEdit(t *testing.T) {
 		}), "(process 1): ended_at: is 2000-01-01T00:00:00Z, before started_at"},
 		{"negative duration", "raw-processes.jsonl", proc(4, func(m map[string]any) map[string]any { m["duration_ms"] = -5.0; return m }), "(process 4): duration_ms: is -5"},
 		{"run started in 1999", "results.json", res(func(m map[string]any) { m["started_at"] = "1999-01-01T00:00:00Z" }), "results.json: started_at: is 1999-01-01T00:00:00Z"},
-		{"run finished before its processes", "results.json", res(func(m map[string]any) { m["finished_at"] = m["started_at"] }), "results.json: finished_at: is"},
+		{"run finished before its processes", "results.json", res(func(m map[string]any) {
+			// Both times moved back, so the run finishes 5 s before
+			// its first process started, whatever the run's length.
+			at, _ := time.Parse(time.RFC3339Nano, m["started_at"].(string))
+			m["started_at"] = at.Add(-10 * time.Second).Format(time.RFC3339)
+			m["finished_at"] = at.Add(-5 * time.Second).Format(time.RFC3339)
+		}), "results.json: finished_at: is"},
 		{"argv[0] another executable", "raw-processes.jsonl", proc(2, func(m map[string]any) map[string]any {
 			m["argv"].([]any)[0] = "/usr/bin/env"
 			return m

@@ -696,7 +696,32 @@ func (f *folder) result() (scenario.Folded, []results.Finding) {
 	}
 	folded.Extra = ex
 	folded.Plan, folded.Discovered, folded.Ran = f.plan(), f.discoveredAll(), f.ran
+	f.vacuous(folded.Plan)
 	return folded, f.c.Findings
+}
+
+// vacuous makes a finding of every fault class whose whole plan holds no
+// trial: a class that tested nothing held nothing, so it cannot pass.
+func (f *folder) vacuous(plan []shard.Trial) {
+	planned := map[string]int{}
+	for _, t := range plan {
+		planned[t.Condition]++
+	}
+	for _, c := range f.st.Conditions {
+		if c.Fault == FaultNone || planned[c.Name] > 0 {
+			continue
+		}
+		why := "its settings give it none"
+		switch c.Fault {
+		case wp.FaultPoints:
+			why = "the discovery delivery announced no point to crash at; announce points, or leave points out of --faults"
+		case wp.FaultRandom:
+			why = fmt.Sprintf("--trials gives %d crash and %d kill trials", f.st.HitTrials, f.st.KillTrials)
+		case wp.FaultConcurrent:
+			why = fmt.Sprintf("racers %v and %d rounds give no race", f.st.Racers, f.st.Rounds)
+		}
+		f.c.AddTo(c.Name, results.ResultsFile, "plan", "%s plans no trials (%s): a class that tested nothing cannot pass", c.Name, why)
+	}
 }
 
 // verdict is a condition's observed figure: a scheduled condition's first

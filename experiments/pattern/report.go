@@ -272,9 +272,9 @@ func killLegend(pat Pattern, p PatternExtra, kills []KillLanding) string {
 // modelLabel is a power model's row.
 func modelLabel(m string) string {
 	return map[string]string{
-		faultvfs.FaultDrop: "· drop (nothing unsynced survives)",
-		faultvfs.FaultKeep: "· keep (every write survives)",
-		faultvfs.FaultTorn: "· torn (seeded tearing)",
+		faultvfs.FaultDrop: "· drop",
+		faultvfs.FaultKeep: "· keep",
+		faultvfs.FaultTorn: "· torn",
 	}[m]
 }
 
