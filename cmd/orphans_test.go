@@ -20,17 +20,6 @@ import (
 	"idemlab/worker/store"
 )
 
-// buildIdemlab builds the harness from this tree into a temp folder.
-func buildIdemlab(t *testing.T) string {
-	t.Helper()
-	exe := filepath.Join(t.TempDir(), "idemlab")
-	cmd := exec.Command("go", "build", "-o", exe, "idemlab")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return exe
-}
-
 // userServer starts a throwaway cluster that stands in for a server the
 // user names with --dsn, stopped when the test ends, and returns its
 // maintenance connection string.
@@ -127,7 +116,7 @@ func posixSegments(pids []int) []string {
 // server processes, System V or POSIX shared memory, or folder is left.
 func TestKilledHarnessClusterIsCleanedUp(t *testing.T) {
 	needPostgres(t)
-	exe := buildIdemlab(t)
+	exe := idemlabBinary(t)
 	tmp, outs := sharedTemp(t), t.TempDir()
 	// Whatever the test finds, nothing of the killed run outlives it:
 	// registered first, this runs after the harness is reaped, and
@@ -204,7 +193,7 @@ func TestKilledHarnessClusterIsCleanedUp(t *testing.T) {
 // database whose owner is alive and one kept with no owner record.
 func TestKilledHarnessDatabaseIsDropped(t *testing.T) {
 	needPostgres(t)
-	exe := buildIdemlab(t)
+	exe := idemlabBinary(t)
 	ctx := context.Background()
 	dsn := userServer(t)
 	st, _, err := store.OpenPostgres(ctx, dsn, 1)

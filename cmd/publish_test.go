@@ -80,7 +80,7 @@ func raceTwice(t *testing.T, run func(out string) (int, string)) int {
 // TestSameOutTwoProcesses starts two real idemlab experiment processes
 // with the same --out at once, five times.
 func TestSameOutTwoProcesses(t *testing.T) {
-	exe := buildIdemlab(t)
+	exe := idemlabBinary(t)
 	raced := raceTwice(t, func(out string) (int, string) {
 		cmd := exec.Command(exe, "experiment", "--quiet", "--scenario", "redelivery", "--input", goodInput, "--out", out)
 		b, _ := cmd.CombinedOutput()
