@@ -9,6 +9,7 @@ import (
 
 	"idemlab/experiments/errclass"
 	wb "idemlab/worker/batch"
+	"idemlab/worker/wire"
 )
 
 // ResolveOptions are the resolve command's flags.
@@ -68,7 +69,7 @@ func runResolve(c *cobra.Command, opts *ResolveOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w: --delivered %q: want true or false, as --delivered=true or --delivered false", errclass.ErrUsage, opts.Delivered)
 	}
-	k := wb.Key{Job: opts.Job, Item: opts.Item, Step: opts.Step}
+	k := wire.Key{Job: opts.Job, Item: opts.Item, Step: opts.Step}
 	err = wb.ResolveFile(c.Context(), wb.ResolveArgs{DB: opts.DB, Key: k, Delivered: delivered, Receipt: opts.Receipt})
 	if errors.Is(err, wb.ErrResolveUsage) {
 		return fmt.Errorf("%w: %w", errclass.ErrUsage, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	wb "idemlab/worker/batch"
+	"idemlab/worker/wire"
 )
 
 // TestResolveCommand runs resolve through Execute on a real journal: the
@@ -20,8 +21,8 @@ func TestResolveCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := wb.Key{Job: "job-1", Item: "item-041", Step: wb.StepNotify}
-	done := wb.Key{Job: "job-1", Item: "item-040", Step: wb.StepNotify}
+	held := wire.Key{Job: "job-1", Item: "item-041", Step: wb.StepNotify}
+	done := wire.Key{Job: "job-1", Item: "item-040", Step: wb.StepNotify}
 	if err := j.Mark(ctx, held, wb.Failed, "d", "", "NoReply"); err != nil {
 		t.Fatal(err)
 	}

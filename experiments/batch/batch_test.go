@@ -17,6 +17,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/worker"
 	wb "idemlab/worker/batch"
+	"idemlab/worker/wire"
 )
 
 func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
@@ -183,18 +184,18 @@ func TestPlanFlags(t *testing.T) {
 // worker's real HTTP client.
 func TestReceiverOverHTTP(t *testing.T) {
 	ctx := context.Background()
-	send := func(c *wb.Client, job, item, key string) (string, error) {
-		return c.Send(ctx, wb.SendRequest{JobID: job, ItemID: item, Step: wb.StepNotify, Digest: "0123456789abcdef", IdempotencyKey: key})
+	send := func(c *wire.Client, job, item, key string) (string, error) {
+		return c.Send(ctx, wire.SendRequest{JobID: job, ItemID: item, Step: wb.StepNotify, Digest: "0123456789abcdef", IdempotencyKey: key})
 	}
-	k := func(job, item string) wb.Key { return wb.Key{Job: job, Item: item, Step: wb.StepNotify} }
+	k := func(job, item string) wire.Key { return wire.Key{Job: job, Item: item, Step: wb.StepNotify} }
 	t.Run("before_accept", func(t *testing.T) {
 		r := startReceiver(t, receiver.Config{FailItem: "item-002", FailMode: BeforeAccept})
-		c := wb.NewClient(r.URL)
+		c := wire.NewClient(r.URL)
 		if _, err := send(c, "job-1", "item-001", ""); err != nil {
 			t.Fatal(err)
 		}
 		_, err := send(c, "job-1", "item-002", "")
-		var ue *wb.UnavailableError
+		var ue *wire.UnavailableError
 		if !errors.As(err, &ue) || ue.Status != 503 {
 			t.Fatalf("error %v, want 503", err)
 		}
@@ -211,10 +212,10 @@ func TestReceiverOverHTTP(t *testing.T) {
 	})
 	t.Run("after_accept", func(t *testing.T) {
 		r := startReceiver(t, receiver.Config{FailItem: "item-002", FailMode: AfterAccept})
-		c := wb.NewClient(r.URL)
+		c := wire.NewClient(r.URL)
 		send(c, "job-1", "item-001", "")
 		_, err := send(c, "job-1", "item-002", "")
-		var ne *wb.NoReplyError
+		var ne *wire.NoReplyError
 		if !errors.As(err, &ne) {
 			t.Fatalf("error %v, want no reply", err)
 		}
@@ -222,7 +223,7 @@ func TestReceiverOverHTTP(t *testing.T) {
 		if err != nil || !found || rc != "rcpt-item-002-01234567" {
 			t.Fatalf("lookup: %q %v %v", rc, found, err)
 		}
-		for _, other := range []wb.Key{k("job-2", "item-002"), {Job: "job-1", Item: "item-002", Step: wb.StepTransform}, k("job-1", "item-003")} {
+		for _, other := range []wire.Key{k("job-2", "item-002"), {Job: "job-1", Item: "item-002", Step: wb.StepTransform}, k("job-1", "item-003")} {
 			if _, found, _ := c.Lookup(ctx, other); found {
 				t.Errorf("lookup %s found a receipt of another key", other)
 			}
@@ -234,7 +235,7 @@ func TestReceiverOverHTTP(t *testing.T) {
 	})
 	t.Run("idempotency key and job ids", func(t *testing.T) {
 		r := startReceiver(t, receiver.Config{})
-		c := wb.NewClient(r.URL)
+		c := wire.NewClient(r.URL)
 		first, _ := send(c, "job-1", "item-001", "job-1:item-001:notify_external")
 		again, err := send(c, "job-1", "item-001", "job-1:item-001:notify_external")
 		if err != nil || again != first {

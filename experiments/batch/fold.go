@@ -12,6 +12,7 @@ import (
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // clockSlack absorbs the rounding of updated_at, a REAL of seconds, when
@@ -145,7 +146,7 @@ type trialFold struct {
 	n        int
 	script   []Action
 	next     int
-	pending  []wb.Key
+	pending  []wire.Key
 	resolveJ string
 	lines    int
 	receiver string
@@ -153,7 +154,7 @@ type trialFold struct {
 	seq      int
 	armed    bool
 	idem     map[string]string
-	accepts  map[wb.Key]string
+	accepts  map[wire.Key]string
 	sends    []receiver.Entry
 	rows     []wb.JournalRow
 	runs     []RunObs
@@ -187,7 +188,7 @@ type line struct {
 	// a is the script's action; for a resolve, key is the send it
 	// resolves.
 	a   Action
-	key wb.Key
+	key wire.Key
 	// want is the step the line must name.
 	want string
 	// p is the process the line names, when pok; w is its window.
@@ -214,7 +215,7 @@ func (cf *condFold) trialFor(f *folder, l results.Line, n int) *trialFold {
 		cf.trials = make([]*trialFold, f.st.Trials)
 	}
 	if cf.trials[n-1] == nil {
-		cf.trials[n-1] = &trialFold{n: n, script: Script(cf.p), armed: Injects(cf.p), idem: map[string]string{}, accepts: map[wb.Key]string{}, rows: []wb.JournalRow{},
+		cf.trials[n-1] = &trialFold{n: n, script: Script(cf.p), armed: Injects(cf.p), idem: map[string]string{}, accepts: map[wire.Key]string{}, rows: []wb.JournalRow{},
 			bySender: map[string][]receiver.Entry{}, started: map[string]startedRun{}}
 	}
 	return cf.trials[n-1]
@@ -227,18 +228,18 @@ func (tf *trialFold) done() bool {
 // expect advances the script to the process the next line must be: a run,
 // or a resolve of the next send the parent's last journal read left
 // unfinished.
-func (tf *trialFold) expect() (a Action, k wb.Key, ok bool) {
+func (tf *trialFold) expect() (a Action, k wire.Key, ok bool) {
 	for {
 		if len(tf.pending) > 0 {
 			return Action{Kind: ActResolveHeld, Job: tf.resolveJ}, tf.pending[0], true
 		}
 		if tf.next >= len(tf.script) {
-			return Action{}, wb.Key{}, false
+			return Action{}, wire.Key{}, false
 		}
 		a = tf.script[tf.next]
 		tf.next++
 		if a.Kind == ActRun {
-			return a, wb.Key{}, true
+			return a, wire.Key{}, true
 		}
 		tf.pending, tf.resolveJ = wb.HeldSends(tf.rows, a.Job), a.Job
 	}

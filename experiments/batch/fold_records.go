@@ -8,6 +8,7 @@ import (
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
+	"idemlab/worker/wire"
 )
 
 // itemDigest is the digest of the body a run gives item: changed for the
@@ -115,7 +116,7 @@ func (f *folder) checkAnswer(ln *line, fld string, e receiver.Entry) {
 	switch e.Outcome {
 	case receiver.SendAccepted, receiver.SendAcceptedNoReply:
 		wantRc = receiver.Receipt(e.Item, e.Digest)
-		tf.accepts[wb.Key{Job: e.Job, Item: e.Item, Step: e.Step}] = wantRc
+		tf.accepts[wire.Key{Job: e.Job, Item: e.Item, Step: e.Step}] = wantRc
 		if e.IdempotencyKey != "" {
 			tf.idem[e.IdempotencyKey] = wantRc
 		}
@@ -133,7 +134,7 @@ func (f *folder) checkAnswer(ln *line, fld string, e receiver.Entry) {
 func (f *folder) checkRows(ln *line) {
 	l, o := ln.l, ln.o
 	prev := byKey(ln.tf.rows)
-	seen := map[wb.Key]bool{}
+	seen := map[wire.Key]bool{}
 	for i, r := range o.Journal {
 		fld := results.Field("journal", i)
 		k := r.Key()
@@ -190,15 +191,15 @@ func (f *folder) checkRow(ln *line, fld string, r wb.JournalRow) {
 }
 
 // byKey indexes rows by their primary key.
-func byKey(rows []wb.JournalRow) map[wb.Key]wb.JournalRow {
-	out := map[wb.Key]wb.JournalRow{}
+func byKey(rows []wb.JournalRow) map[wire.Key]wb.JournalRow {
+	out := map[wire.Key]wb.JournalRow{}
 	for _, r := range rows {
 		out[r.Key()] = r
 	}
 	return out
 }
 
-func keyLess(a, b wb.Key) bool {
+func keyLess(a, b wire.Key) bool {
 	if a.Job != b.Job {
 		return a.Job < b.Job
 	}

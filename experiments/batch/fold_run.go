@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
+	"idemlab/worker/wire"
 )
 
 // witnessed is what the parent saw of one run by itself: the sends in its
@@ -36,7 +37,7 @@ func (f *folder) runLine(ln *line) {
 	}
 	url := ln.o.Receiver
 	if ln.o.Sender != "" {
-		url = receiver.SenderURL(url, ln.o.Sender)
+		url = wire.SenderURL(url, ln.o.Sender)
 	}
 	f.c.Argv(p, wb.WorkerRun, runArgs(f.st, a, ln.o.DB, url).Argv())
 	env := map[string]string{}
@@ -84,9 +85,9 @@ func (f *folder) runLine(ln *line) {
 func (f *folder) witness(ln *line) witnessed {
 	a := ln.a
 	saw := witnessed{sent: len(ln.sent), written: map[string]int{}}
-	sentKeys := map[wb.Key]bool{}
+	sentKeys := map[wire.Key]bool{}
 	for _, e := range ln.sent {
-		k := wb.Key{Job: e.Job, Item: e.Item, Step: e.Step}
+		k := wire.Key{Job: e.Job, Item: e.Item, Step: e.Step}
 		sentKeys[k] = true
 		if e.Job != a.Job {
 			f.c.Obs(ln.l, "sends", "a send of job %q during a run of job %q", e.Job, a.Job)
@@ -248,7 +249,7 @@ func (f *folder) checkFailed(ln *line, rr wb.RunResult) {
 	if ln.a.Mode != wb.ModeJournal {
 		return
 	}
-	k := wb.Key{Job: ln.a.Job, Item: last.Item, Step: last.Step}
+	k := wire.Key{Job: ln.a.Job, Item: last.Item, Step: last.Step}
 	for _, r := range ln.o.Journal {
 		if r.Key() == k && (r.Status != string(wb.Failed) || r.ErrorType != rr.ErrorType) {
 			f.c.Proc(p, "stdout.result.error_type", "%q, but the journal row %s is %s with error_type %q", rr.ErrorType, k, r.Status, r.ErrorType)

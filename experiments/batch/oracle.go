@@ -7,6 +7,7 @@ import (
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
+	"idemlab/worker/wire"
 )
 
 // Expect is the oracle over the recorded settings: the model's outcome
@@ -29,7 +30,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 // article's rules, and reads the expected figures off the model.
 func Expect(p Params) Outcome {
 	m := &model{
-		p: p, rows: map[wb.Key]mrow{}, accepts: map[wb.Key]int{}, receipts: map[wb.Key]string{},
+		p: p, rows: map[wire.Key]mrow{}, accepts: map[wire.Key]int{}, receipts: map[wire.Key]string{},
 		keys: map[string]bool{}, armed: Injects(p),
 	}
 	var out Outcome
@@ -74,9 +75,9 @@ type mrow struct {
 
 type model struct {
 	p        Params
-	rows     map[wb.Key]mrow
-	accepts  map[wb.Key]int
-	receipts map[wb.Key]string
+	rows     map[wire.Key]mrow
+	accepts  map[wire.Key]int
+	receipts map[wire.Key]string
 	keys     map[string]bool
 	armed    bool
 	lastHeld []string
@@ -106,7 +107,7 @@ func (m *model) run(a Action) (r RunObs) {
 		}
 	steps:
 		for _, step := range wb.Steps {
-			k := wb.Key{Job: a.Job, Item: id, Step: step}
+			k := wire.Key{Job: a.Job, Item: id, Step: step}
 			if row, ok := m.rows[k]; journal && ok {
 				switch {
 				case row.body != body:
@@ -131,7 +132,7 @@ func (m *model) run(a Action) (r RunObs) {
 	return r
 }
 
-func (m *model) execute(a Action, k wb.Key, body string, r *RunObs) {
+func (m *model) execute(a Action, k wire.Key, body string, r *RunObs) {
 	journal := a.Mode == wb.ModeJournal
 	mark := func(st wb.Status) {
 		if journal {
@@ -204,12 +205,12 @@ func (m *model) resolveHeld(a Action) []ResolveObs {
 }
 
 // parseHeld reads "item:step:unknown"; other reasons are not for resolve.
-func parseHeld(job, held string) (wb.Key, bool) {
+func parseHeld(job, held string) (wire.Key, bool) {
 	parts := strings.Split(held, ":")
 	if len(parts) != 3 || parts[2] != wb.HeldUnknown {
-		return wb.Key{}, false
+		return wire.Key{}, false
 	}
-	return wb.Key{Job: job, Item: parts[0], Step: parts[1]}, true
+	return wire.Key{Job: job, Item: parts[0], Step: parts[1]}, true
 }
 
 // Repeat is the oracle for T trials: the same outcome each time.

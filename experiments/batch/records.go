@@ -3,6 +3,7 @@ package batch
 import (
 	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
+	"idemlab/worker/wire"
 )
 
 // Observation is one line of observations.jsonl: one worker process and
@@ -56,7 +57,7 @@ func runArgs(st Settings, a Action, db, receiver string) wb.RunArgs {
 // resolveArgs is a resolve's command line for the send k the parent
 // looked up (lk) in journal db: the parent starts the resolve with it and
 // the fold rebuilds it, as runArgs.
-func resolveArgs(st Settings, lk wb.Lookup, db string, k wb.Key) wb.ResolveArgs {
+func resolveArgs(st Settings, lk wb.Lookup, db string, k wire.Key) wb.ResolveArgs {
 	a := lk.Resolve(db, k)
 	a.Backend = st.Backend
 	return a

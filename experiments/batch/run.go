@@ -14,6 +14,7 @@ import (
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 type plan struct{ s Settings }
@@ -147,7 +148,7 @@ type trial struct {
 	db      string
 	journal bool
 	rcv     *receiver.Receiver
-	client  *wb.Client
+	client  *wire.Client
 	logged  int
 	rows    []wb.JournalRow
 	runs    int
@@ -195,7 +196,7 @@ func (t *trial) prepare() error {
 		os.RemoveAll(dir)
 		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
-	t.dir, t.rcv, t.client, t.journal = dir, rcv, wb.NewClient(rcv.URL), UsesJournal(params)
+	t.dir, t.rcv, t.client, t.journal = dir, rcv, wire.NewClient(rcv.URL), UsesJournal(params)
 	if t.journal && t.p.s.Backend == "" {
 		t.db = filepath.Join(dir, DBName)
 	}
@@ -220,7 +221,7 @@ func (t *trial) run(ctx context.Context, a Action) error {
 	step, tok := "run "+strconv.Itoa(t.runs), RunSender(t.runs)
 	proc, err := t.env.Runner.Run(ctx, harness.Spec{
 		Scenario: Name, Condition: t.c.Name, Label: fmt.Sprintf("trial %d %s", t.n, step),
-		Worker: wb.WorkerRun, Args: runArgs(t.p.s, a, t.db, receiver.SenderURL(t.rcv.URL, tok)).Argv(), CrashAt: a.CrashPoint,
+		Worker: wb.WorkerRun, Args: runArgs(t.p.s, a, t.db, wire.SenderURL(t.rcv.URL, tok)).Argv(), CrashAt: a.CrashPoint,
 		Exits: []int{protocol.ExitACK, protocol.ExitCrash, protocol.ExitStepFailed},
 	})
 	if err != nil {
@@ -231,12 +232,12 @@ func (t *trial) run(ctx context.Context, a Action) error {
 
 // RunSender is the sender token of a trial's n-th run. A resolve sends
 // nothing and is given no receiver URL.
-func RunSender(n int) string { return receiver.Token(n) }
+func RunSender(n int) string { return wire.Token(n) }
 
 // resolve does what the article's person does: look the held send up at
 // the receiver by job, item and step, then run resolve with the answer.
-func (t *trial) resolve(ctx context.Context, k wb.Key) error {
-	lk, err := t.client.Ask(ctx, k)
+func (t *trial) resolve(ctx context.Context, k wire.Key) error {
+	lk, err := wb.Ask(ctx, t.client, k)
 	if err != nil {
 		return fmt.Errorf("%w: check receiver for %s: %w", errclass.ErrHarness, k, err)
 	}

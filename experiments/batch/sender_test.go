@@ -9,6 +9,7 @@ import (
 
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
+	"idemlab/worker/wire"
 )
 
 // withSenders turns the recorded fixture (format 4, no tokens) into what
@@ -36,7 +37,7 @@ func withSenders(tb testing.TB, fx fixture) fixture {
 		argv := p["argv"].([]any)
 		for i, a := range argv {
 			if a == "-receiver" {
-				argv[i+1] = receiver.SenderURL(argv[i+1].(string), "p"+run)
+				argv[i+1] = wire.SenderURL(argv[i+1].(string), "p"+run)
 			}
 		}
 	}
@@ -112,7 +113,7 @@ func TestFoldSenderTampered(t *testing.T) {
 		field  string
 	}{
 		{"sender unknown", func(tb testing.TB, fx fixture) {
-			fx.line(tb, baRerun, "run 2")["sends"].([]any)[0].(map[string]any)["sender"] = receiver.SenderUnknown
+			fx.line(tb, baRerun, "run 2")["sends"].([]any)[0].(map[string]any)["sender"] = wire.SenderUnknown
 		}, "sends[0].sender"},
 		{"a run not yet started", func(tb testing.TB, fx fixture) {
 			fx.line(tb, baRerun, "run 1")["sends"].([]any)[0].(map[string]any)["sender"] = "p2"

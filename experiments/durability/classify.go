@@ -6,6 +6,7 @@ import (
 	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
+	"idemlab/worker/wire"
 )
 
 // Facts are what the classifier needs of one trial, all taken from the
@@ -63,7 +64,7 @@ func Classify(f Facts) (outcome string, rowsLost int) {
 			}
 		}
 		for i := 1; i <= f.Items; i++ {
-			k := wb.Key{Job: f.JobID, Item: wb.ItemID(i), Step: wb.StepNotify}.String()
+			k := wire.Key{Job: f.JobID, Item: wb.ItemID(i), Step: wb.StepNotify}.String()
 			tags[TagDuplicate] = tags[TagDuplicate] || accepted[k] > 1
 			tags[TagMissing] = tags[TagMissing] || accepted[k] == 0
 		}

@@ -20,6 +20,7 @@ import (
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/wire"
 )
 
 type plan struct{ s Settings }
@@ -140,7 +141,7 @@ type trial struct {
 	db  string
 	o   Observation
 	rcv *receiver.Receiver
-	cl  *wb.Client
+	cl  *wire.Client
 	ctx context.Context
 	// pg is the trial's schema on PostgreSQL; nil on SQLite.
 	pg *backend.Database
@@ -201,7 +202,7 @@ func (t *trial) startReceiver() (stop func(), err error) {
 	if t.rcv, err = receiver.Start(receiver.Config{}); err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
-	t.cl = wb.NewClient(t.rcv.URL)
+	t.cl = wire.NewClient(t.rcv.URL)
 	t.o.Receiver = t.rcv.URL
 	return func() { t.cl.CloseIdle(); t.rcv.Close() }, nil
 }
@@ -358,7 +359,7 @@ func (t *trial) rest() error {
 		rows = nil
 	}
 	for _, k := range wb.HeldSends(rows, t.p.s.JobID) {
-		lk, err := t.cl.Ask(t.ctx, k)
+		lk, err := wb.Ask(t.ctx, t.cl, k)
 		if err != nil {
 			return fmt.Errorf("%w: check receiver for %s: %w", errclass.ErrHarness, k, err)
 		}

@@ -12,6 +12,7 @@ import (
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // This file is where the matrix meets its workers: their command lines and
@@ -66,7 +67,7 @@ func ProcessArgs(s Settings, c Condition, o Observation, step Step) (string, []s
 // ResolveArgs is the command line of the resolve that lookup lk calls
 // for; the run and the fold both build it so.
 func ResolveArgs(s Settings, db string, lk wb.Lookup) wb.ResolveArgs {
-	k := wb.Key{Job: s.JobID}
+	k := wire.Key{Job: s.JobID}
 	k.Item, k.Step, _ = strings.Cut(strings.TrimPrefix(lk.Key, s.JobID+":"), ":")
 	a := lk.Resolve(db, k)
 	a.Backend = s.Backend

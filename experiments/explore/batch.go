@@ -17,6 +17,7 @@ import (
 	wb "idemlab/worker/batch"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // Tables of the batch patterns. TableSends is not in the file: it is the
@@ -317,7 +318,7 @@ func lookedUp(s State, key string) Lookup {
 
 // heldSends are the sends a person resolves, found by the worker's reader
 // of held sends in the journal rows of the state.
-func heldSends(st Settings, s State) []wb.Key {
+func heldSends(st Settings, s State) []wire.Key {
 	var rows []wb.JournalRow
 	for _, r := range s[TableJournal] {
 		if x, ok := parseJournalRow(st.JobKey, r); ok {

@@ -10,13 +10,13 @@ import (
 	"strconv"
 
 	"idemlab/experiments/harness"
-	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // State is a pattern's durable tables as the parent read them after a
@@ -46,7 +46,7 @@ type Files struct {
 // folder of format 4 or older) leaves the URL bare.
 func (f Files) As(tok string) Files {
 	if tok != "" && f.Receiver != "" {
-		f.Receiver = receiver.SenderURL(f.Receiver, tok)
+		f.Receiver = wire.SenderURL(f.Receiver, tok)
 	}
 	return f
 }

@@ -12,7 +12,6 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/seed"
-	wb "idemlab/worker/batch"
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -20,6 +19,7 @@ import (
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // Run discovers each pattern's points, then runs the sweep, the crash and
@@ -143,7 +143,7 @@ func (t *trialEnv) sender() (Files, string) {
 		return t.files, ""
 	}
 	t.senders++
-	tok := receiver.Token(t.senders)
+	tok := wire.Token(t.senders)
 	return t.files.As(tok), tok
 }
 
@@ -252,9 +252,9 @@ func (t *trialEnv) lookUp(ctx context.Context, key string) (Lookup, error) {
 	if t.rcv == nil || len(parts) != 3 {
 		return Lookup{}, fmt.Errorf("%w: look up %q: no receiver or not job:item:step", errclass.ErrHarness, key)
 	}
-	c := wb.NewClient(t.rcv.URL)
+	c := wire.NewClient(t.rcv.URL)
 	defer c.CloseIdle()
-	rc, found, err := c.Lookup(ctx, wb.Key{Job: parts[0], Item: parts[1], Step: parts[2]})
+	rc, found, err := c.Lookup(ctx, wire.Key{Job: parts[0], Item: parts[1], Step: parts[2]})
 	if err != nil {
 		return Lookup{}, fmt.Errorf("%w: look up %s: %w", errclass.ErrHarness, key, err)
 	}

@@ -6,11 +6,12 @@ import (
 
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
+	"idemlab/worker/wire"
 )
 
 // Sends are attributed by sender, never by time: the parent mints each
 // process's token before it starts it (the trial's n-th process is
-// receiver.Token(n)), records it in the observation of the process's step
+// wire.Token(n)), records it in the observation of the process's step
 // and gives the process the receiver URL that carries it, and the
 // receiver logs it with every send. A send the receiver logged only after
 // the parent had seen its sender end (it is in no state read before that
@@ -38,7 +39,7 @@ func (f *folder) senders(pat Pattern, e entry, first int) []string {
 	}
 	want := make([]string, len(e.o.ProcessIDs))
 	for k := range want {
-		want[k] = receiver.Token(first + k)
+		want[k] = wire.Token(first + k)
 	}
 	if !pat.Sends || !slices.Equal(e.o.Senders, want) {
 		f.c.Obs(e.l, "senders", "%v, but the step's processes are the trial's %d to %d and pattern %s sends: %v; the parent mints token p<n> for the trial's n-th process", e.o.Senders, first, first+len(want)-1, pat.Name, pat.Sends)
@@ -78,7 +79,7 @@ func (f *folder) lateSends(cf condFold, i int, es []entry) {
 		p, ok := by[x.Sender]
 		if !ok {
 			who := "sender " + x.Sender
-			if x.Sender == receiver.SenderUnknown {
+			if x.Sender == wire.SenderUnknown {
 				who = "sender unknown"
 			}
 			f.c.Obs(last.l, "rows."+TableSends, "send %d (%s %s) names %s, no process of %s trial %d", x.Seq, x.Item, x.Outcome, who, cf.c.Name, i)

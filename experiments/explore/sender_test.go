@@ -14,6 +14,7 @@ import (
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenario/scenariotest"
 	wb "idemlab/worker/batch"
+	"idemlab/worker/wire"
 )
 
 // sent is a receiver log row of a notification of item n, accepted, from
@@ -57,7 +58,7 @@ func TestAccountCountsBySender(t *testing.T) {
 	}{
 		{"late send of the killed sender not charged to the recovery", "p2", 2, delivery, late, nil},
 		{"a claim beyond the sender's sends", "p2", 3, delivery, late, []string{"the run says it sent 3 notifications, the receiver accepted 2 from its sender p2"}},
-		{"a send of no known sender counts for nobody", "p2", 2, delivery, sendState(sent(1, 1, "p1"), sent(2, 1, receiver.SenderUnknown), sent(3, 1, "p2"), sent(4, 2, "p2")), nil},
+		{"a send of no known sender counts for nobody", "p2", 2, delivery, sendState(sent(1, 1, "p1"), sent(2, 1, wire.SenderUnknown), sent(3, 1, "p2"), sent(4, 2, "p2")), nil},
 		// The same trial as format 4 recorded it: without tokens only the
 		// time window is left, and it charges the late send to p2.
 		{"format 4: the window", "", 2, sendState(sent(1, 1, "")), sendState(sent(1, 1, ""), sent(2, 2, ""), sent(3, 1, ""), sent(4, 2, "")),
@@ -83,7 +84,7 @@ func TestParseSendRows(t *testing.T) {
 		ok     bool
 	}{
 		{"1|item-001|notify_external|accepted|0|rc|p1", "p1", true},
-		{"1|item-001|notify_external|accepted|0|rc|unknown", receiver.SenderUnknown, true},
+		{"1|item-001|notify_external|accepted|0|rc|unknown", wire.SenderUnknown, true},
 		{"1|item-001|notify_external|accepted|0|rc", "", true},
 		{"1|item-001|notify_external|accepted|0|rc|", "", false},
 		{"1|item-001|notify_external|accepted|0", "", false},
@@ -148,7 +149,7 @@ func TestKilledSendersLateSendIsItsOwn(t *testing.T) {
 	}
 	const cond = "batch-rerun-all/timing-kill"
 	for _, l := range extra.LateSends {
-		if l.Condition != cond || l.Step != StepDelivery || l.Sender != receiver.Token(1) || l.Note != NoteLateKilled {
+		if l.Condition != cond || l.Step != StepDelivery || l.Sender != wire.Token(1) || l.Note != NoteLateKilled {
 			t.Errorf("late send %+v: want the killed delivery p1's, %q", l, NoteLateKilled)
 		}
 	}
@@ -175,9 +176,9 @@ func TestKilledSendersLateSendIsItsOwn(t *testing.T) {
 		to   string
 		want string
 	}{
-		{"the late send charged to the recovery", receiver.Token(2), "the receiver accepted 3 from its sender p2"},
-		{"the late send of no sender", receiver.SenderUnknown, "names sender unknown, no process of"},
-		{"the late send of a process the trial never ran", receiver.Token(9), "names sender p9, no process of"},
+		{"the late send charged to the recovery", wire.Token(2), "the receiver accepted 3 from its sender p2"},
+		{"the late send of no sender", wire.SenderUnknown, "names sender unknown, no process of"},
+		{"the late send of a process the trial never ran", wire.Token(9), "names sender p9, no process of"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

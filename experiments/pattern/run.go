@@ -24,6 +24,7 @@ import (
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // Trial kinds.
@@ -458,16 +459,16 @@ func DeliverySender(o Observation, d Delivery) string {
 		return ""
 	}
 	if d.Number <= 1 {
-		return receiver.Token(d.Worker + 1)
+		return wire.Token(d.Worker + 1)
 	}
-	return receiver.Token(max(1, o.Racers) + d.Number - 1)
+	return wire.Token(max(1, o.Racers) + d.Number - 1)
 }
 
 // ReceiverOf is the receiver URL delivery d is given: the trial's, with
 // the delivery's sender token as a path prefix.
 func ReceiverOf(o Observation, d Delivery) string {
 	if tok := DeliverySender(o, d); tok != "" {
-		return receiver.SenderURL(o.Receiver, tok)
+		return wire.SenderURL(o.Receiver, tok)
 	}
 	return o.Receiver
 }

@@ -3,7 +3,7 @@ package pattern
 import (
 	"testing"
 
-	"idemlab/experiments/receiver"
+	"idemlab/worker/wire"
 )
 
 // TestDeliverySender: a trial's first deliveries (one, or each racer) are
@@ -30,12 +30,12 @@ func TestDeliverySender(t *testing.T) {
 		}
 		want := base
 		if tt.want != "" {
-			want = receiver.SenderURL(base, tt.want)
+			want = wire.SenderURL(base, tt.want)
 		}
 		if got := ReceiverOf(tt.o, tt.d); got != want {
 			t.Errorf("%s: ReceiverOf = %q, want %q", tt.name, got, want)
 		}
-		if b, tok := receiver.SenderOf(ReceiverOf(tt.o, tt.d)); b != base || tok != tt.want {
+		if b, tok := wire.SenderOf(ReceiverOf(tt.o, tt.d)); b != base || tok != tt.want {
 			t.Errorf("%s: SenderOf gives %q, %q", tt.name, b, tok)
 		}
 	}

@@ -13,11 +13,11 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	wb "idemlab/worker/batch"
+	"idemlab/worker/precise"
+	"idemlab/worker/wire"
 )
 
 // Config chooses the receiver's latency and injected failure.
@@ -46,8 +46,8 @@ type Receiver struct {
 	ln       net.Listener
 	mu       sync.Mutex
 	armed    bool
-	accepts  map[wb.Key]int
-	receipts map[wb.Key]string
+	accepts  map[wire.Key]int
+	receipts map[wire.Key]string
 	byIdem   map[string]string
 	replays  int
 	log      []Entry
@@ -65,7 +65,7 @@ const (
 // Outcomes of a send in the receiver's log.
 const (
 	// SendAccepted: recorded and answered with a receipt.
-	SendAccepted = "accepted"
+	SendAccepted = wire.OutcomeAccepted
 	// SendAcceptedNoReply: recorded, then the connection was dropped
 	// (the after_accept failure).
 	SendAcceptedNoReply = "accepted_no_reply"
@@ -73,7 +73,7 @@ const (
 	SendRejected = "rejected"
 	// SendReplayed: answered from the idempotency-key store, not recorded
 	// again.
-	SendReplayed = "replayed"
+	SendReplayed = wire.OutcomeReplayed
 	// SendStale: refused by the fence, not recorded; its generation is
 	// below one the receiver has already seen for the job.
 	SendStale = "stale"
@@ -95,9 +95,9 @@ type Entry struct {
 	// Generation is the sender's fencing token; 0 when it sent none.
 	Generation int64 `json:"generation,omitempty"`
 	// Sender is the token of the process that sent it, taken from the
-	// path prefix of the URL the parent gave that process (SenderURL);
-	// SenderUnknown for a request without one. Empty in folders of
-	// format 4 and older, whose receiver took no token.
+	// path prefix of the URL the parent gave that process
+	// (wire.SenderURL); wire.SenderUnknown for a request without one.
+	// Empty in folders of format 4 and older, whose receiver took no token.
 	Sender string `json:"sender,omitempty"`
 }
 
@@ -142,35 +142,6 @@ func SentFrom(tok string) string {
 	return "from its sender " + tok
 }
 
-// SenderUnknown is the Sender of a request that carried no token: sent to
-// the bare URL rather than to the one a process was given.
-const SenderUnknown = "unknown"
-
-// senderPrefix starts the path of every request a process given a sender
-// URL makes: /s/<token>/send, /s/<token>/receipt, /s/<token>/ping.
-const senderPrefix = "/s/"
-
-// SenderURL is the receiver URL the parent gives one process: base with
-// the process's token as a path prefix, so that a program that appends
-// /send to the URL it is given names its sender without knowing it.
-func SenderURL(base, token string) string { return base + senderPrefix + token }
-
-// SenderOf is the token in a URL made by SenderURL, and base the URL
-// without it; token is empty for a URL without one, such as a folder of
-// format 4 or older records.
-func SenderOf(url string) (base, token string) {
-	i := strings.LastIndex(url, senderPrefix)
-	if i < 0 || strings.Contains(url[i+len(senderPrefix):], "/") || i+len(senderPrefix) == len(url) {
-		return url, ""
-	}
-	return url[:i], url[i+len(senderPrefix):]
-}
-
-// Token is the sender token of a trial's n-th process (from 1), which the
-// parent mints before it starts the process and a fold derives again from
-// the process's place in the trial.
-func Token(n int) string { return "p" + strconv.Itoa(n) }
-
 // Accepted reports whether the entry is a delivery the receiver recorded.
 func (e Entry) Accepted() bool {
 	return e.Outcome == SendAccepted || e.Outcome == SendAcceptedNoReply
@@ -185,17 +156,15 @@ func Start(cfg Config) (*Receiver, error) {
 	r := &Receiver{
 		URL: "http://" + ln.Addr().String(), cfg: cfg, ln: ln,
 		armed:   cfg.FailItem != "" && cfg.FailMode != "",
-		accepts: map[wb.Key]int{}, receipts: map[wb.Key]string{}, byIdem: map[string]string{},
+		accepts: map[wire.Key]int{}, receipts: map[wire.Key]string{}, byIdem: map[string]string{},
 		maxGen: map[string]int64{},
 	}
 	mux := http.NewServeMux()
 	// Each route with and without a sender prefix: a request to the bare
-	// URL is served and logged with SenderUnknown.
-	for _, pre := range []string{"", senderPrefix + "{sender}"} {
-		mux.HandleFunc("POST "+pre+wb.PathSend, r.handleSend)
-		mux.HandleFunc("GET "+pre+wb.PathReceipt, r.handleReceipt)
-		mux.HandleFunc("GET "+pre+wb.PathPing, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	}
+	// URL is served and logged with wire.SenderUnknown.
+	wire.Handle(mux, http.MethodPost, wire.PathSend, r.handleSend)
+	wire.Handle(mux, http.MethodGet, wire.PathReceipt, r.handleReceipt)
+	wire.Handle(mux, http.MethodGet, wire.PathPing, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go r.srv.Serve(ln)
 	return r, nil
@@ -222,23 +191,20 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "bad send request", http.StatusBadRequest)
 		return
 	}
-	sender := req.PathValue("sender")
-	if sender == "" {
-		sender = SenderUnknown
-	}
-	if ps, ok := publicSend(body); ok {
-		r.handlePublic(w, req, ps, sender)
+	sender := wire.SenderOfRequest(req)
+	if ps, key, ok := wire.ReadPublic(req, body); ok {
+		r.handlePublic(w, ps, key, sender)
 		return
 	}
-	var sr wb.SendRequest
+	var sr wire.SendRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sr); err != nil || sr.JobID == "" || sr.ItemID == "" || sr.Step == "" || sr.Digest == "" {
 		http.Error(w, "bad send request", http.StatusBadRequest)
 		return
 	}
-	wb.PreciseSleep(r.cfg.SendLatency)
-	k := wb.Key{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step}
+	precise.Sleep(r.cfg.SendLatency)
+	k := wire.Key{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step}
 	e := Entry{Job: sr.JobID, Item: sr.ItemID, Step: sr.Step, Digest: sr.Digest, IdempotencyKey: sr.IdempotencyKey, Generation: sr.Generation, Sender: sender}
 	r.mu.Lock()
 	if sr.Generation > 0 {
@@ -246,7 +212,7 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 			e.Outcome = SendStale
 			r.record(e)
 			r.mu.Unlock()
-			http.Error(w, "stale lease generation", http.StatusConflict)
+			http.Error(w, "stale lease generation", wire.StatusStale)
 			return
 		}
 		r.maxGen[sr.JobID] = max(r.maxGen[sr.JobID], sr.Generation)
@@ -268,7 +234,7 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 			e.Outcome, e.Receipt = SendReplayed, rc
 			r.record(e)
 			r.mu.Unlock()
-			writeJSON(w, wb.SendReply{Receipt: rc, Replayed: true})
+			writeJSON(w, wire.SendReply{Receipt: rc, Replayed: true})
 			return
 		}
 	}
@@ -289,7 +255,7 @@ func (r *Receiver) handleSend(w http.ResponseWriter, req *http.Request) {
 		dropConnection(w)
 		return
 	}
-	writeJSON(w, wb.SendReply{Receipt: rc})
+	writeJSON(w, wire.SendReply{Receipt: rc})
 }
 
 // dropConnection closes the client's connection without writing a byte,
@@ -329,13 +295,11 @@ func (r *Receiver) LogSince(n int) ([]Entry, int) {
 }
 
 func (r *Receiver) handleReceipt(w http.ResponseWriter, req *http.Request) {
-	q := req.URL.Query()
-	k := wb.Key{Job: q.Get("job_id"), Item: q.Get("item_id"), Step: q.Get("step")}
-	if k.Job == "" || k.Item == "" || k.Step == "" {
+	k, gen, valid := wire.ParseLookup(req.URL.Query())
+	if !valid {
 		http.Error(w, "job_id, item_id and step are required", http.StatusBadRequest)
 		return
 	}
-	gen, _ := strconv.ParseInt(q.Get("generation"), 10, 64)
 	r.mu.Lock()
 	if gen > 0 {
 		r.maxGen[k.Job] = max(r.maxGen[k.Job], gen)
@@ -346,7 +310,7 @@ func (r *Receiver) handleReceipt(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "no receipt", http.StatusNotFound)
 		return
 	}
-	writeJSON(w, wb.SendReply{Receipt: rc})
+	writeJSON(w, wire.SendReply{Receipt: rc})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

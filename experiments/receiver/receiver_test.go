@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	wb "idemlab/worker/batch"
+	"idemlab/worker/wire"
 )
 
 // TestSenderToken sends over real loopback HTTP to a process's URL and to
@@ -25,23 +25,23 @@ func TestSenderToken(t *testing.T) {
 	}
 	defer r.Close()
 	ctx := context.Background()
-	own := wb.NewClient(SenderURL(r.URL, Token(3)))
+	own := wire.NewClient(wire.SenderURL(r.URL, wire.Token(3)))
 	defer own.CloseIdle()
-	bare := wb.NewClient(r.URL)
+	bare := wire.NewClient(r.URL)
 	defer bare.CloseIdle()
 	if err := own.Ping(ctx); err != nil {
 		t.Fatalf("ping under the prefix: %v", err)
 	}
-	for _, c := range []*wb.Client{own, bare} {
-		if _, err := c.Send(ctx, wb.SendRequest{JobID: "j", ItemID: "item-001", Step: wb.StepNotify, Digest: "d1234567"}); err != nil {
+	for _, c := range []*wire.Client{own, bare} {
+		if _, err := c.Send(ctx, wire.SendRequest{JobID: "j", ItemID: "item-001", Step: "notify", Digest: "d1234567"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, found, err := own.Lookup(ctx, wb.Key{Job: "j", Item: "item-001", Step: wb.StepNotify}); err != nil || !found {
+	if _, found, err := own.Lookup(ctx, wire.Key{Job: "j", Item: "item-001", Step: "notify"}); err != nil || !found {
 		t.Fatalf("lookup under the prefix: found %v, %v", found, err)
 	}
 	start := time.Now()
-	resp, err := http.Post(SenderURL(r.URL, Token(4))+wb.PathSend, "application/json", bytes.NewReader([]byte(`{"event_id": "e-1", "step": "notify"}`)))
+	resp, err := http.Post(wire.SenderURL(r.URL, wire.Token(4))+wire.PathSend, "application/json", bytes.NewReader([]byte(`{"event_id": "e-1", "step": "notify"}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,21 +54,7 @@ func TestSenderToken(t *testing.T) {
 	for _, e := range log {
 		got = append(got, e.Sender)
 	}
-	if diff := cmp.Diff([]string{"p3", SenderUnknown, "p4"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"p3", wire.SenderUnknown, "p4"}, got); diff != "" {
 		t.Errorf("senders logged (-want +got):\n%s", diff)
-	}
-}
-
-// TestSenderOf reads the token back from a URL, and none from a bare one.
-func TestSenderOf(t *testing.T) {
-	tests := []struct{ url, base, tok string }{
-		{SenderURL("http://127.0.0.1:9", "p2"), "http://127.0.0.1:9", "p2"},
-		{"http://127.0.0.1:9", "http://127.0.0.1:9", ""},
-		{"http://127.0.0.1:9/s/", "http://127.0.0.1:9/s/", ""},
-	}
-	for _, tt := range tests {
-		if b, tok := SenderOf(tt.url); b != tt.base || tok != tt.tok {
-			t.Errorf("SenderOf(%q) = %q, %q; want %q, %q", tt.url, b, tok, tt.base, tt.tok)
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // Registry names of the two workers; the parent builds command lines with
@@ -150,7 +151,7 @@ func validMS(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN
 // worker reads them back with ParseResolveArgs.
 type ResolveArgs struct {
 	DB        string
-	Key       Key
+	Key       wire.Key
 	Delivered bool
 	// Receipt is the receiver's receipt; only a delivered send has one, so
 	// only then is it rendered.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"idemlab/worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -79,7 +81,7 @@ func TestRunArgsRefused(t *testing.T) {
 // TestResolveArgsRoundTrip checks the resolve's command line both ways; a
 // receipt is rendered only with delivered=true.
 func TestResolveArgsRoundTrip(t *testing.T) {
-	k := Key{Job: "job-1", Item: "item-041", Step: StepNotify}
+	k := wire.Key{Job: "job-1", Item: "item-041", Step: StepNotify}
 	tests := []struct {
 		args ResolveArgs
 		argv string
@@ -102,7 +104,7 @@ func TestResolveArgsRoundTrip(t *testing.T) {
 // TestLookupResolve checks that an answer from the receiver becomes the
 // resolve it calls for.
 func TestLookupResolve(t *testing.T) {
-	k := Key{Job: "job-1", Item: "item-002", Step: StepNotify}
+	k := wire.Key{Job: "job-1", Item: "item-002", Step: StepNotify}
 	got := []ResolveArgs{
 		Lookup{Key: k.String(), Found: true, Receipt: "rcpt"}.Resolve("f", k),
 		Lookup{Key: k.String()}.Resolve("f", k),

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/worker/protocol"
+	"idemlab/worker/wire"
 )
 
 // TestCanonicalJSON pins the encoding to what Python's
@@ -64,7 +65,7 @@ type fakeSender struct {
 	fail map[string]error
 }
 
-func (f *fakeSender) Send(_ context.Context, req SendRequest) (string, error) {
+func (f *fakeSender) Send(_ context.Context, req wire.SendRequest) (string, error) {
 	f.sent = append(f.sent, req.ItemID+"|"+req.IdempotencyKey)
 	if err := f.fail[req.ItemID]; err != nil {
 		return "", err
@@ -73,9 +74,9 @@ func (f *fakeSender) Send(_ context.Context, req SendRequest) (string, error) {
 }
 
 // fakeVerifier holds receipts by the full key.
-type fakeVerifier map[Key]string
+type fakeVerifier map[wire.Key]string
 
-func (f fakeVerifier) Lookup(_ context.Context, k Key) (string, bool, error) {
+func (f fakeVerifier) Lookup(_ context.Context, k wire.Key) (string, bool, error) {
 	r, ok := f[k]
 	return r, ok, nil
 }
@@ -85,7 +86,7 @@ type rowState struct {
 	Receipt string
 }
 
-func rowOf(tb testing.TB, j *Journal, k Key) (rowState, bool) {
+func rowOf(tb testing.TB, j *Journal, k wire.Key) (rowState, bool) {
 	tb.Helper()
 	r, ok, err := j.Get(context.Background(), k)
 	if err != nil {
@@ -101,7 +102,7 @@ func TestResumeRules(t *testing.T) {
 	item := Item{ID: "item-001", Body: "payload-1"}
 	digest := Digest(item)
 	other := Digest(Item{ID: "item-001", Body: "payload-1-old"})
-	k := func(step string) Key { return Key{job, item.ID, step} }
+	k := func(step string) wire.Key { return wire.Key{Job: job, Item: item.ID, Step: step} }
 	type want struct {
 		executed, skipped int
 		held              []string
@@ -152,9 +153,9 @@ func TestResumeRules(t *testing.T) {
 				cases = append(cases, resumeCase{name + "/verified", step, st, digest, fakeVerifier{k(step): "rcpt-found"}, want{skipped: before + 1, final: rowState{Succeeded, "rcpt-found"}}})
 				// Receipts for another job or another step do not match.
 				cases = append(cases, resumeCase{name + "/receipt-of-other-key", step, st, digest, fakeVerifier{
-					{"job-2", item.ID, step}:      "rcpt-other-job",
-					{job, item.ID, StepTransform}: "rcpt-other-step",
-					{job, "item-002", StepNotify}: "rcpt-other-item",
+					{Job: "job-2", Item: item.ID, Step: step}:      "rcpt-other-job",
+					{Job: job, Item: item.ID, Step: StepTransform}: "rcpt-other-step",
+					{Job: job, Item: "item-002", Step: StepNotify}: "rcpt-other-item",
 				}, want{skipped: before, held: []string{item.ID + ":" + step + ":unknown"}, final: rowState{Status: st}}})
 			}
 		}
@@ -216,7 +217,7 @@ func TestHeldItemDoesNotStopOthers(t *testing.T) {
 	ctx := context.Background()
 	j, _ := openTestJournal(t)
 	items := Items(3, 0)
-	k := Key{"job-1", items[1].ID, StepNotify}
+	k := wire.Key{Job: "job-1", Item: items[1].ID, Step: StepNotify}
 	if err := j.Mark(ctx, k, Failed, Digest(items[1]), "", "NoReply"); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestStepErrorRecordsTypeOnly(t *testing.T) {
 	if d := cmp.Diff([]string{"item-001|job-1:item-001:notify_external", "item-002|job-1:item-002:notify_external"}, snd.sent); d != "" {
 		t.Errorf("sent (-want +got):\n%s", d)
 	}
-	r, _, _ := j.Get(ctx, Key{"job-1", "item-002", StepNotify})
+	r, _, _ := j.Get(ctx, wire.Key{Job: "job-1", Item: "item-002", Step: StepNotify})
 	if r.Status != Failed || r.ErrorType != "batch.secretError" {
 		t.Errorf("row %+v", r)
 	}
@@ -270,8 +271,8 @@ func TestStepErrorRecordsTypeOnly(t *testing.T) {
 
 func TestErrorTypeNames(t *testing.T) {
 	cases := map[string]error{
-		"ReceiverUnavailable": &UnavailableError{Status: 503},
-		"NoReply":             fmt.Errorf("wrapped: %w", &NoReplyError{Err: errors.New("EOF")}),
+		"ReceiverUnavailable": &wire.UnavailableError{Status: 503},
+		"NoReply":             fmt.Errorf("wrapped: %w", &wire.NoReplyError{Err: errors.New("EOF")}),
 		"errors.errorString":  errors.New("plain"),
 	}
 	for want, err := range cases {
@@ -300,7 +301,7 @@ func TestCrashLeavesInFlight(t *testing.T) {
 				}()
 				Run(ctx, Config{Job: "job-1", Journal: j, Sender: snd, Points: call.Points}, items)
 			}()
-			r, _ := rowOf(t, j, Key{"job-1", "item-002", StepNotify})
+			r, _ := rowOf(t, j, wire.Key{Job: "job-1", Item: "item-002", Step: StepNotify})
 			if r.Status != InFlight {
 				t.Errorf("row %+v, want IN_FLIGHT", r)
 			}
@@ -325,7 +326,7 @@ func TestRerunAllKeepsNoJournal(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	const job = "job-1"
-	k := Key{job, "item-041", StepNotify}
+	k := wire.Key{Job: job, Item: "item-041", Step: StepNotify}
 	cases := []struct {
 		name      string
 		seed      Status
@@ -382,11 +383,11 @@ func TestResolveFileRefusals(t *testing.T) {
 	j, journal := openTestJournal(t)
 	j.Close()
 	cases := map[string]ResolveArgs{
-		"no file":          {DB: filepath.Join(dir, "missing.sqlite3"), Key: Key{"j", "i", "s"}},
-		"not a journal":    {DB: plain, Key: Key{"j", "i", "s"}},
-		"missing key part": {DB: journal, Key: Key{"j", "", "s"}},
-		"missing row":      {DB: journal, Key: Key{"j", "i", "s"}},
-		"no receipt":       {DB: journal, Key: Key{"j", "i", "s"}, Delivered: true},
+		"no file":          {DB: filepath.Join(dir, "missing.sqlite3"), Key: wire.Key{Job: "j", Item: "i", Step: "s"}},
+		"not a journal":    {DB: plain, Key: wire.Key{Job: "j", Item: "i", Step: "s"}},
+		"missing key part": {DB: journal, Key: wire.Key{Job: "j", Item: "", Step: "s"}},
+		"missing row":      {DB: journal, Key: wire.Key{Job: "j", Item: "i", Step: "s"}},
+		"no receipt":       {DB: journal, Key: wire.Key{Job: "j", Item: "i", Step: "s"}, Delivered: true},
 	}
 	for name, a := range cases {
 		if err := ResolveFile(ctx, a); !errors.Is(err, ErrResolveUsage) {

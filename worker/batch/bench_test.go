@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"idemlab/worker/wire"
 )
 
 // The item counts per benchmark operation. The peer script
@@ -18,7 +20,7 @@ const (
 // instantSender accepts at once, like the peer's zero-latency callable.
 type instantSender struct{}
 
-func (instantSender) Send(_ context.Context, req SendRequest) (string, error) {
+func (instantSender) Send(_ context.Context, req wire.SendRequest) (string, error) {
 	return "rcpt-" + req.ItemID + "-" + req.Digest[:8], nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // Status is a journal row's state.
@@ -64,15 +65,6 @@ var (
 	// ErrNotJournal means the file has no step_journal table.
 	ErrNotJournal = errors.New("not a step journal (no step_journal table)")
 )
-
-// Key names one row: a step of an item of a job.
-type Key struct {
-	Job, Item, Step string
-}
-
-// String renders the key as job:item:step, which is also the idempotency
-// key the sender may attach.
-func (k Key) String() string { return k.Job + ":" + k.Item + ":" + k.Step }
 
 // Row is one journal row as the resume rules need it.
 type Row struct {
@@ -205,7 +197,7 @@ func nullable(s string) any {
 // most MaxMarkAttempts times: the upsert overwrites the row whole, so a
 // second try writes what the first would have. SQLite's busy file is not
 // retried here; its busy timeout waits instead.
-func (j *Journal) Mark(ctx context.Context, k Key, st Status, digest, receipt, errorType string) error {
+func (j *Journal) Mark(ctx context.Context, k wire.Key, st Status, digest, receipt, errorType string) error {
 	for attempt := 1; ; attempt++ {
 		ts := float64(j.now().UnixNano()) / 1e9
 		_, err := j.upsert.ExecContext(ctx, k.Job, k.Item, k.Step, string(st), digest, nullable(receipt), nullable(errorType), ts)
@@ -281,7 +273,7 @@ func parseStatus(b []byte) Status {
 }
 
 // Get reads one row; ok is false when it does not exist.
-func (j *Journal) Get(ctx context.Context, k Key) (r Row, ok bool, err error) {
+func (j *Journal) Get(ctx context.Context, k wire.Key) (r Row, ok bool, err error) {
 	var st string
 	err = j.st.DB.QueryRowContext(ctx, j.st.Dialect.Rebind(`
 SELECT step_name, status, payload_digest, coalesce(receipt, ''), coalesce(error_type, '')
@@ -303,7 +295,7 @@ FROM step_journal WHERE job_id = ? AND item_id = ? AND step_name = ?`), k.Job, k
 // run sends it. It refuses a missing or SUCCEEDED row and a delivered=true
 // without receipt. The check and the change share one BEGIN IMMEDIATE
 // transaction, so no run can slip between them.
-func (j *Journal) Resolve(ctx context.Context, k Key, delivered bool, receipt string) error {
+func (j *Journal) Resolve(ctx context.Context, k wire.Key, delivered bool, receipt string) error {
 	if delivered && receipt == "" {
 		return fmt.Errorf("resolve %s: %w", k, ErrReceiptRequired)
 	}

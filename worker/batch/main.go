@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"idemlab/worker/precise"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // MSDuration converts milliseconds to a duration.
@@ -23,12 +25,12 @@ func RunMain(call *protocol.Call) int {
 		return call.Usage(err)
 	}
 	ctx := context.Background()
-	client := NewClient(a.Receiver)
+	client := wire.NewClient(a.Receiver)
 	lat := map[string]time.Duration{StepValidate: MSDuration(a.ValidateMS), StepTransform: MSDuration(a.TransformMS)}
 	cfg := Config{
 		Job: a.Job, Sender: client, IdempotencyKey: a.IdempotencyKey, Points: call.Points,
 		Local: func(_ context.Context, step string, _ Item) error {
-			PreciseSleep(lat[step])
+			precise.Sleep(lat[step])
 			return nil
 		},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // TestPostgresJournal runs the journal's article rules on a throwaway
@@ -37,7 +38,7 @@ func TestPostgresJournal(t *testing.T) {
 	if j.Postgres == nil || j.Postgres.DefaultTransactionIsolation != "serializable" {
 		t.Errorf("the journal's session read back %+v", j.Postgres)
 	}
-	k := Key{Job: "job-1", Item: "item-001", Step: StepNotify}
+	k := wire.Key{Job: "job-1", Item: "item-001", Step: StepNotify}
 	if err := j.Mark(ctx, k, InFlight, "d1", "", ""); err != nil {
 		t.Fatal(err)
 	}

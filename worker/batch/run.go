@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"idemlab/worker/protocol"
+	"idemlab/worker/wire"
 )
 
 // Crash points. Each is suffixed with ":" and the item id, so a sweep can
@@ -40,28 +41,15 @@ const (
 	HeldInputChanged = "input_changed"
 )
 
-// SendRequest is one delivery of the side-effect step.
-type SendRequest struct {
-	JobID  string `json:"job_id"`
-	ItemID string `json:"item_id"`
-	Step   string `json:"step"`
-	Digest string `json:"digest"`
-	// IdempotencyKey is "job:item:step" when the sender attaches one.
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	// Generation is the sender's lease generation, its fencing token; 0
-	// (the article's batch) carries none.
-	Generation int64 `json:"generation,omitempty"`
-}
-
 // Sender performs the side-effect step and returns the receiver's receipt.
 type Sender interface {
-	Send(ctx context.Context, req SendRequest) (receipt string, err error)
+	Send(ctx context.Context, req wire.SendRequest) (receipt string, err error)
 }
 
 // Verifier asks the receiver whether it holds a receipt for exactly this
 // job, item and step; found is false when it does not.
 type Verifier interface {
-	Lookup(ctx context.Context, k Key) (receipt string, found bool, err error)
+	Lookup(ctx context.Context, k wire.Key) (receipt string, found bool, err error)
 }
 
 // LocalStep runs a step without side effects.
@@ -101,7 +89,7 @@ type Outcome struct {
 // StepError is a step's error that stopped the run after its row was
 // marked FAILED.
 type StepError struct {
-	Key  Key
+	Key  wire.Key
 	Type string
 	Err  error
 }
@@ -159,7 +147,7 @@ func Run(ctx context.Context, cfg Config, items []Item) (Outcome, error) {
 		}
 	steps:
 		for i, step := range Steps {
-			k := Key{cfg.Job, it.ID, step}
+			k := wire.Key{Job: cfg.Job, Item: it.ID, Step: step}
 			if r := rows[i]; cfg.Journal != nil && r.Status != "" {
 				if !r.SameDigest {
 					out.Held = append(out.Held, it.ID+":"+step+":"+HeldInputChanged)
@@ -202,7 +190,7 @@ func finish(out Outcome) Outcome {
 
 // verify treats a failed lookup like a missing receipt: the article holds
 // the item whenever the send cannot be confirmed.
-func verify(ctx context.Context, v Verifier, k Key) (string, bool) {
+func verify(ctx context.Context, v Verifier, k wire.Key) (string, bool) {
 	if v == nil {
 		return "", false
 	}
@@ -213,7 +201,7 @@ func verify(ctx context.Context, v Verifier, k Key) (string, bool) {
 	return receipt, true
 }
 
-func runStep(ctx context.Context, cfg Config, k Key, it Item, digest string, out *Outcome) error {
+func runStep(ctx context.Context, cfg Config, k wire.Key, it Item, digest string, out *Outcome) error {
 	j := cfg.Journal
 	if j != nil {
 		// IN_FLIGHT is committed before the step, so a stop at any later
@@ -227,7 +215,7 @@ func runStep(ctx context.Context, cfg Config, k Key, it Item, digest string, out
 	var receipt string
 	var err error
 	if IsSideEffect(k.Step) {
-		req := SendRequest{JobID: k.Job, ItemID: k.Item, Step: k.Step, Digest: digest}
+		req := wire.SendRequest{JobID: k.Job, ItemID: k.Item, Step: k.Step, Digest: digest}
 		if cfg.IdempotencyKey {
 			req.IdempotencyKey = k.String()
 		}

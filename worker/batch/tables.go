@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // JournalRow is one step_journal row, column for column, as a reader
@@ -23,7 +24,7 @@ type JournalRow struct {
 }
 
 // Key is the row's primary key.
-func (r JournalRow) Key() Key { return Key{Job: r.Job, Item: r.Item, Step: r.Step} }
+func (r JournalRow) Key() wire.Key { return wire.Key{Job: r.Job, Item: r.Item, Step: r.Step} }
 
 // ReadJournal lists every row of step_journal in key order. A NULL receipt
 // or error_type reads as empty. A file without the table, which a run that
@@ -52,8 +53,8 @@ FROM step_journal ORDER BY job_id, item_id, step_name`, func(scan func(dest ...a
 // are not SUCCEEDED: the sends whose fate is unknown, which a person
 // resolves after asking the receiver. Every scenario that resolves finds
 // its sends here.
-func HeldSends(rows []JournalRow, job string) []Key {
-	var out []Key
+func HeldSends(rows []JournalRow, job string) []wire.Key {
+	var out []wire.Key
 	for _, r := range rows {
 		if r.Job == job && IsSideEffect(r.Step) && r.Status != string(Succeeded) {
 			out = append(out, r.Key())

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // TestReadJournalAndHeldSends writes rows of two jobs out of key order
@@ -18,16 +19,16 @@ func TestReadJournalAndHeldSends(t *testing.T) {
 	ctx := context.Background()
 	j, path := openTestJournal(t)
 	marks := []struct {
-		k                  Key
+		k                  wire.Key
 		st                 Status
 		receipt, errorType string
 	}{
-		{Key{"job-2", "item-001", StepNotify}, InFlight, "", ""},
-		{Key{"job-1", "item-002", StepNotify}, Failed, "", "NoReply"},
-		{Key{"job-1", "item-001", StepNotify}, Succeeded, "rcpt-1", ""},
-		{Key{"job-1", "item-001", StepValidate}, Succeeded, "", ""},
-		{Key{"job-1", "item-003", StepTransform}, InFlight, "", ""},
-		{Key{"job-1", "item-003", StepNotify}, InFlight, "", ""},
+		{wire.Key{Job: "job-2", Item: "item-001", Step: StepNotify}, InFlight, "", ""},
+		{wire.Key{Job: "job-1", Item: "item-002", Step: StepNotify}, Failed, "", "NoReply"},
+		{wire.Key{Job: "job-1", Item: "item-001", Step: StepNotify}, Succeeded, "rcpt-1", ""},
+		{wire.Key{Job: "job-1", Item: "item-001", Step: StepValidate}, Succeeded, "", ""},
+		{wire.Key{Job: "job-1", Item: "item-003", Step: StepTransform}, InFlight, "", ""},
+		{wire.Key{Job: "job-1", Item: "item-003", Step: StepNotify}, InFlight, "", ""},
 	}
 	for _, m := range marks {
 		if err := j.Mark(ctx, m.k, m.st, "d-"+m.k.Item, m.receipt, m.errorType); err != nil {
@@ -65,7 +66,7 @@ func TestReadJournalAndHeldSends(t *testing.T) {
 			t.Errorf("%s: updated_at %v", r.Key(), r.UpdatedAt)
 		}
 	}
-	wantHeld := []Key{{"job-1", "item-002", StepNotify}, {"job-1", "item-003", StepNotify}}
+	wantHeld := []wire.Key{{Job: "job-1", Item: "item-002", Step: StepNotify}, {Job: "job-1", Item: "item-003", Step: StepNotify}}
 	if d := cmp.Diff(wantHeld, HeldSends(rows, "job-1")); d != "" {
 		t.Errorf("held sends (-want +got):\n%s", d)
 	}

@@ -13,6 +13,7 @@ import (
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/wire"
 )
 
 // LeaseName is the registry name of the leased batch worker: article 002's
@@ -158,7 +159,7 @@ type leaseRun struct {
 	a      LeaseArgs
 	db     *sql.DB
 	call   *protocol.Call
-	client *wb.Client
+	client *wire.Client
 	gen    int64
 	res    LeaseResult
 }
@@ -179,7 +180,7 @@ func LeaseMain(call *protocol.Call) int {
 	if _, err := db.ExecContext(ctx, LeaseSchema); err != nil {
 		return call.Fail(fmt.Errorf("create lease tables: %w", err))
 	}
-	r := &leaseRun{a: a, db: db, call: call, client: wb.NewClient(a.Receiver), res: LeaseResult{Holder: a.Holder, Fence: a.Fence, Settings: settings}}
+	r := &leaseRun{a: a, db: db, call: call, client: wire.NewClient(a.Receiver), res: LeaseResult{Holder: a.Holder, Fence: a.Fence, Settings: settings}}
 	if err := r.acquire(ctx); err != nil {
 		return call.Fail(err)
 	}
@@ -329,7 +330,7 @@ func (r *leaseRun) items(ctx context.Context) error {
 				r.res.Skipped++
 				continue
 			}
-			k := wb.Key{Job: r.a.Job, Item: it.ID, Step: step}
+			k := wire.Key{Job: r.a.Job, Item: it.ID, Step: step}
 			if st != "" && wb.IsSideEffect(step) {
 				rc, found, err := r.client.LookupAt(ctx, k, r.gen)
 				if err != nil {
@@ -349,9 +350,9 @@ func (r *leaseRun) items(ctx context.Context) error {
 			var receipt string
 			if wb.IsSideEffect(step) {
 				r.hit(wb.ItemPoint(wb.PointBeforeSend, it.ID))
-				receipt, err = r.client.Send(ctx, wb.SendRequest{JobID: r.a.Job, ItemID: it.ID, Step: step, Digest: wb.Digest(it), Generation: r.gen})
-				var ue *wb.UnavailableError
-				if errors.As(err, &ue) && ue.Status == 409 {
+				receipt, err = r.client.Send(ctx, wire.SendRequest{JobID: r.a.Job, ItemID: it.ID, Step: step, Digest: wb.Digest(it), Generation: r.gen})
+				var ue *wire.UnavailableError
+				if errors.As(err, &ue) && ue.Status == wire.StatusStale {
 					return errLeaseLost
 				}
 				if err != nil {

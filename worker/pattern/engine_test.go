@@ -18,6 +18,7 @@ import (
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // fakeReceiver keeps the contract's answers: accepted once per key,
@@ -29,19 +30,19 @@ type fakeReceiver struct {
 }
 
 func (r *fakeReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	var sr SendRequest
+	var sr wire.PublicSend
 	json.NewDecoder(req.Body).Decode(&sr)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := "accepted"
-	if k := req.Header.Get(HeaderIdempotencyKey); k != "" {
+	out := wire.OutcomeAccepted
+	if k := req.Header.Get(wire.HeaderIdempotencyKey); k != "" {
 		if r.keys[k] {
-			out = "replayed"
+			out = wire.OutcomeReplayed
 		}
 		r.keys[k] = true
 	}
 	r.log = append(r.log, sr.EventID+"/"+sr.Step+"/"+out)
-	json.NewEncoder(w).Encode(SendReply{Outcome: out, Receipt: "r"})
+	json.NewEncoder(w).Encode(wire.PublicReply{Outcome: out, Receipt: "r"})
 }
 
 type crashed struct{}

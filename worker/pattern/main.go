@@ -1,7 +1,6 @@
 package pattern
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
+	"idemlab/worker/wire"
 )
 
 // WorkerName is the registry name of the pattern worker.
@@ -177,21 +177,6 @@ func Main(call *protocol.Call) int {
 	return call.Finish(res, protocol.ExitACK)
 }
 
-// SendRequest is the body of POST {receiver}/send.
-type SendRequest struct {
-	EventID string `json:"event_id"`
-	Step    string `json:"step"`
-}
-
-// SendReply is the receiver's answer.
-type SendReply struct {
-	Outcome string `json:"outcome"`
-	Receipt string `json:"receipt"`
-}
-
-// HeaderIdempotencyKey carries a send's key.
-const HeaderIdempotencyKey = "Idempotency-Key"
-
 type httpSender struct{ base string }
 
 func (h httpSender) Send(ctx context.Context, eventID, step, key string) (SendResult, error) {
@@ -199,14 +184,9 @@ func (h httpSender) Send(ctx context.Context, eventID, step, key string) (SendRe
 	if h.base == "" {
 		return res, errors.New("no receiver was given")
 	}
-	body, _ := json.Marshal(SendRequest{EventID: eventID, Step: step})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/send", bytes.NewReader(body))
+	req, err := wire.NewPublicRequest(ctx, h.base, wire.PublicSend{EventID: eventID, Step: step}, key)
 	if err != nil {
 		return res, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set(HeaderIdempotencyKey, key)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -216,7 +196,7 @@ func (h httpSender) Send(ctx context.Context, eventID, step, key string) (SendRe
 	if resp.StatusCode != http.StatusOK {
 		return res, fmt.Errorf("receiver answered %s", resp.Status)
 	}
-	var rep SendReply
+	var rep wire.PublicReply
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&rep); err != nil {
 		return res, fmt.Errorf("read the receiver's answer: %w", err)
 	}

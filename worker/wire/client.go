@@ -1,4 +1,4 @@
-package batch
+package wire
 
 import (
 	"bytes"
@@ -7,25 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 )
-
-// The receiver's HTTP paths.
-const (
-	PathSend    = "/send"
-	PathReceipt = "/receipt"
-	PathPing    = "/ping"
-)
-
-// SendReply is the receiver's answer to an accepted send.
-type SendReply struct {
-	Receipt string `json:"receipt"`
-	// Replayed is true when the receiver recognised the idempotency key
-	// and returned the first receipt without accepting again.
-	Replayed bool `json:"replayed,omitempty"`
-}
 
 // UnavailableError is a send the receiver refused with a status code,
 // such as the injected 503 before accepting.
@@ -50,8 +33,9 @@ func (e *NoReplyError) Unwrap() error { return e.Err }
 // ErrorType names the error in the journal.
 func (e *NoReplyError) ErrorType() string { return "NoReply" }
 
-// Client talks to the receiver over HTTP. It is both the Sender and the
-// Verifier.
+// Client speaks the batch protocol to the receiver over HTTP: the batch
+// worker's Sender and Verifier, explore's lease holder, and the parent's
+// lookups.
 type Client struct {
 	Base string
 	HTTP *http.Client
@@ -103,36 +87,12 @@ func (c *Client) Lookup(ctx context.Context, k Key) (string, bool, error) {
 	return c.LookupAt(ctx, k, 0)
 }
 
-// Lookup is the parent's question to the receiver about one held send, as
-// it records it: was the send of Key accepted, and with which receipt.
-type Lookup struct {
-	Key     string `json:"key"`
-	Found   bool   `json:"found"`
-	Receipt string `json:"receipt,omitempty"`
-}
-
-// Resolve is the resolve this answer calls for: delivered when the
-// receiver holds the send, with its receipt.
-func (l Lookup) Resolve(db string, k Key) ResolveArgs {
-	return ResolveArgs{DB: db, Key: k, Delivered: l.Found, Receipt: l.Receipt}
-}
-
-// Ask looks k up at the receiver and returns the answer as recorded.
-func (c *Client) Ask(ctx context.Context, k Key) (Lookup, error) {
-	rc, found, err := c.Lookup(ctx, k)
-	return Lookup{Key: k.String(), Found: found, Receipt: rc}, err
-}
-
 // LookupAt asks for the receipt of k on behalf of a lease holder of
 // generation gen (0: none). A fencing receiver learns the generation from
 // the question, so once a new holder has asked, a missing receipt stays
 // missing: the old holder's late send is refused.
 func (c *Client) LookupAt(ctx context.Context, k Key, gen int64) (string, bool, error) {
-	q := url.Values{"job_id": {k.Job}, "item_id": {k.Item}, "step": {k.Step}}
-	if gen > 0 {
-		q.Set("generation", strconv.FormatInt(gen, 10))
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+PathReceipt+"?"+q.Encode(), nil)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+PathReceipt+"?"+lookupQuery(k, gen), nil)
 	if err != nil {
 		return "", false, fmt.Errorf("build lookup: %w", err)
 	}

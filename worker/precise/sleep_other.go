@@ -1,6 +1,6 @@
 //go:build !linux
 
-package batch
+package precise
 
 import "time"
 
