@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"idemlab/worker/wire"
-
 	"github.com/google/go-cmp/cmp"
+
+	"idemlab/worker/wire"
 )
 
 // TestRunArgsRoundTrip checks that the worker reads back every value the
