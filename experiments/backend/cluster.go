@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"idemlab/experiments/procstat"
 )
 
 // Cluster is a throwaway PostgreSQL server: a data folder in a temp dir,
@@ -360,13 +362,8 @@ func ClusterProcesses(dir string) []int {
 		if cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			s := string(b)
-			if i := strings.LastIndexByte(s, ')'); i >= 0 {
-				if f := strings.Fields(s[i+1:]); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-					continue
-				}
-			}
+		if st, err := procstat.Read(pid); err == nil && !st.Live() {
+			continue
 		}
 		out = append(out, pid)
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sys/unix"
+
+	"idemlab/experiments/procstat"
 )
 
 // A harness killed by SIGKILL runs none of its cleanup: its throwaway
@@ -61,30 +63,8 @@ func Self() (Owner, error) {
 
 // startTime reads field 22 of /proc/PID/stat, the process's start time.
 func startTime(pid int) (uint64, error) {
-	start, _, err := procStat(pid)
-	return start, err
-}
-
-// procStat reads the start time (field 22) and the state (field 3) of
-// /proc/PID/stat.
-func procStat(pid int) (uint64, string, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, "", err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces;
-	// the fields after its closing parenthesis start at field 3.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, "", fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, "", fmt.Errorf("/proc/%d/stat: %d fields after the name, want at least 20", pid, len(f))
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	return start, f[0], err
+	st, err := procstat.Read(pid)
+	return st.Start, err
 }
 
 func (o Owner) String() string {
@@ -132,13 +112,13 @@ func (o Owner) Gone(self Owner) bool {
 	if o.Boot != self.Boot {
 		return true
 	}
-	start, state, err := procStat(o.PID)
+	st, err := procstat.Read(o.PID)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 		return true
 	}
 	// A killed owner whose parent has not reaped it yet is a zombie: it
 	// has ended, though its pid and start time are still there.
-	return err == nil && (start != o.Start || state == "Z" || state == "X")
+	return err == nil && (st.Start != o.Start || !st.Live())
 }
 
 // writeOwner records self as the owner of the cluster folder dir.

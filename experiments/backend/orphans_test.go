@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/procstat"
 )
 
 // TestOwnerGone checks the owner record's identity: this process is not
@@ -56,15 +58,15 @@ func TestOwnerGone(t *testing.T) {
 	zombie := Owner{PID: z.Process.Pid, Boot: self.Boot, Host: self.Host}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, state, err := procStat(zombie.PID)
+		st, err := procstat.Read(zombie.PID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if state == "Z" {
+		if st.State == 'Z' {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the child is %s, not a zombie, after 5 s", state)
+			t.Fatalf("the child is %c, not a zombie, after 5 s", st.State)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

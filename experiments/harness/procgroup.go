@@ -1,15 +1,15 @@
 package harness
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"idemlab/experiments/procstat"
 )
 
 // Every worker, the harness's own and a user's program, runs in a process
@@ -144,46 +144,19 @@ func GroupMembers(pgid int) []int {
 	}
 	var pids []int
 	for _, e := range entries {
-		pid, pg, state, ok := procStat(e.Name())
-		if ok && pg == pgid && live(state) {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := procstat.Read(pid); err == nil && st.PGRP == pgid && st.Live() {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
-// procStat reads the pid, process group and state of /proc/NAME/stat;
-// ok is false for an entry that is not a process or has gone.
-func procStat(name string) (pid, pgrp int, state byte, ok bool) {
-	pid, err := strconv.Atoi(name)
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	b, err := os.ReadFile("/proc/" + name + "/stat")
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	// "pid (comm) state ppid pgrp ...": comm may hold spaces and
-	// parentheses, so the fields start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, 0, false
-	}
-	pgrp, err = strconv.Atoi(f[2])
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	return pid, pgrp, f[0][0], true
-}
-
 // Alive says whether process pid is alive (a zombie is not).
 func Alive(pid int) bool {
-	_, _, state, ok := procStat(strconv.Itoa(pid))
-	return ok && live(state)
+	st, err := procstat.Read(pid)
+	return err == nil && st.Live()
 }
-
-func live(state byte) bool { return state != 'Z' && state != 'X' }
