@@ -215,6 +215,16 @@ func compact(r store.PGRequested) string {
 	return fmt.Sprintf("default_transaction_isolation=%q synchronous_commit=%q", r.Isolation, r.SynchronousCommit)
 }
 
+// DatabaseRow is a report's settings row of the database a run's workers
+// used: on PostgreSQL (want set) what the sessions were asked for and read
+// back (Describe), else SQLite's own settings in words.
+func DatabaseRow(want *store.PGRequested, got *store.PGSettings, sqlite string) [2]string {
+	if want != nil {
+		return [2]string{"PostgreSQL", Describe(*want, got)}
+	}
+	return [2]string{"SQLite", sqlite}
+}
+
 // Describe is the settings row of a PostgreSQL run: what was requested
 // and, when a worker reported it, what the server read back.
 func Describe(want store.PGRequested, got *store.PGSettings) string {
