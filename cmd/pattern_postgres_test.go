@@ -68,7 +68,8 @@ func TestPatternOnPostgresIsolation(t *testing.T) {
 		t.Fatalf("the bundled files changed: known_unsafe says concurrent %v; this test wants one pattern that holds and one that breaks", unsafe)
 	}
 	input := patternInput(t, files...)
-	for _, iso := range store.IsolationOrder {
+	for _, level := range store.Isolations {
+		iso := level.String()
 		t.Run(iso, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "results")
 			r := execIn(t, Hooks{}, "experiment", "--backend", "postgres", "--isolation", iso, "--scenario", "pattern", "--input", input,
@@ -90,7 +91,7 @@ func TestPatternOnPostgresIsolation(t *testing.T) {
 					if got := c.Violating > 0; got != unsafe[p.Name] {
 						t.Errorf("%s under %s: broke %v, known_unsafe says %v", c.Name, iso, got, unsafe[p.Name])
 					}
-					if iso == "read-committed" && c.Failed[wp.ClassSerialization]+c.Failed[wp.ClassDeadlock] > 0 {
+					if level == store.ReadCommitted && c.Failed[wp.ClassSerialization]+c.Failed[wp.ClassDeadlock] > 0 {
 						t.Errorf("%s under read committed: failed steps %v, want no 40001 or 40P01", c.Name, c.Failed)
 					}
 					t.Logf("%s under %s: %d of %d races broke, failed steps %v", c.Name, iso, c.Violating, c.Trials, c.Failed)

@@ -31,6 +31,7 @@ func TestResolve(t *testing.T) {
 		{"unknown backend", `{"name":"mysql"}`, nil, Spec{}, "backend.name: unknown backend"},
 		{"unknown field", `{"name":"postgres","dsn":"x"}`, nil, Spec{}, `unknown field "dsn"`},
 		{"bad isolation", "", map[string]string{"backend": "postgres", "isolation": "snapshot"}, Spec{}, `--isolation "snapshot": want one of read-committed`},
+		{"PostgreSQL's words are not a level's name", `{"name":"postgres","isolation":"read committed"}`, nil, Spec{}, `backend.isolation "read committed": want one of read-committed, repeatable-read, serializable`},
 		{"bad sync", `{"name":"postgres","synchronous_commit":"remote_apply"}`, nil, Spec{}, `backend.synchronous_commit "remote_apply"`},
 		{"isolation on sqlite", "", map[string]string{"isolation": "serializable"}, Spec{}, "--isolation: is PostgreSQL's, but the backend is sqlite"},
 	} {

@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/sys/unix"
 
 	"idemlab/experiments/procstat"
+	"idemlab/worker/store"
 )
 
 // A harness killed by SIGKILL runs none of its cleanup: its throwaway
@@ -251,7 +251,7 @@ func folderSize(dir string) int64 {
 // commentOwner records self as the owner of database db on a server named
 // by --dsn.
 func commentOwner(ctx context.Context, m *sql.DB, db string, self Owner) error {
-	if _, err := m.ExecContext(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS %s", db, quoteLiteral(ownerPrefix+self.String()))); err != nil {
+	if _, err := m.ExecContext(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS %s", db, store.QuoteLiteral(ownerPrefix+self.String()))); err != nil {
 		return fmt.Errorf("record the run's database's owner: %w", err)
 	}
 	return nil
@@ -291,7 +291,7 @@ func sweepDatabases(ctx context.Context, m *sql.DB, self Owner) ([]string, error
 	}
 	var lines []string
 	for _, d := range orphans {
-		if _, err := m.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if _, err := m.ExecContext(ctx, "DROP DATABASE IF EXISTS "+store.QuoteIdent(d.name)+" WITH (FORCE)"); err != nil {
 			lines = append(lines, fmt.Sprintf("could not drop the database %s left by a run that is gone (%s): %v", d.name, d.owner, err))
 			continue
 		}

@@ -195,7 +195,7 @@ func (s *Server) Apply(ctx context.Context, settings map[string]string) error {
 	}
 	names := make([]string, 0, len(settings))
 	for k, v := range settings {
-		if _, err := s.admin.ExecContext(ctx, fmt.Sprintf("ALTER SYSTEM SET %s = %s", pgx.Identifier{k}.Sanitize(), quoteLiteral(v))); err != nil {
+		if _, err := s.admin.ExecContext(ctx, fmt.Sprintf("ALTER SYSTEM SET %s = %s", store.QuoteIdent(k), store.QuoteLiteral(v))); err != nil {
 			return fmt.Errorf("%w: set %s: %w", errclass.ErrHarness, k, err)
 		}
 		names = append(names, k)
@@ -227,13 +227,13 @@ func (s *Server) Apply(ctx context.Context, settings map[string]string) error {
 // wait for the WAL's flush whatever the run's synchronous_commit: tables a
 // trial starts with are on the disk before it begins.
 func (s *Server) Setup(ctx context.Context, db Database, ddl string) error {
-	_, schema, ok := store.SessionKey(db.Target)
-	if !ok || schema == "" {
+	if db.Session == nil || db.Session.Schema == "" {
 		return fmt.Errorf("%w: %q names no schema", errclass.ErrHarness, db.Target)
 	}
-	q := fmt.Sprintf("BEGIN; SET LOCAL search_path TO %s; SET LOCAL synchronous_commit TO on; %s; COMMIT;", pgx.Identifier{schema}.Sanitize(), ddl)
+	set := store.Session{Schema: db.Session.Schema, SynchronousCommit: "on"}.Set(true)
+	q := fmt.Sprintf("BEGIN; %s; %s; COMMIT;", strings.Join(set, "; "), ddl)
 	if _, err := s.admin.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("%w: set up schema %s: %w", errclass.ErrHarness, schema, err)
+		return fmt.Errorf("%w: set up schema %s: %w", errclass.ErrHarness, db.Session.Schema, err)
 	}
 	return nil
 }
@@ -287,9 +287,6 @@ func (s *Server) Show(ctx context.Context, names []string) (map[string]string, e
 	return out, nil
 }
 
-// quoteLiteral quotes a setting's value as an SQL string.
-func quoteLiteral(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
-
 // WithSpec is the same server and database handing out schemas whose
 // sessions start with spec's settings instead, which a session takes from
 // its connection string. It shares the original's database: close only
@@ -332,6 +329,9 @@ func (s *Server) Close() error {
 type Database struct {
 	Backend string
 	Target  string
+	// Session is what Target asks of a PostgreSQL session, as values; nil
+	// on SQLite.
+	Session *store.Session
 	drop    func() error
 }
 
@@ -342,9 +342,11 @@ func (s *Server) Fresh(ctx context.Context, prefix string) (Database, error) {
 	if _, err := s.admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		return Database{}, fmt.Errorf("create schema %s: %w", schema, err)
 	}
+	sess := s.spec.Session(s.base, schema)
 	return Database{
 		Backend: store.BackendPostgres,
-		Target:  store.SessionDSN(s.base, schema, *s.spec.Requested()),
+		Target:  sess.DSN(),
+		Session: &sess,
 		drop:    func() error { return nil },
 	}, nil
 }
@@ -379,8 +381,9 @@ func (s *Server) FreshMany(ctx context.Context, prefix string, setups []string) 
 		b.WriteString("BEGIN;\n")
 		for _, setup := range setups[:n] {
 			schema := fmt.Sprintf("%s_%d", strings.ReplaceAll(prefix, "-", "_"), s.schemas.Add(1))
-			fmt.Fprintf(&b, "CREATE SCHEMA %s;\nSET LOCAL search_path TO %s;\n%s;\n", schema, schema, setup)
-			out = append(out, Database{Backend: store.BackendPostgres, Target: store.SessionDSN(s.base, schema, *s.spec.Requested())})
+			sess := s.spec.Session(s.base, schema)
+			fmt.Fprintf(&b, "CREATE SCHEMA %s;\n%s;\n%s;\n", schema, store.Session{Schema: schema}.Set(true)[0], setup)
+			out = append(out, Database{Backend: store.BackendPostgres, Target: sess.DSN(), Session: &sess})
 		}
 		b.WriteString("COMMIT;")
 		// Without arguments the statements go as one simple query.

@@ -50,7 +50,7 @@ var RecordedFlags = []string{FlagBackend, FlagIsolation, FlagSynchronousCommit}
 
 // Defaults for PostgreSQL: the server's own.
 const (
-	DefaultIsolation         = "read-committed"
+	DefaultIsolation         = "read-committed" // store.ReadCommitted
 	DefaultSynchronousCommit = "on"
 )
 
@@ -71,13 +71,26 @@ var SQLite = Spec{Name: store.BackendSQLite}
 // IsSQLite says whether the spec is SQLite's.
 func (s Spec) IsSQLite() bool { return s.Name == store.BackendSQLite }
 
+// Level is the spec's isolation level; none when it names none.
+func (s Spec) Level() store.Isolation {
+	l, _ := store.ParseIsolation(s.Isolation)
+	return l
+}
+
+// Session is what the spec asks of a session to schema on the database
+// base names.
+func (s Spec) Session(base, schema string) store.Session {
+	return store.Session{Base: base, Schema: schema, Isolation: s.Level(), SynchronousCommit: s.SynchronousCommit}
+}
+
 // Requested is what every PostgreSQL session must read back, in the
 // server's own words; nil for SQLite.
 func (s Spec) Requested() *store.PGRequested {
 	if s.IsSQLite() {
 		return nil
 	}
-	return &store.PGRequested{Isolation: store.IsolationLevels[s.Isolation], SynchronousCommit: s.SynchronousCommit}
+	r := s.Session("", "").Requested()
+	return &r
 }
 
 // String names the spec in one phrase, as a table title says it.
@@ -85,7 +98,7 @@ func (s Spec) String() string {
 	if s.IsSQLite() {
 		return "SQLite"
 	}
-	return fmt.Sprintf("PostgreSQL, %s, synchronous_commit %s", strings.ReplaceAll(s.Isolation, "-", " "), s.SynchronousCommit)
+	return fmt.Sprintf("PostgreSQL, %s, synchronous_commit %s", s.Level().SQL(), s.SynchronousCommit)
 }
 
 // Resolve reads the backend from the input's section (empty when the file
@@ -122,10 +135,11 @@ func Resolve(section json.RawMessage, overrides map[string]string) (Spec, error)
 	}
 	spec.Isolation, spec.SynchronousCommit = DefaultIsolation, DefaultSynchronousCommit
 	if v := val[FlagIsolation]; v != "" {
-		if _, ok := store.IsolationLevels[v]; !ok {
-			return Spec{}, fmt.Errorf("%s %q: want one of %s", field[FlagIsolation], v, strings.Join(store.IsolationOrder, ", "))
+		l, err := store.ParseIsolation(v)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%s %q: want one of %s", field[FlagIsolation], v, store.IsolationNames())
 		}
-		spec.Isolation, spec.IsolationChosen = v, true
+		spec.Isolation, spec.IsolationChosen = l.String(), true
 	}
 	if v := val[FlagSynchronousCommit]; v != "" {
 		if !contains(store.SynchronousCommit, v) {
@@ -191,7 +205,7 @@ func CheckReadBack(want *store.PGRequested, got *store.PGSettings) string {
 		return "the worker reports PostgreSQL settings, but the run is on SQLite"
 	case got == nil:
 		return fmt.Sprintf("the worker reports no PostgreSQL settings, but the run is on PostgreSQL with %s", compact(*want))
-	case got.Requested() != *want:
+	case !want.Matches(got.Requested()):
 		return fmt.Sprintf("the worker's session read back %s, the settings require %s", compact(got.Requested()), compact(*want))
 	}
 	return ""
@@ -199,6 +213,16 @@ func CheckReadBack(want *store.PGRequested, got *store.PGSettings) string {
 
 func compact(r store.PGRequested) string {
 	return fmt.Sprintf("default_transaction_isolation=%q synchronous_commit=%q", r.Isolation, r.SynchronousCommit)
+}
+
+// DatabaseRow is a report's settings row of the database a run's workers
+// used: on PostgreSQL (want set) what the sessions were asked for and read
+// back (Describe), else SQLite's own settings in words.
+func DatabaseRow(want *store.PGRequested, got *store.PGSettings, sqlite string) [2]string {
+	if want != nil {
+		return [2]string{"PostgreSQL", Describe(*want, got)}
+	}
+	return [2]string{"SQLite", sqlite}
 }
 
 // Describe is the settings row of a PostgreSQL run: what was requested

@@ -336,8 +336,5 @@ func article(st Settings, observed map[string][]Outcome, timings map[string]Timi
 // databaseRow is the journal's database: SQLite's pragmas, or what
 // PostgreSQL's sessions were asked for and read back.
 func databaseRow(st Settings, ex Extra) [2]string {
-	if st.Postgres != nil {
-		return [2]string{"PostgreSQL", backend.Describe(*st.Postgres, ex.PostgresReadBack)}
-	}
-	return [2]string{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, locking_mode=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.LockingMode, st.SQLite.BusyTimeoutMS)}
+	return backend.DatabaseRow(st.Postgres, ex.PostgresReadBack, fmt.Sprintf("journal_mode=%s, synchronous=%s, locking_mode=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.LockingMode, st.SQLite.BusyTimeoutMS))
 }

@@ -270,7 +270,11 @@ func (s Settings) backendName() string {
 // COMMITTED, where the oracle also says that no racer meets a
 // serialization failure or a deadlock.
 func (s Settings) ReadCommitted() bool {
-	return s.Postgres != nil && s.Postgres.Isolation == store.IsolationLevels["read-committed"]
+	if s.Postgres == nil {
+		return false
+	}
+	l, _ := s.Postgres.Level()
+	return l == store.ReadCommitted
 }
 
 // MemberLabel names pool member i.

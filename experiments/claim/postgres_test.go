@@ -29,9 +29,9 @@ func TestPostgresIsolationLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	for _, iso := range store.IsolationOrder {
-		t.Run(iso, func(t *testing.T) {
-			spec.Isolation = iso
+	for _, iso := range store.Isolations {
+		t.Run(iso.String(), func(t *testing.T) {
+			spec.Isolation = iso.String()
 			ov := map[string]string{"workers": "4", "repetitions": "1", "mutant-repetitions": "1"}
 			p, err := New().(scenario.OnBackend).PlanOn(spec, section(t, smallInput(8, 20)), ov)
 			if err != nil {
@@ -66,11 +66,11 @@ func TestPostgresIsolationLevels(t *testing.T) {
 			if err := json.Unmarshal(res.Extra, &ex); err != nil || ex.PostgresReadBack == nil {
 				t.Fatalf("extra %s: %v", res.Extra, err)
 			}
-			if got, want := ex.PostgresReadBack.DefaultTransactionIsolation, store.IsolationLevels[iso]; got != want {
+			if got, want := ex.PostgresReadBack.DefaultTransactionIsolation, iso.SQL(); got != want {
 				t.Errorf("the racers read back %q, want %q", got, want)
 			}
 			for cond, n := range ex.SerializationRetries {
-				if iso == "read-committed" && n != 0 {
+				if iso == store.ReadCommitted && n != 0 {
 					t.Errorf("%s: %d serialization retries under READ COMMITTED", cond, n)
 				}
 			}

@@ -67,10 +67,7 @@ var cases = map[string][]target{
 // (round 1 has no race B).
 // backendRow is the settings row of the database the racers used.
 func backendRow(st Settings, ex Extra) [2]string {
-	if st.Postgres != nil {
-		return [2]string{"PostgreSQL", backend.Describe(*st.Postgres, ex.PostgresReadBack)}
-	}
-	return [2]string{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)}
+	return backend.DatabaseRow(st.Postgres, ex.PostgresReadBack, fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS))
 }
 
 // retriesCell is a condition's retries: SQLITE_BUSY on SQLite, 40001 and

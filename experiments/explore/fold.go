@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -495,7 +493,7 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.st.backendName(), DBName), db)
 	}
 	if want := f.st.requested(f.cond(e.o.Condition)); want != nil {
-		if got := sessionParams(e.o.DB); got != *want {
+		if got := sessionParams(e.o.DB); !want.Matches(got) {
 			f.c.Obs(e.l, "db", "opens sessions with %s, but condition %s runs under %s", results.Compact(got), e.o.Condition, results.Compact(*want))
 		}
 	}
@@ -507,14 +505,14 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 	}
 }
 
-// sessionParams is what a connection string asks of every session it
-// opens; zero when it does not parse.
+// sessionParams is what a recorded connection string asks of every
+// session it opens; zero when it does not parse.
 func sessionParams(dsn string) store.PGRequested {
-	cfg, err := pgx.ParseConfig(dsn)
+	s, err := store.ParseSession(dsn)
 	if err != nil {
 		return store.PGRequested{}
 	}
-	return store.PGRequested{Isolation: cfg.RuntimeParams["default_transaction_isolation"], SynchronousCommit: cfg.RuntimeParams["synchronous_commit"]}
+	return s.Requested()
 }
 
 // fresh says a trial's file is its own.

@@ -12,6 +12,7 @@ import (
 	"idemlab/experiments/shard"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
+	"idemlab/worker/store"
 )
 
 // Expected is a condition's oracle. Outcomes at a crash point the oracle
@@ -108,7 +109,8 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 		// sees the committed row. Under REPEATABLE READ and SERIALIZABLE
 		// a racer whose snapshot missed that row fails with 40001 and runs
 		// again.
-		e.NoSerialization = c.Isolation == "read-committed"
+		l, _ := store.RecordedIsolation(c.Isolation)
+		e.NoSerialization = l == store.ReadCommitted
 	default:
 		return Expected{}, fmt.Errorf("condition %s: unknown kind %q", c.Name, c.Kind)
 	}

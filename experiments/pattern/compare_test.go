@@ -35,7 +35,7 @@ func TestCompare(t *testing.T) {
 	}}}}
 	sqlite := Settings{EventID: "e", Patterns: []Pattern{{Source: "p.json", File: file}}, Conditions: conds}
 	pg := sqlite
-	pg.Backend, pg.Postgres = store.BackendPostgres, &store.PGRequested{Isolation: store.IsolationLevels["read-committed"], SynchronousCommit: "on"}
+	pg.Backend, pg.Postgres = store.BackendPostgres, &store.PGRequested{Isolation: store.ReadCommitted.SQL(), SynchronousCommit: "on"}
 	pg.Conditions = conds[:3]
 	for _, tc := range []struct {
 		name  string

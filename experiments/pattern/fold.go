@@ -524,7 +524,7 @@ func (f *folder) checkClaims(t *trialLine, p results.Process, d Delivery, who st
 	}
 	switch {
 	case f.st.Postgres != nil:
-		if r.Postgres == nil || r.Postgres.Requested() != *f.st.Postgres {
+		if r.Postgres == nil || !f.st.Postgres.Matches(r.Postgres.Requested()) {
 			f.c.Proc(p, "stdout", "%s read back %s, the run asks for %s", who, results.Compact(r.Postgres), results.Compact(f.st.Postgres))
 		}
 	case r.Postgres != nil:

@@ -105,11 +105,7 @@ func (s Settings) Target() wp.Target {
 	if s.Backend == store.BackendPostgres {
 		t.Backend = s.Backend
 		if s.Postgres != nil {
-			for name, level := range store.IsolationLevels {
-				if level == s.Postgres.Isolation {
-					t.Isolation = name
-				}
-			}
+			t.Isolation, _ = s.Postgres.Level()
 		}
 	}
 	return t

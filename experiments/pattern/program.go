@@ -33,12 +33,28 @@ func programFiles(files scenario.Files, dir string, argv []string) map[string]st
 	return out
 }
 
-// ProgramEnv is the environment of one delivery of a program; the fold
-// checks the recorded one against it. On SQLite the program gets the
-// file's path in IDEMLAB_DB, as it always did; on PostgreSQL it gets
-// IDEMLAB_BACKEND=postgres and the connection string in IDEMLAB_DSN, whose
-// search_path is the trial's own schema, and no IDEMLAB_DB.
+// ProgramEnv is the environment of one delivery of a program as the fold
+// derives it from the record: on PostgreSQL from the session the recorded
+// target asks for, which store.ParseSession reads back in folders of every
+// format; a target it cannot read gives an empty connection string, which
+// no recorded environment has.
 func ProgramEnv(s Settings, o Observation, d Delivery) map[string]string {
+	var pg *store.Session
+	if s.Backend == store.BackendPostgres {
+		if sess, err := store.ParseSession(o.DB); err == nil {
+			pg = &sess
+		}
+	}
+	return programEnv(s, o, d, pg)
+}
+
+// programEnv is the environment of one delivery of a program on session
+// pg (nil on SQLite). On SQLite the program gets the file's path in
+// IDEMLAB_DB, as it always did; on PostgreSQL it gets
+// IDEMLAB_BACKEND=postgres and the session's connection string, as libpq
+// reads one, in IDEMLAB_DSN, whose search_path is the trial's own schema,
+// and no IDEMLAB_DB.
+func programEnv(s Settings, o Observation, d Delivery, pg *store.Session) map[string]string {
 	env := map[string]string{
 		wp.EnvEventID: s.EventID, wp.EnvDelivery: strconv.Itoa(d.Number), wp.EnvWorker: strconv.Itoa(d.Worker),
 		wp.EnvNowOffsetMS: strconv.FormatInt(d.OffsetMS, 10), wp.EnvDB: o.DB, wp.EnvReceiver: ReceiverOf(o, d),
@@ -46,7 +62,10 @@ func ProgramEnv(s Settings, o Observation, d Delivery) map[string]string {
 	}
 	if s.Backend == store.BackendPostgres {
 		delete(env, wp.EnvDB)
-		env[wp.EnvBackend], env[wp.EnvDSN] = s.Backend, ProgramDSN(o.DB)
+		env[wp.EnvBackend], env[wp.EnvDSN] = s.Backend, ""
+		if pg != nil {
+			env[wp.EnvDSN] = pg.ProgramDSN()
+		}
 	}
 	return env
 }
@@ -114,7 +133,7 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 	pat := t.r.pat
 	p := harness.Program{
 		Scenario: Name, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
-		Argv: pat.File.Command, Dir: t.r.progDir, Env: ProgramEnv(t.r.s, *t.o, d),
+		Argv: pat.File.Command, Dir: t.r.progDir, Env: programEnv(t.r.s, *t.o, d, t.db.Session),
 		Timeout: time.Duration(pat.TimeoutMS) * time.Millisecond, Gate: gate,
 	}
 	if d.Number == 1 {

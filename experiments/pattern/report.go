@@ -98,7 +98,7 @@ func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
 		}
 		args := []string{"--scenario", Name, "--pattern-file", pat.Source, "--faults", c.Fault, "--seed", fmt.Sprint(st.Seed)}
 		if st.Postgres != nil {
-			args = append(args, "--backend", st.Backend, "--isolation", st.Target().Isolation, "--synchronous-commit", st.Postgres.SynchronousCommit)
+			args = append(args, "--backend", st.Backend, "--isolation", st.Target().Isolation.String(), "--synchronous-commit", st.Postgres.SynchronousCommit)
 		}
 		switch c.Fault {
 		case "random":

@@ -132,9 +132,9 @@ func TestPostgresEveryPoint(t *testing.T) {
 	if _, err := backend.FindBinaries(); err != nil {
 		t.Skipf("PostgreSQL tests skipped: %v", err)
 	}
-	for _, iso := range store.IsolationOrder {
-		t.Run(iso, func(t *testing.T) {
-			spec := backend.Spec{Name: store.BackendPostgres, Isolation: iso, SynchronousCommit: "on"}
+	for _, iso := range store.Isolations {
+		t.Run(iso.String(), func(t *testing.T) {
+			spec := backend.Spec{Name: store.BackendPostgres, Isolation: iso.String(), SynchronousCommit: "on"}
 			srv, err := backend.Start(context.Background(), spec, backend.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -73,26 +73,11 @@ func (a RunArgs) Argv() []string {
 	if a.IdempotencyKey {
 		args = append(args, "-idempotency-key")
 	}
-	if a.Backend != "" {
-		args = append(args, "-backend", a.Backend)
-	}
+	args = store.BackendArgv(args, a.Backend)
 	if a.ReadyFD != 0 {
 		args = append(args, "-ready-fd", strconv.Itoa(a.ReadyFD))
 	}
 	return args
-}
-
-// parseBackend checks a -backend value and keeps SQLite's as empty, as
-// Argv leaves it out.
-func parseBackend(b *string) error {
-	name, err := store.ParseBackend(*b)
-	if err != nil {
-		return fmt.Errorf("-backend: %w", err)
-	}
-	if name == store.BackendSQLite {
-		*b = ""
-	}
-	return nil
 }
 
 // formatMS renders milliseconds in the fewest digits that parse back to
@@ -115,12 +100,12 @@ func ParseRunArgs(args []string) (RunArgs, error) {
 	fs.Float64Var(&a.TransformMS, "transform-ms", 0, "simulated latency of transform")
 	fs.BoolVar(&a.Verify, "verify", false, "verify unknown sends with the receiver")
 	fs.BoolVar(&a.IdempotencyKey, "idempotency-key", false, "attach job:item:step to every send")
-	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
+	backend := store.BindBackend(fs, &a.Backend)
 	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to say ready on before waiting for the release (racers)")
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}
-	if err := parseBackend(&a.Backend); err != nil {
+	if err := backend(); err != nil {
 		return a, err
 	}
 	switch {
@@ -167,10 +152,7 @@ func (a ResolveArgs) Argv() []string {
 	if a.Delivered {
 		args = append(args, "-receipt", a.Receipt)
 	}
-	if a.Backend != "" {
-		args = append(args, "-backend", a.Backend)
-	}
-	return args
+	return store.BackendArgv(args, a.Backend)
 }
 
 // ParseResolveArgs reads a resolve's command line, as Argv renders it.
@@ -185,11 +167,11 @@ func ParseResolveArgs(args []string) (ResolveArgs, error) {
 	fs.StringVar(&a.Key.Step, "step", "", "step name")
 	fs.BoolVar(&a.Delivered, "delivered", false, "the receiver holds the delivery")
 	fs.StringVar(&a.Receipt, "receipt", "", "the receiver's receipt")
-	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
+	backend := store.BindBackend(fs, &a.Backend)
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}
-	if err := parseBackend(&a.Backend); err != nil {
+	if err := backend(); err != nil {
 		return a, err
 	}
 	if fs.NArg() > 0 {

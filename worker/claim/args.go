@@ -50,27 +50,7 @@ func (a PoolArgs) Argv() []string {
 	if a.FallbackSQL != "" {
 		argv = append(argv, "-fallback-sql", a.FallbackSQL)
 	}
-	return withBackend(argv, a.Backend)
-}
-
-// withBackend appends -backend unless it is SQLite's, the default.
-func withBackend(argv []string, backend string) []string {
-	if backend == "" {
-		return argv
-	}
-	return append(argv, "-backend", backend)
-}
-
-// bindBackend declares -backend on fs; check normalises SQLite to "".
-func bindBackend(fs *flag.FlagSet, into *string) (check func() error) {
-	fs.StringVar(into, "backend", "", "sqlite (default) or postgres")
-	return func() error {
-		b, err := store.ParseBackend(*into)
-		if b == store.BackendSQLite {
-			*into = ""
-		}
-		return err
-	}
+	return store.BackendArgv(argv, a.Backend)
 }
 
 // ParsePoolArgs reads the command line PoolArgs.Argv renders.
@@ -87,7 +67,7 @@ func ParsePoolArgs(argv []string) (PoolArgs, error) {
 	fs.Int64Var(&a.BusyTimeoutMS, "busy-timeout-ms", 0, "SQLite busy timeout in milliseconds")
 	fs.StringVar(&a.ClaimSQL, "claim-sql", "", "the user's claim statement, run by requests of variant user")
 	fs.StringVar(&a.FallbackSQL, "fallback-sql", "", "the statement the user's claim falls back to on the old schema")
-	backend := bindBackend(fs, &a.Backend)
+	backend := store.BindBackend(fs, &a.Backend)
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
@@ -134,7 +114,7 @@ type ClaimerArgs struct {
 }
 
 func (a ClaimerArgs) argv() []string {
-	return withBackend([]string{
+	return store.BackendArgv([]string{
 		"-db", a.DB, "-variant", string(a.Variant), "-ttl-ms", fmt.Sprint(a.TTLMS), "-busy-timeout-ms", fmt.Sprint(a.BusyTimeoutMS),
 		"-ready-fd", strconv.Itoa(a.ReadyFD), "-fingerprint", a.Event.Fingerprint, "-source", a.Event.Source,
 		"-level", a.Event.Level, "-message", a.Event.Message, "-event-time-ms", fmt.Sprint(a.Event.Time),
@@ -154,7 +134,7 @@ func (a *ClaimerArgs) bind(fs *flag.FlagSet) func() error {
 	fs.StringVar(&a.Event.Level, "level", "", "event level")
 	fs.StringVar(&a.Event.Message, "message", "", "event message")
 	fs.Int64Var(&a.Event.Time, "event-time-ms", 0, "the caller's event timestamp, Unix milliseconds")
-	backend := bindBackend(fs, &a.Backend)
+	backend := store.BindBackend(fs, &a.Backend)
 	return func() error {
 		if err := backend(); err != nil {
 			return err

@@ -53,10 +53,7 @@ type ClaimArgs struct {
 func (a ClaimArgs) Argv() []string {
 	argv := []string{"-db", a.DB, "-fingerprint", a.Fingerprint, "-holder", a.Holder, "-classification", a.Classification,
 		"-ttl-ms", fmt.Sprint(a.TTLMS), "-clock-offset-ms", fmt.Sprint(a.OffsetMS)}
-	if a.Backend != "" {
-		argv = append(argv, "-backend", a.Backend)
-	}
-	return argv
+	return store.BackendArgv(argv, a.Backend)
 }
 
 // ParseClaimArgs reads the command line Argv renders.
@@ -69,16 +66,12 @@ func ParseClaimArgs(argv []string) (ClaimArgs, error) {
 	fs.StringVar(&a.Classification, "classification", "", "downstream classification")
 	fs.Int64Var(&a.TTLMS, "ttl-ms", 0, "claim TTL")
 	fs.Int64Var(&a.OffsetMS, "clock-offset-ms", 0, "added to the worker's clock")
-	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
+	backend := store.BindBackend(fs, &a.Backend)
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
-	b, err := store.ParseBackend(a.Backend)
-	if err != nil {
-		return a, fmt.Errorf("-backend: %w", err)
-	}
-	if b == store.BackendSQLite {
-		a.Backend = ""
+	if err := backend(); err != nil {
+		return a, err
 	}
 	if a.DB == "" || a.Fingerprint == "" || a.Holder == "" || a.TTLMS <= 0 {
 		return a, errors.New("-db, -fingerprint, -holder and a positive -ttl-ms are required")

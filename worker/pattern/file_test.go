@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"idemlab/worker/store"
 )
 
 // good is a small valid pattern that tests edit into each refusal.
@@ -137,8 +139,8 @@ func TestJudge(t *testing.T) {
 // backend and isolation level; an unqualified entry covers every backend.
 func TestUnsafeCovers(t *testing.T) {
 	sqlite := Target{Backend: "sqlite"}
-	rc := Target{Backend: "postgres", Isolation: "read-committed"}
-	ser := Target{Backend: "postgres", Isolation: "serializable"}
+	rc := Target{Backend: "postgres", Isolation: store.ReadCommitted}
+	ser := Target{Backend: "postgres", Isolation: store.Serializable}
 	for _, tt := range []struct {
 		entry, fault, power string
 		on                  Target

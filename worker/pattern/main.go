@@ -56,10 +56,7 @@ func (a Args) Argv() []string {
 	if a.ReadyFD != 0 {
 		out = append(out, "-ready-fd", strconv.Itoa(a.ReadyFD))
 	}
-	if a.Backend != "" {
-		out = append(out, "-backend", a.Backend)
-	}
-	return out
+	return store.BackendArgv(out, a.Backend)
 }
 
 // ParseArgs reads what Argv wrote.
@@ -75,16 +72,12 @@ func ParseArgs(args []string) (Args, error) {
 	fs.Int64Var(&a.NowOffsetMS, "now-offset-ms", 0, "clock offset")
 	fs.StringVar(&a.Receiver, "receiver", "", "receiver base URL")
 	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to signal readiness on")
-	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
+	backend := store.BindBackend(fs, &a.Backend)
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}
-	b, err := store.ParseBackend(a.Backend)
-	if err != nil {
+	if err := backend(); err != nil {
 		return a, err
-	}
-	if b == store.BackendSQLite {
-		a.Backend = ""
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -314,9 +314,9 @@ type Unsafe struct {
 	// Power narrows the power class to one JOURNAL_MODE/SYNCHRONOUS.
 	Power string
 	// Backend, when set, is the one backend the entry applies to, and
-	// Isolation the one level (by its command-line name) on PostgreSQL.
+	// Isolation the one level on PostgreSQL.
 	Backend   string
-	Isolation string
+	Isolation store.Isolation
 }
 
 // ParseUnsafe reads one known_unsafe entry.
@@ -350,19 +350,20 @@ func ParseUnsafe(k string) (Unsafe, error) {
 		return u, fmt.Errorf("%q: the power class cuts power under SQLite's VFS and runs on sqlite only", k)
 	}
 	if hasIso {
-		if b != store.BackendPostgres || store.IsolationLevels[iso] == "" {
-			return u, fmt.Errorf("%q: an isolation level qualifies postgres only, one of %s", k, strings.Join(store.IsolationOrder, ", "))
+		l, err := store.ParseIsolation(iso)
+		if b != store.BackendPostgres || err != nil {
+			return u, fmt.Errorf("%q: an isolation level qualifies postgres only, one of %s", k, store.IsolationNames())
 		}
-		u.Isolation = iso
+		u.Isolation = l
 	}
 	return u, nil
 }
 
 // Target is where a condition runs: the backend, and on PostgreSQL the
-// isolation level by its command-line name.
+// isolation level.
 type Target struct {
 	Backend   string
-	Isolation string
+	Isolation store.Isolation
 }
 
 // Covers says whether the entry expects a violation in a condition of
@@ -375,7 +376,7 @@ func (u Unsafe) Covers(fault, power string, t Target) bool {
 	switch {
 	case u.Class != fault, u.Power != "" && u.Power != power:
 		return false
-	case u.Backend != "" && u.Backend != b, u.Isolation != "" && u.Isolation != t.Isolation:
+	case u.Backend != "" && u.Backend != b, u.Isolation != 0 && u.Isolation != t.Isolation:
 		return false
 	}
 	return true

@@ -26,10 +26,7 @@ type Args struct {
 // Argv is the command line after the worker name.
 func (a Args) Argv() []string {
 	argv := []string{"-db", a.DB, "-pattern", string(a.Pattern), "-event-id", a.Event.ID, "-job-key", a.Event.JobKey}
-	if a.Backend != "" {
-		argv = append(argv, "-backend", a.Backend)
-	}
-	return argv
+	return store.BackendArgv(argv, a.Backend)
 }
 
 // Bind declares the arguments' flags on fs and returns the check to run
@@ -40,14 +37,10 @@ func (a *Args) Bind(fs *flag.FlagSet) (check func() error) {
 	pattern := fs.String("pattern", "", "separate-commit or single-transaction")
 	fs.StringVar(&a.Event.ID, "event-id", "", "event id")
 	fs.StringVar(&a.Event.JobKey, "job-key", "", "job key")
-	fs.StringVar(&a.Backend, "backend", "", "sqlite (default) or postgres")
+	backend := store.BindBackend(fs, &a.Backend)
 	return func() error {
-		b, err := store.ParseBackend(a.Backend)
-		if err != nil {
+		if err := backend(); err != nil {
 			return err
-		}
-		if b == store.BackendSQLite {
-			a.Backend = ""
 		}
 		p, err := ParsePattern(*pattern)
 		if err != nil {

@@ -38,21 +38,6 @@ func TestPostgresBindNamed(t *testing.T) {
 	}
 }
 
-func TestSessionDSN(t *testing.T) {
-	req := PGRequested{Isolation: "repeatable read", SynchronousCommit: "off"}
-	for _, tt := range []struct{ base, want string }{
-		{"host=/tmp/x dbname=d", "host=/tmp/x dbname=d search_path=s1 default_transaction_isolation='repeatable read' synchronous_commit=off"},
-		{"postgres://u@h/d?sslmode=disable", "postgres://u@h/d?default_transaction_isolation=repeatable+read&search_path=s1&sslmode=disable&synchronous_commit=off"},
-	} {
-		if got := SessionDSN(tt.base, "s1", req); got != tt.want {
-			t.Errorf("SessionDSN(%q) = %q, want %q", tt.base, got, tt.want)
-		}
-	}
-	if got := quoteValue(`it's \ here`); got != `'it\'s \\ here'` {
-		t.Errorf("quoteValue = %s", got)
-	}
-}
-
 // TestClassify classifies real SQLite errors and PostgreSQL errors by
 // their SQLSTATE, so a retry decision never depends on the backend.
 func TestClassify(t *testing.T) {
@@ -100,9 +85,9 @@ func TestClassify(t *testing.T) {
 // alone share a session; one that differs in a setting does not.
 func TestSessionKey(t *testing.T) {
 	base := "host=/tmp/x user=u dbname=d"
-	a := SessionDSN(base, "s1", PGRequested{Isolation: "serializable", SynchronousCommit: "on"})
-	b := SessionDSN(base, "s2", PGRequested{Isolation: "serializable", SynchronousCommit: "on"})
-	c := SessionDSN(base, "s1", PGRequested{Isolation: "read committed", SynchronousCommit: "on"})
+	a := Session{Base: base, Schema: "s1", Isolation: Serializable, SynchronousCommit: "on"}.DSN()
+	b := Session{Base: base, Schema: "s2", Isolation: Serializable, SynchronousCommit: "on"}.DSN()
+	c := Session{Base: base, Schema: "s1", Isolation: ReadCommitted, SynchronousCommit: "on"}.DSN()
 	ka, sa, okA := SessionKey(a)
 	kb, sb, okB := SessionKey(b)
 	kc, _, okC := SessionKey(c)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -171,27 +170,20 @@ func (Postgres) Classify(err error) Class {
 }
 
 // PGRequested is what a run asks of every PostgreSQL session: the
-// isolation of its transactions and how a commit waits for the WAL. The
-// parent puts them in the connection string, so every connection of every
-// worker starts with them; each reads them back.
+// isolation of its transactions and how a commit waits for the WAL, as a
+// run's settings record it (Session.Requested). The parent puts them in
+// the connection string, so every connection of every worker starts with
+// them; each reads them back.
 type PGRequested struct {
-	// Isolation is PostgreSQL's name of the level, as "read committed".
+	// Isolation is the level in PostgreSQL's words, as "read committed":
+	// Isolation.SQL writes it, Level reads it.
 	Isolation string `json:"default_transaction_isolation"`
 	// SynchronousCommit is on, local or off.
 	SynchronousCommit string `json:"synchronous_commit"`
 }
 
-// Isolation levels by their command-line names, and synchronous_commit's
-// values.
-var (
-	IsolationLevels = map[string]string{
-		"read-committed":  "read committed",
-		"repeatable-read": "repeatable read",
-		"serializable":    "serializable",
-	}
-	IsolationOrder    = []string{"read-committed", "repeatable-read", "serializable"}
-	SynchronousCommit = []string{"on", "local", "off"}
-)
+// SynchronousCommit are synchronous_commit's values.
+var SynchronousCommit = []string{"on", "local", "off"}
 
 // PGSettings are what a PostgreSQL session reads back: the server's
 // version and the settings a result rests on.
@@ -218,44 +210,6 @@ func ReadPGSettings(ctx context.Context, db *sql.DB) (PGSettings, error) {
 		return s, fmt.Errorf("read the session's settings: %w", err)
 	}
 	return s, nil
-}
-
-// SessionDSN is the connection string a worker opens: base, which names
-// the server and the database, with the schema the condition's tables live
-// in and the requested settings as startup parameters. base is a
-// key=value string or a postgres:// URL; what SessionDSN adds overrides
-// what base says.
-func SessionDSN(base, schema string, req PGRequested) string {
-	params := [][2]string{
-		{"search_path", schema},
-		{"default_transaction_isolation", req.Isolation},
-		{"synchronous_commit", req.SynchronousCommit},
-	}
-	if u, err := url.Parse(base); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		q := u.Query()
-		for _, p := range params {
-			if p[1] != "" {
-				q.Set(p[0], p[1])
-			}
-		}
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	parts := []string{strings.TrimSpace(base)}
-	for _, p := range params {
-		if p[1] != "" {
-			parts = append(parts, p[0]+"="+quoteValue(p[1]))
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
-// quoteValue quotes a key=value value as libpq reads it.
-func quoteValue(v string) string {
-	if v != "" && !strings.ContainsAny(v, ` '\`) {
-		return v
-	}
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
 
 // SessionKey says which session a PostgreSQL connection string opens,

@@ -1,0 +1,45 @@
+package backend
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/worker/store"
+)
+
+// TestSpecSession: a spec's session, read-back, title and report row all
+// come from its one level value.
+func TestSpecSession(t *testing.T) {
+	type forms struct {
+		Session   store.Session
+		Requested *store.PGRequested
+		Title     string
+		Row       [2]string
+	}
+	rb := &store.PGSettings{ServerVersion: "15.4", Fsync: "on", WalLevel: "replica"}
+	for _, tt := range []struct {
+		spec Spec
+		want forms
+	}{
+		{Spec{Name: "postgres", Isolation: "repeatable-read", SynchronousCommit: "off"}, forms{
+			Session:   store.Session{Base: "host=h", Schema: "s_1", Isolation: store.RepeatableRead, SynchronousCommit: "off"},
+			Requested: &store.PGRequested{Isolation: "repeatable read", SynchronousCommit: "off"},
+			Title:     "PostgreSQL, repeatable read, synchronous_commit off",
+			Row:       [2]string{"PostgreSQL", "default_transaction_isolation=repeatable read, synchronous_commit=off; read back from server 15.4: fsync=on, wal_level=replica"},
+		}},
+		{SQLite, forms{
+			Session: store.Session{Base: "host=h", Schema: "s_1"},
+			Title:   "SQLite",
+			Row:     [2]string{"SQLite", "journal_mode=WAL"},
+		}},
+	} {
+		t.Run(tt.spec.String(), func(t *testing.T) {
+			got := forms{Session: tt.spec.Session("host=h", "s_1"), Requested: tt.spec.Requested(), Title: tt.spec.String()}
+			got.Row = DatabaseRow(got.Requested, rb, "journal_mode=WAL")
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
