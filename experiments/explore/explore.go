@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	wr "idemlab/worker/redelivery"
@@ -131,6 +132,23 @@ const (
 	KindTakeover = "takeover"
 )
 
+// classOf is the engine's fault class of each kind: the one table that
+// maps the engine's classes to the kinds explore records.
+var classOf = map[string]engine.Kind{
+	KindDiscovery: engine.None, KindSweep: engine.Points, KindHits: engine.CrashAtHit,
+	KindKill: engine.DelayKill, KindRace: engine.Concurrent, KindTakeover: engine.Takeover,
+}
+
+// set is what the condition asks of the engine; a race with kills kills
+// its racers after seeded delays.
+func (c Condition) set() engine.Set {
+	s := engine.Set{Class: classOf[c.Kind], Condition: c.Name, Indices: c.Trials, Racers: c.Racers}
+	if c.Kills {
+		s.RaceFault = engine.DelayKill
+	}
+	return s
+}
+
 // Condition is one kind of trial on one pattern.
 type Condition struct {
 	Name    string `json:"name"`
@@ -150,7 +168,7 @@ type Condition struct {
 }
 
 // Timing reports whether a condition's outcomes depend on OS scheduling.
-func (c Condition) Timing() bool { return strings.HasPrefix(c.Kind, "timing-") }
+func (c Condition) Timing() bool { return engine.Scheduled(classOf[c.Kind]) }
 
 // Scenario is the explore scenario, written against its own settings
 // (scenario.Define adapts it). A test replaces the oracle by embedding it
@@ -359,11 +377,11 @@ func (p *plan) Processes() int {
 		case KindDiscovery:
 			n++
 		case KindSweep:
-			n += p.s.pointShare(c, pat.PointCount(p.s)) * pat.TrialProcesses
+			n += p.s.pointShare(c, len(pat.Points(p.s))) * pat.TrialProcesses
 		case KindHits, KindKill:
 			n += len(p.s.share(c)) * pat.TrialProcesses
 		case KindTakeover:
-			n += 2 * p.s.pointShare(c, pat.PointCount(p.s)) // the paused holder and its successor
+			n += 2 * p.s.pointShare(c, len(pat.Points(p.s))) // the paused holder and its successor
 		case KindRace:
 			// The racers and the recovery: a process on SQLite; on
 			// PostgreSQL, the pattern's recovery after racers that all
@@ -454,13 +472,16 @@ func (st Settings) conditionsByName() map[string]Condition {
 // RacerArgs are a racer's arguments.
 func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st, f) }
 
-// Scheduled says which conditions the OS schedules: the kills after a
-// delay and the races, named "…/timing-…", whose processes a rerun does
-// not compare.
+// Scheduled says which conditions the OS schedules: those whose kind's
+// engine class is scheduled (the kills after a delay and the races), whose
+// processes a rerun does not compare. The kind is the name's last part,
+// less a race's "-K" or a takeover's "-fenced".
 func (Scenario) Scheduled(condition string) bool {
-	_, last, _ := strings.Cut(condition, "/")
-	for strings.Contains(last, "/") {
-		_, last, _ = strings.Cut(last, "/")
+	last := condition[strings.LastIndex(condition, "/")+1:]
+	for kind, class := range classOf {
+		if last == kind || strings.HasPrefix(last, kind+"-") {
+			return engine.Scheduled(class)
+		}
 	}
-	return strings.HasPrefix(last, "timing-")
+	return false
 }
