@@ -91,40 +91,36 @@ func planPoints(in Input) []Trial {
 	return out
 }
 
-func planCrashAtHit(in Input) []Trial {
+// counted plans one trial per index of a counted set, each filled in by
+// draw.
+func counted(in Input, draw func(t *Trial)) []Trial {
 	out := make([]Trial, 0, len(in.Indices))
 	for _, i := range in.Indices {
 		t := in.trial(i)
-		t.K = seed.CrashK(in.Seed, in.Condition, i, len(in.Found.Points))
+		draw(&t)
 		out = append(out, t)
 	}
 	return out
+}
+
+func planCrashAtHit(in Input) []Trial {
+	return counted(in, func(t *Trial) { t.K = seed.CrashK(in.Seed, in.Condition, t.Index, len(in.Found.Points)) })
 }
 
 func planDelayKill(in Input) []Trial {
-	out := make([]Trial, 0, len(in.Indices))
-	for _, i := range in.Indices {
-		t := in.trial(i)
-		t.KillUS = seed.KillDelayUS(in.Seed, in.Condition, i, in.Found.WindowUS)
-		out = append(out, t)
-	}
-	return out
+	return counted(in, func(t *Trial) { t.KillUS = seed.KillDelayUS(in.Seed, in.Condition, t.Index, in.Found.WindowUS) })
 }
 
 func planConcurrent(in Input) []Trial {
-	out := make([]Trial, 0, len(in.Indices))
-	for _, i := range in.Indices {
-		t := in.trial(i)
+	return counted(in, func(t *Trial) {
 		t.Racers = in.Racers
 		switch in.RaceFault {
 		case DelayKill:
-			t.KillsUS = seed.RaceKillsUS(in.Seed, in.Condition, i, in.Racers, in.Found.WindowUS)
+			t.KillsUS = seed.RaceKillsUS(in.Seed, in.Condition, t.Index, in.Racers, in.Found.WindowUS)
 		case CrashAtHit:
-			t.CrashK = seed.RaceCrashK(in.Seed, in.Condition, i, in.Racers, len(in.Found.Points))
+			t.CrashK = seed.RaceCrashK(in.Seed, in.Condition, t.Index, in.Racers, len(in.Found.Points))
 		}
-		out = append(out, t)
-	}
-	return out
+	})
 }
 
 // PointACK is the power trial whose cut comes after the first delivery
