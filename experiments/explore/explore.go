@@ -12,6 +12,7 @@
 package explore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -373,15 +374,14 @@ func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
 		pat, _ := LookupPattern(c.Pattern)
+		k := len(p.s.trials(c, p.s.Shard, pat.Points(p.s)))
 		switch c.Kind {
 		case KindDiscovery:
 			n++
-		case KindSweep:
-			n += p.s.pointShare(c, len(pat.Points(p.s))) * pat.TrialProcesses
-		case KindHits, KindKill:
-			n += len(p.s.share(c)) * pat.TrialProcesses
+		case KindSweep, KindHits, KindKill:
+			n += k * pat.TrialProcesses
 		case KindTakeover:
-			n += 2 * p.s.pointShare(c, len(pat.Points(p.s))) // the paused holder and its successor
+			n += 2 * k // the paused holder and its successor
 		case KindRace:
 			// The racers and the recovery: a process on SQLite; on
 			// PostgreSQL, the pattern's recovery after racers that all
@@ -390,7 +390,7 @@ func (p *plan) Processes() int {
 			if p.s.Backend != "" {
 				rec = pat.RaceRecovery
 			}
-			n += (c.Racers + rec) * len(p.s.share(c))
+			n += (c.Racers + rec) * k
 		}
 	}
 	return n
@@ -436,28 +436,14 @@ const (
 	StepStale     = "stale-holder"
 )
 
-// share lists the condition's trials this run runs: all of c.Trials, or
-// the shard's part of them.
-func (st Settings) share(c Condition) []int {
-	var out []int
-	for _, i := range c.Trials {
-		if st.Shard.Runs(shard.TrialID(c.Name, i)) {
-			out = append(out, i)
-		}
+// trials are the engine's plan of condition c over points, the part's
+// share of it; none for the discovery, which every part runs.
+func (st Settings) trials(c Condition, part *shard.Part, points []string) []engine.Trial {
+	if c.Kind == KindDiscovery {
+		return nil
 	}
-	return out
-}
-
-// pointShare counts the trials of a sweep or takeover over n points that
-// this run runs.
-func (st Settings) pointShare(c Condition, n int) int {
-	k := 0
-	for i := range n {
-		if st.Shard.Runs(shard.TrialID(c.Name, i)) {
-			k++
-		}
-	}
-	return k
+	ts, _ := engine.Plan(context.Background(), st.Seed, part, []engine.Set{c.set()}, engine.Found{Points: points})
+	return ts
 }
 
 // conditionsByName indexes the settings' conditions.
