@@ -29,6 +29,11 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	if st.Backend != "" && env.Backend == nil {
 		return fmt.Errorf("%w: explore's settings are PostgreSQL's, but the run has no PostgreSQL server", errclass.ErrHarness)
 	}
+	for _, c := range st.Conditions {
+		if _, ok := LookupPattern(c.Pattern); !ok || st.Backend != "" && c.Kind != KindRace {
+			return fmt.Errorf("%w: condition %s is not a trial of a registered pattern, or not a race on PostgreSQL", errclass.ErrHarness, c.Name)
+		}
+	}
 	var units []engine.Unit
 	conds := st.conditionsByName()
 	for _, ps := range st.Patterns {
@@ -76,9 +81,6 @@ func (s subject) Deliver(ctx context.Context, t engine.Trial) (engine.Found, err
 		return engine.Found{}, runTakeover(ctx, s.env, s.st, s.pat, c, t.Index, t.Point)
 	case engine.Concurrent:
 		if s.st.Backend != "" {
-			if c.Kind != KindRace {
-				return engine.Found{}, fmt.Errorf("%w: condition %s is not a race of a registered pattern", errclass.ErrHarness, c.Name)
-			}
 			srv := s.env.Backend.WithSpec(backend.Spec{Name: s.st.Backend, Isolation: c.Isolation, SynchronousCommit: s.st.SynchronousCommit})
 			return engine.Found{}, runRaceOn(ctx, s.env, srv, s.st, s.pat, c, t.Index)
 		}
