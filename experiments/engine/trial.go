@@ -61,7 +61,8 @@ func (in Input) trial(i int) Trial {
 	return Trial{Class: in.Class, Condition: in.Condition, Index: i}
 }
 
-// Count is 0, 1, … n-1: the indices of a counted set of n trials.
+// Count is from, from+1, … from+n-1: the indices of a counted set of n
+// trials numbered from from.
 func Count(from, n int) []int {
 	out := make([]int, 0, max(0, n))
 	for i := range n {
