@@ -106,8 +106,7 @@ func batchPattern(mode string) Pattern {
 		Worker:     wb.WorkerRun,
 		TrialShare: 12,
 		Sends:      true,
-		// Before and after each item's send.
-		PointCount: func(st Settings) int { return 2 * st.Items },
+		Points:     func(st Settings) []string { return wb.CleanPoints(st.Items) },
 		// The run and a rerun; with the journal, a resume, at most one
 		// resolve (one send is in flight at a time) and a last run.
 		TrialProcesses: 2,
@@ -176,33 +175,40 @@ func batchPattern(mode string) Pattern {
 		},
 	}
 	if mode == wb.ModeJournal {
-		p.TrialProcesses = 4
-		p.RaceRecovery = 2 // the resume and the final run
-		p.PostgresRacer, p.RacesOnPostgres, p.RacerArgs = wb.WorkerRun, true, batchRacerArgs
-		p.Tables, p.ReadOn = wb.SchemaOn, readJournalOn
-		p.Claim, p.RaceAllowed = batchClaim, journalRaceAllowed
-		p.Recovery = func(st Settings, f Files, done []string, s State) (Action, bool) {
-			switch {
-			case len(done) == 0:
-				return Action{Step: StepResume, Role: RoleResume, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
-			case done[len(done)-1] == StepFinal:
-				return Action{}, false
-			}
-			if held := heldSends(st, s); len(held) > 0 {
-				k := held[0]
-				return Action{Step: StepResolve + " " + k.String(), Role: RoleResolve, Worker: wb.WorkerResolve, LookUp: k.String(),
-					With: func(l Lookup) []string {
-						a := l.Resolve(f.DB, k)
-						a.Backend = st.Backend
-						return a.Argv()
-					}}, true
-			}
-			return Action{Step: StepFinal, Role: RoleRecovery, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
-		}
+		withJournal(&p, mode)
 	} else {
 		p.Window = Window{From: wb.ItemPoint(wb.PointAfterSendAccepted, wb.ItemID(1))}
 	}
 	return p
+}
+
+// withJournal adds the journal's recovery to p: a resume that holds what
+// it cannot confirm, a resolve per held send after the parent looked it up
+// at the receiver, and a final run; and its races, on both backends.
+func withJournal(p *Pattern, mode string) {
+	p.TrialProcesses = 4
+	p.RaceRecovery = 2 // the resume and the final run
+	p.PostgresRacer, p.RacesOnPostgres, p.RacerArgs = wb.WorkerRun, true, batchRacerArgs
+	p.Tables, p.ReadOn = wb.SchemaOn, readJournalOn
+	p.Claim, p.RaceAllowed = batchClaim, journalRaceAllowed
+	p.Recovery = func(st Settings, f Files, done []string, s State) (Action, bool) {
+		switch {
+		case len(done) == 0:
+			return Action{Step: StepResume, Role: RoleResume, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
+		case done[len(done)-1] == StepFinal:
+			return Action{}, false
+		}
+		if held := heldSends(st, s); len(held) > 0 {
+			k := held[0]
+			return Action{Step: StepResolve + " " + k.String(), Role: RoleResolve, Worker: wb.WorkerResolve, LookUp: k.String(),
+				With: func(l Lookup) []string {
+					a := l.Resolve(f.DB, k)
+					a.Backend = st.Backend
+					return a.Argv()
+				}}, true
+		}
+		return Action{Step: StepFinal, Role: RoleRecovery, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
+	}
 }
 
 // readJournal reads the journal with the worker's reader, opening the file

@@ -48,7 +48,7 @@ func claimPattern() Pattern {
 		Name:           "claim-ttl",
 		Worker:         we.ClaimName,
 		TrialShare:     12,
-		PointCount:     func(Settings) int { return len([]string{we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp}) },
+		Points:         func(Settings) []string { return []string{we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp} },
 		TrialProcesses: 3, // the delivery, the probe, the re-claim
 		Args:           func(st Settings, f Files) []string { return claimArgs(st, f, HolderDelivery, 0) },
 		Recovery: func(st Settings, f Files, done []string, _ State) (Action, bool) {

@@ -12,6 +12,7 @@
 package explore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	wr "idemlab/worker/redelivery"
@@ -131,6 +133,23 @@ const (
 	KindTakeover = "takeover"
 )
 
+// classOf is the engine's fault class of each kind: the one table that
+// maps the engine's classes to the kinds explore records.
+var classOf = map[string]engine.Kind{
+	KindDiscovery: engine.None, KindSweep: engine.Points, KindHits: engine.CrashAtHit,
+	KindKill: engine.DelayKill, KindRace: engine.Concurrent, KindTakeover: engine.Takeover,
+}
+
+// set is what the condition asks of the engine; a race with kills kills
+// its racers after seeded delays.
+func (c Condition) set() engine.Set {
+	s := engine.Set{Class: classOf[c.Kind], Condition: c.Name, Indices: c.Trials, Racers: c.Racers}
+	if c.Kills {
+		s.RaceFault = engine.DelayKill
+	}
+	return s
+}
+
 // Condition is one kind of trial on one pattern.
 type Condition struct {
 	Name    string `json:"name"`
@@ -150,7 +169,7 @@ type Condition struct {
 }
 
 // Timing reports whether a condition's outcomes depend on OS scheduling.
-func (c Condition) Timing() bool { return strings.HasPrefix(c.Kind, "timing-") }
+func (c Condition) Timing() bool { return engine.Scheduled(classOf[c.Kind]) }
 
 // Scenario is the explore scenario, written against its own settings
 // (scenario.Define adapts it). A test replaces the oracle by embedding it
@@ -355,15 +374,14 @@ func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
 		pat, _ := LookupPattern(c.Pattern)
+		k := len(p.s.trials(c, p.s.Shard, pat.Points(p.s)))
 		switch c.Kind {
 		case KindDiscovery:
 			n++
-		case KindSweep:
-			n += p.s.pointShare(c, pat.PointCount(p.s)) * pat.TrialProcesses
-		case KindHits, KindKill:
-			n += len(p.s.share(c)) * pat.TrialProcesses
+		case KindSweep, KindHits, KindKill:
+			n += k * pat.TrialProcesses
 		case KindTakeover:
-			n += 2 * p.s.pointShare(c, pat.PointCount(p.s)) // the paused holder and its successor
+			n += 2 * k // the paused holder and its successor
 		case KindRace:
 			// The racers and the recovery: a process on SQLite; on
 			// PostgreSQL, the pattern's recovery after racers that all
@@ -372,7 +390,7 @@ func (p *plan) Processes() int {
 			if p.s.Backend != "" {
 				rec = pat.RaceRecovery
 			}
-			n += (c.Racers + rec) * len(p.s.share(c))
+			n += (c.Racers + rec) * k
 		}
 	}
 	return n
@@ -418,28 +436,14 @@ const (
 	StepStale     = "stale-holder"
 )
 
-// share lists the condition's trials this run runs: all of c.Trials, or
-// the shard's part of them.
-func (st Settings) share(c Condition) []int {
-	var out []int
-	for _, i := range c.Trials {
-		if st.Shard.Runs(shard.TrialID(c.Name, i)) {
-			out = append(out, i)
-		}
+// trials are the engine's plan of condition c over points, the part's
+// share of it; none for the discovery, which every part runs.
+func (st Settings) trials(c Condition, part *shard.Part, points []string) []engine.Trial {
+	if c.Kind == KindDiscovery {
+		return nil
 	}
-	return out
-}
-
-// pointShare counts the trials of a sweep or takeover over n points that
-// this run runs.
-func (st Settings) pointShare(c Condition, n int) int {
-	k := 0
-	for i := range n {
-		if st.Shard.Runs(shard.TrialID(c.Name, i)) {
-			k++
-		}
-	}
-	return k
+	ts, _ := engine.Plan(context.Background(), st.Seed, part, []engine.Set{c.set()}, engine.Found{Points: points})
+	return ts
 }
 
 // conditionsByName indexes the settings' conditions.
@@ -454,13 +458,16 @@ func (st Settings) conditionsByName() map[string]Condition {
 // RacerArgs are a racer's arguments.
 func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st, f) }
 
-// Scheduled says which conditions the OS schedules: the kills after a
-// delay and the races, named "…/timing-…", whose processes a rerun does
-// not compare.
+// Scheduled says which conditions the OS schedules: those whose kind's
+// engine class is scheduled (the kills after a delay and the races), whose
+// processes a rerun does not compare. The kind is the name's last part,
+// less a race's "-K" or a takeover's "-fenced".
 func (Scenario) Scheduled(condition string) bool {
-	_, last, _ := strings.Cut(condition, "/")
-	for strings.Contains(last, "/") {
-		_, last, _ = strings.Cut(last, "/")
+	last := condition[strings.LastIndex(condition, "/")+1:]
+	for kind, class := range classOf {
+		if last == kind || strings.HasPrefix(last, kind+"-") {
+			return engine.Scheduled(class)
+		}
 	}
-	return strings.HasPrefix(last, "timing-")
+	return false
 }

@@ -240,19 +240,8 @@ func (f *folder) window(pattern string, l results.Line) int64 {
 func (f *folder) plan(points map[string][]string) []shard.Trial {
 	out := []shard.Trial{}
 	for _, c := range f.st.Conditions {
-		n := 0
-		switch c.Kind {
-		case KindDiscovery:
-			continue
-		case KindSweep, KindTakeover:
-			n = len(points[c.Pattern])
-		}
-		add := func(i int) { out = append(out, shard.Trial{Condition: c.Name, ID: shard.TrialID(c.Name, i)}) }
-		for i := range n {
-			add(i)
-		}
-		for _, i := range c.Trials {
-			add(i)
+		for _, t := range f.st.trials(c, nil, points[c.Pattern]) {
+			out = append(out, shard.Trial{Condition: c.Name, ID: t.ID()})
 		}
 	}
 	return out

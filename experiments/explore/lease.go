@@ -56,14 +56,13 @@ func leaseArgs(st Settings, f Files, holder string, offset int64, fence bool, pa
 // from the journal.
 func leasePattern() Pattern {
 	return Pattern{
-		Name:       "lease-batch",
-		Worker:     we.LeaseName,
-		TrialShare: 12,
-		Sends:      true,
-		Fenced:     true,
-		Takeover:   true,
-		// The lease, then before and after each item's send.
-		PointCount:     func(st Settings) int { return 1 + 2*st.Items },
+		Name:           "lease-batch",
+		Worker:         we.LeaseName,
+		TrialShare:     12,
+		Sends:          true,
+		Fenced:         true,
+		Takeover:       true,
+		Points:         func(st Settings) []string { return we.LeasePoints(st.Items) },
 		TrialProcesses: 2,
 		Args:           func(st Settings, f Files) []string { return leaseArgs(st, f, HolderA, 0, true, "") },
 		Recovery: func(st Settings, f Files, done []string, _ State) (Action, bool) {

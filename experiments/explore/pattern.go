@@ -104,11 +104,11 @@ type Pattern struct {
 	Fenced bool
 	// Takeover adds the paused-holder conditions (lease patterns only).
 	Takeover bool
-	// PointCount is how many crash points a normal delivery passes, as
-	// the worker's code places them; the run discovers the points
+	// Points are the crash points a normal delivery passes, from the
+	// worker's own model of them; the run discovers the points
 	// themselves. TrialProcesses is the most processes one trial starts,
 	// its delivery and whole recovery. Processes counts on both.
-	PointCount     func(st Settings) int
+	Points         func(st Settings) []string
 	TrialProcesses int
 	// RaceRecovery is how many processes the recovery after a race on
 	// PostgreSQL starts when every racer ran to its end, as none is
@@ -241,7 +241,7 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 		Worker:         wr.WorkerName,
 		Racer:          we.RacerName,
 		TrialShare:     100,
-		PointCount:     func(Settings) int { return len(wr.PointsOf(p)) },
+		Points:         func(Settings) []string { return wr.PointsOf(p) },
 		TrialProcesses: 2,
 		RaceRecovery:   1,
 		Args:           func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },

@@ -105,27 +105,6 @@ func postgresSettings(sq Settings, b backend.Spec, levels []string) Settings {
 	return st
 }
 
-// runPostgres runs every race round, one at a time, each on a fresh
-// schema whose sessions start with its condition's isolation level.
-func runPostgres(ctx context.Context, env scenario.Env, st Settings) error {
-	if env.Backend == nil {
-		return fmt.Errorf("%w: explore's settings are PostgreSQL's, but the run has no PostgreSQL server", errclass.ErrHarness)
-	}
-	for _, c := range st.Conditions {
-		pat, ok := LookupPattern(c.Pattern)
-		if !ok || c.Kind != KindRace {
-			return fmt.Errorf("%w: condition %s is not a race of a registered pattern", errclass.ErrHarness, c.Name)
-		}
-		srv := env.Backend.WithSpec(backend.Spec{Name: st.Backend, Isolation: c.Isolation, SynchronousCommit: st.SynchronousCommit})
-		for _, i := range st.share(c) {
-			if err := runRaceOn(ctx, env, srv, st, pat, c, i); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // runRaceOn runs one round on PostgreSQL: a fresh schema with the
 // pattern's tables, the racers behind the barrier, then the pattern's
 // recovery, each step observed as on SQLite.

@@ -9,107 +9,89 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/receiver"
-	"idemlab/experiments/seed"
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/shard"
 	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 	"idemlab/worker/wire"
 )
 
-// Run discovers each pattern's points, then runs the sweep, the crash and
-// kill trials (Parallel at a time, each on its own file) and the races.
+// Run puts every pattern on the engine: its discovery on SQLite, then its
+// conditions' sets; on PostgreSQL, its races only, without discovery.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	st := p.s
-	if st.Backend != "" {
-		return runPostgres(ctx, env, st)
+	if st.Backend != "" && env.Backend == nil {
+		return fmt.Errorf("%w: explore's settings are PostgreSQL's, but the run has no PostgreSQL server", errclass.ErrHarness)
 	}
-	points := map[string][]string{}
-	windowUS := map[string]int64{}
+	for _, c := range st.Conditions {
+		if _, ok := LookupPattern(c.Pattern); !ok || st.Backend != "" && c.Kind != KindRace {
+			return fmt.Errorf("%w: condition %s is not a trial of a registered pattern, or not a race on PostgreSQL", errclass.ErrHarness, c.Name)
+		}
+	}
+	var units []engine.Unit
 	conds := st.conditionsByName()
 	for _, ps := range st.Patterns {
 		pat, ok := LookupPattern(ps.Name)
 		if !ok {
 			return fmt.Errorf("%w: pattern %q is not registered", errclass.ErrHarness, ps.Name)
 		}
-		c := conds[ps.Name+"/"+KindDiscovery]
-		proc, err := runTrialSteps(ctx, env, st, pat, c, 0, stepPlan{})
+		u := engine.Unit{Subject: subject{env: env, st: st, pat: pat, conds: conds}}
+		if st.Backend == "" {
+			u.Discovery = ps.Name + "/" + KindDiscovery
+		}
+		for _, c := range st.Conditions {
+			if c.Pattern == ps.Name && c.Kind != KindDiscovery {
+				u.Sets = append(u.Sets, c.set())
+			}
+		}
+		units = append(units, u)
+	}
+	_, err := engine.Run{Seed: st.Seed, Parallel: st.Parallel, Shard: st.Shard, Units: units}.Execute(ctx)
+	return err
+}
+
+// subject is a pattern's built-in workers as the engine's subject.
+type subject struct {
+	env   scenario.Env
+	st    Settings
+	pat   Pattern
+	conds map[string]Condition
+}
+
+// Deliver runs one trial of the pattern. A discovery that misbehaved or
+// passed no point leaves nothing to sweep or pause at; the run goes on
+// with the rest, and the discovery condition fails on what its worker
+// did.
+func (s subject) Deliver(ctx context.Context, t engine.Trial) (engine.Found, error) {
+	c := s.conds[t.Condition]
+	switch t.Class {
+	case engine.None:
+		proc, err := runTrialSteps(ctx, s.env, s.st, s.pat, c, 0, stepPlan{})
 		if err != nil {
-			return err
+			return engine.Found{}, err
 		}
-		// A discovery that misbehaved or passed no point leaves nothing
-		// to sweep or pause at; the run goes on with the rest, and the
-		// discovery condition fails on what its worker did.
-		points[pat.Name] = proc.Report.Points
-		windowUS[pat.Name] = KillWindowUS(proc.Record.DurationMS)
-	}
-	var jobs []func(context.Context) error
-	for _, c := range st.Conditions {
-		pat, _ := LookupPattern(c.Pattern)
-		pts := points[c.Pattern]
-		switch c.Kind {
-		case KindSweep:
-			for i, pt := range pts {
-				if !st.Shard.Runs(shard.TrialID(c.Name, i)) {
-					continue
-				}
-				jobs = append(jobs, func(ctx context.Context) error {
-					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{point: pt})
-					return err
-				})
-			}
-		case KindHits:
-			for _, i := range st.share(c) {
-				k := seed.CrashK(st.Seed, c.Name, i, len(pts))
-				jobs = append(jobs, func(ctx context.Context) error {
-					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{k: k})
-					return err
-				})
-			}
-		case KindKill:
-			for _, i := range st.share(c) {
-				d := seed.KillDelayUS(st.Seed, c.Name, i, windowUS[c.Pattern])
-				jobs = append(jobs, func(ctx context.Context) error {
-					_, err := runTrialSteps(ctx, env, st, pat, c, i, stepPlan{killUS: d})
-					return err
-				})
-			}
-		case KindTakeover:
-			for i, pt := range pts {
-				if !st.Shard.Runs(shard.TrialID(c.Name, i)) {
-					continue
-				}
-				jobs = append(jobs, func(ctx context.Context) error {
-					return runTakeover(ctx, env, st, pat, c, i, pt)
-				})
-			}
+		return engine.Found{Points: proc.Report.Points, WindowUS: KillWindowUS(proc.Record.DurationMS)}, nil
+	case engine.Takeover:
+		return engine.Found{}, runTakeover(ctx, s.env, s.st, s.pat, c, t.Index, t.Point)
+	case engine.Concurrent:
+		if s.st.Backend != "" {
+			srv := s.env.Backend.WithSpec(backend.Spec{Name: s.st.Backend, Isolation: c.Isolation, SynchronousCommit: s.st.SynchronousCommit})
+			return engine.Found{}, runRaceOn(ctx, s.env, srv, s.st, s.pat, c, t.Index)
 		}
-	}
-	if err := harness.RunJobs(ctx, st.Parallel, jobs); err != nil {
-		return err
-	}
-	// Races already run their racers at once, so one round at a time.
-	for _, c := range st.Conditions {
-		if c.Kind != KindRace {
-			continue
+		kills := t.KillsUS
+		if kills == nil {
+			kills = make([]int64, t.Racers)
 		}
-		pat, _ := LookupPattern(c.Pattern)
-		for _, i := range st.share(c) {
-			kills := make([]int64, c.Racers)
-			if c.Kills {
-				kills = seed.RaceKillsUS(st.Seed, c.Name, i, c.Racers, windowUS[c.Pattern])
-			}
-			if err := runRace(ctx, env, st, pat, c, i, kills); err != nil {
-				return err
-			}
-		}
+		return engine.Found{}, runRace(ctx, s.env, s.st, s.pat, c, t.Index, kills)
 	}
-	return nil
+	_, err := runTrialSteps(ctx, s.env, s.st, s.pat, c, t.Index, stepPlan{point: t.Point, k: t.K, killUS: t.KillUS})
+	return engine.Found{}, err
 }
 
 // KillWindowUS is the range of kill delays: the discovery run's measured

@@ -369,10 +369,10 @@ func (e *ConditionExtra) model(name string) *ModelExtra {
 
 // checkPlan checks that the trial is one its condition plans.
 func (f *folder) checkPlan(t *trialLine) bool {
-	want := map[string][]string{
-		FaultNone: {KindDiscovery}, wp.FaultPoints: {KindPoint}, wp.FaultRandom: {KindHits, KindKill},
-		wp.FaultConcurrent: {KindRace}, wp.FaultPower: {KindPower},
-	}[t.c.Fault]
+	var want []string
+	for _, k := range classesOf[t.c.Fault] {
+		want = append(want, kindOf[k])
+	}
 	if !slices.Contains(want, t.o.Kind) {
 		f.c.Obs(t.l, "kind", "%q is not a trial of a %s condition (want %v)", t.o.Kind, t.c.Fault, want)
 		return false
@@ -747,24 +747,12 @@ func (f *folder) verdict(p Pattern, c Condition, ce *ConditionExtra) any {
 func (f *folder) plan() []shard.Trial {
 	out := []shard.Trial{}
 	for _, p := range f.st.Patterns {
-		n := len(f.discovered(p))
 		for _, c := range f.st.Conditions {
 			if c.Pattern != p.File.Name {
 				continue
 			}
-			k := 0
-			switch c.Fault {
-			case wp.FaultPoints:
-				k = n
-			case wp.FaultPower:
-				k = len(PowerPlan(f.discovered(p), f.legacy))
-			case wp.FaultRandom:
-				k = f.st.HitTrials + f.st.KillTrials
-			case wp.FaultConcurrent:
-				k = len(RacePlan(f.st, c.Name, n))
-			}
-			for i := range k {
-				out = append(out, shard.Trial{Condition: c.Name, ID: shard.TrialID(c.Name, i)})
+			for _, t := range f.st.plan(c, f.legacy, f.discovered(p)) {
+				out = append(out, shard.Trial{Condition: c.Name, ID: t.ID()})
 			}
 		}
 	}

@@ -56,7 +56,7 @@ func TestLanding(t *testing.T) {
 func TestPowerPlanKeepsOldTrials(t *testing.T) {
 	points := []string{"before-1-exec", "after-1-exec"}
 	old, now := PowerPlan(points, true), PowerPlan(points, false)
-	if diff := cmp.Diff([]PowerCut{{"", "before-1-exec"}, {"", "after-1-exec"}, {"", PointACK}}, old); diff != "" {
+	if diff := cmp.Diff([]PowerCut{{Point: "before-1-exec"}, {Point: "after-1-exec"}, {Point: PointACK}}, old); diff != "" {
 		t.Errorf("old plan (-want +got):\n%s", diff)
 	}
 	for i, c := range old {

@@ -3,8 +3,10 @@ package pattern
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/faultvfs"
@@ -124,9 +126,15 @@ func splitLines(s string) []string {
 	return out
 }
 
-// Scheduled says which conditions the OS schedules: the random class
-// (half its trials are kills after a delay) and the races, whose processes
-// a rerun does not compare.
+// Scheduled says which conditions the OS schedules: a fault with an
+// engine class the OS schedules (random's kills after a delay, the
+// races), whose processes a rerun does not compare. The fault is the
+// name's last part.
 func (Scenario) Scheduled(condition string) bool {
-	return strings.HasSuffix(condition, "/"+wp.FaultRandom) || strings.HasSuffix(condition, "/"+wp.FaultConcurrent)
+	for fault, classes := range classesOf {
+		if strings.HasSuffix(condition, "/"+fault) && slices.ContainsFunc(classes, engine.Scheduled) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,18 +7,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/seed"
-	"idemlab/experiments/shard"
 	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/protocol"
@@ -37,54 +36,45 @@ const (
 	KindPower     = "power"
 )
 
+// kindOf is the kind an observation records of each engine class, and
+// classesOf the engine classes of each fault a pattern file names: the
+// one place pattern spells the engine's classes its own way.
+var (
+	kindOf = map[engine.Kind]string{
+		engine.None: KindDiscovery, engine.Points: KindPoint, engine.CrashAtHit: KindHits,
+		engine.DelayKill: KindKill, engine.Concurrent: KindRace, engine.Power: KindPower,
+	}
+	classesOf = map[string][]engine.Kind{
+		FaultNone: {engine.None}, wp.FaultPoints: {engine.Points}, wp.FaultRandom: {engine.CrashAtHit, engine.DelayKill},
+		wp.FaultConcurrent: {engine.Concurrent}, wp.FaultPower: {engine.Power},
+	}
+)
+
 // PointACK is the power trial whose cut comes after the first delivery
 // acknowledged, with nothing of it left to redeliver.
-const PointACK = "ack"
+const PointACK = engine.PointACK
 
 // PointACKOpen is the power trial whose cut comes after the first delivery
 // acknowledged with its connection still open (protocol.EnvAckOpen), as a
 // service with a connection pool ACKs: no close runs, so no close-time
 // checkpoint either. Durability's ack-open, on a pattern file.
-const PointACKOpen = "ack-open"
+const PointACKOpen = engine.PointACKOpen
 
 // isACK says whether a power trial's cut comes after an ACK rather than at
 // a crash point.
 func isACK(point string) bool { return point == PointACK || point == PointACKOpen }
 
 // PowerModels are what a power cut may leave of the writes no sync
-// covered, each a row of every power setting: nothing (drop, the lower
-// bound), everything (keep, the upper bound, as after a process crash),
-// and a seeded tearing between the two. A setting's verdict is the worst
-// of its models.
-var PowerModels = []string{faultvfs.FaultDrop, faultvfs.FaultKeep, faultvfs.FaultTorn}
+// covered (engine.PowerModels). A setting's verdict is the worst of its
+// models.
+var PowerModels = engine.PowerModels
 
 // PowerCut is one trial of a power condition: the model and the cut.
-type PowerCut struct {
-	Model string
-	Point string
-}
+type PowerCut = engine.PowerCut
 
-// PowerPlan lists a power condition's trials, model by model: a cut at
-// each discovered point, after the ACK, and after the ACK with the
-// connection open. legacy is a folder of format 4 or older, whose power
-// trials recorded no model: the drop model only, and no ack-open cut, with
-// the same trial numbers as the first trials of today's plan.
-func PowerPlan(points []string, legacy bool) []PowerCut {
-	cuts := append(append([]string{}, points...), PointACK)
-	models := PowerModels
-	if legacy {
-		models = []string{""}
-	} else {
-		cuts = append(cuts, PointACKOpen)
-	}
-	var out []PowerCut
-	for _, m := range models {
-		for _, pt := range cuts {
-			out = append(out, PowerCut{Model: m, Point: pt})
-		}
-	}
-	return out
-}
+// PowerPlan lists a power condition's trials (engine.PowerPlan); legacy
+// is a folder of format 4 or older.
+func PowerPlan(points []string, legacy bool) []PowerCut { return engine.PowerPlan(points, legacy) }
 
 // RecoveryOptions are how the parent cuts a power trial's folder: the
 // trial's model; under torn, a seed from the run's seed, the condition and
@@ -198,12 +188,14 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 
 func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, file string) error {
 	conds := map[string]Condition{}
+	u := engine.Unit{Discovery: pat.File.Name + "/" + FaultNone}
 	for _, c := range p.s.Conditions {
 		if c.Pattern == pat.File.Name {
 			conds[c.Name] = c
+			u.Sets = append(u.Sets, p.s.sets(c, false)...)
 		}
 	}
-	r := runner{ctx: ctx, env: env, s: p.s, pat: pat, file: file}
+	r := &runner{env: env, s: p.s, pat: pat, file: file, conds: conds}
 	if pat.File.IsProgram() {
 		dir, err := filepath.Abs(pat.Dir)
 		if err != nil {
@@ -211,58 +203,45 @@ func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, fi
 		}
 		r.progDir = dir
 	}
-	none := conds[pat.File.Name+"/"+FaultNone]
-	disc, err := r.trial(none, Observation{Kind: KindDiscovery}, nil)
-	if err != nil {
-		return err
-	}
-	r.ready = len(disc.points) > 0 && disc.points[0] == wp.PointReady
-	r.fromFirst = KillFromFirst(pat, disc.points)
-	points, windowUS := disc.points, KillWindowUS(pat, disc.durationMS, disc.pointsUS)
-	var jobs []func(context.Context) error
-	var races []Condition
-	for _, c := range p.s.Conditions {
-		if c.Pattern != pat.File.Name {
-			continue
+	u.Subject = r
+	_, err := engine.Run{Seed: p.s.Seed, Parallel: p.s.Parallel, Shard: p.s.Shard, Units: []engine.Unit{u}}.Execute(ctx)
+	return err
+}
+
+// sets are what condition c asks of the engine: the random class's
+// crashes at a hit, then its kills numbered after them; a concurrent
+// condition's rounds per racer count, first without crashes, then with;
+// legacy plans power as a folder of format 4 or older.
+func (s Settings) sets(c Condition, legacy bool) []engine.Set {
+	switch c.Fault {
+	case wp.FaultPoints:
+		return []engine.Set{{Class: engine.Points, Condition: c.Name}}
+	case wp.FaultPower:
+		return []engine.Set{{Class: engine.Power, Condition: c.Name, Legacy: legacy}}
+	case wp.FaultRandom:
+		return []engine.Set{
+			{Class: engine.CrashAtHit, Condition: c.Name, Indices: engine.Count(0, s.HitTrials)},
+			{Class: engine.DelayKill, Condition: c.Name, Indices: engine.Count(s.HitTrials, s.KillTrials)},
 		}
-		switch c.Fault {
-		case wp.FaultPoints:
-			for i, pt := range points {
-				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindPoint, Point: pt}))
-			}
-		case wp.FaultRandom:
-			for i := range p.s.HitTrials {
-				k := seed.CrashK(p.s.Seed, c.Name, i, len(points))
-				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindHits, K: k}))
-			}
-			for j := range p.s.KillTrials {
-				i := p.s.HitTrials + j
-				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindKill, KillUS: seed.KillDelayUS(p.s.Seed, c.Name, i, windowUS)}))
-			}
-		case wp.FaultPower:
-			for i, pc := range PowerPlan(points, false) {
-				jobs = append(jobs, r.job(c, Observation{Trial: i, Kind: KindPower, Point: pc.Point, Model: pc.Model}))
-			}
-		case wp.FaultConcurrent:
-			races = append(races, c)
-		}
-	}
-	jobs = slices.DeleteFunc(jobs, func(j func(context.Context) error) bool { return j == nil })
-	if err := harness.RunJobs(ctx, p.s.Parallel, jobs); err != nil {
-		return err
-	}
-	// A race already runs its racers at once, so one at a time.
-	for _, c := range races {
-		for i, rc := range RacePlan(p.s, c.Name, len(points)) {
-			if !p.s.Shard.Runs(shard.TrialID(c.Name, i)) {
-				continue
-			}
-			if _, err := r.trial(c, Observation{Trial: i, Kind: KindRace, Racers: rc.Racers, RaceCrashK: rc.CrashK}, nil); err != nil {
-				return err
+	case wp.FaultConcurrent:
+		var out []engine.Set
+		n := 0
+		for _, k := range s.Racers {
+			for _, fault := range []engine.Kind{engine.None, engine.CrashAtHit} {
+				out = append(out, engine.Set{Class: engine.Concurrent, Condition: c.Name, Indices: engine.Count(n, s.Rounds), Racers: k, RaceFault: fault})
+				n += s.Rounds
 			}
 		}
+		return out
 	}
 	return nil
+}
+
+// plan lists condition c's trials, every shard's, from the discovered
+// points.
+func (s Settings) plan(c Condition, legacy bool, points []string) []engine.Trial {
+	ts, _ := engine.Plan(context.Background(), s.Seed, nil, s.sets(c, legacy), engine.Found{Points: points})
+	return ts
 }
 
 // Race is one round of concurrent deliveries.
@@ -277,26 +256,20 @@ type Race struct {
 // racers crash at a seeded one of the n discovered points.
 func RacePlan(s Settings, condition string, n int) []Race {
 	var out []Race
-	for _, k := range s.Racers {
-		for _, crashes := range []bool{false, true} {
-			for range s.Rounds {
-				r := Race{Racers: k}
-				if crashes {
-					r.CrashK = seed.RaceCrashK(s.Seed, condition, len(out), k, n)
-				}
-				out = append(out, r)
-			}
-		}
+	for _, t := range s.plan(Condition{Name: condition, Fault: wp.FaultConcurrent}, false, make([]string, n)) {
+		out = append(out, Race{Racers: t.Racers, CrashK: t.CrashK})
 	}
 	return out
 }
 
+// runner is a pattern file or program as the engine's subject.
 type runner struct {
-	ctx  context.Context
-	env  scenario.Env
-	s    Settings
-	pat  Pattern
-	file string
+	ctx   context.Context
+	env   scenario.Env
+	s     Settings
+	pat   Pattern
+	file  string
+	conds map[string]Condition
 	// progDir is where a program runs, and ready whether its discovery
 	// delivery's first point was "ready".
 	progDir string
@@ -327,15 +300,19 @@ func KillWindowUS(pat Pattern, durationMS float64, pointsUS []int64) int64 {
 	return max(1, total)
 }
 
-func (r runner) job(c Condition, o Observation) func(context.Context) error {
-	if !r.s.Shard.Runs(shard.TrialID(c.Name, o.Trial)) {
-		return nil
+// Deliver runs one trial; the discovery's also sets what the others
+// need of it.
+func (r *runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, error) {
+	rc := *r
+	rc.ctx = ctx
+	o := Observation{Trial: t.Index, Kind: kindOf[t.Class], Point: t.Point, Model: t.Model, K: t.K, KillUS: t.KillUS, Racers: t.Racers, RaceCrashK: t.CrashK}
+	d, err := rc.trial(r.conds[t.Condition], o, nil)
+	if err != nil || t.Class != engine.None {
+		return engine.Found{}, err
 	}
-	return func(ctx context.Context) error {
-		r.ctx = ctx
-		_, err := r.trial(c, o, nil)
-		return err
-	}
+	r.ready = len(d.points) > 0 && d.points[0] == wp.PointReady
+	r.fromFirst = KillFromFirst(r.pat, d.points)
+	return engine.Found{Points: d.points, WindowUS: KillWindowUS(r.pat, d.durationMS, d.pointsUS)}, nil
 }
 
 // discovered is what a discovery trial tells the rest of the run.

@@ -113,3 +113,17 @@ func appendPyString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
+
+// CleanPoints are the crash points a run over n fresh items passes when
+// nothing fails, in order: before and after each item's side-effect send.
+func CleanPoints(n int) []string {
+	var out []string
+	for _, it := range Items(n, 0) {
+		for _, step := range Steps {
+			if IsSideEffect(step) {
+				out = append(out, ItemPoint(PointBeforeSend, it.ID), ItemPoint(PointAfterSendAccepted, it.ID))
+			}
+		}
+	}
+	return out
+}

@@ -26,6 +26,10 @@ const LeaseName = "explore.lease"
 // points (before-send, after-send-accepted) follow.
 const PointAcquired = "lease-acquired"
 
+// LeasePoints are the crash points a lease run over n fresh items passes
+// when nothing fails, in order: the lease, then the batch run's.
+func LeasePoints(n int) []string { return append([]string{PointAcquired}, wb.CleanPoints(n)...) }
+
 // LeaseSchema keeps the lease, the journal with the generation of its last
 // writer, and an append-only log of grants and journal writes in one file,
 // so a write and the log entry that witnesses it commit together.

@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"slices"
+
+	"idemlab/experiments/seed"
+	"idemlab/worker/faultvfs"
+)
+
+// Kind is a fault class's one canonical name inside the engine. What a
+// scenario records (a condition's suffix, an observation's kind) is its
+// own label, mapped from the Kind in one table per scenario.
+type Kind string
+
+// The fault classes.
+const (
+	// None is the discovery delivery: no fault, the points it passes and
+	// how long it takes are what the other classes plan from.
+	None Kind = "none"
+	// Points crashes at each discovered point, one trial per point.
+	Points Kind = "points"
+	// CrashAtHit crashes at a seeded hit, 1 to the number of points.
+	CrashAtHit Kind = "crash-at-hit"
+	// DelayKill kills after a seeded delay within the kill window.
+	DelayKill Kind = "delay-kill"
+	// Concurrent runs racers behind a barrier, some of them faulted by the
+	// set's RaceFault (DelayKill after the release, or CrashAtHit).
+	Concurrent Kind = "concurrent"
+	// Power cuts the power at each point, after the ACK, and after the ACK
+	// with the connection open, under each model of what a cut leaves.
+	Power Kind = "power"
+	// Takeover pauses a lease holder at each discovered point while a
+	// successor takes its job over.
+	Takeover Kind = "takeover"
+)
+
+// Class is a fault class: how the engine plans and schedules it.
+type Class struct {
+	Kind Kind
+	// Scheduled: the OS scheduler decides its outcome (a kill's landing, a
+	// race's interleaving), so a rerun compares its verdict only; else the
+	// seed and the points decide it and a rerun replays it exactly.
+	Scheduled bool
+	// Sequential: its trials run one at a time, after every parallel
+	// class's, since each already runs processes at once.
+	Sequential bool
+	// Plan lists the trials of one set, every one, before the shard
+	// filter, in index order.
+	Plan func(Input) []Trial
+}
+
+// Classes is the registry: every fault class the engine knows, once.
+var Classes = []Class{
+	{Kind: None, Plan: planNone},
+	{Kind: Points, Plan: planPoints},
+	{Kind: CrashAtHit, Plan: planCrashAtHit},
+	{Kind: DelayKill, Scheduled: true, Plan: planDelayKill},
+	{Kind: Concurrent, Scheduled: true, Sequential: true, Plan: planConcurrent},
+	{Kind: Power, Plan: planPower},
+	{Kind: Takeover, Plan: planPoints},
+}
+
+// Lookup is the registered class of kind k.
+func Lookup(k Kind) (Class, bool) {
+	i := slices.IndexFunc(Classes, func(c Class) bool { return c.Kind == k })
+	if i < 0 {
+		return Class{}, false
+	}
+	return Classes[i], true
+}
+
+// Scheduled says whether the class of kind k is scheduled by the OS; false
+// for a kind not registered.
+func Scheduled(k Kind) bool {
+	c, _ := Lookup(k)
+	return c.Scheduled
+}
+
+func planNone(in Input) []Trial {
+	return []Trial{in.trial(0)}
+}
+
+// planPoints is one trial per discovered point, the point its index.
+func planPoints(in Input) []Trial {
+	out := make([]Trial, 0, len(in.Found.Points))
+	for i, pt := range in.Found.Points {
+		t := in.trial(i)
+		t.Point = pt
+		out = append(out, t)
+	}
+	return out
+}
+
+// counted plans one trial per index of a counted set, each filled in by
+// draw.
+func counted(in Input, draw func(t *Trial)) []Trial {
+	out := make([]Trial, 0, len(in.Indices))
+	for _, i := range in.Indices {
+		t := in.trial(i)
+		draw(&t)
+		out = append(out, t)
+	}
+	return out
+}
+
+func planCrashAtHit(in Input) []Trial {
+	return counted(in, func(t *Trial) { t.K = seed.CrashK(in.Seed, in.Condition, t.Index, len(in.Found.Points)) })
+}
+
+func planDelayKill(in Input) []Trial {
+	return counted(in, func(t *Trial) { t.KillUS = seed.KillDelayUS(in.Seed, in.Condition, t.Index, in.Found.WindowUS) })
+}
+
+func planConcurrent(in Input) []Trial {
+	return counted(in, func(t *Trial) {
+		t.Racers = in.Racers
+		switch in.RaceFault {
+		case DelayKill:
+			t.KillsUS = seed.RaceKillsUS(in.Seed, in.Condition, t.Index, in.Racers, in.Found.WindowUS)
+		case CrashAtHit:
+			t.CrashK = seed.RaceCrashK(in.Seed, in.Condition, t.Index, in.Racers, len(in.Found.Points))
+		}
+	})
+}
+
+// PointACK is the power trial whose cut comes after the first delivery
+// acknowledged, with nothing of it left to redeliver.
+const PointACK = "ack"
+
+// PointACKOpen is the power trial whose cut comes after the first delivery
+// acknowledged with its connection still open, as a service with a
+// connection pool ACKs: no close runs, so no close-time checkpoint either.
+const PointACKOpen = "ack-open"
+
+// PowerModels are what a power cut may leave of the writes no sync
+// covered, each a row of every power setting: nothing (drop, the lower
+// bound), everything (keep, the upper bound, as after a process crash),
+// and a seeded tearing between the two.
+var PowerModels = []string{faultvfs.FaultDrop, faultvfs.FaultKeep, faultvfs.FaultTorn}
+
+// PowerCut is one trial of a power set: the model and the cut.
+type PowerCut struct {
+	Model string
+	Point string
+}
+
+// PowerPlan lists a power set's cuts, model by model: at each discovered
+// point, after the ACK, and after the ACK with the connection open.
+// legacy is a folder of format 4 or older, whose power trials recorded no
+// model: the drop model only, and no ack-open cut, with the same trial
+// numbers as the first trials of today's plan.
+func PowerPlan(points []string, legacy bool) []PowerCut {
+	cuts := append(append([]string{}, points...), PointACK)
+	models := PowerModels
+	if legacy {
+		models = []string{""}
+	} else {
+		cuts = append(cuts, PointACKOpen)
+	}
+	var out []PowerCut
+	for _, m := range models {
+		for _, pt := range cuts {
+			out = append(out, PowerCut{Model: m, Point: pt})
+		}
+	}
+	return out
+}
+
+func planPower(in Input) []Trial {
+	var out []Trial
+	for i, pc := range PowerPlan(in.Found.Points, in.Legacy) {
+		t := in.trial(i)
+		t.Point, t.Model = pc.Point, pc.Model
+		out = append(out, t)
+	}
+	return out
+}

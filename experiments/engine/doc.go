@@ -1,0 +1,33 @@
+// Package engine is the one trial engine of the fault scenarios: explore
+// and pattern plan and run their trials through it.
+//
+// A subject is what one delivery runs: explore's built-in Go workers, or a
+// pattern file or program. It has one method, Deliver, which runs a trial
+// from a fresh database to the parent's record of it; its discovery
+// delivery (class None) reports the named points it passed and the kill
+// window.
+//
+// A class is a fault class as a value (Class), registered once in
+// Classes: its one name (Kind), whether the OS schedules its outcome
+// (kills, races) or the seed does, whether its trials run in parallel or
+// one at a time, and how it plans its trials from the seed, the
+// condition, its trial indices, the discovered points and the kill window.
+// Scenarios record their own labels for the classes (explore's
+// "timing-kill", pattern's "kill"), each in one table that maps from Kind.
+//
+// A trial is a typed Trial: its class, condition and index, whose id is
+// shard.TrialID(condition, index), and what its class does to the first
+// delivery (a point, a hit, a delay, racers, a power model). Plan applies
+// the shard filter; Run.Execute runs the discovery, then the parallel
+// classes through harness.RunJobs, then the sequential ones, and returns
+// the trials it ran.
+//
+// An oracle is the scenario's own judge of what its trials recorded
+// (explore's allowed outcomes, a pattern's invariants); it reads the
+// records, not the engine, and stays in the scenario's fold.
+//
+// Read, in order: class.go (the kinds, the registry and each class's
+// plan), trial.go (Trial, Set, Found, Input), engine.go (Subject, Plan,
+// Run.Execute), then a subject: explore/run.go's subject and
+// pattern/run.go's runner.Deliver.
+package engine

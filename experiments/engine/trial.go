@@ -1,0 +1,72 @@
+package engine
+
+import "idemlab/experiments/shard"
+
+// Trial is one trial the engine plans and a subject runs: what is done to
+// its first delivery. Only the fields of its class are set.
+type Trial struct {
+	Class     Kind
+	Condition string
+	Index     int
+	// Point is where a Points, Power or Takeover trial crashes, cuts or
+	// pauses.
+	Point string
+	// K is a CrashAtHit trial's hit, KillUS a DelayKill trial's delay.
+	K      int
+	KillUS int64
+	// Racers is a Concurrent trial's racer count; CrashK and KillsUS its
+	// faults per racer (0 for none), by its set's RaceFault.
+	Racers  int
+	CrashK  []int
+	KillsUS []int64
+	// Model is a Power trial's model of what the cut leaves.
+	Model string
+}
+
+// ID is the trial's id in the plan: shard.TrialID(condition, index).
+func (t Trial) ID() string { return shard.TrialID(t.Condition, t.Index) }
+
+// Set is what a scenario asks of one class in one condition. A
+// condition may hold several sets (pattern's random class is a
+// CrashAtHit set and a DelayKill set under one name).
+type Set struct {
+	Class     Kind
+	Condition string
+	// Indices are the trials of a counted class (CrashAtHit, DelayKill,
+	// Concurrent); the point classes plan one per point and ignore them.
+	Indices []int
+	// Racers and RaceFault are a Concurrent set's racer count and what
+	// is done to its racers: None, DelayKill or CrashAtHit.
+	Racers    int
+	RaceFault Kind
+	// Legacy plans a Power set as a folder of format 4 or older did.
+	Legacy bool
+}
+
+// Found is what a discovery delivery tells the plan: the points it
+// passed, in order, and the kill window in microseconds.
+type Found struct {
+	Points   []string
+	WindowUS int64
+}
+
+// Input is what a class plans one set from.
+type Input struct {
+	Set
+	Seed  uint64
+	Found Found
+}
+
+func (in Input) trial(i int) Trial {
+	return Trial{Class: in.Class, Condition: in.Condition, Index: i}
+}
+
+// Count is from, from+1, … from+n-1: the indices of a counted set of n
+// trials numbered from from.
+func Count(from, n int) []int {
+	out := make([]int, 0, max(0, n))
+	for i := range n {
+		out = append(out, from+i)
+	}
+	return out
+}
