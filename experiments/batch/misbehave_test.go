@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"

@@ -13,7 +13,7 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/store"
 )

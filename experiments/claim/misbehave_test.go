@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	wc "idemlab/worker/claim"
 	"idemlab/worker/protocol"

@@ -8,7 +8,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker/faultvfs"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/experiments/suite"
 	"idemlab/worker"
 	"idemlab/worker/faultvfs"

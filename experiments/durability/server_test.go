@@ -11,7 +11,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/store"

@@ -11,7 +11,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"

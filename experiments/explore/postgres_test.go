@@ -14,7 +14,7 @@ import (
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker/store"
 )
 
