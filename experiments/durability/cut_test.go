@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -169,7 +170,7 @@ func TestFaultFlagsRefused(t *testing.T) {
 		{``, map[string]string{FlagSyncPoints: "maybe"}, `--sync-points "maybe"`},
 	}
 	for _, tt := range tests {
-		_, err := New().Plan(json.RawMessage(tt.section), tt.overrides)
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(tt.section), Overrides: tt.overrides})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 		}

@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"testing"
@@ -34,7 +35,7 @@ var breaks = worker.Breaks{
 func TestMisbehavingFirstProcess(t *testing.T) {
 	t.Setenv(worker.EnvBreak, "first-exits-5")
 	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "WAL", FlagSynchronous: "EXTRA", FlagKind: KindKill}
-	p, err := Scenario{}.Plan([]byte(`{}`), flags)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: []byte(`{}`), Overrides: flags})
 	if err != nil {
 		t.Fatal(err)
 	}

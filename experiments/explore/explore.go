@@ -12,17 +12,20 @@
 package explore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"idemlab/worker/protocol"
 	"strconv"
 	"strings"
+	"time"
 
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Name is the scenario's name on the command line.
@@ -149,6 +152,10 @@ type Condition struct {
 	Isolation string `json:"isolation,omitempty"`
 }
 
+// Scheduled says whether the OS schedules the condition rather than the
+// seed: the kills after a seeded delay and the races.
+func (c Condition) Scheduled() bool { return c.Kind == KindKill || c.Kind == KindRace }
+
 // Timing reports whether a condition's outcomes depend on OS scheduling.
 func (c Condition) Timing() bool { return strings.HasPrefix(c.Kind, "timing-") }
 
@@ -162,10 +169,16 @@ func New() scenario.Scenario { return scenario.Define[Settings, Extra](Scenario{
 
 func (Scenario) Name() string { return Name }
 
-// OptIn keeps the exploration out of a run without --scenario: the
-// default run reproduces the articles, and the exploration's thousands of
-// short-lived workers are asked for by name.
-func (Scenario) OptIn() bool { return true }
+// Caps: opt-in, which keeps the exploration out of a run without
+// --scenario: the default run reproduces the articles, and the
+// exploration's thousands of short-lived workers are asked for by name.
+// It runs on SQLite and, its races alone, on PostgreSQL.
+func (Scenario) Caps() scenario.Caps {
+	return scenario.Caps{OptIn: true, Backends: []string{store.BackendPostgres}, Cost: 15 * time.Millisecond}
+}
+
+// Validate: the settings have no limits beyond their JSON shape.
+func (Scenario) Validate(Settings) error { return nil }
 
 func (Scenario) Summary() string {
 	return "crash-point sweep, seeded k-th-hit crashes and kills, and concurrent redelivery, judged by invariants"
@@ -181,8 +194,17 @@ func (Scenario) Flags() []scenario.Flag {
 	}
 }
 
-// Plan decodes the section and applies the flags.
-func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+// Plan plans the exploration on the request's backend: on SQLite
+// (planSQLite), or its races alone on PostgreSQL (planPostgres).
+func (sc Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
+	if req.Backend.IsSQLite() {
+		return sc.planSQLite(req.Section, req.Overrides)
+	}
+	return sc.planPostgres(req.Backend, req.Section, req.Overrides)
+}
+
+// planSQLite decodes the section and applies the flags.
+func (Scenario) planSQLite(section json.RawMessage, overrides map[string]string) (*plan, error) {
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
 		return nil, err
@@ -453,14 +475,3 @@ func (st Settings) conditionsByName() map[string]Condition {
 
 // RacerArgs are a racer's arguments.
 func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st, f) }
-
-// Scheduled says which conditions the OS schedules: the kills after a
-// delay and the races, named "…/timing-…", whose processes a rerun does
-// not compare.
-func (Scenario) Scheduled(condition string) bool {
-	_, last, _ := strings.Cut(condition, "/")
-	for strings.Contains(last, "/") {
-		_, last, _ = strings.Cut(last, "/")
-	}
-	return strings.HasPrefix(last, "timing-")
-}

@@ -28,7 +28,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 		u := KnownUnsafe(pats[c.Pattern].File, c, st.Target(), st.KnownUnsafeRule)
 		e := Expected{Violated: u != Safe, InSomeSetting: u == UnsafeSomeSetting}
 		e.InSomeShard = e.Violated && st.Shard != nil
-		out = append(out, scenario.Expected{Condition: c.Name, Value: e})
+		out = append(out, scenario.Expected{Condition: c.Name, Value: e, Scheduled: c.Scheduled()})
 	}
 	return out, nil
 }
@@ -122,11 +122,4 @@ func splitLines(s string) []string {
 		}
 	}
 	return out
-}
-
-// Scheduled says which conditions the OS schedules: the random class
-// (half its trials are kills after a delay) and the races, whose processes
-// a rerun does not compare.
-func (Scenario) Scheduled(condition string) bool {
-	return strings.HasSuffix(condition, "/"+wp.FaultRandom) || strings.HasSuffix(condition, "/"+wp.FaultConcurrent)
 }
