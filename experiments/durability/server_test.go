@@ -47,7 +47,7 @@ func TestServerPlanRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: tt.spec, Section: json.RawMessage(tt.section), Overrides: tt.overrides})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("PlanOn(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
+				t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 			}
 		})
 	}
