@@ -166,9 +166,10 @@ func (Scenario) Summary() string {
 }
 
 // Caps: opt-in, since a pattern is the user's, so it runs only when
-// asked for; on SQLite and on PostgreSQL.
+// asked for; on SQLite and on PostgreSQL. A process costs about 20 ms: a
+// shipped file's default run, 374 to 529 processes in 8 to 9.4 s.
 func (Scenario) Caps() scenario.Caps {
-	return scenario.Caps{OptIn: true, Backends: []string{store.BackendPostgres}, Cost: 50 * time.Millisecond}
+	return scenario.Caps{OptIn: true, Backends: []string{store.BackendPostgres}, Cost: 20 * time.Millisecond}
 }
 
 // Validate: the settings have no limits beyond their JSON shape.

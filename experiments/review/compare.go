@@ -22,7 +22,7 @@ const NotRun = "not run"
 // Comparison sets several verified folders side by side, one column per
 // folder: the same patterns on SQLite and on PostgreSQL, or under two
 // isolation levels. Every cell is a condition's verdict and its key
-// outcome as the scenario's Comparer says it from the derived result.
+// outcome as the scenario's Compare says it from the derived result.
 type Comparison struct {
 	Folders   []ComparedFolder
 	Scenarios []ComparedScenario
