@@ -152,12 +152,10 @@ type Condition struct {
 	Isolation string `json:"isolation,omitempty"`
 }
 
-// Scheduled says whether the OS schedules the condition rather than the
-// seed: the kills after a seeded delay and the races.
-func (c Condition) Scheduled() bool { return c.Kind == KindKill || c.Kind == KindRace }
-
-// Timing reports whether a condition's outcomes depend on OS scheduling.
-func (c Condition) Timing() bool { return strings.HasPrefix(c.Kind, "timing-") }
+// Timing reports whether a condition's outcomes depend on OS scheduling
+// rather than the seed: the kills after a seeded delay and the races. The
+// oracle records it (scenario.Expected.Scheduled).
+func (c Condition) Timing() bool { return c.Kind == KindKill || c.Kind == KindRace }
 
 // Scenario is the explore scenario, written against its own settings
 // (scenario.Define adapts it). A test replaces the oracle by embedding it

@@ -23,8 +23,8 @@ func TestScheduled(t *testing.T) {
 		{KindDiscovery, false},
 		{KindTakeover, false},
 	} {
-		if got := (Condition{Name: "timing-x/" + tt.kind, Kind: tt.kind}).Scheduled(); got != tt.want {
-			t.Errorf("kind %s: Scheduled() = %v, want %v", tt.kind, got, tt.want)
+		if got := (Condition{Name: "timing-x/" + tt.kind, Kind: tt.kind}).Timing(); got != tt.want {
+			t.Errorf("kind %s: Timing() = %v, want %v", tt.kind, got, tt.want)
 		}
 	}
 	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section)})
@@ -39,7 +39,7 @@ func TestScheduled(t *testing.T) {
 	byName := st.conditionsByName()
 	scheduled := 0
 	for _, e := range exp {
-		if want := byName[e.Condition].Scheduled(); e.Scheduled != want {
+		if want := byName[e.Condition].Timing(); e.Scheduled != want {
 			t.Errorf("%s: the oracle states scheduled %v, want %v", e.Condition, e.Scheduled, want)
 		}
 		if e.Scheduled {
