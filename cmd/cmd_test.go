@@ -343,8 +343,8 @@ var slowStarted = make(chan struct{})
 // its first worker and then keeps delivering until it is stopped.
 type slowScenario struct{ redelivery.Scenario }
 
-func (s slowScenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
-	p, err := s.Scenario.Plan(section, ov)
+func (s slowScenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
+	p, err := s.Scenario.Plan(ctx, req)
 	return slowPlan{p}, err
 }
 

@@ -378,7 +378,7 @@ func sayCleaned(w io.Writer, next func(backend.Info)) func(backend.Info) {
 func defaultNames(reg scenario.Registry) []string {
 	var out []string
 	for _, s := range reg {
-		if !scenario.IsOptIn(s) {
+		if !s.Caps().OptIn {
 			out = append(out, s.Name())
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"idemlab/experiments/scenario"
 )
 
 // ListOptions are the list command's flags.
@@ -31,7 +29,7 @@ func runList(opts *ListOptions) error {
 	w := opts.Streams.Out
 	for _, s := range opts.hooks.Registry {
 		optIn := ""
-		if scenario.IsOptIn(s) {
+		if s.Caps().OptIn {
 			optIn = " (opt-in: runs only with --scenario " + s.Name() + ")"
 		}
 		fmt.Fprintf(w, "%s%s\n  %s\n", s.Name(), optIn, s.Summary())

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -44,17 +45,17 @@ process ids and environment), and every verdict is derived again over all
 of them: a known-unsafe class must break in some shard, not in each.
 
 ` + mergeExitHelp,
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dirs = args
-			return runMerge(opts)
+			return runMerge(c.Context(), opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Out, "out", "", "merged results folder to create (must not exist)")
 	return c
 }
 
-func runMerge(opts *MergeOptions) error {
-	res, err := merge.Run(merge.Config{Registry: opts.hooks.Registry, Out: opts.Out, Dirs: opts.Dirs, Stdout: opts.Streams.Err})
+func runMerge(ctx context.Context, opts *MergeOptions) error {
+	res, err := merge.Run(ctx, merge.Config{Registry: opts.hooks.Registry, Out: opts.Out, Dirs: opts.Dirs, Stdout: opts.Streams.Err})
 	if res == nil {
 		return err
 	}

@@ -80,10 +80,10 @@ func TestPostgresLeavesNothing(t *testing.T) {
 }
 
 // TestScenariosOnPostgres: redelivery, batch, claim, explore, durability
-// and pattern (through PlanFilesOn, so PlanOn gives no refusal) plan on
-// PostgreSQL, each from its section of ../input.json (durability from its
-// defaults, pattern with a shipped pattern file), with no error at all;
-// every other scenario refuses it, saying why in its own words.
+// and pattern (with a shipped pattern file) declare PostgreSQL and plan on
+// it, each from its section of ../input.json (durability from its
+// defaults), with no error at all; every other scenario refuses it, saying
+// why in its own words.
 func TestScenariosOnPostgres(t *testing.T) {
 	spec := backend.Spec{Name: "postgres", Isolation: "read-committed", SynchronousCommit: "on"}
 	runs := map[string]bool{"redelivery": true, "batch": true, "claim": true, "explore": true, "durability": true, "pattern": true}
@@ -93,12 +93,13 @@ func TestScenariosOnPostgres(t *testing.T) {
 	}
 	planned := 0
 	for _, s := range all.Scenarios() {
-		section := sections[s.Name()]
-		var err error
-		if fp, ok := s.(scenario.FilePlannerOn); ok && runs[s.Name()] {
-			_, err = fp.PlanFilesOn(spec, section, map[string]string{"pattern-file": "../testdata/patterns/separate-commit.json"}, &suite.DiskFiles{})
-		} else {
-			_, err = scenario.PlanOn(s, spec, section, nil)
+		req := scenario.PlanRequest{Backend: spec, Section: sections[s.Name()], Files: &suite.DiskFiles{}}
+		if s.Name() == "pattern" {
+			req.Overrides = map[string]string{"pattern-file": "../testdata/patterns/separate-commit.json"}
+		}
+		_, err := s.Plan(context.Background(), req)
+		if s.Caps().RunsOn(spec) != runs[s.Name()] {
+			t.Errorf("%s declares postgres %v, want %v", s.Name(), s.Caps().RunsOn(spec), runs[s.Name()])
 		}
 		if runs[s.Name()] {
 			if err != nil {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"github.com/spf13/cobra"
 
 	"idemlab/experiments/review"
@@ -47,8 +48,8 @@ Exit codes:
      with several folders, one of them does not verify (nothing is written)
   2  usage error (DIR not a folder, the output's folder missing)`,
 		Args: atLeastOneFolder,
-		RunE: func(_ *cobra.Command, args []string) error {
-			return runReport(opts, args)
+		RunE: func(c *cobra.Command, args []string) error {
+			return runReport(c.Context(), opts, args)
 		},
 	}
 	c.Flags().StringVar(&opts.HTML, "html", "", "write a self-contained HTML page to FILE")
@@ -56,13 +57,13 @@ Exit codes:
 	return c
 }
 
-func runReport(opts *ReportOptions, dirs []string) error {
+func runReport(ctx context.Context, opts *ReportOptions, dirs []string) error {
 	if len(dirs) > 1 {
-		return review.RunCompare(review.CompareConfig{Registry: opts.hooks.Registry, Dirs: dirs, HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out})
+		return review.RunCompare(ctx, review.CompareConfig{Registry: opts.hooks.Registry, Dirs: dirs, HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out})
 	}
 	_, wd, err := selfAndWorkdir(opts.hooks.Executable)
 	if err != nil {
 		return err
 	}
-	return review.RunReport(review.ReportConfig{Registry: opts.hooks.Registry, Dir: dirs[0], HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out, Self: selfName(), Workdir: wd})
+	return review.RunReport(ctx, review.ReportConfig{Registry: opts.hooks.Registry, Dir: dirs[0], HTML: opts.HTML, MD: opts.MD, Stdout: opts.Streams.Out, Self: selfName(), Workdir: wd})
 }

@@ -53,6 +53,11 @@ compared when verify runs inside the idemlab source tree, identifies the code.
 --rerun runs the recorded scenarios again with the folder's input and
 overrides, and compares settings, figures, verdicts, exit codes and crash
 points (times, pids, paths and timings are measurements and are ignored).
+Of a condition results.json records "scheduled": true (kills after a delay,
+racing workers, which the OS schedules) it compares the figures but not the
+processes; a folder of format 5 or older records no such flag, and its
+conditions named .../timing-..., .../random or .../concurrent are taken as
+scheduled, the rule of those formats.
 
 Where its trust ends: verify re-derives the settings, the oracle and every
 verdict, table and plan; it cross-checks each worker's claims (its report

@@ -1,10 +1,7 @@
 package batch
 
 import (
-	"encoding/json"
-
 	"idemlab/experiments/backend"
-	"idemlab/experiments/scenario"
 	"idemlab/worker/sqlitedb"
 )
 
@@ -15,18 +12,16 @@ var NotOnPostgres = []NotRun{
 	{"journal_mode, synchronous and busy_timeout read back", "they are SQLite pragmas; each journal run's session reads back default_transaction_isolation, synchronous_commit, fsync and wal_level instead, which the fold checks against these settings"},
 }
 
-// PlanOn plans the batch on backend b. The script, the oracle and the
-// fold are the same on both: the journal's rules do not depend on the
+// onBackend sets st for backend b. The script, the oracle and the fold
+// are the same on both: the journal's rules do not depend on the
 // database for a single runner. On PostgreSQL each journal trial gets a
 // schema of its own, where the runs make their table as they make their
 // file on SQLite.
-func (sc Scenario) PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
-	p, err := sc.Plan(section, overrides)
-	if err != nil || b.IsSQLite() {
-		return p, err
+func onBackend(st Settings, b backend.Spec) Settings {
+	if b.IsSQLite() {
+		return st
 	}
-	st := p.(*plan).s
 	st.SQLite = sqlitedb.Settings{}
 	st.Backend, st.Postgres, st.NotOnPostgres = b.Name, b.Requested(), NotOnPostgres
-	return &plan{s: st}, nil
+	return st
 }

@@ -15,9 +15,13 @@
 package batch
 
 import (
+	"context"
 	"encoding/json"
+	"time"
 
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/worker/store"
 )
 
 // Name is the scenario's name on the command line.
@@ -50,18 +54,34 @@ func (Scenario) Flags() []scenario.Flag {
 	}
 }
 
-// Plan decodes the section strictly, applies the flags and validates.
-func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+// Caps: every run has it, on SQLite and on PostgreSQL; a batch process
+// is dear, since each sends to the receiver.
+func (Scenario) Caps() scenario.Caps {
+	return scenario.Caps{Backends: []string{store.BackendPostgres}, Cost: 140 * time.Millisecond}
+}
+
+// Validate: the settings have no limits beyond their JSON shape; the
+// oracle validates the input they record.
+func (Scenario) Validate(Settings) error { return nil }
+
+// Check: a condition passes when its figures equal the oracle's.
+func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []results.Difference, error) {
+	return scenario.Equal(expected, observed)
+}
+
+// Plan decodes the section strictly, applies the flags and validates,
+// for the request's backend (onBackend).
+func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
 	var in Input
-	if err := scenario.DecodeSection(Name, section, &in); err != nil {
+	if err := scenario.DecodeSection(Name, req.Section, &in); err != nil {
 		return nil, err
 	}
-	in, err := ApplyFlags(in, overrides)
+	in, err := ApplyFlags(in, req.Overrides)
 	if err != nil {
 		return nil, err
 	}
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	return &plan{s: SettingsOf(in)}, nil
+	return &plan{s: onBackend(SettingsOf(in), req.Backend)}, nil
 }

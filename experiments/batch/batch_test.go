@@ -15,6 +15,7 @@ import (
 
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
 	"idemlab/worker"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/wire"
@@ -146,7 +147,7 @@ func TestValidate(t *testing.T) {
 // value is an error naming the flag or the field, never ignored.
 func TestPlanFlags(t *testing.T) {
 	section := json.RawMessage(`{"job_id":"job-1","items":50,"fail_at":41,"modes":["before_accept","after_accept"],"trials":5,"latency_ms":{"validate":1.5,"transform":1.5,"send":4}}`)
-	p, err := Scenario{}.Plan(section, map[string]string{"items": "8", "fail-at": "3", "trials": "2", "mode": "after_accept", "first-run-lanes": "3"})
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: section, Overrides: map[string]string{"items": "8", "fail-at": "3", "trials": "2", "mode": "after_accept", "first-run-lanes": "3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,15 +168,15 @@ func TestPlanFlags(t *testing.T) {
 		"--first-run-lanes": {"first-run-lanes": "17"},
 	}
 	for want, ov := range bad {
-		_, err := Scenario{}.Plan(section, ov)
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: section, Overrides: ov})
 		if err == nil || !strings.Contains(err.Error(), strings.Fields(want)[0]) {
 			t.Errorf("%v: error %v, want one naming %s", ov, err, want)
 		}
 	}
-	if _, err := (Scenario{}).Plan(json.RawMessage(`{"job_id":"job-1","items":"50"}`), nil); err == nil || !strings.Contains(err.Error(), "batch.items") {
+	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(`{"job_id":"job-1","items":"50"}`)}); err == nil || !strings.Contains(err.Error(), "batch.items") {
 		t.Errorf("string items: error %v", err)
 	}
-	if _, err := (Scenario{}).Plan(json.RawMessage(`{"job_id":"job-1","itmes":50}`), nil); err == nil || !strings.Contains(err.Error(), "itmes") {
+	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(`{"job_id":"job-1","itmes":50}`)}); err == nil || !strings.Contains(err.Error(), "itmes") {
 		t.Errorf("misspelt field: error %v", err)
 	}
 }

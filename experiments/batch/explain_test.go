@@ -36,7 +36,7 @@ func TestExplain(t *testing.T) {
 		`trial 4 run 1 status want "failed" got "crashed"`,
 		"trials want 5 items got 4 items",
 	}
-	if diff := cmp.Diff(want, scenario.Lines(scenario.Explanation(Scenario{}, c))); diff != "" {
+	if diff := cmp.Diff(want, scenario.Lines(scenario.Explanation(Scenario{}.Explain, c))); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -31,7 +31,7 @@ const fixtureInput = `{"job_id":"job-1","items":4,"fail_at":2,"modes":["before_a
 
 func planOf(tb testing.TB, section string, ov map[string]string) Settings {
 	tb.Helper()
-	p, err := Scenario{}.Plan(json.RawMessage(section), ov)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: ov})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func planOf(tb testing.TB, section string, ov map[string]string) Settings {
 func runReal(tb testing.TB, section string) (Settings, string) {
 	tb.Helper()
 	env := harnesstest.New(tb)
-	p, err := Scenario{}.Plan(json.RawMessage(section), nil)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
@@ -52,7 +52,7 @@ var breaks = worker.Breaks{
 // the same findings and exits 4.
 func TestMisbehavingRuns(t *testing.T) {
 	const sec = `{"job_id":"job-1","items":3,"fail_at":2,"modes":["before_accept"],"trials":1,"first_run_lanes":1,"latency_ms":{"validate":0,"transform":0,"send":0}}`
-	p, err := Scenario{}.Plan([]byte(sec), nil)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: []byte(sec)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/store"
 )
@@ -43,11 +43,11 @@ func startPostgres(t *testing.T, spec backend.Spec) *backend.Server {
 // out, and no SQLite pragmas. It needs no server.
 func TestPlanOnPostgres(t *testing.T) {
 	spec := backend.Spec{Name: store.BackendPostgres, Isolation: "serializable", SynchronousCommit: "local"}
-	pg, err := scenario.PlanOn(New(), spec, json.RawMessage(pgSection), nil)
+	pg, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(pgSection)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sq, err := Scenario{}.Plan(json.RawMessage(pgSection), nil)
+	sq, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(pgSection)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestPostgresBatch(t *testing.T) {
 	spec := backend.Spec{Name: store.BackendPostgres, Isolation: backend.DefaultIsolation, SynchronousCommit: "off"}
 	srv := startPostgres(t, spec)
 	ov := map[string]string{FlagConcurrentModes: "true"}
-	p, err := scenario.PlanOn(New(), spec, json.RawMessage(pgSection), ov)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(pgSection), Overrides: ov})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wc "idemlab/worker/claim"
 	"idemlab/worker/sqlitedb"
@@ -174,20 +175,26 @@ func (Scenario) Flags() []scenario.Flag {
 	}
 }
 
-// Plan decodes the section, applies the flags and derives the settings,
-// for a run on SQLite. The user's statement files are read by PlanFiles
-// (user.go).
-func (sc Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
-	return sc.PlanOn(backend.SQLite, section, ov)
+// Caps: every run has it, on SQLite and on PostgreSQL; a claim pool
+// member is dear, because it lives through every race.
+func (Scenario) Caps() scenario.Caps {
+	return scenario.Caps{Backends: []string{store.BackendPostgres}, Cost: 700 * time.Millisecond}
 }
 
-// PlanOn is Plan for a run on backend b. On PostgreSQL every round and
-// every mutant runs unchanged: each racer claims on its own session, with
-// the run's isolation level. A user's statement is read by PlanFilesOn.
-func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
-	if err := noStatementFiles(ov); err != nil {
-		return nil, err
-	}
+// Validate is the settings' own (Settings.Validate).
+func (Scenario) Validate(st Settings) error { return st.Validate() }
+
+// Check: a condition passes when its figures equal the oracle's.
+func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []results.Difference, error) {
+	return scenario.Equal(expected, observed)
+}
+
+// planOn decodes the section, applies the flags but the statement files'
+// and derives the settings for a run on backend b. On PostgreSQL every
+// round and every mutant runs unchanged: each racer claims on its own
+// session, with the run's isolation level. Plan (user.go) reads the
+// user's statements.
+func planOn(b backend.Spec, section json.RawMessage, ov map[string]string) (*plan, error) {
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
 		return nil, err

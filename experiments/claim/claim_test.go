@@ -48,7 +48,7 @@ func TestPlanRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New().Plan(json.RawMessage(tt.section), tt.ov)
+			_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(tt.section), Overrides: tt.ov})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one naming %q", err, tt.want)
 			}
@@ -58,7 +58,7 @@ func TestPlanRefuses(t *testing.T) {
 
 // TestPlanOverrides checks that flags reach the settings.
 func TestPlanOverrides(t *testing.T) {
-	p, err := New().Plan(section(t, smallInput(8, 20)), map[string]string{"workers": "3", "repetitions": "2", "mutants": "false"})
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: section(t, smallInput(8, 20)), Overrides: map[string]string{"workers": "3", "repetitions": "2", "mutants": "false"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestPlanOverrides(t *testing.T) {
 func TestRealProcesses(t *testing.T) {
 	env := harnesstest.New(t)
 	ov := map[string]string{"workers": "2", "repetitions": "1", "mutant-repetitions": "1"}
-	p, err := New().Plan(section(t, smallInput(8, 20)), ov)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: section(t, smallInput(8, 20)), Overrides: ov})
 	if err != nil {
 		t.Fatal(err)
 	}

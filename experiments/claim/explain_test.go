@@ -43,7 +43,7 @@ func TestExplain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, scenario.Lines(scenario.Explanation(Scenario{}, tt.c))); diff != "" {
+			if diff := cmp.Diff(tt.want, scenario.Lines(scenario.Explanation(Scenario{}.Explain, tt.c))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

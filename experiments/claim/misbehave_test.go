@@ -3,6 +3,7 @@ package claim
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +14,7 @@ import (
 	"testing"
 
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	wc "idemlab/worker/claim"
 	"idemlab/worker/protocol"
@@ -109,7 +110,7 @@ var _ io.Reader = (*dieOnRequest)(nil)
 func TestMisbehavingMembers(t *testing.T) {
 	ov := map[string]string{"workers": "2", "repetitions": "1", "mutants": "false"}
 	sec := section(t, smallInput(2, 1))
-	p, err := Scenario{}.Plan(sec, ov)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: sec, Overrides: ov})
 	if err != nil {
 		t.Fatal(err)
 	}

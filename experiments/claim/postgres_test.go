@@ -33,7 +33,7 @@ func TestPostgresIsolationLevels(t *testing.T) {
 		t.Run(iso.String(), func(t *testing.T) {
 			spec.Isolation = iso.String()
 			ov := map[string]string{"workers": "4", "repetitions": "1", "mutant-repetitions": "1"}
-			p, err := New().(scenario.OnBackend).PlanOn(spec, section(t, smallInput(8, 20)), ov)
+			p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: section(t, smallInput(8, 20)), Overrides: ov})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
@@ -65,29 +64,26 @@ type NotApplicable struct {
 // noFallbackReason is why round 7 does not run a statement given alone.
 const noFallbackReason = "the old schema has no claimed_at, and no --" + FlagClaimFallbackSQL + " says how to claim without it"
 
-// PlanFiles plans as Plan does, then reads and checks the statements the
-// flags name through files and puts them under test.
-func (s Scenario) PlanFiles(section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
-	return s.PlanFilesOn(backend.SQLite, section, ov, files)
-}
-
-// PlanFilesOn is PlanFiles on backend b. On SQLite a statement is
-// prepared here; on PostgreSQL only its shape is checked here, and the
-// run prepares it on its server before the first race (checkOnServer), so
-// verify, which plans again, needs no server.
-func (s Scenario) PlanFilesOn(b backend.Spec, section json.RawMessage, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
+// Plan plans the settings (planOn), then reads and checks the statements
+// the flags name through the request's files and puts them under test.
+// On SQLite a statement is prepared here, under ctx; on PostgreSQL only
+// its shape is checked here, and the run prepares it on its server before
+// the first race (checkOnServer), so verify, which plans again, needs no
+// server.
+func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
+	b, ov, files := req.Backend, req.Overrides, req.Files
 	rest := map[string]string{}
 	for k, v := range ov {
 		if k != FlagClaimSQL && k != FlagClaimFallbackSQL {
 			rest[k] = v
 		}
 	}
-	p, err := s.PlanOn(b, section, rest)
+	pl, err := planOn(b, req.Section, rest)
 	if err != nil {
 		return nil, err
 	}
 	check := func(q string, v wc.SchemaVersion) ([]string, error) {
-		return wc.CheckStatement(scenario.PlanContext(files), q, v)
+		return wc.CheckStatement(ctx, q, v)
 	}
 	if !b.IsSQLite() {
 		check = func(q string, _ wc.SchemaVersion) ([]string, error) {
@@ -99,7 +95,6 @@ func (s Scenario) PlanFilesOn(b backend.Spec, section json.RawMessage, ov map[st
 	if err != nil {
 		return nil, err
 	}
-	pl := p.(*plan)
 	if u != nil {
 		pl.s = pl.s.withUser(*u)
 	}
@@ -132,17 +127,6 @@ func (st Settings) checkOnServer(ctx context.Context, env scenario.Env) error {
 		}
 		if err != nil {
 			return fmt.Errorf("%w: --%s %s: on %s, the statement %w", errclass.ErrUsage, c.flag, c.s.File, store.BackendPostgres, err)
-		}
-	}
-	return nil
-}
-
-// noStatementFiles refuses the statement flags in a plan that reads no
-// files, rather than leave them unread.
-func noStatementFiles(ov map[string]string) error {
-	for _, f := range []string{FlagClaimSQL, FlagClaimFallbackSQL} {
-		if _, ok := ov[f]; ok {
-			return fmt.Errorf("--%s: reads a file; plan the claim scenario with PlanFiles", f)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"context"
 	"errors"
 	"os"
 	"slices"
@@ -41,7 +42,7 @@ func shippedFiles(tb testing.TB) files {
 
 func planUser(tb testing.TB, fs files, ov map[string]string) Settings {
 	tb.Helper()
-	p, err := New().(scenario.FilePlanner).PlanFiles(section(tb, smallInput(2, 1)), ov, fs)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: section(tb, smallInput(2, 1)), Overrides: ov, Files: fs})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -109,13 +110,13 @@ func TestPlanUserClaimRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New().(scenario.FilePlanner).PlanFiles(section(t, smallInput(2, 1)), tt.ov, fs)
+			_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: section(t, smallInput(2, 1)), Overrides: tt.ov, Files: fs})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.want)
 			}
 		})
 	}
-	if _, err := New().Plan(section(t, smallInput(2, 1)), map[string]string{FlagClaimSQL: "ttl.sql"}); err == nil {
+	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Section: section(t, smallInput(2, 1)), Overrides: map[string]string{FlagClaimSQL: "ttl.sql"}}); err == nil {
 		t.Error("Plan, which reads no files, accepted --claim-sql")
 	}
 }

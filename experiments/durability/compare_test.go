@@ -30,7 +30,7 @@ func comparedOf(tb testing.TB, st Settings, observed map[string]map[string]Trial
 			res.Conditions = append(res.Conditions, results.ConditionResult{Name: c.Name, Pass: true, Observed: raw(o)})
 		}
 	}
-	got, err := scenario.Compare(New(), res)
+	got, err := New().Compare(res)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -8,7 +9,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker/faultvfs"
 )
 
@@ -169,7 +170,7 @@ func TestFaultFlagsRefused(t *testing.T) {
 		{``, map[string]string{FlagSyncPoints: "maybe"}, `--sync-points "maybe"`},
 	}
 	for _, tt := range tests {
-		_, err := New().Plan(json.RawMessage(tt.section), tt.overrides)
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(tt.section), Overrides: tt.overrides})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 		}

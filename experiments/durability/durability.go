@@ -35,11 +35,12 @@
 package durability
 
 import (
-	"encoding/json"
+	"context"
 	"strings"
+	"time"
 
-	"idemlab/experiments/backend"
 	"idemlab/experiments/scenario"
+	"idemlab/worker/store"
 )
 
 // Name is the scenario's name on the command line.
@@ -103,8 +104,14 @@ func (Scenario) Summary() string {
 	return "power loss: every pattern × crash point × journal_mode × synchronous, killed and power-cut (faultvfs); on --backend postgres × synchronous_commit, killed and server-crashed"
 }
 
-// OptIn keeps the matrix out of a run without --scenario.
-func (Scenario) OptIn() bool { return true }
+// Caps: opt-in, which keeps the matrix out of a run without --scenario;
+// it runs on SQLite and on PostgreSQL.
+func (Scenario) Caps() scenario.Caps {
+	return scenario.Caps{OptIn: true, Backends: []string{store.BackendPostgres}, Cost: 45 * time.Millisecond}
+}
+
+// Validate: the settings have no limits beyond their JSON shape.
+func (Scenario) Validate(Settings) error { return nil }
 
 func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{
@@ -125,14 +132,10 @@ func (Scenario) Flags() []scenario.Flag {
 
 // Plan decodes the optional section, applies the flags and validates.
 // An error names the flag when the value came from one, and the input
-// file's field otherwise.
-func (sc Scenario) Plan(section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
-	return sc.PlanOn(backend.SQLite, section, overrides)
-}
-
-// PlanOn is Plan for a run on backend b: on PostgreSQL the conditions
-// are pattern × synchronous_commit × kind (serverSettingsOf).
-func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+// file's field otherwise. On PostgreSQL the conditions are pattern ×
+// synchronous_commit × kind (serverSettingsOf).
+func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
+	b, section, overrides := req.Backend, req.Section, req.Overrides
 	var in Input
 	if len(section) > 0 && string(section) != "null" {
 		if err := scenario.DecodeSection(Name, section, &in); err != nil {
@@ -176,8 +179,5 @@ func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, overrides map[st
 	return &plan{s: st}, nil
 }
 
-// Expect, Fold and Report are in oracle.go, fold.go and report.go.
+// Expect, Fold, Check and Report are in oracle.go, fold.go and report.go.
 var _ scenario.Typed[Settings, Extra] = Scenario{}
-
-// checker is what Define forwards: the membership check of oracle.go.
-var _ scenario.Checker = Scenario{}

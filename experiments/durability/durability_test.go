@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -8,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/experiments/suite"
 	"idemlab/worker"
 	"idemlab/worker/faultvfs"
@@ -223,7 +224,7 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		{``, map[string]string{FlagItems: "0"}, "--items 0"},
 	}
 	for _, tt := range tests {
-		_, err := New().Plan(json.RawMessage(tt.section), tt.overrides)
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(tt.section), Overrides: tt.overrides})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 		}
@@ -236,7 +237,7 @@ func TestPlanRefusesBadInput(t *testing.T) {
 func TestPlanAcceptsAnyCase(t *testing.T) {
 	settings := func(section string, ov map[string]string) string {
 		t.Helper()
-		p, err := New().Plan(json.RawMessage(section), ov)
+		p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: ov})
 		if err != nil {
 			t.Fatalf("Plan(%s, %v): %v", section, ov, err)
 		}

@@ -24,7 +24,7 @@ func TestExplain(t *testing.T) {
 		"cut after the ACK outcome want one of [ok] got lost-acked",
 		"cut at before-commit want [ok] got (not tried)",
 	}
-	if diff := cmp.Diff(want, scenario.Lines(scenario.Explanation(Scenario{}, c))); diff != "" {
+	if diff := cmp.Diff(want, scenario.Lines(scenario.Explanation(Scenario{}.Explain, c))); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

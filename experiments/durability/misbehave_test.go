@@ -1,12 +1,13 @@
 package durability
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"testing"
 
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
@@ -34,7 +35,7 @@ var breaks = worker.Breaks{
 func TestMisbehavingFirstProcess(t *testing.T) {
 	t.Setenv(worker.EnvBreak, "first-exits-5")
 	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "WAL", FlagSynchronous: "EXTRA", FlagKind: KindKill}
-	p, err := Scenario{}.Plan([]byte(`{}`), flags)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: []byte(`{}`), Overrides: flags})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/store"
@@ -45,9 +45,9 @@ func TestServerPlanRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Scenario{}.PlanOn(tt.spec, json.RawMessage(tt.section), tt.overrides)
+			_, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: tt.spec, Section: json.RawMessage(tt.section), Overrides: tt.overrides})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("PlanOn(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
+				t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 			}
 		})
 	}
@@ -60,7 +60,7 @@ func TestServerPlanRefuses(t *testing.T) {
 func TestServerPlanConditions(t *testing.T) {
 	names := func(ov map[string]string) ([]string, Settings) {
 		t.Helper()
-		p, err := Scenario{}.PlanOn(pgSpec, nil, ov)
+		p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: pgSpec, Overrides: ov})
 		if err != nil {
 			t.Fatal(err)
 		}

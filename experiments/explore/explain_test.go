@@ -34,7 +34,7 @@ func TestExplain(t *testing.T) {
 		"trials counted want 20 trials in all got 19",
 		"crash points discovered want at least one point got none",
 	}
-	if diff := cmp.Diff(want, scenario.Lines(scenario.Explanation(Scenario{}, c))); diff != "" {
+	if diff := cmp.Diff(want, scenario.Lines(scenario.Explanation(Scenario{}.Explain, c))); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

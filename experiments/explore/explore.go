@@ -19,12 +19,14 @@ import (
 	"idemlab/worker/protocol"
 	"strconv"
 	"strings"
+	"time"
 
 	"idemlab/experiments/engine"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 )
 
 // Name is the scenario's name on the command line.
@@ -168,7 +170,10 @@ type Condition struct {
 	Isolation string `json:"isolation,omitempty"`
 }
 
-// Timing reports whether a condition's outcomes depend on OS scheduling.
+// Timing reports whether a condition's outcomes depend on OS scheduling
+// rather than the seed: its kind's engine class is scheduled (the kills
+// after a delay and the races). The oracle records it
+// (scenario.Expected.Scheduled).
 func (c Condition) Timing() bool { return engine.Scheduled(classOf[c.Kind]) }
 
 // Scenario is the explore scenario, written against its own settings
@@ -181,10 +186,16 @@ func New() scenario.Scenario { return scenario.Define[Settings, Extra](Scenario{
 
 func (Scenario) Name() string { return Name }
 
-// OptIn keeps the exploration out of a run without --scenario: the
-// default run reproduces the articles, and the exploration's thousands of
-// short-lived workers are asked for by name.
-func (Scenario) OptIn() bool { return true }
+// Caps: opt-in, which keeps the exploration out of a run without
+// --scenario: the default run reproduces the articles, and the
+// exploration's thousands of short-lived workers are asked for by name.
+// It runs on SQLite and, its races alone, on PostgreSQL.
+func (Scenario) Caps() scenario.Caps {
+	return scenario.Caps{OptIn: true, Backends: []string{store.BackendPostgres}, Cost: 15 * time.Millisecond}
+}
+
+// Validate: the settings have no limits beyond their JSON shape.
+func (Scenario) Validate(Settings) error { return nil }
 
 func (Scenario) Summary() string {
 	return "crash-point sweep, seeded k-th-hit crashes and kills, and concurrent redelivery, judged by invariants"
@@ -200,8 +211,17 @@ func (Scenario) Flags() []scenario.Flag {
 	}
 }
 
-// Plan decodes the section and applies the flags.
-func (Scenario) Plan(section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+// Plan plans the exploration on the request's backend: on SQLite
+// (planSQLite), or its races alone on PostgreSQL (planPostgres).
+func (sc Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
+	if req.Backend.IsSQLite() {
+		return sc.planSQLite(req.Section, req.Overrides)
+	}
+	return sc.planPostgres(req.Backend, req.Section, req.Overrides)
+}
+
+// planSQLite decodes the section and applies the flags.
+func (Scenario) planSQLite(section json.RawMessage, overrides map[string]string) (*plan, error) {
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
 		return nil, err
@@ -457,17 +477,3 @@ func (st Settings) conditionsByName() map[string]Condition {
 
 // RacerArgs are a racer's arguments.
 func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st, f) }
-
-// Scheduled says which conditions the OS schedules: those whose kind's
-// engine class is scheduled (the kills after a delay and the races), whose
-// processes a rerun does not compare. The kind is the name's last part,
-// less a race's "-K" or a takeover's "-fenced".
-func (Scenario) Scheduled(condition string) bool {
-	last := condition[strings.LastIndex(condition, "/")+1:]
-	for kind, class := range classOf {
-		if last == kind || strings.HasPrefix(last, kind+"-") {
-			return engine.Scheduled(class)
-		}
-	}
-	return false
-}

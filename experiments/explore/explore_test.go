@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -11,7 +12,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
@@ -41,12 +42,12 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		{``, nil, "explore: section is missing"},
 	}
 	for _, tt := range tests {
-		_, err := New().Plan(json.RawMessage(tt.section), tt.overrides)
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(tt.section), Overrides: tt.overrides})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 		}
 	}
-	p, err := New().Plan(json.RawMessage(section), map[string]string{"trials": "10", "seed": "99", "only-trial": "3"})
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: map[string]string{"trials": "10", "seed": "99", "only-trial": "3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +85,13 @@ func TestOnlyTrialOutsideThePlan(t *testing.T) {
 		{map[string]string{"only-trial": "0", "trials": "0", "rounds": "0"}, "--only-trial 0: --trials 0 and --rounds 0 give no random trial to run"},
 	}
 	for _, tt := range tests {
-		_, err := New().Plan(json.RawMessage(section), tt.overrides)
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: tt.overrides})
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("Plan(%v) = %v, want %q", tt.overrides, err, tt.want)
 		}
 	}
 	for _, ok := range []string{"0", "1"} {
-		if _, err := New().Plan(json.RawMessage(section), map[string]string{"only-trial": ok}); err != nil {
+		if _, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: map[string]string{"only-trial": ok}}); err != nil {
 			t.Errorf("--only-trial %s: %v", ok, err)
 		}
 	}

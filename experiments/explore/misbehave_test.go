@@ -10,7 +10,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	we "idemlab/worker/explore"
 	"idemlab/worker/protocol"

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/results"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 )
 
 // TestPointsModelMatchesDiscovery: each pattern's model of its points,

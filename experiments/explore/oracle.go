@@ -48,7 +48,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, scenario.Expected{Condition: c.Name, Value: e})
+		out = append(out, scenario.Expected{Condition: c.Name, Value: e, Scheduled: c.Timing()})
 	}
 	return out, nil
 }

@@ -49,17 +49,17 @@ func (st Settings) requested(c Condition) *store.PGRequested {
 	return &store.PGRequested{Isolation: store.IsolationLevels[c.Isolation], SynchronousCommit: st.SynchronousCommit}
 }
 
-// PlanOn plans the exploration on PostgreSQL: the concurrent deliveries
+// planPostgres plans the exploration on PostgreSQL: the concurrent deliveries
 // alone, K racers released at once for every K of the input's racers and
 // every pattern that races there, under every isolation level, or the one
 // level the input's backend section or --isolation chose.
-func (sc Scenario) PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (scenario.Plan, error) {
+func (sc Scenario) planPostgres(b backend.Spec, section json.RawMessage, overrides map[string]string) (*plan, error) {
 	for _, f := range []string{"trials", "only-trial", "shard"} {
 		if _, ok := overrides[f]; ok {
 			return nil, fmt.Errorf("--%s: explore on PostgreSQL runs its races alone, which are neither trials nor sharded; leave it out with --backend %s", f, b.Name)
 		}
 	}
-	p, err := sc.Plan(section, overrides)
+	p, err := sc.planSQLite(section, overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (sc Scenario) PlanOn(b backend.Spec, section json.RawMessage, overrides map
 	if b.IsolationChosen {
 		levels = []string{b.Isolation}
 	}
-	return &plan{s: postgresSettings(p.(*plan).s, b, levels)}, nil
+	return &plan{s: postgresSettings(p.s, b, levels)}, nil
 }
 
 // postgresSettings turns SQLite's settings into PostgreSQL's: the patterns

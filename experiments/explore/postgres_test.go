@@ -14,7 +14,7 @@ import (
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker/store"
 )
 
@@ -42,7 +42,7 @@ func runOnPostgres(t *testing.T) (scenariotest.Outcome, int) {
 	}
 	pgRun.once.Do(func() {
 		spec := backend.Spec{Name: store.BackendPostgres, Isolation: backend.DefaultIsolation, SynchronousCommit: "off"}
-		p, err := New().(scenario.OnBackend).PlanOn(spec, json.RawMessage(pgInput), nil)
+		p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(pgInput)})
 		if err != nil {
 			pgRun.err = err.Error()
 			return

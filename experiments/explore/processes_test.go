@@ -3,7 +3,7 @@ package explore
 import (
 	"testing"
 
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 )
 
 // TestProcessesMatchARun: the progress total is the plan's count. With

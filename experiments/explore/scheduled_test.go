@@ -1,23 +1,52 @@
 package explore
 
-import "testing"
+import (
+	"context"
+	"encoding/json"
+	"testing"
 
-// TestScheduled: only a condition whose last name segment starts with
-// "timing-" is scheduled by the OS, and left out of a rerun's process
-// comparison.
+	"idemlab/experiments/scenario"
+)
+
+// TestScheduled: a condition is scheduled by the OS when its trials are
+// kills after a seeded delay or races, by its kind and never by its name,
+// and the oracle states it with each condition, so it is recorded.
 func TestScheduled(t *testing.T) {
 	for _, tt := range []struct {
-		name string
+		kind string
 		want bool
 	}{
-		{"separate-commit/timing-kill", true},
-		{"single-transaction/timing-race-8-kill", true},
-		{"separate-commit/crash-after-hits", false},
-		{"separate-commit/sweep", false},
-		{"timing-x/sweep", false},
+		{KindKill, true},
+		{KindRace, true},
+		{KindHits, false},
+		{KindSweep, false},
+		{KindDiscovery, false},
+		{KindTakeover, false},
 	} {
-		if got := (Scenario{}).Scheduled(tt.name); got != tt.want {
-			t.Errorf("Scheduled(%q) = %v, want %v", tt.name, got, tt.want)
+		if got := (Condition{Name: "timing-x/" + tt.kind, Kind: tt.kind}).Timing(); got != tt.want {
+			t.Errorf("kind %s: Timing() = %v, want %v", tt.kind, got, tt.want)
 		}
+	}
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Settings().(Settings)
+	exp, err := New().Expect(scenario.Marshal(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := st.conditionsByName()
+	scheduled := 0
+	for _, e := range exp {
+		if want := byName[e.Condition].Timing(); e.Scheduled != want {
+			t.Errorf("%s: the oracle states scheduled %v, want %v", e.Condition, e.Scheduled, want)
+		}
+		if e.Scheduled {
+			scheduled++
+		}
+	}
+	if scheduled == 0 || scheduled == len(exp) {
+		t.Errorf("%d of %d conditions scheduled; the section has kills, races and seeded crashes", scheduled, len(exp))
 	}
 }

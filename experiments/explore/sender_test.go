@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -12,7 +13,7 @@ import (
 
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/wire"
 )
@@ -107,7 +108,7 @@ const latencySection = `{"event_id": "e-1", "job_key": "k-1", "seed": 5, "trials
 // the parent reaped it, read the log and started the recovery.
 func runLateSends(t *testing.T, kills int) scenariotest.Outcome {
 	t.Helper()
-	p, err := New().Plan(json.RawMessage(latencySection), nil)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(latencySection)})
 	if err != nil {
 		t.Fatal(err)
 	}

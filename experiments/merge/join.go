@@ -2,6 +2,7 @@ package merge
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 // plans read, the shards' records block by block, and results.json with
 // every scenario derived again over all the records, from the settings of
 // the whole plan.
-func join(cfg Config, parts []part, staging string) (*results.Results, error) {
+func join(ctx context.Context, cfg Config, parts []part, staging string) (*results.Results, error) {
 	ref := parts[0]
 	if err := writeNew(filepath.Join(staging, results.InputCopyFile), ref.o.Folder.Input); err != nil {
 		return nil, fmt.Errorf("%w: copy the input: %w", errclass.ErrHarness, err)
@@ -55,7 +56,7 @@ func join(cfg Config, parts []part, staging string) (*results.Results, error) {
 	}
 	var problems []string
 	for i, rs := range ref.r.Scenarios {
-		sr, miss, err := joinScenario(cfg, parts, i, in, folder.Records(rs.Name))
+		sr, miss, err := joinScenario(ctx, cfg, parts, i, in, folder.Records(rs.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +72,7 @@ func join(cfg Config, parts []part, staging string) (*results.Results, error) {
 
 // joinScenario derives scenario i of the shards over the merged records,
 // from the whole plan's settings: the shards' overrides without --shard.
-func joinScenario(cfg Config, parts []part, i int, in suite.Input, rec results.Records) (results.ScenarioResult, []string, error) {
+func joinScenario(ctx context.Context, cfg Config, parts []part, i int, in suite.Input, rec results.Records) (results.ScenarioResult, []string, error) {
 	rs := parts[0].r.Scenarios[i]
 	s, ok := cfg.Registry.Lookup(rs.Name)
 	if !ok {
@@ -87,7 +88,7 @@ func joinScenario(cfg Config, parts []part, i int, in suite.Input, rec results.R
 		}
 		ov[k] = v
 	}
-	plans, err := suite.PlanAll([]scenario.Scenario{s}, in, ov, parts[0].o.Folder)
+	plans, err := suite.PlanAll(ctx, []scenario.Scenario{s}, in, ov, parts[0].o.Folder)
 	if err != nil {
 		return results.ScenarioResult{}, nil, fmt.Errorf("%w: plan %s without --shard: %w", errclass.ErrHarness, rs.Name, err)
 	}

@@ -9,6 +9,7 @@
 package merge
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -50,7 +51,7 @@ func (p part) name() string {
 // Run merges the folders into cfg.Out. The error's class gives the exit
 // code: a usage error (2) before anything is read, a mismatch (1) with
 // nothing written, or a failed merged run (1) with the folder written.
-func Run(cfg Config) (*results.Results, error) {
+func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 	if cfg.Out == "" {
 		return nil, fmt.Errorf("%w: --out is required, e.g. --out merged", errclass.ErrUsage)
 	}
@@ -61,7 +62,7 @@ func Run(cfg Config) (*results.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := run(cfg, out)
+	res, err := run(ctx, cfg, out)
 	if err == nil {
 		err = out.Commit()
 	}
@@ -75,8 +76,8 @@ func Run(cfg Config) (*results.Results, error) {
 	return res, nil
 }
 
-func run(cfg Config, out *results.Output) (*results.Results, error) {
-	parts, err := load(cfg)
+func run(ctx context.Context, cfg Config, out *results.Output) (*results.Results, error) {
+	parts, err := load(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -86,13 +87,13 @@ func run(cfg Config, out *results.Output) (*results.Results, error) {
 	slices.SortFunc(parts, func(a, b part) int { return a.r.Shard.Index - b.r.Shard.Index })
 	// The verdicts are derived over the joined records as read back from
 	// the merged folder by the loader verify uses, as a run's are.
-	return join(cfg, parts, out.Staging)
+	return join(ctx, cfg, parts, out.Staging)
 }
 
 // load verifies every folder, a few at a time. A folder that is not one
 // is a usage error; one that does not verify, or is no shard's, is
 // refused.
-func load(cfg Config) ([]part, error) {
+func load(ctx context.Context, cfg Config) ([]part, error) {
 	parts := make([]part, len(cfg.Dirs))
 	errs := make([]error, len(cfg.Dirs))
 	var wg sync.WaitGroup
@@ -103,7 +104,7 @@ func load(cfg Config) ([]part, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			o, err := review.Verify(dir, review.Options{Registry: cfg.Registry, Limits: cfg.Limits})
+			o, err := review.Verify(ctx, dir, review.Options{Registry: cfg.Registry, Limits: cfg.Limits})
 			parts[i], errs[i] = part{dir: dir, o: o}, err
 			if o != nil && o.Folder != nil {
 				parts[i].r = o.Folder.Results

@@ -86,7 +86,7 @@ func comparedOf(tb testing.TB, st Settings, extra Extra) scenario.Compared {
 	for _, c := range st.Conditions {
 		res.Conditions = append(res.Conditions, results.ConditionResult{Name: c.Name, Pass: true, Observed: raw(Verdict{})})
 	}
-	got, err := scenario.Compare(New(), res)
+	got, err := New().Compare(res)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -728,7 +728,7 @@ func (f *folder) vacuous(plan []shard.Trial) {
 // violation is a measurement, and a power condition says whether some
 // power condition of its pattern broke.
 func (f *folder) verdict(p Pattern, c Condition, ce *ConditionExtra) any {
-	if (Scenario{}).Scheduled(c.Name) {
+	if c.Scheduled() {
 		return scheduledVerdict{Violated: ce.Violating > 0, First: ce.First}
 	}
 	v := Verdict{Violated: ce.Violating > 0, First: ce.First}

@@ -3,10 +3,8 @@ package pattern
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
-	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/faultvfs"
@@ -30,7 +28,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 		u := KnownUnsafe(pats[c.Pattern].File, c, st.Target(), st.KnownUnsafeRule)
 		e := Expected{Violated: u != Safe, InSomeSetting: u == UnsafeSomeSetting}
 		e.InSomeShard = e.Violated && st.Shard != nil
-		out = append(out, scenario.Expected{Condition: c.Name, Value: e})
+		out = append(out, scenario.Expected{Condition: c.Name, Value: e, Scheduled: c.Scheduled()})
 	}
 	return out, nil
 }
@@ -124,17 +122,4 @@ func splitLines(s string) []string {
 		}
 	}
 	return out
-}
-
-// Scheduled says which conditions the OS schedules: a fault with an
-// engine class the OS schedules (random's kills after a delay, the
-// races), whose processes a rerun does not compare. The fault is the
-// name's last part.
-func (Scenario) Scheduled(condition string) bool {
-	for fault, classes := range classesOf {
-		if strings.HasSuffix(condition, "/"+fault) && slices.ContainsFunc(classes, engine.Scheduled) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,22 +1,41 @@
 package pattern
 
-import "testing"
+import (
+	"testing"
+
+	wp "idemlab/worker/pattern"
+)
 
 // TestScheduled: the random and concurrent classes are scheduled by the
-// OS; the others replay from the seed.
+// OS, by the condition's fault and never by its name; the others replay
+// from the seed. The oracle states it with each condition, so it is
+// recorded.
 func TestScheduled(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		want bool
+	tests := []struct {
+		fault string
+		want  bool
 	}{
-		{"outbox/random", true},
-		{"outbox/concurrent", true},
-		{"outbox/points", false},
-		{"outbox/power:WAL/FULL", false},
-		{"outbox/none", false},
-	} {
-		if got := (Scenario{}).Scheduled(tt.name); got != tt.want {
-			t.Errorf("Scheduled(%q) = %v, want %v", tt.name, got, tt.want)
+		{wp.FaultRandom, true},
+		{wp.FaultConcurrent, true},
+		{wp.FaultPoints, false},
+		{wp.FaultPower, false},
+		{FaultNone, false},
+	}
+	var st Settings
+	for _, tt := range tests {
+		c := Condition{Name: "random/" + tt.fault, Pattern: "p", Fault: tt.fault}
+		if got := c.Scheduled(); got != tt.want {
+			t.Errorf("fault %s: Scheduled() = %v, want %v", tt.fault, got, tt.want)
+		}
+		st.Conditions = append(st.Conditions, c)
+	}
+	exp, err := Scenario{}.Expect(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range exp {
+		if e.Scheduled != tests[i].want {
+			t.Errorf("%s: the oracle states scheduled %v, want %v", e.Condition, e.Scheduled, tests[i].want)
 		}
 	}
 }

@@ -33,6 +33,8 @@ type Part struct {
 	// Processes is the plan's count: exact, or the most the scenario may
 	// start.
 	Processes int
+	// Cost is what one of its processes takes (scenario.Caps.Cost).
+	Cost time.Duration
 }
 
 // Tally is one scenario's progress: its planned and finished processes
@@ -42,6 +44,9 @@ type Tally struct {
 	Planned int
 	Done    int
 	Took    time.Duration
+	// Cost is what one of its processes takes, as the scenario declares
+	// it; zero prices it at DefaultCost.
+	Cost time.Duration
 }
 
 // Progress receives the run's events. The zero value prints nothing.
@@ -97,7 +102,7 @@ func (p *Progress) Start(parts []Part) {
 	p.start = p.now()
 	p.parts = p.parts[:0]
 	for _, pt := range parts {
-		p.parts = append(p.parts, Tally{Name: pt.Name, Planned: pt.Processes})
+		p.parts = append(p.parts, Tally{Name: pt.Name, Planned: pt.Processes, Cost: pt.Cost})
 	}
 	if !p.tty {
 		fmt.Fprintf(p.w, "%s: %d worker processes to run\n", p.what, p.total())
@@ -201,7 +206,7 @@ func (p *Progress) counts(running bool) string {
 	if running && p.cur >= 0 {
 		parts := append([]Tally{}, p.parts...)
 		parts[p.cur].Took = p.now().Sub(p.partAt)
-		s += fmt.Sprintf(", about %s left", Left(parts, p.cur, Costs).Round(time.Second))
+		s += fmt.Sprintf(", about %s left", Left(parts, p.cur).Round(time.Second))
 	}
 	return s
 }

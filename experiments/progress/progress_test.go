@@ -45,7 +45,7 @@ func lines(b *bytes.Buffer) []string {
 func TestPlainLinesOffATerminal(t *testing.T) {
 	var b bytes.Buffer
 	p, tick := clocked(&b)
-	p.Start([]Part{{"s", 3}, {"t", 1}})
+	p.Start([]Part{{"s", 3, 0}, {"t", 1, 0}})
 	p.Scenario("s")
 	for _, c := range []string{"a", "b", "a"} {
 		tick(time.Second)
@@ -70,7 +70,7 @@ func TestPlainLinesOffATerminal(t *testing.T) {
 func TestQuietPrintsNothing(t *testing.T) {
 	var b bytes.Buffer
 	p := New(&b, true, "experiment")
-	p.Start([]Part{{"s", 1}})
+	p.Start([]Part{{"s", 1, 0}})
 	p.Scenario("s")
 	p.Process(results.ProcessRecord{Scenario: "s", Condition: "a"})
 	p.Done(nil)
@@ -85,7 +85,7 @@ func TestQuietPrintsNothing(t *testing.T) {
 func TestCountsAddUp(t *testing.T) {
 	var b bytes.Buffer
 	p, tick := clocked(&b)
-	p.Start([]Part{{"bounded", 5}, {"short", 1}})
+	p.Start([]Part{{"bounded", 5, 0}, {"short", 1, 0}})
 	runParts(p, tick, []string{"bounded", "short"}, []int{3, 2})
 	p.Done(nil)
 	got := lines(&b)
@@ -113,7 +113,7 @@ func TestStopSaysWhere(t *testing.T) {
 	for _, tt := range tests {
 		var b bytes.Buffer
 		p, tick := clocked(&b)
-		p.Start([]Part{{"redelivery", 1}, {"batch", 4}, {"claim", 1}})
+		p.Start([]Part{{"redelivery", 1, 0}, {"batch", 4, 0}, {"claim", 1, 0}})
 		runParts(p, tick, []string{"redelivery", "batch"}, []int{1, 2})
 		b.Reset()
 		p.Done(tt.err)
@@ -125,7 +125,7 @@ func TestStopSaysWhere(t *testing.T) {
 
 // TestLeft prices what is left of a run from the scenarios' own costs.
 func TestLeft(t *testing.T) {
-	costs := map[string]time.Duration{"fast": 10 * time.Millisecond, "slow": time.Second}
+	fast, slow := 10*time.Millisecond, time.Second
 	s := time.Second
 	tests := []struct {
 		name  string
@@ -133,40 +133,40 @@ func TestLeft(t *testing.T) {
 		cur   int
 		want  time.Duration
 	}{
-		{"current at its own mean", []Tally{{"fast", 20, 10, 5 * s}}, 0, 5 * s},
-		{"later at their cost", []Tally{{"fast", 20, 20, 1 * s}, {"slow", 8, 0, 0}}, 0, 8 * s},
+		{"current at its own mean", []Tally{{"fast", 20, 10, 5 * s, fast}}, 0, 5 * s},
+		{"later at their cost", []Tally{{"fast", 20, 20, 1 * s, fast}, {"slow", 8, 0, 0, slow}}, 0, 8 * s},
 		// The case: the batch nearly done, the claim's long-lived
 		// pool still to come, which a run-wide mean prices as cheap as a
 		// batch process.
-		{"a dear scenario after a cheap one", []Tally{{"fast", 170, 160, 16 * s}, {"slow", 8, 0, 0}}, 0, 1*s + 8*s},
-		{"current with nothing finished yet", []Tally{{"slow", 8, 0, 3 * s}}, 0, 5 * s},
-		{"overdue is zero, not negative", []Tally{{"slow", 2, 0, 9 * s}}, 0, 0},
-		{"finished twice as slow as priced", []Tally{{"fast", 100, 100, 2 * s}, {"fast", 10, 5, s}, {"slow", 1, 0, 0}}, 1, 1*s + 2*s},
-		{"unknown scenario at the default", []Tally{{"fast", 1, 1, 10 * time.Millisecond}, {"other", 10, 0, 0}}, 0, 10 * DefaultCost},
-		{"nothing running", []Tally{{"fast", 1, 1, s}}, -1, 0},
+		{"a dear scenario after a cheap one", []Tally{{"fast", 170, 160, 16 * s, fast}, {"slow", 8, 0, 0, slow}}, 0, 1*s + 8*s},
+		{"current with nothing finished yet", []Tally{{"slow", 8, 0, 3 * s, slow}}, 0, 5 * s},
+		{"overdue is zero, not negative", []Tally{{"slow", 2, 0, 9 * s, slow}}, 0, 0},
+		{"finished twice as slow as priced", []Tally{{"fast", 100, 100, 2 * s, fast}, {"fast", 10, 5, s, fast}, {"slow", 1, 0, 0, slow}}, 1, 1*s + 2*s},
+		{"no declared cost at the default", []Tally{{"fast", 1, 1, 10 * time.Millisecond, fast}, {"other", 10, 0, 0, 0}}, 0, 10 * DefaultCost},
+		{"nothing running", []Tally{{"fast", 1, 1, s, fast}}, -1, 0},
 	}
 	for _, tt := range tests {
-		if got := Left(tt.parts, tt.cur, costs); got != tt.want {
+		if got := Left(tt.parts, tt.cur); got != tt.want {
 			t.Errorf("%s: Left = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
 
 func TestPace(t *testing.T) {
-	costs := map[string]time.Duration{"a": 100 * time.Millisecond}
+	cost := 100 * time.Millisecond
 	tests := []struct {
 		name     string
 		finished []Tally
 		want     float64
 	}{
 		{"none", nil, 1},
-		{"as priced", []Tally{{"a", 10, 10, time.Second}}, 1},
-		{"slower", []Tally{{"a", 10, 10, 3 * time.Second}}, 3},
-		{"kept within 8", []Tally{{"a", 1, 1, time.Minute}}, 8},
-		{"no process finished", []Tally{{"a", 0, 0, time.Second}}, 1},
+		{"as priced", []Tally{{"a", 10, 10, time.Second, cost}}, 1},
+		{"slower", []Tally{{"a", 10, 10, 3 * time.Second, cost}}, 3},
+		{"kept within 8", []Tally{{"a", 1, 1, time.Minute, cost}}, 8},
+		{"no process finished", []Tally{{"a", 0, 0, time.Second, cost}}, 1},
 	}
 	for _, tt := range tests {
-		if got := Pace(tt.finished, costs); got != tt.want {
+		if got := Pace(tt.finished); got != tt.want {
 			t.Errorf("%s: Pace = %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -178,7 +178,7 @@ func TestTerminalLineFits(t *testing.T) {
 	var b bytes.Buffer
 	p, tick := clocked(&b)
 	p.tty, p.width = true, 40
-	p.Start([]Part{{"explore", 2}})
+	p.Start([]Part{{"explore", 2, 0}})
 	p.Scenario("explore")
 	tick(time.Second)
 	p.Process(results.ProcessRecord{Scenario: "explore", Condition: "single-transaction/timing-race-2-kill → ✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓"})

@@ -27,7 +27,7 @@ func TestExplain(t *testing.T) {
 		`delivery 2 crash point want (absent) got "after-commit"`,
 		"deliveries want 2 items got 3 items",
 	}
-	if diff := cmp.Diff(want, scenario.Lines(scenario.Explanation(Scenario{}, c))); diff != "" {
+	if diff := cmp.Diff(want, scenario.Lines(scenario.Explanation(Scenario{}.Explain, c))); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"

@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"idemlab/worker/protocol"
 	"strings"
+	"time"
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
@@ -152,15 +154,25 @@ func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"}}
 }
 
-// Plan decodes the section for a run on SQLite.
-func (sc Scenario) Plan(section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
-	return sc.PlanOn(backend.SQLite, section, ov)
+// Caps: every run has it, on SQLite and on PostgreSQL.
+func (Scenario) Caps() scenario.Caps {
+	return scenario.Caps{Backends: []string{store.BackendPostgres}, Cost: 25 * time.Millisecond}
 }
 
-// PlanOn decodes the section for a run on backend b. Both patterns and
-// every crash point run unchanged on PostgreSQL; the worker's crash is a
-// process exit, and the server rolls back what it had not committed.
-func (Scenario) PlanOn(b backend.Spec, section json.RawMessage, ov map[string]string) (scenario.Plan, error) {
+// Validate: the settings have no limits beyond their JSON shape.
+func (Scenario) Validate(Settings) error { return nil }
+
+// Check: a condition passes when its figures equal the oracle's.
+func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []results.Difference, error) {
+	return scenario.Equal(expected, observed)
+}
+
+// Plan decodes the section for a run on the request's backend. Both
+// patterns and every crash point run unchanged on PostgreSQL; the
+// worker's crash is a process exit, and the server rolls back what it had
+// not committed.
+func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
+	b, section, ov := req.Backend, req.Section, req.Overrides
 	var in Input
 	if err := scenario.DecodeSection(Name, section, &in); err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
@@ -76,7 +76,7 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		{``, "redelivery: section is missing"},
 	}
 	for _, tt := range tests {
-		_, err := New().Plan(json.RawMessage(tt.section), nil)
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(tt.section)})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s) = %v, want an error containing %q", tt.section, err, tt.want)
 		}
@@ -140,7 +140,7 @@ func TestPostgresEveryPoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.Close()
-			p, err := Scenario{}.PlanOn(spec, json.RawMessage(section), nil)
+			p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(section)})
 			if err != nil {
 				t.Fatal(err)
 			}

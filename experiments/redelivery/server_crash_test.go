@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/scenario/scenariotest"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker/store"
 )
 
@@ -33,7 +34,7 @@ func TestServerCrashOracle(t *testing.T) {
 			t.Errorf("%s %s: after the crash %v, then %d / %d; want %v, then %v", tt.sync, tt.cond.Name, ds[0].AfterServerCrash, ds[1].FollowUpJobs, ds[1].ProcessedEvents, tt.crash, tt.second)
 		}
 	}
-	if _, err := (Scenario{}).Plan(json.RawMessage(section), map[string]string{FlagServerCrash: "true"}); err == nil {
+	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: map[string]string{FlagServerCrash: "true"}}); err == nil {
 		t.Error("--server-crash on SQLite planned")
 	}
 }

@@ -20,15 +20,28 @@ import (
 
 // FormatVersion is the version of the results-folder format this build
 // writes. A folder without a format field is version 1.
-const FormatVersion = 5
+const FormatVersion = 6
+
+// FormatScheduled is the format that records which conditions the OS
+// schedules (ConditionResult.Scheduled). A folder of an older format
+// records none; verify --rerun reads it from such a folder's condition
+// names, by the rule of its time.
+const FormatScheduled = 6
 
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
+	6: strings.Join(format6, "; "),
 	5: strings.Join(format5, "; "),
 	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; durability's records carry each trial's VFS op log and its oracle predicts every power cut exactly, so a durability scenario of version 1 cannot be derived again; files a plan reads besides the input file (a pattern file) are carried in attachments/",
 	4: "durability runs on --backend postgres: its settings gained backend, isolation and server_settings, its conditions synchronous_commit and the crash kind server; its observations gained server (the crash's frozen writers, the settings read back after recovery and the rows lost) and hold a connection string as db, no VFS op log, and amcheck's verdict as integrity; its trials gained lost_rows. A SQLite folder of version 3 derives as before",
 	3: "results.json gained shard (a folder run with --shard i/n, whose process ids start at (i-1)×1,000,000,000+1), shards (a folder joined by idemlab merge: each shard's environment, times and block of records) and, in both, each split scenario's plan (its hash, its number of trials and, in a shard's folder, the trials it ran)",
+}
+
+// format6 is what version 6 changed, a clause per change.
+var format6 = []string{
+	"one scenario contract (issue 28)",
+	"a condition records scheduled: true where the OS schedules it rather than the seed (explore's timing-kill and timing-race, pattern's random and concurrent classes), as the oracle states it from the settings, so verify derives it again like any figure; verify --rerun leaves those conditions' process records out by this flag, where it read a folder of format 5 or older by the conditions' names",
 }
 
 // format5 is what version 5 changed, a clause per change.
@@ -250,10 +263,16 @@ type PlanResult struct {
 
 // ConditionResult compares what the oracle expected with what was observed.
 type ConditionResult struct {
-	Name     string          `json:"name"`
-	Expected json.RawMessage `json:"expected"`
-	Observed json.RawMessage `json:"observed"`
-	Pass     bool            `json:"pass"`
+	Name string `json:"name"`
+	// Scheduled says the OS schedules the condition rather than the seed
+	// (kills after a delay, racing workers), as the oracle states it:
+	// verify --rerun compares its derived figures but not its process
+	// records. Format 6 records it; an older folder's reader takes it
+	// from the condition's name (see review's rerun).
+	Scheduled bool            `json:"scheduled,omitempty"`
+	Expected  json.RawMessage `json:"expected"`
+	Observed  json.RawMessage `json:"observed"`
+	Pass      bool            `json:"pass"`
 	// Differences lists each leaf where observed differs from expected.
 	Differences []Difference `json:"differences,omitempty"`
 	// Findings are contradictions in this condition's records, such as a

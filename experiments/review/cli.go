@@ -58,7 +58,7 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 	if cfg.DSN != "" && !cfg.Rerun {
 		return fmt.Errorf("%w: --%s names the server for --rerun; add --rerun or leave --%s out", errclass.ErrUsage, backend.FlagDSN, backend.FlagDSN)
 	}
-	out, err := Verify(cfg.Dir, opts)
+	out, err := Verify(ctx, cfg.Dir, opts)
 	if err != nil {
 		return err
 	}
@@ -148,13 +148,13 @@ type ReportConfig struct {
 
 // RunReport renders a folder. Without --html or --md it prints the
 // Markdown, without charts, on stdout.
-func RunReport(cfg ReportConfig) error {
+func RunReport(ctx context.Context, cfg ReportConfig) error {
 	for _, p := range []struct{ flag, path string }{{"--html", cfg.HTML}, {"--md", cfg.MD}} {
 		if err := CheckWritable(p.flag, p.path); err != nil {
 			return err
 		}
 	}
-	out, err := Verify(cfg.Dir, Options{Registry: cfg.Registry, Limits: cfg.Limits, SourceRoot: SourceRoot(cfg.Workdir)})
+	out, err := Verify(ctx, cfg.Dir, Options{Registry: cfg.Registry, Limits: cfg.Limits, SourceRoot: SourceRoot(cfg.Workdir)})
 	if err != nil {
 		return err
 	}
@@ -217,13 +217,13 @@ type CompareConfig struct {
 // RunCompare verifies every folder, then sets them side by side. Without
 // --html or --md it prints the Markdown on stdout. A folder that does not
 // verify is named, nothing is written, and the error has verify's class.
-func RunCompare(cfg CompareConfig) error {
+func RunCompare(ctx context.Context, cfg CompareConfig) error {
 	for _, p := range []struct{ flag, path string }{{"--html", cfg.HTML}, {"--md", cfg.MD}} {
 		if err := CheckWritable(p.flag, p.path); err != nil {
 			return err
 		}
 	}
-	outs, err := verifyAll(cfg.Dirs, cfg.Registry, cfg.Limits)
+	outs, err := verifyAll(ctx, cfg.Dirs, cfg.Registry, cfg.Limits)
 	if err != nil {
 		return err
 	}

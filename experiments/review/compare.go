@@ -1,6 +1,7 @@
 package review
 
 import (
+	"context"
 	"fmt"
 	"html/template"
 	"io"
@@ -21,7 +22,7 @@ const NotRun = "not run"
 // Comparison sets several verified folders side by side, one column per
 // folder: the same patterns on SQLite and on PostgreSQL, or under two
 // isolation levels. Every cell is a condition's verdict and its key
-// outcome as the scenario's Comparer says it from the derived result.
+// outcome as the scenario's Compare says it from the derived result.
 type Comparison struct {
 	Folders   []ComparedFolder
 	Scenarios []ComparedScenario
@@ -105,7 +106,7 @@ func compareScenario(s scenario.Scenario, outs []*Outcome, folders []ComparedFol
 			continue
 		}
 		ran = true
-		words, err := scenario.Compare(s, res)
+		words, err := s.Compare(res)
 		if err != nil {
 			return sc, false, fmt.Errorf("%s: scenario %s: %w", folders[i].Dir, s.Name(), err)
 		}
@@ -203,10 +204,10 @@ func scenarioOf(r *results.Results, name string) (results.ScenarioResult, bool) 
 
 // verifyAll verifies every folder before any is compared; the first that
 // does not verify is named, with verify's class.
-func verifyAll(dirs []string, reg scenario.Registry, lim results.Limits) ([]*Outcome, error) {
+func verifyAll(ctx context.Context, dirs []string, reg scenario.Registry, lim results.Limits) ([]*Outcome, error) {
 	var outs []*Outcome
 	for _, dir := range dirs {
-		out, err := Verify(dir, Options{Registry: reg, Limits: lim})
+		out, err := Verify(ctx, dir, Options{Registry: reg, Limits: lim})
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
@@ -71,7 +72,7 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 		if err := run(ctx, dir, input, []string{rs.Name}, rs.Overrides, f); err != nil && !isExpectation(err) {
 			return nil, fmt.Errorf("rerun of scenario %s: %w", rs.Name, err)
 		}
-		fresh, err := Verify(dir, Options{Registry: opts.Registry, Limits: opts.Limits})
+		fresh, err := Verify(ctx, dir, Options{Registry: opts.Registry, Limits: opts.Limits})
 		if err != nil || fresh.Derived == nil || len(fresh.Derived.Scenarios) != 1 {
 			return nil, fmt.Errorf("%w: rerun of scenario %s: cannot read the fresh folder: %w", errclass.ErrHarness, rs.Name, err)
 		}
@@ -85,8 +86,8 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 		m := scenario.Measurements(s, rs.Settings, f.Records(rs.Name))
 		m.Union(scenario.Measurements(s, fresh.Derived.Scenarios[0].Settings, fresh.Folder.Records(rs.Name)))
 		out.Measured[rs.Name] = m.Paths()
-		a := projection(s, scenario.Replayable(o.Derived.Scenarios[i], m), f.Records(rs.Name))
-		b := projection(s, scenario.Replayable(fresh.Derived.Scenarios[0], m), fresh.Folder.Records(rs.Name))
+		a := projection(scenario.Replayable(o.Derived.Scenarios[i], m), f.Records(rs.Name), scheduled(f.Results.Format, rs))
+		b := projection(scenario.Replayable(fresh.Derived.Scenarios[0], m), fresh.Folder.Records(rs.Name), scheduled(fresh.Folder.Results.Format, fresh.Folder.Results.Scenarios[0]))
 		if out.Merged = len(f.Results.Shards) > 0; out.Merged {
 			a.Processes, b.Processes = nil, nil
 			a.Plan = nil
@@ -139,10 +140,41 @@ type runView struct {
 	Processes  []processView             `json:"processes"`
 }
 
-func projection(sc scenario.Scenario, s results.ScenarioResult, rec results.Records) runView {
+// scheduled names the conditions of a recorded scenario result that the
+// OS schedules, whose process records a rerun leaves out: as the result
+// records them from format 6 on.
+func scheduled(format int, rs results.ScenarioResult) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range rs.Conditions {
+		if c.Scheduled || format < results.FormatScheduled && scheduledByName(rs.Name, c.Name) {
+			out[c.Name] = true
+		}
+	}
+	return out
+}
+
+// scheduledByName is how a folder of format 5 or older said which
+// conditions the OS schedules: by their names, which that format fixed.
+// explore's timing-kill and timing-race conditions are named
+// "…/timing-…", and pattern's random and concurrent classes
+// "…/random" and "…/concurrent". Only the reader of such folders asks.
+func scheduledByName(scenarioName, condition string) bool {
+	switch scenarioName {
+	case "explore":
+		last := condition[strings.LastIndex(condition, "/")+1:]
+		return strings.HasPrefix(last, "timing-")
+	case "pattern":
+		return strings.HasSuffix(condition, "/random") || strings.HasSuffix(condition, "/concurrent")
+	}
+	return false
+}
+
+// projection is the part of a scenario result and its records a rerun
+// compares; the processes of the scheduled conditions are left out.
+func projection(s results.ScenarioResult, rec results.Records, scheduled map[string]bool) runView {
 	v := runView{Settings: s.Settings, Conditions: s.Conditions, Extra: s.Extra, Findings: s.Findings, Plan: s.Plan, Pass: s.Pass}
 	for _, p := range rec.Processes {
-		if scenario.IsScheduled(sc, p.Condition) {
+		if scheduled[p.Condition] {
 			continue
 		}
 		pv := processView{Condition: p.Condition, Label: p.Label, Worker: p.Worker, ExitCode: p.ExitCode, Signal: p.Signal}

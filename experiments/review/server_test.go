@@ -1,6 +1,7 @@
 package review
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -91,7 +92,17 @@ func (named) Flags() []scenario.Flag { return nil }
 func (named) Expect(json.RawMessage) ([]scenario.Expected, error) {
 	return nil, nil
 }
-func (named) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) { return nil, nil }
+func (named) Caps() scenario.Caps { return scenario.Caps{} }
+func (named) Plan(context.Context, scenario.PlanRequest) (scenario.Plan, error) {
+	return nil, nil
+}
+func (named) Check(_ string, e, o json.RawMessage) (bool, []results.Difference, error) {
+	return scenario.Equal(e, o)
+}
+func (named) Explain(results.ConditionResult) []scenario.Explained { return nil }
+func (named) Compare(results.ScenarioResult) (scenario.Compared, error) {
+	return scenario.Compared{}, nil
+}
 func (named) Fold(json.RawMessage, results.Records) (scenario.Folded, []results.Finding) {
 	return scenario.Folded{}, nil
 }

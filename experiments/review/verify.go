@@ -6,6 +6,7 @@ package review
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -66,7 +67,7 @@ func (o *Outcome) RunPassed() bool { return o.Derived != nil && o.Derived.Pass }
 // recorded hash, the settings against the input and the recorded
 // overrides, and every derived figure, pass flag and extra table against
 // what scenario.Evaluate derives from the records.
-func Verify(dir string, opts Options) (*Outcome, error) {
+func Verify(ctx context.Context, dir string, opts Options) (*Outcome, error) {
 	f, err := results.Load(dir, opts.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w; pass the results folder an experiment wrote", errclass.ErrUsage, err)
@@ -76,7 +77,7 @@ func Verify(dir string, opts Options) (*Outcome, error) {
 	if f.Results == nil {
 		return out, nil
 	}
-	c := &check{out: out, f: f, opts: opts}
+	c := &check{ctx: ctx, out: out, f: f, opts: opts}
 	if !c.format() {
 		return out, nil
 	}
@@ -90,6 +91,8 @@ func Verify(dir string, opts Options) (*Outcome, error) {
 }
 
 type check struct {
+	// ctx bounds the plans verify makes again.
+	ctx  context.Context
 	out  *Outcome
 	f    *results.Folder
 	opts Options
@@ -162,6 +165,12 @@ func (c *check) shape() {
 			break
 		}
 	}
+	for _, s := range r.Scenarios {
+		if i := slices.IndexFunc(s.Conditions, func(c results.ConditionResult) bool { return c.Scheduled }); i >= 0 {
+			claim(results.FormatScheduled, fmt.Sprintf("scenarios[%s].conditions[%s].scheduled", s.Name, s.Conditions[i].Name))
+			break
+		}
+	}
 }
 
 // input checks the folder's input copy and, when given, --input, and
@@ -223,7 +232,7 @@ func (c *check) editedField(in suite.Input) (field, msg string) {
 		if !ok {
 			continue
 		}
-		plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides, c.f)
+		plans, err := suite.PlanAll(c.ctx, []scenario.Scenario{s}, in, rs.Overrides, c.f)
 		if err != nil {
 			return rs.Name, fmt.Sprintf("gives no valid plan with the recorded overrides: %v", err)
 		}
@@ -403,7 +412,7 @@ func (c *check) scenarios(in suite.Input, haveInput bool) {
 // recorded overrides, and compares them with the recorded settings.
 func (c *check) settings(s scenario.Scenario, rs results.ScenarioResult, in suite.Input) {
 	base := results.Field("scenarios", results.Key(rs.Name))
-	plans, err := suite.PlanAll([]scenario.Scenario{s}, in, rs.Overrides, c.f)
+	plans, err := suite.PlanAll(c.ctx, []scenario.Scenario{s}, in, rs.Overrides, c.f)
 	if err != nil {
 		c.add(results.ResultsFile, base+".overrides", "the input and the recorded overrides give no valid plan: %v", err)
 		return
@@ -441,6 +450,13 @@ func (c *check) compare(base string, rec, der results.ScenarioResult) {
 	}
 	a := view{Conditions: withoutFindings(rec.Conditions), Extra: rawOrNil(rec.Extra), Plan: rec.Plan, Pass: rec.Pass}
 	b := view{Conditions: withoutFindings(der.Conditions), Extra: rawOrNil(der.Extra), Plan: der.Plan, Pass: der.Pass}
+	if c.formatVersion < results.FormatScheduled {
+		// The folder's format records no scheduled flag; shape refuses
+		// one that claims to.
+		for i := range b.Conditions {
+			b.Conditions[i].Scheduled = false
+		}
+	}
 	c.compareFindings(base, rec, der)
 	for _, d := range results.DiffPaths(base, a, b) {
 		if v, ok := c.rederived(d.Path); ok {

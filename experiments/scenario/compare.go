@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"idemlab/experiments/results"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 )
@@ -12,6 +11,9 @@ import (
 // Compared is one scenario's derived result said in a few words per
 // condition, for a report that sets folders side by side: the same
 // patterns on SQLite and on PostgreSQL, or under two isolation levels.
+// Scenario.Compare says it as a pure function of the derived result,
+// which Evaluate derived from the records, so such a report shows what
+// their records give and nothing said by hand.
 type Compared struct {
 	// Database is the database the workers used, in the words they read
 	// back from their own connections: "SQLite journal_mode=WAL
@@ -49,34 +51,6 @@ func (c Compared) RowOf(condition string) Row {
 		return r
 	}
 	return Row{Key: condition}
-}
-
-// Comparer is implemented by scenarios that can say a derived result's
-// key outcomes in a few words. Compare must be a pure function of res,
-// which Evaluate derived from the records, so a report that compares
-// folders shows what their records give and nothing said by hand. A
-// typed scenario implements it as
-//
-//	Compare(st S, res results.ScenarioResult, extra X) scenario.Compared
-//
-// and Define forwards it.
-type Comparer interface {
-	Compare(res results.ScenarioResult) (Compared, error)
-}
-
-// TypedComparer is Comparer for a scenario written with Define.
-type TypedComparer[S, X any] interface {
-	Compare(st S, res results.ScenarioResult, extra X) Compared
-}
-
-// Compare says res in a few words per condition as s's Comparer says it;
-// without one, it says nothing and a report shows only the verdicts.
-func Compare(s Scenario, res results.ScenarioResult) (Compared, error) {
-	c, ok := s.(Comparer)
-	if !ok {
-		return Compared{}, nil
-	}
-	return c.Compare(res)
 }
 
 // DatabaseWords names the database a scenario's workers used: on

@@ -24,21 +24,22 @@ func (comparing) Compare(st bounded, res results.ScenarioResult, _ struct{}) sce
 }
 
 // TestDefineForwardsCompare: a typed scenario's Compare gets the decoded
-// settings and the derived result; one without Compare says nothing; and
-// settings out of their limits are refused before Compare sees them.
+// settings and the derived result; one whose Compare says nothing says
+// nothing; and settings out of their limits are refused before Compare
+// sees them.
 func TestDefineForwardsCompare(t *testing.T) {
 	var got int
 	res := results.ScenarioResult{Settings: json.RawMessage(`{"n": 2}`), Conditions: []results.ConditionResult{{Name: "a", Observed: json.RawMessage(`2`)}}}
-	c, err := scenario.Compare(scenario.Define[bounded, struct{}](comparing{typed{expected: &got}}), res)
+	c, err := scenario.Define[bounded, struct{}](comparing{typed{expected: &got}}).Compare(res)
 	want := scenario.Compared{Database: "n=2", Outcomes: map[string]string{"a": "2"}}
 	if err != nil || !cmp.Equal(c, want) {
 		t.Errorf("Compare = %+v, %v; want %+v", c, err, want)
 	}
-	if c, err := scenario.Compare(scenario.Define[bounded, struct{}](typed{expected: &got}), res); err != nil || !cmp.Equal(c, scenario.Compared{}) {
-		t.Errorf("Compare without a Comparer = %+v, %v; want nothing said", c, err)
+	if c, err := scenario.Define[bounded, struct{}](typed{expected: &got}).Compare(res); err != nil || !cmp.Equal(c, scenario.Compared{}) {
+		t.Errorf("Compare that says nothing = %+v, %v; want nothing said", c, err)
 	}
 	res.Settings = json.RawMessage(`{"n": 9}`)
-	if _, err := scenario.Compare(scenario.Define[bounded, struct{}](comparing{typed{expected: &got}}), res); err == nil {
+	if _, err := scenario.Define[bounded, struct{}](comparing{typed{expected: &got}}).Compare(res); err == nil {
 		t.Error("Compare took settings out of their limits")
 	}
 }

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -14,26 +15,34 @@ import (
 type Typed[S, X any] interface {
 	Name() string
 	Summary() string
+	Caps() Caps
 	Flags() []Flag
-	Plan(section json.RawMessage, overrides map[string]string) (Plan, error)
+	// Plan gets a request whose backend the scenario declares (Define
+	// refuses any other) and whose Files is never nil.
+	Plan(ctx context.Context, req PlanRequest) (Plan, error)
+	// Validate checks the limits recorded settings have beyond their
+	// JSON shape. Define calls it right after decoding, so a hand-edited
+	// file cannot make a fold or an oracle allocate without bound; nil
+	// where there are none.
+	Validate(st S) error
 	// Expect is the oracle over the recorded settings.
 	Expect(st S) ([]Expected, error)
 	// Fold derives the observed figures from the records alone.
 	Fold(st S, rec results.Records) (Folded, []results.Finding)
+	// Check is Scenario.Check; Equal for a scenario whose conditions
+	// pass by equality.
+	Check(condition string, expected, observed json.RawMessage) (bool, []results.Difference, error)
 	// Report arranges a derived result for people. extra is the derived
 	// extra table, decoded; it is the zero X when the result has none.
 	Report(st S, res results.ScenarioResult, extra X) (Section, error)
+	// Explain is Scenario.Explain.
+	Explain(c results.ConditionResult) []Explained
+	// Compare says the derived result in a few words per condition; it
+	// must be a pure function of its arguments (see Compared).
+	Compare(st S, res results.ScenarioResult, extra X) Compared
 }
 
-// Validator is implemented by settings whose recorded values have limits
-// beyond their JSON shape. Define checks them right after decoding, so a
-// hand-edited file cannot make a fold or an oracle allocate without bound.
-type Validator interface {
-	Validate() error
-}
-
-// Define adapts a typed scenario to the Scenario interface. It forwards
-// OptIn, Check, Explainer and TypedComparer when the scenario has them.
+// Define adapts a typed scenario to the Scenario interface.
 func Define[S, X any](t Typed[S, X]) Scenario {
 	return defined[S, X]{t: t}
 }
@@ -42,28 +51,30 @@ type defined[S, X any] struct{ t Typed[S, X] }
 
 func (d defined[S, X]) Name() string    { return d.t.Name() }
 func (d defined[S, X]) Summary() string { return d.t.Summary() }
+func (d defined[S, X]) Caps() Caps      { return d.t.Caps() }
 func (d defined[S, X]) Flags() []Flag   { return d.t.Flags() }
 
-func (d defined[S, X]) Plan(section json.RawMessage, overrides map[string]string) (Plan, error) {
-	return d.t.Plan(section, overrides)
+// Plan refuses a backend the scenario does not declare, saying why, and
+// otherwise plans with the zero backend read as SQLite and nil files as
+// none.
+func (d defined[S, X]) Plan(ctx context.Context, req PlanRequest) (Plan, error) {
+	if req.Backend.Name == "" {
+		req.Backend = backend.SQLite
+	}
+	if req.Files == nil {
+		req.Files = noFiles{}
+	}
+	if c := d.t.Caps(); !c.RunsOn(req.Backend) {
+		return nil, Refusal(d.t.Name(), c, req.Backend)
+	}
+	return d.t.Plan(ctx, req)
 }
 
-// PlanFiles plans through the typed scenario's PlanFiles when it reads
-// files, and through its Plan otherwise.
-func (d defined[S, X]) PlanFiles(section json.RawMessage, overrides map[string]string, files Files) (Plan, error) {
-	if fp, ok := d.t.(FilePlanner); ok {
-		return fp.PlanFiles(section, overrides, files)
-	}
-	return d.t.Plan(section, overrides)
-}
-
-// PlanFilesOn plans through the typed scenario's PlanFilesOn, or refuses
-// as PlanOn does when it has none.
-func (d defined[S, X]) PlanFilesOn(b backend.Spec, section json.RawMessage, overrides map[string]string, files Files) (Plan, error) {
-	if fp, ok := d.t.(FilePlannerOn); ok {
-		return fp.PlanFilesOn(b, section, overrides, files)
-	}
-	return d.PlanOn(b, section, overrides)
+// Equal is the check of a condition that passes when its observed figures
+// equal the expected ones.
+func Equal(expected, observed json.RawMessage) (bool, []results.Difference, error) {
+	diffs := Differences(expected, observed)
+	return len(diffs) == 0, diffs, nil
 }
 
 // Settings decodes recorded settings strictly, so a field the scenario does
@@ -74,10 +85,8 @@ func (d defined[S, X]) settings(raw json.RawMessage) (S, error) {
 	if err := DecodeStrict(raw, &st); err != nil {
 		return st, fmt.Errorf("not %s settings: %w", d.t.Name(), err)
 	}
-	if v, ok := any(st).(Validator); ok {
-		if err := v.Validate(); err != nil {
-			return st, fmt.Errorf("not %s settings: %w", d.t.Name(), err)
-		}
+	if err := d.t.Validate(st); err != nil {
+		return st, fmt.Errorf("not %s settings: %w", d.t.Name(), err)
 	}
 	return st, nil
 }
@@ -124,58 +133,17 @@ func (d defined[S, X]) decode(res results.ScenarioResult) (S, X, error) {
 	return st, x, nil
 }
 
-// Compare uses the typed scenario's TypedComparer; without one it says
-// nothing.
+// Compare says the derived result as the typed scenario's Compare does.
 func (d defined[S, X]) Compare(res results.ScenarioResult) (Compared, error) {
-	c, ok := d.t.(TypedComparer[S, X])
-	if !ok {
-		return Compared{}, nil
-	}
 	st, x, err := d.decode(res)
 	if err != nil {
 		return Compared{}, err
 	}
-	return c.Compare(st, res, x), nil
+	return d.t.Compare(st, res, x), nil
 }
 
-// PlanOn forwards to the typed scenario's PlanOn, or refuses and says why
-// when it runs on SQLite only.
-func (d defined[S, X]) PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (Plan, error) {
-	if b.IsSQLite() {
-		return d.t.Plan(section, overrides)
-	}
-	if o, ok := d.t.(OnBackend); ok {
-		return o.PlanOn(b, section, overrides)
-	}
-	return nil, refuse(d.t, d.t, b)
-}
-
-func (d defined[S, X]) OptIn() bool {
-	o, ok := d.t.(OptIn)
-	return ok && o.OptIn()
-}
-
-func (d defined[S, X]) Scheduled(condition string) bool {
-	sc, ok := d.t.(Scheduled)
-	return ok && sc.Scheduled(condition)
-}
-
-// Check uses the typed scenario's rule (Checker), or equality of the two
-// JSON values when it has none, which is what Evaluate does for a plain
-// Scenario.
 func (d defined[S, X]) Check(condition string, expected, observed json.RawMessage) (bool, []results.Difference, error) {
-	if c, ok := d.t.(Checker); ok {
-		return c.Check(condition, expected, observed)
-	}
-	diffs := Differences(expected, observed)
-	return len(diffs) == 0, diffs, nil
+	return d.t.Check(condition, expected, observed)
 }
 
-// Explain uses the typed scenario's Explainer; without one it names
-// nothing, and Explain keeps the paths.
-func (d defined[S, X]) Explain(c results.ConditionResult) []Explained {
-	if e, ok := d.t.(Explainer); ok {
-		return e.Explain(c)
-	}
-	return nil
-}
+func (d defined[S, X]) Explain(c results.ConditionResult) []Explained { return d.t.Explain(c) }

@@ -44,7 +44,7 @@ func Evaluate(s Scenario, overrides map[string]string, settings json.RawMessage,
 		}
 	}
 	for _, e := range exp {
-		cr := results.ConditionResult{Name: e.Condition, Expected: Marshal(e.Value), Findings: byCond[e.Condition]}
+		cr := results.ConditionResult{Name: e.Condition, Scheduled: e.Scheduled, Expected: Marshal(e.Value), Findings: byCond[e.Condition]}
 		obs, ok := folded.Observed[e.Condition]
 		if !ok {
 			cr.Findings = append(cr.Findings, results.Finding{File: results.ObservationsFile, Field: "condition " + e.Condition, Condition: e.Condition, Message: "no observation of this condition; every run observes all of them"})
@@ -54,16 +54,11 @@ func Evaluate(s Scenario, overrides map[string]string, settings json.RawMessage,
 			continue
 		}
 		cr.Observed = Marshal(obs)
-		if c, ok := s.(Checker); ok {
-			pass, diffs, err := c.Check(e.Condition, cr.Expected, cr.Observed)
-			if err != nil {
-				cr.Findings = append(cr.Findings, results.Finding{File: results.ResultsFile, Field: base + ".conditions[" + e.Condition + "]", Condition: e.Condition, Message: err.Error()})
-			}
-			cr.Pass, cr.Differences = pass, diffs
-		} else {
-			cr.Differences = Differences(e.Value, obs)
-			cr.Pass = len(cr.Differences) == 0
+		pass, diffs, err := s.Check(e.Condition, cr.Expected, cr.Observed)
+		if err != nil {
+			cr.Findings = append(cr.Findings, results.Finding{File: results.ResultsFile, Field: base + ".conditions[" + e.Condition + "]", Condition: e.Condition, Message: err.Error()})
 		}
+		cr.Pass, cr.Differences = pass, diffs
 		cr.Pass = cr.Pass && len(cr.Findings) == 0
 		res.Conditions = append(res.Conditions, cr)
 		res.Pass = res.Pass && cr.Pass

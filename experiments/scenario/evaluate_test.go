@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -15,10 +16,11 @@ import (
 // whose fold counts observation lines per condition.
 type fake struct{ want map[string]int }
 
-func (fake) Name() string                                                     { return "fake" }
-func (fake) Summary() string                                                  { return "" }
-func (fake) Flags() []scenario.Flag                                           { return []scenario.Flag{{Name: "n"}} }
-func (f fake) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) { return nil, nil }
+func (fake) Name() string                                                        { return "fake" }
+func (fake) Summary() string                                                     { return "" }
+func (fake) Flags() []scenario.Flag                                              { return []scenario.Flag{{Name: "n"}} }
+func (fake) Caps() scenario.Caps                                                 { return scenario.Caps{} }
+func (f fake) Plan(context.Context, scenario.PlanRequest) (scenario.Plan, error) { return nil, nil }
 func (f fake) Expect(json.RawMessage) ([]scenario.Expected, error) {
 	return []scenario.Expected{{Condition: "a", Value: f.want["a"]}, {Condition: "b", Value: f.want["b"]}}, nil
 }
@@ -31,6 +33,13 @@ func (fake) Fold(_ json.RawMessage, rec results.Records) (scenario.Folded, []res
 	return out, nil
 }
 func (fake) Report(results.ScenarioResult) (scenario.Section, error) { return scenario.Section{}, nil }
+func (fake) Check(_ string, e, o json.RawMessage) (bool, []results.Difference, error) {
+	return scenario.Equal(e, o)
+}
+func (fake) Explain(results.ConditionResult) []scenario.Explained { return nil }
+func (fake) Compare(results.ScenarioResult) (scenario.Compared, error) {
+	return scenario.Compared{}, nil
+}
 
 func lines(conds ...string) results.Records {
 	var obs []results.Line

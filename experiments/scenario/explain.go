@@ -67,29 +67,27 @@ func (e Explained) String() string {
 	return e.Words + " want " + e.Expected + " got " + e.Observed
 }
 
-// Explainer is implemented by scenarios that can say a failed condition's
-// differences in the reader's words. Explain returns one entry per
-// difference that matters, and may merge several into one (the same miss in
-// trials 1–5) or split a difference that hides its answer (a count of
-// outcome groups) into the fields that differ. results.json and the
-// summary keep the raw differences, so nothing said here replaces them.
-type Explainer interface {
-	Explain(c results.ConditionResult) []Explained
-}
-
 // Explain returns a failed condition's differences in the reader's words,
-// headline first, as s's Explainer says them (see Explanation).
+// headline first, as s's Explain says them (see Explanation). A scenario's
+// Explain returns one entry per difference that matters, and may merge
+// several into one (the same miss in trials 1–5) or split a difference
+// that hides its answer (a count of outcome groups) into the fields that
+// differ. results.json and the summary keep the raw differences, so
+// nothing said here replaces them.
 func Explain(s Scenario, c results.ConditionResult) []Explained {
-	e, _ := s.(Explainer)
-	return Explanation(e, c)
+	if s == nil {
+		return Explanation(nil, c)
+	}
+	return Explanation(s.Explain, c)
 }
 
-// Explanation is what e says of c's differences, headline first. A nil e,
-// or one that names none of them, keeps the paths and their order.
-func Explanation(e Explainer, c results.ConditionResult) []Explained {
+// Explanation is what explain says of c's differences, headline first. A
+// nil explain, or one that names none of them, keeps the paths and their
+// order.
+func Explanation(explain func(results.ConditionResult) []Explained, c results.ConditionResult) []Explained {
 	var out []Explained
-	if e != nil {
-		out = e.Explain(c)
+	if explain != nil {
+		out = explain(c)
 	}
 	if len(out) == 0 {
 		out = Unexplained(c.Differences)

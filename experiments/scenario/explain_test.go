@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -84,7 +85,7 @@ func TestMergeNumbered(t *testing.T) {
 	}
 }
 
-// explaining is fake with an Explainer that names path "b" the winners and
+// explaining is fake with an Explain that names path "b" the winners and
 // leaves "a" unnamed.
 type explaining struct{ fake }
 
@@ -108,7 +109,7 @@ func TestExplain(t *testing.T) {
 		want []string
 	}{
 		{"an explainer: named and ranked, the unnamed last with its path", explaining{}, []string{`race B winners want 0 got 1`, `.a want "x" got "y"`}},
-		{"no explainer: the paths in order", fake{}, []string{`.a want "x" got "y"`, `.b want 0 got 1`}},
+		{"an Explain that says nothing: the paths in order", fake{}, []string{`.a want "x" got "y"`, `.b want 0 got 1`}},
 		{"no scenario: the paths in order", nil, []string{`.a want "x" got "y"`, `.b want 0 got 1`}},
 	}
 	for _, tt := range tests {
@@ -124,14 +125,24 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// wordless is a scenario written with Define; withWords adds an Explainer.
+// wordless is a scenario written with Define whose Explain says nothing;
+// withWords says a difference in words.
 type wordless struct{}
 
-func (wordless) Name() string           { return "wordless" }
-func (wordless) Summary() string        { return "" }
-func (wordless) Flags() []scenario.Flag { return nil }
-func (wordless) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) {
+func (wordless) Name() string            { return "wordless" }
+func (wordless) Summary() string         { return "" }
+func (wordless) Caps() scenario.Caps     { return scenario.Caps{} }
+func (wordless) Flags() []scenario.Flag  { return nil }
+func (wordless) Validate(struct{}) error { return nil }
+func (wordless) Plan(context.Context, scenario.PlanRequest) (scenario.Plan, error) {
 	return nil, nil
+}
+func (wordless) Check(_ string, e, o json.RawMessage) (bool, []results.Difference, error) {
+	return scenario.Equal(e, o)
+}
+func (wordless) Explain(results.ConditionResult) []scenario.Explained { return nil }
+func (wordless) Compare(struct{}, results.ScenarioResult, struct{}) scenario.Compared {
+	return scenario.Compared{}
 }
 func (wordless) Expect(struct{}) ([]scenario.Expected, error) { return nil, nil }
 func (wordless) Fold(struct{}, results.Records) (scenario.Folded, []results.Finding) {
@@ -147,9 +158,9 @@ func (withWords) Explain(c results.ConditionResult) []scenario.Explained {
 	return []scenario.Explained{{Words: "delivery 2 follow_up_jobs", Expected: "1", Observed: "2", Rank: scenario.RankJobs}}
 }
 
-// TestDefineForwardsExplainer: Define forwards a typed scenario's
-// Explainer, and one without keeps the paths.
-func TestDefineForwardsExplainer(t *testing.T) {
+// TestDefineForwardsExplain: Define forwards a typed scenario's Explain,
+// and one that says nothing keeps the paths.
+func TestDefineForwardsExplain(t *testing.T) {
 	c := results.ConditionResult{Differences: []results.Difference{{Path: "[1].follow_up_jobs", Expected: "1", Observed: "2"}}}
 	for _, tt := range []struct {
 		s    scenario.Scenario

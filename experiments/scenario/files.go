@@ -1,11 +1,6 @@
 package scenario
 
-import (
-	"context"
-	"encoding/json"
-
-	"idemlab/experiments/backend"
-)
+import "fmt"
 
 // Files reads the files a plan names besides the input file, such as a
 // user's pattern file. In a run they come from disk and are carried into
@@ -15,25 +10,9 @@ type Files interface {
 	ReadFile(name string) ([]byte, error)
 }
 
-// FilePlanner is implemented by scenarios whose plan reads such files.
-// The suite calls PlanFiles instead of Plan for them.
-type FilePlanner interface {
-	PlanFiles(section json.RawMessage, overrides map[string]string, files Files) (Plan, error)
-}
+// noFiles is the Files of a request that gives none.
+type noFiles struct{}
 
-// FilePlannerOn is implemented by scenarios whose plan reads such files
-// and that also run on a backend other than SQLite. The suite calls
-// PlanFilesOn for them on that backend.
-type FilePlannerOn interface {
-	PlanFilesOn(b backend.Spec, section json.RawMessage, overrides map[string]string, files Files) (Plan, error)
-}
-
-// PlanContext is the context a plan's checks run under: the run's, when
-// files carries it (a Context method), so a signal stops a statement
-// that never ends at plan time, and context.Background otherwise.
-func PlanContext(files Files) context.Context {
-	if c, ok := files.(interface{ Context() context.Context }); ok && c.Context() != nil {
-		return c.Context()
-	}
-	return context.Background()
+func (noFiles) ReadFile(name string) ([]byte, error) {
+	return nil, fmt.Errorf("%s: this plan was given no files to read", name)
 }

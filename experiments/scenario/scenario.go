@@ -9,7 +9,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/harness"
@@ -18,98 +20,93 @@ import (
 )
 
 // Scenario is one experiment. Implementations are values with no state, so
-// a test can swap the oracle through a field.
+// a test can swap the oracle through a field. Every method is part of the
+// contract; what varies between scenarios is declared in Caps, never
+// discovered by type assertion.
 type Scenario interface {
 	// Name is the scenario's name on the command line and in the files.
 	Name() string
 	// Summary is one line for "idemlab list".
 	Summary() string
+	// Caps declares how the scenario runs: opt-in, the backends it runs
+	// on, and what one of its processes costs.
+	Caps() Caps
 	// Flags are the experiment flags that override the input section.
 	Flags() []Flag
 	// Plan strictly decodes the input section, applies the overrides
-	// (flag name without dashes to the value as typed) and validates the
-	// result. Errors name the field or the flag.
-	Plan(section json.RawMessage, overrides map[string]string) (Plan, error)
+	// (flag name without dashes to the value as typed), reads the files
+	// they name and validates the result, for the request's backend.
+	// Errors name the field or the flag. Work it does on a database runs
+	// under ctx, so a signal stops it.
+	Plan(ctx context.Context, req PlanRequest) (Plan, error)
 	// Expect is the oracle: the conditions, in order, with the figures
-	// the settings imply. It reads nothing but the settings.
+	// the settings imply and whether the OS schedules them. It reads
+	// nothing but the settings.
 	Expect(settings json.RawMessage) ([]Expected, error)
 	// Fold derives the observed figures from the records alone. It checks
 	// every record it reads against the settings and the other records,
 	// and reports each inconsistency as a finding.
 	Fold(settings json.RawMessage, rec results.Records) (Folded, []results.Finding)
+	// Check says whether a condition passes: equality of expected and
+	// observed (Equal) for most, another rule, such as outcome sets, for
+	// some.
+	Check(condition string, expected, observed json.RawMessage) (bool, []results.Difference, error)
 	// Report arranges a derived result for people: terminal tables, the
 	// article's published figures beside the reproduced ones, and charts.
 	Report(res results.ScenarioResult) (Section, error)
+	// Explain says a failed condition's differences in the reader's
+	// words (see Explanation); nil keeps the paths.
+	Explain(c results.ConditionResult) []Explained
+	// Compare says a derived result's key outcomes in a few words (see
+	// Compared); the zero Compared says nothing.
+	Compare(res results.ScenarioResult) (Compared, error)
 }
 
-// Checker is implemented by scenarios whose conditions pass by a rule other
-// than equality of expected and observed, such as outcome sets.
-type Checker interface {
-	Check(condition string, expected, observed json.RawMessage) (bool, []results.Difference, error)
+// Caps are what a scenario declares about how it runs. The suite, list,
+// the refusal of a backend and the ETA read them.
+type Caps struct {
+	// OptIn scenarios run only when named with --scenario: ones too slow
+	// or too specialised for every run, such as the durability matrix. A
+	// run without --scenario skips them; list still shows them.
+	OptIn bool
+	// Backends are the backends it runs on besides SQLite, by name
+	// (backend.Spec.Name).
+	Backends []string
+	// NotOn says why it runs on no other backend, for the refusal a run
+	// on one gets; empty says it has not been ported from SQLite.
+	NotOn string
+	// Cost is the wall time one of its processes takes with the default
+	// input on a two-core machine: the scenario's time over its
+	// processes. The ETA prices a scenario not yet begun by it.
+	Cost time.Duration
 }
 
-// OptIn is implemented by scenarios that run only when named with
-// --scenario: ones too slow or too specialised for every run, such as the
-// durability matrix. A run without --scenario skips them; list still shows
-// them.
-type OptIn interface {
-	OptIn() bool
+// RunsOn says whether the scenario declares backend b.
+func (c Caps) RunsOn(b backend.Spec) bool {
+	return b.IsSQLite() || slices.Contains(c.Backends, b.Name)
 }
 
-// Scheduled is implemented by scenarios some of whose conditions the OS
-// schedules rather than the seed: kills after a delay and racing workers.
-// verify --rerun leaves those conditions' process records out (how many
-// processes ran, and how each ended); their derived figures are compared
-// like any other, less the fields the scenario declares measurements.
-type Scheduled interface {
-	Scheduled(condition string) bool
-}
-
-// IsScheduled says whether s declares the condition scheduled by the OS.
-func IsScheduled(s Scenario, condition string) bool {
-	sc, ok := s.(Scheduled)
-	return ok && sc.Scheduled(condition)
-}
-
-// IsOptIn reports whether s runs only when named.
-func IsOptIn(s Scenario) bool {
-	o, ok := s.(OptIn)
-	return ok && o.OptIn()
-}
-
-// OnBackend is implemented by scenarios that also run on PostgreSQL.
-// PlanOn is Plan for a run on backend b; the run's settings record b, so
-// the oracle can state what each isolation level gives.
-type OnBackend interface {
-	PlanOn(b backend.Spec, section json.RawMessage, overrides map[string]string) (Plan, error)
-}
-
-// SQLiteOnly is implemented by scenarios that run on SQLite alone, to say
-// why in the refusal a run on another backend gets.
-type SQLiteOnly interface {
-	SQLiteOnly() string
-}
-
-// PlanOn plans s for backend b: Plan itself for SQLite, PlanOn for a
-// scenario that runs on b, and a refusal that says why for one that does
-// not.
-func PlanOn(s Scenario, b backend.Spec, section json.RawMessage, overrides map[string]string) (Plan, error) {
-	if b.IsSQLite() {
-		return s.Plan(section, overrides)
+// Refusal is the error a run of scenario name on backend b gets when c
+// does not declare b.
+func Refusal(name string, c Caps, b backend.Spec) error {
+	reason := c.NotOn
+	if reason == "" {
+		reason = "it has not been ported from SQLite"
 	}
-	if o, ok := s.(OnBackend); ok {
-		return o.PlanOn(b, section, overrides)
-	}
-	return nil, refuse(s, s, b)
+	return fmt.Errorf("scenario %s %w %s: %s; run it without --backend %s", name, backend.ErrNotOnBackend, b.Name, reason, b.Name)
 }
 
-// refuse says that s cannot run on b, and why when why says.
-func refuse(s interface{ Name() string }, why any, b backend.Spec) error {
-	reason := "it has not been ported from SQLite"
-	if o, ok := why.(SQLiteOnly); ok {
-		reason = o.SQLiteOnly()
-	}
-	return fmt.Errorf("scenario %s %w %s: %s; run it without --backend %s", s.Name(), backend.ErrNotOnBackend, b.Name, reason, b.Name)
+// PlanRequest is what a plan is made from.
+type PlanRequest struct {
+	// Backend is the backend the run is on; the zero Spec is SQLite.
+	Backend backend.Spec
+	// Section is the scenario's section of the input file.
+	Section json.RawMessage
+	// Overrides are the scenario's flags, by name without dashes.
+	Overrides map[string]string
+	// Files reads the files the plan names besides the input file; nil
+	// reads none.
+	Files Files
 }
 
 // Plan is a scenario ready to run.
@@ -159,6 +156,14 @@ type Flag struct {
 type Expected struct {
 	Condition string
 	Value     any
+	// Scheduled says the OS schedules the condition rather than the
+	// seed: kills after a delay and racing workers. It is recorded with
+	// the condition (results.ConditionResult.Scheduled), and verify
+	// --rerun leaves such a condition's process records out (how many
+	// processes ran, and how each ended); its derived figures are
+	// compared like any other, less the fields the scenario declares
+	// measurements.
+	Scheduled bool
 }
 
 // Folded is what a fold derived from the records.

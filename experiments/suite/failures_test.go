@@ -1,6 +1,7 @@
 package suite_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -11,15 +12,22 @@ import (
 	"idemlab/experiments/suite"
 )
 
-// worded is a scenario whose Explainer names "winners" first and "row"
+// worded is a scenario whose Explain names "winners" first and "row"
 // after it; it runs nothing.
 type worded struct{ name string }
 
 func (w worded) Name() string         { return w.name }
 func (worded) Summary() string        { return "" }
 func (worded) Flags() []scenario.Flag { return nil }
-func (worded) Plan(json.RawMessage, map[string]string) (scenario.Plan, error) {
+func (worded) Caps() scenario.Caps    { return scenario.Caps{} }
+func (worded) Plan(context.Context, scenario.PlanRequest) (scenario.Plan, error) {
 	return nil, nil
+}
+func (worded) Check(_ string, e, o json.RawMessage) (bool, []results.Difference, error) {
+	return scenario.Equal(e, o)
+}
+func (worded) Compare(results.ScenarioResult) (scenario.Compared, error) {
+	return scenario.Compared{}, nil
 }
 func (worded) Expect(json.RawMessage) ([]scenario.Expected, error) { return nil, nil }
 func (worded) Fold(json.RawMessage, results.Records) (scenario.Folded, []results.Finding) {

@@ -113,13 +113,13 @@ func ParseInput(path string, b []byte, reg scenario.Registry) (Input, error) {
 }
 
 // Choose resolves scenario names in registry order. With no names it
-// chooses every scenario that is not opt-in (scenario.OptIn): those run
-// only when named.
+// chooses every scenario that is not opt-in (scenario.Caps.OptIn): those
+// run only when named.
 func Choose(reg scenario.Registry, names []string) ([]scenario.Scenario, error) {
 	if len(names) == 0 {
 		var out []scenario.Scenario
 		for _, s := range reg {
-			if !scenario.IsOptIn(s) {
+			if !s.Caps().OptIn {
 				out = append(out, s)
 			}
 		}
@@ -159,9 +159,9 @@ type Planned struct {
 // flags choose. A flag that applies to none of them is an error, and so
 // is a scenario that cannot run on the chosen backend. The backend flags
 // are recorded with every scenario's overrides, since its settings say
-// which backend it ran on. files reads the further files a plan names
-// (scenario.FilePlanner).
-func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files) ([]Planned, error) {
+// which backend it ran on. files reads the further files a plan names.
+// Work a plan does on a database runs under ctx, so a signal stops it.
+func PlanAll(ctx context.Context, chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files) ([]Planned, error) {
 	bflags, overrides := backend.Split(overrides)
 	spec, err := backend.Resolve(in.Backend, bflags)
 	if err != nil {
@@ -177,9 +177,10 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, 
 				used[f.Name] = true
 			}
 		}
-		p, err := planOne(s, spec, in, ov, files)
+		req := scenario.PlanRequest{Backend: spec, Section: in.Sections[s.Name()], Overrides: ov, Files: files}
+		p, err := s.Plan(ctx, req)
 		if err != nil {
-			return nil, planError(s, spec, in, ov, files, err)
+			return nil, planError(ctx, s, req, in.Path, err)
 		}
 		for k, v := range bflags {
 			ov[k] = v
@@ -209,29 +210,14 @@ func PlanAll(chosen []scenario.Scenario, in Input, overrides map[string]string, 
 // planError names where a plan's error lies. When the section alone plans
 // well, the flags are at fault, and the error (which names the flag) is
 // not led by the input file's name; otherwise the file is named.
-// planOne plans one scenario, with its files when it reads any.
-func planOne(s scenario.Scenario, spec backend.Spec, in Input, ov map[string]string, files scenario.Files) (scenario.Plan, error) {
-	if fp, ok := s.(scenario.FilePlannerOn); ok && !spec.IsSQLite() {
-		return fp.PlanFilesOn(spec, in.Sections[s.Name()], ov, files)
-	}
-	if !spec.IsSQLite() {
-		return scenario.PlanOn(s, spec, in.Sections[s.Name()], ov)
-	}
-	if fp, ok := s.(scenario.FilePlanner); ok {
-		return fp.PlanFiles(in.Sections[s.Name()], ov, files)
-	}
-	return s.Plan(in.Sections[s.Name()], ov)
-}
-
-// planError names the flag when the section alone plans, else the input
-// file.
-func planError(s scenario.Scenario, spec backend.Spec, in Input, ov map[string]string, files scenario.Files, err error) error {
-	if len(ov) > 0 {
-		if _, alone := planOne(s, spec, in, nil, files); alone == nil {
+func planError(ctx context.Context, s scenario.Scenario, req scenario.PlanRequest, path string, err error) error {
+	if len(req.Overrides) > 0 {
+		req.Overrides = nil
+		if _, alone := s.Plan(ctx, req); alone == nil {
 			return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
 		}
 	}
-	return fmt.Errorf("%w: %s: %w", errclass.ErrUsage, in.Path, err)
+	return fmt.Errorf("%w: %s: %w", errclass.ErrUsage, path, err)
 }
 
 // Run runs the scenarios and writes the results folder. It returns the
@@ -246,8 +232,8 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	files := &DiskFiles{src: opts.Files, ctx: ctx}
-	plans, err := PlanAll(chosen, in, opts.Overrides, files)
+	files := &DiskFiles{src: opts.Files}
+	plans, err := PlanAll(ctx, chosen, in, opts.Overrides, files)
 	if err != nil {
 		if cause := ctx.Err(); cause != nil {
 			return nil, nil, fmt.Errorf("%w: stopped by a signal (%w) while planning; nothing was written to %s", errclass.ErrInterrupted, cause, opts.Out)
@@ -346,7 +332,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 	if opts.OnStart != nil {
 		var parts []progress.Part
 		for _, p := range plans {
-			parts = append(parts, progress.Part{Name: p.Scenario.Name(), Processes: p.Plan.Processes()})
+			parts = append(parts, progress.Part{Name: p.Scenario.Name(), Processes: p.Plan.Processes(), Cost: p.Scenario.Caps().Cost})
 		}
 		opts.OnStart(parts)
 	}
@@ -417,13 +403,9 @@ type DiskFiles struct {
 	// src, when set, is read instead of the disk: a rerun reads the
 	// folder's own copies.
 	src   scenario.Files
-	ctx   context.Context
 	names []string
 	read  map[string][]byte
 }
-
-// Context is the run's context, under which the plans' checks run.
-func (d *DiskFiles) Context() context.Context { return d.ctx }
 
 // ReadFile reads name once; a second read gives the same bytes.
 func (d *DiskFiles) ReadFile(name string) ([]byte, error) {
@@ -581,7 +563,7 @@ const failureItems = 3
 // Failures lists one line per failed condition, leading with the answer:
 // the condition's findings first, since each names a contradiction, then
 // its differences in the scenario's words, headline figure first (see
-// scenario.Explainer). A scenario's findings that belong to no condition
+// scenario.Explain). A scenario's findings that belong to no condition
 // get a line of their own. The full lists stay in results.json and the
 // CI summary.
 func Failures(reg scenario.Registry, res *results.Results) []string {

@@ -59,7 +59,7 @@ func RunFailing(tb testing.TB, reg scenario.Registry, input string, overrides ma
 	if res.Pass || !strings.Contains(string(b), `"pass": false`) {
 		tb.Fatalf("%s does not say pass: false", results.ResultsFile)
 	}
-	o, err := review.Verify(out, review.Options{Registry: reg})
+	o, err := review.Verify(tb.Context(), out, review.Options{Registry: reg})
 	if err != nil {
 		tb.Fatalf("verify: %v", err)
 	}
@@ -103,7 +103,7 @@ func dropFinding(tb testing.TB, out string, reg scenario.Registry) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	o, err := review.Verify(out, review.Options{Registry: reg})
+	o, err := review.Verify(tb.Context(), out, review.Options{Registry: reg})
 	if err != nil {
 		tb.Fatalf("verify: %v", err)
 	}

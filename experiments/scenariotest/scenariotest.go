@@ -33,7 +33,7 @@ func Run(tb testing.TB, s scenario.Scenario, section string, overrides map[strin
 // started (nil on SQLite) and closes.
 func RunOn(tb testing.TB, s scenario.Scenario, spec backend.Spec, srv *backend.Server, section string, overrides map[string]string) Outcome {
 	tb.Helper()
-	p, err := scenario.PlanOn(s, spec, json.RawMessage(section), overrides)
+	p, err := s.Plan(tb.Context(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(section), Overrides: overrides})
 	if err != nil {
 		tb.Fatalf("plan: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 // section and overrides: what the progress total adds up.
 func Planned(tb testing.TB, s scenario.Scenario, section string, overrides map[string]string) int {
 	tb.Helper()
-	p, err := s.Plan(json.RawMessage(section), overrides)
+	p, err := s.Plan(tb.Context(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: overrides})
 	if err != nil {
 		tb.Fatalf("plan: %v", err)
 	}

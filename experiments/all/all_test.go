@@ -1,0 +1,14 @@
+package all
+
+import "testing"
+
+// TestEveryScenarioPricesItsProcesses: each registered scenario declares
+// what one of its processes costs, so the ETA prices none of them at the
+// default.
+func TestEveryScenarioPricesItsProcesses(t *testing.T) {
+	for _, s := range Scenarios() {
+		if c := s.Caps().Cost; c <= 0 {
+			t.Errorf("scenario %s declares a cost of %v per process", s.Name(), c)
+		}
+	}
+}
