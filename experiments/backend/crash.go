@@ -2,8 +2,13 @@ package backend
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
+
+	"idemlab/worker/store"
 )
 
 // CrashSettings are what a run that crashes its server sets on the
@@ -42,3 +47,68 @@ func (s *Server) CrashAndRecover(ctx context.Context, want map[string]string) (m
 // off a commit returns before its WAL is flushed, and nothing flushes it
 // until the crash; on and local flush the WAL before the commit returns.
 func CrashLoses(sc string) bool { return sc == "off" }
+
+// Amcheck checks every table of the session's schema with verify_heapam
+// and every b-tree index with bt_index_check, heap included. The
+// extension lives in public, made there once per database. It is
+// PostgreSQL's counterpart of SQLite's integrity_check: "ok" when it finds
+// nothing, else what it found.
+func Amcheck(ctx context.Context, st store.Store) ([]string, error) {
+	if _, err := st.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA public"); err != nil {
+		return nil, fmt.Errorf("amcheck: %w", err)
+	}
+	var found []string
+	rows, err := st.QueryContext(ctx, `SELECT c.relname, v.blkno, v.offnum, v.msg
+FROM pg_class c CROSS JOIN LATERAL public.verify_heapam(c.oid) v
+WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'`)
+	if err != nil {
+		return nil, fmt.Errorf("amcheck: verify_heapam: %w", err)
+	}
+	for rows.Next() {
+		var rel, msg string
+		var blk, off *int64
+		if err := rows.Scan(&rel, &blk, &off, &msg); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("amcheck: verify_heapam: %w", err)
+		}
+		found = append(found, fmt.Sprintf("%s block %v offset %v: %s", rel, deref(blk), deref(off), msg))
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("amcheck: verify_heapam: %w", err)
+	}
+	// bt_index_check raises an error for what it finds, so each index is
+	// checked on its own and its error kept.
+	var idx []string
+	rows, err = st.QueryContext(ctx, `SELECT c.relname FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'i' AND a.amname = 'btree' ORDER BY c.relname`)
+	if err != nil {
+		return nil, fmt.Errorf("amcheck: list indexes: %w", err)
+	}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("amcheck: list indexes: %w", err)
+		}
+		idx = append(idx, n)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("amcheck: list indexes: %w", err)
+	}
+	for _, n := range idx {
+		if _, err := st.ExecContext(ctx, "SELECT public.bt_index_check(to_regclass($1), true)", n); err != nil {
+			found = append(found, n+": "+strings.TrimSpace(err.Error()))
+		}
+	}
+	if len(found) == 0 {
+		return []string{"ok"}, nil
+	}
+	return found, nil
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return "-"
+	}
+	return *p
+}

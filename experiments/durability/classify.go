@@ -1,10 +1,12 @@
 package durability
 
 import (
+	"slices"
 	"strings"
 
 	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
+	wc "idemlab/worker/claim"
 	"idemlab/worker/protocol"
 	"idemlab/worker/wire"
 )
@@ -101,6 +103,42 @@ func missing(before, after []string) []string {
 			have[r]--
 		} else {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// LostRows lists, per table, the rows of before that after lacks, as
+// multisets; a table that lost nothing is left out.
+func LostRows(before, after Rows) Rows {
+	out := Rows{}
+	for _, tb := range sortedKeys(before) {
+		if m := missing(before[tb], after[tb]); len(m) > 0 {
+			out[tb] = m
+		}
+	}
+	return out
+}
+
+// ClaimedAtMark stands for a claim row's claimed_at in the lost rows a
+// trial derives: the time is the worker's clock, which a rerun does not
+// give again; the observation keeps it as read.
+const ClaimedAtMark = "<claimed_at>"
+
+// StableRows is rows with what a rerun cannot give again replaced by a
+// mark: a claim's claimed_at. The other patterns' rows are the inputs'.
+func StableRows(rows Rows) Rows {
+	out := Rows{}
+	for tb, rs := range rows {
+		out[tb] = slices.Clone(rs)
+		if tb != TableClaims {
+			continue
+		}
+		for i, r := range rs {
+			if c, ok := wc.ParseLine(r); ok && c.ClaimedAt != "" {
+				c.ClaimedAt = ClaimedAtMark
+				out[tb][i] = c.Line()
+			}
 		}
 	}
 	return out

@@ -115,7 +115,7 @@ func TestTrialWords(t *testing.T) {
 		{"combined", map[string]Trial{"p2": {Outcome: TagLostAcked + "+" + TagDuplicate, RowsLost: 2}, "zz": {Outcome: TagCorrupt}},
 			"lost 2 ACKed rows + done twice at p2; corrupt at zz (2 trials)"},
 		{"downstream is a loss", map[string]Trial{"p1": {Outcome: TagLostDownstream}}, "downstream fields lost at p1 (1 trial)"},
-		{"torn seeds", map[string]Trial{SeedKey("p1", 0): {Outcome: TagMissing}, SeedKey("p1", 1): {Outcome: TagMissing}, SeedKey(PointACK, 0): ok(0)},
+		{"torn seeds", map[string]Trial{"p1#0": {Outcome: TagMissing}, "p1#1": {Outcome: TagMissing}, PointACK + "#0": ok(0)},
 			"no loss; work missing at p1 (3 trials)"},
 	} {
 		if got := trialWords(tc.trials, order); got != tc.want {

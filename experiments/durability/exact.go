@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"idemlab/experiments/durability/syncmodel"
+	"idemlab/experiments/engine"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"
@@ -421,20 +421,6 @@ func ViewOf(decisions string) syncmodel.View {
 	return syncmodel.ViewTorn
 }
 
-// SyncPoints lists a trial's sync points for a first process that synced n
-// times: before and after each.
-func SyncPoints(n int) []string {
-	var out []string
-	for i := 1; i <= n; i++ {
-		out = append(out, protocol.SyncCut{N: i}.Point(), protocol.SyncCut{N: i, After: true}.Point())
-	}
-	return out
-}
-
-// SeedKey is the observed key of a torn trial: the point and the seed's
-// index.
-func SeedKey(point string, seed int) string { return point + "#" + strconv.Itoa(seed) }
-
 // ExtraPoints are the points every SQLite condition tries beyond the
 // normal run and its workers' own: the ACK with the connection open and, where a
 // second connection is possible, the ACK with the parent's reader open.
@@ -445,40 +431,36 @@ func ExtraPoints(pattern string) []string {
 	return []string{PointACKOpen, PointACKReader}
 }
 
+// sweep is how the engine plans a condition's trials: the normal run
+// first, since it discovers the points; then every point it reported, the
+// extra points on SQLite, and with SyncPoints a cut just before and just
+// after every sync it made; each point with every seed under the torn
+// mode's power cuts, whose keys carry the seed ("point#seed").
+func (s Settings) sweep(c Condition) engine.Sweep {
+	sw := engine.Sweep{First: PointACK, SyncPoints: s.SyncPoints, Seeds: s.Seeds(c), Seeded: s.Torn() && c.Kind == KindPower}
+	if !c.OnServer() {
+		sw.Extra = ExtraPoints(c.Pattern)
+	}
+	if c.Kind == KindPower {
+		sw.Model = s.Fault
+	}
+	return sw
+}
+
 // TrialKey is how a trial is keyed in a condition's observed and expected
 // values: its point, and under the torn mode a power trial's seed index.
 func (s Settings) TrialKey(c Condition, point string, seed int) string {
-	if s.Torn() && c.Kind == KindPower {
-		return SeedKey(point, seed)
-	}
-	return point
+	return s.sweep(c).Key(TrialRef{Point: point, Seed: seed})
 }
 
 // TrialRef is one trial of a condition: a point and a seed index.
-type TrialRef struct {
-	Point string
-	Seed  int
-}
+type TrialRef = engine.Cut
 
-// Order lists a condition's trials in the order they run: the normal run
-// with seed 0 first, since it discovers the points; its other seeds; then
-// every other point, each with all its seeds. points are the workers' own
-// points as the normal run reported them, and syncs the syncs it made.
+// Order lists a condition's trials in the order they run (the engine's
+// sweep): points are the workers' own points as the normal run reported
+// them, and syncs the syncs it made.
 func (s Settings) Order(c Condition, points []string, syncs int) []TrialRef {
-	var out []TrialRef
-	all := append([]string{PointACK}, points...)
-	if !c.OnServer() {
-		all = append(all, ExtraPoints(c.Pattern)...)
-	}
-	if s.SyncPoints {
-		all = append(all, SyncPoints(syncs)...)
-	}
-	for _, pt := range all {
-		for j := 0; j < s.Seeds(c); j++ {
-			out = append(out, TrialRef{pt, j})
-		}
-	}
-	return out
+	return s.sweep(c).Cuts(engine.Found{Points: points, Syncs: syncs})
 }
 
 // ModelOrder is Order as the model has it: the workers' points from

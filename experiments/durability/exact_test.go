@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/durability/syncmodel"
+	"idemlab/experiments/engine"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"
@@ -117,7 +118,7 @@ func TestWantOfEverywhere(t *testing.T) {
 				if p != PatternBatch {
 					points = append(points, PointACKReader)
 				}
-				for _, pt := range append(points, SyncPoints(n)...) {
+				for _, pt := range append(points, syncPoints(n)...) {
 					// What the cut leaves, against what the first
 					// process committed before it.
 					pl, err := place(p, s, 2, pt)
@@ -184,4 +185,14 @@ func TestViewOf(t *testing.T) {
 			t.Errorf("ViewOf(%q) = %v, want %v", in, got, want)
 		}
 	}
+}
+
+// syncPoints are the engine's sync points of a first process that synced
+// n times: before and after each.
+func syncPoints(n int) []string {
+	var out []string
+	for _, c := range (engine.Sweep{First: PointACK, SyncPoints: true}).Cuts(engine.Found{Syncs: n})[1:] {
+		out = append(out, c.Point)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package durability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/fstree"
 	"idemlab/experiments/harness"
@@ -20,6 +22,7 @@ import (
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 	"idemlab/worker/wire"
 )
 
@@ -66,25 +69,52 @@ func (s Settings) mayHold(c Condition, point string) (bool, error) {
 	return MayHoldSend(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
 }
 
-// Run runs each condition: a normal run first, whose report names the
-// crash points and whose log counts the syncs, then every other trial in
-// the order Settings.Order gives.
+// classes are the engine's fault classes of the crash kinds.
+var classes = map[string]engine.Kind{KindKill: engine.Points, KindPower: engine.Power, KindServer: engine.ServerCrash}
+
+// Run runs each condition through the engine, one trial at a time: the
+// normal run first, whose report names the crash points and whose log
+// counts the syncs, then the condition's sweep (Settings.sweep). A run
+// with server crashes first sets backend.CrashSettings on the cluster.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
-	if err := p.applyServerSettings(ctx, env); err != nil {
-		return err
+	if len(p.s.ServerSettings) > 0 {
+		if env.Backend == nil {
+			return fmt.Errorf("%w: the settings crash a PostgreSQL server, but the run has none", errclass.ErrHarness)
+		}
+		if err := env.Backend.Apply(ctx, p.s.ServerSettings); err != nil {
+			return err
+		}
 	}
 	for _, c := range p.s.Conditions {
-		points, syncs, err := p.trial(ctx, env, c, TrialRef{Point: PointACK})
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", c.Name, PointACK, err)
-		}
-		for _, tr := range p.s.share(c, p.s.Order(c, points, syncs), p.s.Shard.Runs)[1:] {
-			if _, _, err := p.trial(ctx, env, c, tr); err != nil {
-				return fmt.Errorf("%s %s: %w", c.Name, p.s.TrialKey(c, tr.Point, tr.Seed), err)
-			}
+		sw := p.s.sweep(c)
+		u := engine.Unit{Subject: subject{p: p, env: env, c: c, sweep: sw}, Discovery: c.Name,
+			Sets: []engine.Set{{Class: classes[c.Kind], Condition: c.Name, Sweep: &sw}}}
+		if _, err := (engine.Run{Parallel: 1, Shard: p.s.Shard, Units: []engine.Unit{u}}).Execute(ctx); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// subject is one condition's trials as the engine delivers them: the
+// discovery is the normal run, seed 0.
+type subject struct {
+	p     *plan
+	env   scenario.Env
+	c     Condition
+	sweep engine.Sweep
+}
+
+func (s subject) Deliver(ctx context.Context, et engine.Trial) (engine.Found, error) {
+	tr := TrialRef{Point: PointACK}
+	if et.Class != engine.None {
+		tr = TrialRef{Point: et.Point, Seed: et.Seed}
+	}
+	points, syncs, err := s.p.trial(ctx, s.env, s.c, tr)
+	if err != nil {
+		return engine.Found{}, fmt.Errorf("%s %s: %w", s.c.Name, s.sweep.Key(tr), err)
+	}
+	return engine.Found{Points: points, Syncs: syncs}, nil
 }
 
 // Env is the environment of every process of a trial; the first process
@@ -137,44 +167,39 @@ type trial struct {
 	p   *plan
 	env scenario.Env
 	c   Condition
+	// dir is the trial's folder and db its file on SQLite; on PostgreSQL
+	// pg is the trial's schema and db its connection string.
 	dir string
 	db  string
+	pg  *backend.Database
 	o   Observation
 	rcv *receiver.Receiver
 	cl  *wire.Client
 	ctx context.Context
-	// pg is the trial's schema on PostgreSQL; nil on SQLite.
-	pg *backend.Database
 	// seed is the index of the trial's seed under the torn mode.
 	seed int
 }
 
 // trial runs one trial and returns the points its first process passed
-// and the syncs its log holds.
+// and the syncs its log holds: on a fresh database, the first process to
+// its point or its ACK, the cut or the crash, the processes that follow,
+// and the rows at the end.
 func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr TrialRef) ([]string, int, error) {
-	if c.OnServer() {
-		return p.serverTrial(ctx, env, c, tr)
-	}
-	dir, err := os.MkdirTemp(env.TempDir, "idemlab-durability-")
+	t := &trial{p: p, env: env, c: c, ctx: ctx, seed: tr.Seed}
+	drop, err := t.open()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: create trial folder: %w", errclass.ErrHarness, err)
+		return nil, 0, err
 	}
-	defer os.RemoveAll(dir)
-	t := &trial{p: p, env: env, c: c, dir: dir, ctx: ctx, seed: tr.Seed}
-	t.o = Observation{Scenario: Name, Condition: c.Name, Point: tr.Point, Steps: []Step{}}
+	defer drop()
+	t.o = Observation{Scenario: Name, Condition: c.Name, Point: tr.Point, DB: t.db, Steps: []Step{}}
 	if p.s.Torn() && c.Kind == KindPower {
 		t.o.Seed = &t.seed
 	}
-	t.db = filepath.Join(dir, DBName(c.Pattern))
-	t.o.DB = t.db
 	stop, err := t.startReceiver()
 	if err != nil {
 		return nil, 0, err
 	}
 	defer stop()
-	if err := t.prepare(); err != nil {
-		return nil, 0, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
-	}
 	first, err := t.first(tr.Point)
 	if err != nil {
 		return nil, 0, err
@@ -185,12 +210,59 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	if err := t.rest(); err != nil {
 		return nil, 0, err
 	}
-	t.o.Final, _ = t.readOrNote(t.dir, false)
-	t.sends()
+	if t.o.Final, _, err = t.readOrNote(t.dir, false); err != nil {
+		return nil, 0, fmt.Errorf("%w: read the rows at the end: %w", errclass.ErrHarness, err)
+	}
+	if t.rcv != nil {
+		t.o.Sends, _ = t.rcv.LogSince(0)
+	}
 	if err := env.Recorder.Observe(t.o); err != nil {
 		return nil, 0, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
 	return first.Report.Points, faultvfs.Syncs(t.o.Log), nil
+}
+
+// open makes the trial's database with the pattern's tables and nothing
+// else, and returns what drops it. On SQLite it is a fresh folder, its
+// file declared durable (prepare). On PostgreSQL it is a schema of its
+// own whose sessions carry the condition's synchronous_commit, its tables
+// made and flushed by the parent, and for a server crash the server's
+// writers frozen (backend.Server.PrepareCrash).
+func (t *trial) open() (func(), error) {
+	if !t.c.OnServer() {
+		dir, err := os.MkdirTemp(t.env.TempDir, "idemlab-durability-")
+		if err != nil {
+			return nil, fmt.Errorf("%w: create trial folder: %w", errclass.ErrHarness, err)
+		}
+		t.dir, t.db = dir, filepath.Join(dir, DBName(t.c.Pattern))
+		drop := func() { os.RemoveAll(dir) }
+		if err := t.prepare(); err != nil {
+			drop()
+			return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
+		}
+		return drop, nil
+	}
+	srv := t.env.Backend
+	if srv == nil {
+		return nil, fmt.Errorf("%w: a PostgreSQL condition, but the run has no server", errclass.ErrHarness)
+	}
+	db, err := srv.WithSpec(t.p.s.spec(t.c)).Fresh(t.ctx, "idemlab-durability")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	t.pg, t.db = &db, db.Target
+	drop := func() { db.Drop() }
+	ddl, err := ServerSchema(t.c.Pattern)
+	if err == nil && t.c.Kind == KindServer {
+		err = srv.PrepareCrash(t.ctx, db, ddl)
+	} else if err == nil {
+		err = srv.Setup(t.ctx, db, ddl)
+	}
+	if err != nil {
+		drop()
+		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
+	}
+	return drop, nil
 }
 
 // startReceiver starts a batch trial's receiver and its client, and
@@ -205,14 +277,6 @@ func (t *trial) startReceiver() (stop func(), err error) {
 	t.cl = wire.NewClient(t.rcv.URL)
 	t.o.Receiver = t.rcv.URL
 	return func() { t.cl.CloseIdle(); t.rcv.Close() }, nil
-}
-
-// sends keeps the receiver's whole log, once the trial's last process
-// has exited.
-func (t *trial) sends() {
-	if t.rcv != nil {
-		t.o.Sends, _ = t.rcv.LogSince(0)
-	}
 }
 
 // first runs the trial's first process. For PointACKReader the parent
@@ -281,13 +345,35 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lo
 	return proc, nil
 }
 
-// cut keeps the VFS's op log, reads what a kill leaves from a copy of the
-// folder, then, for a power cut, recovers the folder to what the disk held
-// under the settings' fault mode, and reads again with an integrity check.
-// The folder is baselined afterwards, since the parent's own reads changed
-// it outside the VFS.
+// cut reads what a kill leaves, then what the next process finds, with
+// the integrity check. On SQLite it keeps the VFS's op log, reads the
+// rows a kill leaves from a copy of the folder, recovers the folder to
+// what the disk held under the settings' fault mode for a power cut, and
+// baselines it afterwards, since the parent's own reads changed it
+// outside the VFS. On PostgreSQL a server crash crashes the server, lets
+// it recover and reads the crash settings back, and records the rows the
+// crash took.
 func (t *trial) cut() error {
 	var err error
+	if t.pg != nil {
+		if t.o.Before, _, err = t.read("", false); err != nil {
+			return fmt.Errorf("read the rows the first process left: %w", err)
+		}
+		if t.c.Kind == KindServer {
+			settings, err := t.env.Backend.CrashAndRecover(t.ctx, t.p.s.ServerSettings)
+			if err != nil {
+				return err
+			}
+			t.o.Server = &ServerCrash{Frozen: true, Settings: settings}
+		}
+		if t.o.After, t.o.Integrity, err = t.read("", true); err != nil {
+			return fmt.Errorf("read the rows after the crash: %w", err)
+		}
+		if t.o.Server != nil {
+			t.o.Server.Lost = LostRows(t.o.Before, t.o.After)
+		}
+		return nil
+	}
 	if t.o.Log, err = faultvfs.ReadLog(t.dir); err != nil {
 		return err
 	}
@@ -310,23 +396,24 @@ func (t *trial) cut() error {
 		rep.Log = nil // the observation's Log is the same
 		t.o.Recovery = &rep
 	}
-	t.o.After, t.o.Integrity = t.readOrNote(t.dir, true)
+	t.o.After, t.o.Integrity, _ = t.readOrNote(t.dir, true)
 	return faultvfs.Baseline(t.dir)
 }
 
-// readOrNote reads like read, but a file a torn cut left unreadable is an
-// outcome, not a harness fault: the error stands in the integrity result
-// (which then fails) and every table reads as empty.
-func (t *trial) readOrNote(dir string, integrity bool) (Rows, []string) {
+// readOrNote reads like read. On SQLite a file a torn cut left
+// unreadable is an outcome, not a harness fault: the error stands in the
+// integrity result (which then fails) and every table reads as empty. On
+// PostgreSQL the error is returned.
+func (t *trial) readOrNote(dir string, integrity bool) (Rows, []string, error) {
 	rows, check, err := t.read(dir, integrity)
-	if err == nil {
-		return rows, check
+	if err == nil || t.pg != nil {
+		return rows, check, err
 	}
 	rows = Rows{}
 	for _, tb := range Tables(t.c.Pattern) {
 		rows[tb] = []string{}
 	}
-	return rows, []string{UnreadablePrefix + err.Error()}
+	return rows, []string{UnreadablePrefix + err.Error()}, nil
 }
 
 // UnreadablePrefix starts the integrity result of a file the parent could
@@ -369,6 +456,70 @@ func (t *trial) rest() error {
 	}
 	_, err = t.spawn(RoleThird, Env(t.c), exits, nil)
 	return err
+}
+
+// open opens the trial's database as the next process would: its file
+// inside dir, which rolls back a hot journal or replays a WAL, or its
+// schema.
+func (t *trial) store(dir string) (store.Store, error) {
+	if t.pg != nil {
+		return t.pg.Open(t.ctx, wr.Options(""))
+	}
+	return store.OpenSQLite(t.ctx, DBOptions(t.c, filepath.Join(dir, filepath.Base(t.db))))
+}
+
+// journal reads the trial's journal with the worker's reader.
+func (t *trial) journal() ([]wb.JournalRow, error) {
+	st, err := t.store(t.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return wb.ReadJournal(t.ctx, st)
+}
+
+// read reads every row of the trial's database (inside dir on SQLite)
+// through the readers of the workers that write them, and with integrity
+// the database's own check: SQLite's integrity_check, or amcheck on
+// PostgreSQL (backend.Amcheck).
+func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
+	st, err := t.store(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var check []string
+	switch {
+	case integrity && t.pg != nil:
+		check, err = backend.Amcheck(t.ctx, st)
+	case integrity:
+		check, err = sqliteIntegrity(t.ctx, st)
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, st.Close())
+	}
+	rows, err := readRows(t.ctx, t.c.Pattern, st)
+	if err != nil {
+		return nil, nil, errors.Join(err, st.Close())
+	}
+	return rows, check, st.Close()
+}
+
+// sqliteIntegrity is PRAGMA integrity_check's answer, line by line.
+func sqliteIntegrity(ctx context.Context, st store.Store) ([]string, error) {
+	rs, err := st.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return nil, fmt.Errorf("integrity_check: %w", err)
+	}
+	defer rs.Close()
+	var check []string
+	for rs.Next() {
+		var s string
+		if err := rs.Scan(&s); err != nil {
+			return nil, fmt.Errorf("integrity_check: %w", err)
+		}
+		check = append(check, s)
+	}
+	return check, rs.Err()
 }
 
 // copyFolder copies the folder's regular files but the WAL index, which

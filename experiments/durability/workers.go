@@ -3,14 +3,12 @@ package durability
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	wb "idemlab/worker/batch"
 	wc "idemlab/worker/claim"
 	we "idemlab/worker/explore"
 	wr "idemlab/worker/redelivery"
-	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 	"idemlab/worker/wire"
 )
@@ -88,23 +86,6 @@ func journalRows(ctx context.Context, st store.Store) ([]string, error) {
 	return out, nil
 }
 
-// journal reads the trial's journal with the worker's reader, opening the
-// file, or the trial's schema, as the next process would.
-func (t *trial) journal() ([]wb.JournalRow, error) {
-	var st store.Store
-	var err error
-	if t.pg != nil {
-		st, err = t.pg.Open(t.ctx, wb.Options(""))
-	} else {
-		st, err = store.OpenSQLite(t.ctx, DBOptions(t.c, t.db))
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	return wb.ReadJournal(t.ctx, st)
-}
-
 // Tables lists the tables a pattern's rows hold.
 func Tables(pattern string) []string {
 	switch pattern {
@@ -114,39 +95,6 @@ func Tables(pattern string) []string {
 		return []string{TableClaims}
 	}
 	return []string{TableJobs, TableProcessed}
-}
-
-// read opens the trial's file inside dir as the next process would, which
-// rolls back a hot journal or replays a WAL, and reads every row: the
-// redelivery and claim tables through the readers of the workers that
-// write them.
-func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
-	db, _, err := sqlitedb.Open(t.ctx, DBOptions(t.c, filepath.Join(dir, filepath.Base(t.db))))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer db.Close()
-	var check []string
-	if integrity {
-		rs, err := db.QueryContext(t.ctx, "PRAGMA integrity_check")
-		if err != nil {
-			return nil, nil, fmt.Errorf("integrity_check: %w", err)
-		}
-		for rs.Next() {
-			var s string
-			if err := rs.Scan(&s); err != nil {
-				rs.Close()
-				return nil, nil, fmt.Errorf("integrity_check: %w", err)
-			}
-			check = append(check, s)
-		}
-		rs.Close()
-	}
-	rows, err := readRows(t.ctx, t.c.Pattern, store.SQLiteDB(db))
-	if err != nil {
-		return nil, nil, err
-	}
-	return rows, check, db.Close()
 }
 
 // readRows reads every table of a pattern through the reader of the

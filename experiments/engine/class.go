@@ -32,6 +32,12 @@ const (
 	// Takeover pauses a lease holder at each discovered point while a
 	// successor takes its job over.
 	Takeover Kind = "takeover"
+	// ServerCrash stops the worker at each discovered point, or lets it
+	// ACK, then crashes the database server itself (every process,
+	// SIGKILL), restarts it and lets recovery run before the redelivery:
+	// PostgreSQL's counterpart of Power. Its trials run one at a time,
+	// since a crash takes the one server down.
+	ServerCrash Kind = "server-crash"
 )
 
 // Class is a fault class: how the engine plans and schedules it.
@@ -58,6 +64,7 @@ var Classes = []Class{
 	{Kind: Concurrent, Scheduled: true, Sequential: true, Plan: planConcurrent},
 	{Kind: Power, Plan: planPower},
 	{Kind: Takeover, Plan: planPoints},
+	{Kind: ServerCrash, Sequential: true, Plan: planPoints},
 }
 
 // Lookup is the registered class of kind k.

@@ -47,7 +47,11 @@ func Plan(ctx context.Context, seed uint64, part *shard.Part, sets []Set, found 
 		if !ok {
 			return nil, fmt.Errorf("%w: condition %s: fault class %q is not registered", errclass.ErrHarness, s.Condition, s.Class)
 		}
-		for _, t := range c.Plan(Input{Set: s, Seed: seed, Found: found}) {
+		plan := c.Plan
+		if s.Sweep != nil {
+			plan = planSweep
+		}
+		for _, t := range plan(Input{Set: s, Seed: seed, Found: found}) {
 			if part.Runs(t.ID()) {
 				out = append(out, t)
 			}

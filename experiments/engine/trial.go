@@ -21,10 +21,20 @@ type Trial struct {
 	KillsUS []int64
 	// Model is a Power trial's model of what the cut leaves.
 	Model string
+	// Seed is a swept trial's seed index, Key its key in its condition
+	// (Sweep.Key); a trial with a key has the id "condition@key".
+	Seed int
+	Key  string
 }
 
-// ID is the trial's id in the plan: shard.TrialID(condition, index).
-func (t Trial) ID() string { return shard.TrialID(t.Condition, t.Index) }
+// ID is the trial's id in the plan: shard.TrialID(condition, index), or
+// "condition@key" for a swept trial.
+func (t Trial) ID() string {
+	if t.Key != "" {
+		return t.Condition + "@" + t.Key
+	}
+	return shard.TrialID(t.Condition, t.Index)
+}
 
 // Set is what a scenario asks of one class in one condition. A
 // condition may hold several sets (pattern's random class is a
@@ -41,13 +51,18 @@ type Set struct {
 	RaceFault Kind
 	// Legacy plans a Power set as a folder of format 4 or older did.
 	Legacy bool
+	// Sweep, when set, plans the set over point × seed instead of by its
+	// class's plan (sweep.go).
+	Sweep *Sweep
 }
 
 // Found is what a discovery delivery tells the plan: the points it
-// passed, in order, and the kill window in microseconds.
+// passed, in order, the kill window in microseconds, and the syncs its
+// first process made (a Sweep's sync points).
 type Found struct {
 	Points   []string
 	WindowUS int64
+	Syncs    int
 }
 
 // Input is what a class plans one set from.
