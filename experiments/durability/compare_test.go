@@ -43,11 +43,11 @@ func ok(exit int) Trial { return Trial{Outcome: OutcomeOK, FirstExit: exit, Inte
 // crash of one pattern share a row, and so do the two kills, each
 // condition under its setting; the words say the loss per point.
 func TestCompareLinesUpCrashes(t *testing.T) {
-	sq, err := settingsOf(Input{Patterns: []string{PatternSeparate}, JournalModes: []string{"WAL"}, Synchronous: []string{"NORMAL", "FULL"}}, map[string]string{})
+	sq, err := settingsOf(backend.SQLite, Input{Patterns: []string{PatternSeparate}, JournalModes: []string{"WAL"}, Synchronous: []string{"NORMAL", "FULL"}}, map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg, err := serverSettingsOf(backend.Spec{Name: "postgres"}, Input{Patterns: []string{PatternSeparate}, SynchronousCommits: []string{"on", "off"}}, map[string]string{})
+	pg, err := settingsOf(backend.Spec{Name: "postgres"}, Input{Patterns: []string{PatternSeparate}, SynchronousCommits: []string{"on", "off"}}, map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}

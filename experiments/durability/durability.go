@@ -20,18 +20,24 @@
 // The scenario is opt-in: a full matrix is a few hundred processes, so it
 // runs only with --scenario durability.
 //
-// Reading order: settings.go (the input and the conditions), run.go (one
-// trial, process by process) with records.go (what a trial records) and
-// workers.go (the workers' command lines and the rows the parent reads),
-// model.go, exact.go and oracle.go (what the model says), fold.go with
-// checks.go, audit.go and classify.go (from the records to an outcome per
-// trial), then
-// matrix.go, findings.go and report.go (what a person reads).
+// The matrix is a definition over the trial engine (experiments/engine):
+// its subjects are the patterns' built-in workers, its classes the crash
+// kinds (a kill is the engine's Points, a power cut its Power, a server
+// crash its ServerCrash), each planned as an engine.Sweep of point × seed
+// (Settings.sweep), and its oracle the exact sync model.
+//
+// Reading order: settings.go (the input and the conditions), run.go (the
+// engine's subject and one trial, process by process, on either backend)
+// with records.go (what a trial records) and workers.go (the workers'
+// command lines and the rows the parent reads), model.go, exact.go and
+// oracle.go (what the model says), fold.go with checks.go, audit.go and
+// classify.go (from the records to an outcome per trial), then matrix.go,
+// findings.go and report.go (what a person reads).
 //
 // On --backend postgres the matrix is pattern × synchronous_commit × kind,
 // where the kinds are a kill of the worker and a crash of the server
-// itself: server.go (the settings and the oracle), serverrun.go (one
-// trial), serverfold.go (its checks) and serverreport.go.
+// itself; what differs from SQLite is the backend's (experiments/backend:
+// the crash, its settings, amcheck) and the model's (exact.go's onServer).
 package durability
 
 import (
@@ -133,7 +139,7 @@ func (Scenario) Flags() []scenario.Flag {
 // Plan decodes the optional section, applies the flags and validates.
 // An error names the flag when the value came from one, and the input
 // file's field otherwise. On PostgreSQL the conditions are pattern ×
-// synchronous_commit × kind (serverSettingsOf).
+// synchronous_commit × kind (settingsOf).
 func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
 	b, section, overrides := req.Backend, req.Section, req.Overrides
 	var in Input
@@ -165,11 +171,7 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 	if err := faultFlags(&in, overrides, from); err != nil {
 		return nil, err
 	}
-	settings := settingsOf
-	if !b.IsSQLite() {
-		settings = func(in Input, from map[string]string) (Settings, error) { return serverSettingsOf(b, in, from) }
-	}
-	st, err := settings(in, from)
+	st, err := settingsOf(b, in, from)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/durability/syncmodel"
 	"idemlab/experiments/engine"
 	wb "idemlab/worker/batch"
@@ -474,4 +475,72 @@ func (s Settings) ModelOrder(c Condition) ([]TrialRef, error) {
 		return nil, err
 	}
 	return s.Order(c, Points(c.Pattern, s.Items), n), nil
+}
+
+// On PostgreSQL (--backend postgres) a kill stops the worker at its point,
+// and the server rolls back what it had not committed. A server crash
+// (KindServer, the engine's ServerCrash) runs the worker to its point or
+// its ACK, then SIGKILLs every process of the server, restarts it and
+// lets recovery run, and only then lets the pattern go on: PostgreSQL's
+// counterpart of SQLite's power cut, where synchronous_commit decides
+// what an acknowledged commit is worth.
+
+// ServerKinds are the crash kinds on PostgreSQL, in run order.
+var ServerKinds = []string{KindKill, KindServer}
+
+// onServer places a trial on PostgreSQL: its shape, the commits its first
+// process made (the pattern's logical model's, ShapeOf) and how many of
+// them the server kept. A kill keeps every one: the server rolls back only
+// what was not committed. A server crash keeps them too under
+// synchronous_commit on and local, which flush the WAL before a commit
+// returns; under off, with the writers frozen since before the worker
+// started (backend.PrepareCrash), it loses every one, acknowledged or not
+// (backend.CrashLoses).
+func onServer(c Condition, items int, point string) (sh Shape, made, kept int, err error) {
+	if point == PointACKOpen || point == PointACKReader {
+		return Shape{}, 0, 0, fmt.Errorf("%s: point %q is SQLite's", c.Name, point)
+	}
+	if sh, err = ShapeOf(c.Pattern, items, point); err != nil {
+		return Shape{}, 0, 0, err
+	}
+	made, kept = sh.Process.Commits, sh.Process.Commits
+	if c.Kind == KindServer && backend.CrashLoses(c.SynchronousCommit) {
+		kept = 0
+	}
+	return sh, made, kept, nil
+}
+
+// wantOnServer is the oracle for a trial on PostgreSQL, from the settings
+// alone: what the pattern then makes of the rows the server kept is the
+// same model the SQLite trials use (outcomeOf, rowsLost). For the batch
+// journal a send whose notify IN_FLIGHT mark the crash took back is sent
+// again by the resume, and the receiver accepts it a second time, as the
+// run sends no Idempotency-Key (BatchIdempotencyKey); for the claim, a
+// claim row the crash took back lets the probe win inside the TTL: a
+// second winner.
+func wantOnServer(c Condition, items int, point string) (Want, error) {
+	sh, made, kept, err := onServer(c, items, point)
+	if err != nil {
+		return Want{}, err
+	}
+	return Want{Outcome: outcomeOf(c.Pattern, items, sh, made, made-kept), RowsLost: rowsLost(c.Pattern, made, kept), Recovered: []string{}}, nil
+}
+
+// mayHoldOnServer says whether the journal the batch's resume opens after
+// a trial on PostgreSQL holds a notify IN_FLIGHT: whether the last commit
+// the server kept is one.
+func mayHoldOnServer(c Condition, items int, point string) (bool, error) {
+	if c.Pattern != PatternBatch {
+		return false, nil
+	}
+	_, _, kept, err := onServer(c, items, point)
+	if err != nil {
+		return false, err
+	}
+	for i := 1; i <= items; i++ {
+		if notifyInFlight(i) == kept {
+			return true, nil
+		}
+	}
+	return false, nil
 }

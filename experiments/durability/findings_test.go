@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -32,7 +33,7 @@ func handMade(tb testing.TB, st Settings, odd map[string]string) results.Scenari
 }
 
 func TestLead(t *testing.T) {
-	st, err := settingsOf(Input{Patterns: []string{PatternSeparate, PatternSingle}, JournalModes: []string{"DELETE", "WAL"}, Synchronous: []string{"NORMAL", "EXTRA"}}, nil)
+	st, err := settingsOf(backend.SQLite, Input{Patterns: []string{PatternSeparate, PatternSingle}, JournalModes: []string{"DELETE", "WAL"}, Synchronous: []string{"NORMAL", "EXTRA"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestLead(t *testing.T) {
 // TestLeadGroupsSettings: settings that lose ACKed work at the same points
 // share a sentence, and a setting that loses it elsewhere gets its own.
 func TestLeadGroupsSettings(t *testing.T) {
-	st, err := settingsOf(Input{Patterns: []string{PatternSingle}, Kinds: []string{KindPower}}, nil)
+	st, err := settingsOf(backend.SQLite, Input{Patterns: []string{PatternSingle}, Kinds: []string{KindPower}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestServerPlanConditions(t *testing.T) {
 		return out, st
 	}
 	all, st := names(nil)
-	if len(all) != len(ServerPatterns)*len(store.SynchronousCommit)*len(ServerKinds) {
+	if len(all) != len(AllPatterns)*len(store.SynchronousCommit)*len(ServerKinds) {
 		t.Errorf("default conditions %v", all)
 	}
 	for _, p := range AllPatterns {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	"idemlab/worker/faultvfs"
@@ -96,6 +97,19 @@ func (s Settings) kinds() []string {
 // Setting returns the durability model's view of the condition.
 func (c Condition) Setting() Setting {
 	return Setting{JournalMode: c.JournalMode, Synchronous: c.Synchronous, Kind: c.Kind, Exclusive: c.Pattern == PatternBatch}
+}
+
+// Requested is what every session of condition c must read back on
+// PostgreSQL.
+func (s Settings) Requested(c Condition) store.PGRequested {
+	return store.PGRequested{Isolation: s.Isolation, SynchronousCommit: c.SynchronousCommit}
+}
+
+// spec is the backend spec of condition c's sessions: the run's, with the
+// condition's synchronous_commit.
+func (s Settings) spec(c Condition) backend.Spec {
+	l, _ := s.Requested(c).Level()
+	return backend.Spec{Name: s.Backend, Isolation: l.String(), SynchronousCommit: c.SynchronousCommit}
 }
 
 // Settings are recorded with the scenario; verify derives them again.
@@ -275,41 +289,70 @@ func splitList(s string) []string {
 	return out
 }
 
-// settingsOf fills the defaults and derives the conditions. from maps an
-// input field to the flag that set it, so an error names what the user
-// typed: the input file has no durability section by default.
-func settingsOf(in Input, from map[string]string) (Settings, error) {
+// sqliteOnly are the input fields that mean something on SQLite only, and
+// why; a run on PostgreSQL refuses them rather than ignore them.
+var sqliteOnly = []struct {
+	field, why string
+	set        func(Input) bool
+}{
+	{"journal_modes", "SQLite's journal_mode", func(in Input) bool { return len(in.JournalModes) > 0 }},
+	{"synchronous", "SQLite's synchronous pragma", func(in Input) bool { return len(in.Synchronous) > 0 }},
+	{"fault", "the power cut's fault mode in worker/faultvfs", func(in Input) bool { return in.Fault != "" }},
+	{"fault_seeds", "the torn power cut's", func(in Input) bool { return in.FaultSeeds != 0 }},
+	{"fault_unit", "the torn power cut's", func(in Input) bool { return in.FaultUnit != 0 }},
+	{"sync_points", "cuts inside SQLite's syncs, through worker/faultvfs", func(in Input) bool { return in.SyncPoints }},
+}
+
+// listField is a list of the input checked against its known values on
+// the run's backend; refuse says why a value the other backend knows
+// does not run on this one.
+type listField struct {
+	field string
+	v     *[]string
+	known []string
+	// anyCase: SQLite reads these pragmas in any case; the settings
+	// record them as the known list spells them.
+	anyCase bool
+	refuse  map[string]string
+}
+
+// settingsOf fills the defaults and derives the conditions on backend b:
+// pattern × journal_mode × synchronous × kind on SQLite, pattern ×
+// synchronous_commit × kind on PostgreSQL, where the SQLite-only fields
+// are refused, each named with the reason. from maps an input field to
+// the flag that set it, so an error names what the user typed: the input
+// file has no durability section by default.
+func settingsOf(b backend.Spec, in Input, from map[string]string) (Settings, error) {
 	if err := defaults(&in); err != nil {
 		return Settings{}, err
 	}
-	if len(in.SynchronousCommits) > 0 {
-		return Settings{}, fmt.Errorf("%s: is PostgreSQL's synchronous_commit; it needs --backend postgres (SQLite's are journal_modes and synchronous)", fieldName(from, "synchronous_commits"))
-	}
-	if slices.Contains(in.Kinds, KindServer) {
-		return Settings{}, fmt.Errorf("%s: %q crashes the PostgreSQL server; it needs --backend postgres (SQLite's kinds are %s)", fieldName(from, "kinds"), KindServer, strings.Join(AllKinds, ", "))
-	}
-	lists := []struct {
-		field string
-		v     *[]string
-		known []string
-		// anyCase: SQLite reads these pragmas in any case; the settings
-		// record them as the known list spells them.
-		anyCase bool
-	}{
-		{"patterns", &in.Patterns, AllPatterns, false},
-		{"journal_modes", &in.JournalModes, sqlitedb.JournalModes, true},
-		{"synchronous", &in.Synchronous, sqlitedb.SyncLevels, true},
-		{"kinds", &in.Kinds, AllKinds, false},
+	onServer := !b.IsSQLite()
+	lists := []listField{{"patterns", &in.Patterns, AllPatterns, false, nil}}
+	if onServer {
+		for _, f := range sqliteOnly {
+			if f.set(in) {
+				return Settings{}, fmt.Errorf("%s: is %s; on --backend postgres the conditions vary synchronous_commit (durability.synchronous_commits, --%s)", fieldName(from, f.field), f.why, FlagSynchronousCommits)
+			}
+		}
+		lists = append(lists, listField{"synchronous_commits", &in.SynchronousCommits, store.SynchronousCommit, false, nil},
+			listField{"kinds", &in.Kinds, ServerKinds, false, map[string]string{KindPower: "does not run on --backend postgres: it is SQLite's power cut through worker/faultvfs; PostgreSQL's counterpart is the server kind"}})
+	} else {
+		if len(in.SynchronousCommits) > 0 {
+			return Settings{}, fmt.Errorf("%s: is PostgreSQL's synchronous_commit; it needs --backend postgres (SQLite's are journal_modes and synchronous)", fieldName(from, "synchronous_commits"))
+		}
+		lists = append(lists, listField{"journal_modes", &in.JournalModes, sqlitedb.JournalModes, true, nil},
+			listField{"synchronous", &in.Synchronous, sqlitedb.SyncLevels, true, nil},
+			listField{"kinds", &in.Kinds, AllKinds, false, map[string]string{KindServer: "crashes the PostgreSQL server; it needs --backend postgres (SQLite's kinds are " + strings.Join(AllKinds, ", ") + ")"}})
 	}
 	for _, l := range lists {
-		name := "durability." + l.field
-		if f, ok := from[l.field]; ok {
-			name = f
-		}
+		name := fieldName(from, l.field)
 		if len(*l.v) == 0 {
 			*l.v = slices.Clone(l.known)
 		}
 		for i, x := range *l.v {
+			if why, ok := l.refuse[x]; ok {
+				return Settings{}, fmt.Errorf("%s: %q %s", name, x, why)
+			}
 			k := slices.IndexFunc(l.known, func(k string) bool { return k == x || l.anyCase && strings.EqualFold(k, x) })
 			if k < 0 {
 				return Settings{}, fmt.Errorf("%s: %q is not one of %s", name, x, strings.Join(l.known, ", "))
@@ -320,19 +363,41 @@ func settingsOf(in Input, from map[string]string) (Settings, error) {
 			return Settings{}, fmt.Errorf("%s: %q is listed twice", name, dup)
 		}
 	}
-	st := Settings{EventID: in.EventID, JobKey: in.JobKey, JobID: in.JobID, Items: in.Items, BusyTimeoutMS: busyTimeoutMS}
-	if err := faultSettings(in, from, &st); err != nil {
-		return Settings{}, err
+	st := Settings{EventID: in.EventID, JobKey: in.JobKey, JobID: in.JobID, Items: in.Items}
+	// The settings each condition runs under, in the known lists' order.
+	var settings []Condition
+	if onServer {
+		st.Backend, st.Isolation = b.Name, b.Level().SQL()
+		for _, sc := range store.SynchronousCommit {
+			if slices.Contains(in.SynchronousCommits, sc) {
+				settings = append(settings, Condition{SynchronousCommit: sc})
+			}
+		}
+		if slices.Contains(in.Kinds, KindServer) {
+			st.ServerSettings = backend.CrashSettings
+		}
+	} else {
+		st.BusyTimeoutMS = busyTimeoutMS
+		if err := faultSettings(in, from, &st); err != nil {
+			return Settings{}, err
+		}
+		for _, m := range sqlitedb.JournalModes {
+			for _, sy := range sqlitedb.SyncLevels {
+				if slices.Contains(in.JournalModes, m) && slices.Contains(in.Synchronous, sy) {
+					settings = append(settings, Condition{JournalMode: m, Synchronous: sy})
+				}
+			}
+		}
 	}
 	// Run order follows the known lists, not the order given, so one set
 	// of flags always gives one matrix.
 	for _, p := range AllPatterns {
-		for _, m := range sqlitedb.JournalModes {
-			for _, sy := range sqlitedb.SyncLevels {
-				for _, k := range AllKinds {
-					if slices.Contains(in.Patterns, p) && slices.Contains(in.JournalModes, m) && slices.Contains(in.Synchronous, sy) && slices.Contains(in.Kinds, k) {
-						st.Conditions = append(st.Conditions, Condition{Name: ConditionName(p, m, sy, k), Pattern: p, JournalMode: m, Synchronous: sy, Kind: k})
-					}
+		for _, c := range settings {
+			for _, k := range st.kinds() {
+				if slices.Contains(in.Patterns, p) && slices.Contains(in.Kinds, k) {
+					c.Pattern, c.Kind = p, k
+					c.Name = c.name()
+					st.Conditions = append(st.Conditions, c)
 				}
 			}
 		}
@@ -388,5 +453,19 @@ func firstDup(xs []string) string {
 
 // ConditionName is "pattern/MODE/SYNC/kind".
 func ConditionName(pattern, mode, sync, kind string) string {
-	return pattern + "/" + mode + "/" + sync + "/" + kind
+	return Condition{Pattern: pattern, JournalMode: mode, Synchronous: sync, Kind: kind}.name()
+}
+
+// ServerConditionName is "pattern/postgres/SYNCHRONOUS_COMMIT/kind".
+func ServerConditionName(pattern, sc, kind string) string {
+	return Condition{Pattern: pattern, SynchronousCommit: sc, Kind: kind}.name()
+}
+
+// name is the condition's name: "pattern/MODE/SYNC/kind" on SQLite,
+// "pattern/postgres/SYNCHRONOUS_COMMIT/kind" on PostgreSQL.
+func (c Condition) name() string {
+	if c.OnServer() {
+		return c.Pattern + "/" + store.BackendPostgres + "/" + c.SynchronousCommit + "/" + c.Kind
+	}
+	return c.Pattern + "/" + c.JournalMode + "/" + c.Synchronous + "/" + c.Kind
 }

@@ -120,3 +120,15 @@ func readRows(ctx context.Context, pattern string, st store.Store) (Rows, error)
 	}
 	return Rows(s.Lines()), nil
 }
+
+// ServerSchema is the DDL of a pattern's tables on PostgreSQL, which the
+// parent makes and flushes before a trial's first process.
+func ServerSchema(pattern string) (string, error) {
+	switch pattern {
+	case PatternBatch:
+		return wb.SchemaOn(store.Postgres{}), nil
+	case PatternClaim:
+		return wc.DDL(wc.SchemaNew)
+	}
+	return wr.Schema, nil
+}

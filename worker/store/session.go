@@ -86,7 +86,7 @@ func RecordedIsolation(s string) (Isolation, bool) {
 // text by name and the names in order.
 //
 // Deprecated: for the code not yet moved to Isolation
-// (experiments/durability/server.go, experiments/explore/postgres.go);
+// (experiments/explore/postgres.go);
 // use Isolations, ParseIsolation and Isolation.SQL.
 var (
 	IsolationLevels = func() map[string]string {
