@@ -1,5 +1,5 @@
-// Package engine is the one trial engine of the fault scenarios: explore
-// and pattern plan and run their trials through it.
+// Package engine is the one trial engine of the fault scenarios: explore,
+// pattern and durability plan and run their trials through it.
 //
 // A subject is what one delivery runs: explore's built-in Go workers, or a
 // pattern file or program. It has one method, Deliver, which runs a trial
@@ -13,7 +13,11 @@
 // one at a time, and how it plans its trials from the seed, the
 // condition, its trial indices, the discovered points and the kill window.
 // Scenarios record their own labels for the classes (explore's
-// "timing-kill", pattern's "kill"), each in one table that maps from Kind.
+// "timing-kill", pattern's "kill", durability's "server" for
+// ServerCrash), each in one table that maps from Kind. A set may plan by
+// a Sweep instead of its class's plan (sweep.go): every point the
+// discovery passed, extra points and the syncs it made, each with its
+// seeds, keyed "condition@point[#seed]", as durability plans.
 //
 // A trial is a typed Trial: its class, condition and index, whose id is
 // shard.TrialID(condition, index), and what its class does to the first
@@ -27,7 +31,8 @@
 // records, not the engine, and stays in the scenario's fold.
 //
 // Read, in order: class.go (the kinds, the registry and each class's
-// plan), trial.go (Trial, Set, Found, Input), engine.go (Subject, Plan,
-// Run.Execute), then a subject: explore/run.go's subject and
-// pattern/run.go's runner.Deliver.
+// plan), trial.go (Trial, Set, Found, Input), sweep.go (the point × seed
+// plan), engine.go (Subject, Plan, Run.Execute), then a subject:
+// explore/run.go's subject, pattern/run.go's runner.Deliver and
+// durability/run.go's subject.
 package engine
