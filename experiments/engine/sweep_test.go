@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/shard"
+)
+
+// TestPlanSweep: a swept set plans every point the discovery passed, the
+// extra points and, with sync points, a cut before and after each sync,
+// each with its seeds, leaving out the discovery's own trial; its ids are
+// "condition@point", with "#seed" when seeded, whatever its class.
+func TestPlanSweep(t *testing.T) {
+	const cond = "p/WAL/FULL/power"
+	found := Found{Points: []string{"a", "b"}, Syncs: 1}
+	tests := []struct {
+		name  string
+		class Kind
+		sweep Sweep
+		want  []string
+	}{
+		{"points only", Points, Sweep{First: "ack"}, []string{cond + "@a", cond + "@b"}},
+		{"extra", ServerCrash, Sweep{First: "ack", Extra: []string{"ack-open"}}, []string{cond + "@a", cond + "@b", cond + "@ack-open"}},
+		{"sync points", Power, Sweep{First: "ack", SyncPoints: true},
+			[]string{cond + "@a", cond + "@b", cond + "@sync-1-before", cond + "@sync-1-after"}},
+		{"seeded", Power, Sweep{First: "ack", Seeds: 2, Seeded: true},
+			[]string{cond + "@ack#1", cond + "@a#0", cond + "@a#1", cond + "@b#0", cond + "@b#1"}},
+		{"seeds without keys", Power, Sweep{First: "ack", Seeds: 2}, []string{cond + "@ack", cond + "@a", cond + "@a", cond + "@b", cond + "@b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sw := tc.sweep
+			got, err := Plan(context.Background(), 1, nil, []Set{{Class: tc.class, Condition: cond, Sweep: &sw}}, found)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for i, tr := range got {
+				if tr.Index != i+1 || tr.Class != tc.class {
+					t.Errorf("trial %d: index %d class %s, want index %d class %s", i, tr.Index, tr.Class, i+1, tc.class)
+				}
+				ids = append(ids, tr.ID())
+			}
+			if diff := cmp.Diff(tc.want, ids); diff != "" {
+				t.Errorf("ids (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlanSweepShard: a shard keeps the swept trials whose ids it runs,
+// the ids shard.TrialID's folders hashed, "condition@key".
+func TestPlanSweepShard(t *testing.T) {
+	sw := Sweep{First: "ack", Extra: []string{"x", "y", "z"}, Seeds: 3, Seeded: true, Model: "torn"}
+	sets := []Set{{Class: Power, Condition: "c", Sweep: &sw}}
+	found := Found{Points: []string{"a", "b", "c"}}
+	part := &shard.Part{Index: 2, Count: 3}
+	got, err := Plan(context.Background(), 1, part, sets, found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []Trial
+	for i, c := range sw.Cuts(found)[1:] {
+		if id := "c@" + sw.Key(c); part.Runs(id) {
+			want = append(want, Trial{Class: Power, Condition: "c", Index: i + 1, Point: c.Point, Seed: c.Seed, Key: sw.Key(c), Model: "torn"})
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the shard runs none of the sweep; choose another part")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}
