@@ -65,7 +65,7 @@ var AllPatterns = []string{PatternSeparate, PatternSingle, PatternBatch, Pattern
 
 // Crash kinds. On SQLite a kill and a power cut; on PostgreSQL a kill
 // of the worker, whose uncommitted work the server rolls back, and a crash
-// of the server itself (server.go).
+// of the server itself (exact.go's onServer, the engine's ServerCrash).
 const (
 	KindKill   = "kill"
 	KindPower  = "power"

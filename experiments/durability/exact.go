@@ -21,7 +21,7 @@ const (
 	// PointACKOpen: the worker reports success and exits with its
 	// connection still open (protocol.EnvAckOpen), so no close-time
 	// checkpoint runs; then the cut.
-	PointACKOpen = "ack-open"
+	PointACKOpen = engine.PointACKOpen
 	// PointACKReader: the parent holds a read connection open while the
 	// worker runs, so the worker's close is not the last one and
 	// checkpoints nothing; then the cut. Not for the batch journal, whose

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/engine"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	wr "idemlab/worker/redelivery"
@@ -73,8 +74,9 @@ func Allows(allowed []string, outcome string) bool {
 }
 
 // PointACK is the trial without a crash: the worker runs to its exit 0,
-// and then the power is cut (or, for a kill, nothing happens).
-const PointACK = "ack"
+// and then the power is cut (or, for a kill, nothing happens): the
+// engine's PointACK, the sweep's first trial.
+const PointACK = engine.PointACK
 
 // Setting is one cell row of the matrix: how the file is opened and how
 // the worker stops.
