@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	"idemlab/worker/faultvfs"
@@ -146,10 +147,10 @@ type Settings struct {
 	ServerSettings map[string]string `json:"server_settings,omitempty"`
 }
 
-// TrialID is a trial's id in the plan: "condition@key", the key as
-// TrialKey gives it.
+// TrialID is a trial's id in the plan, as the engine gives a swept trial
+// its id: "condition@key", the key as TrialKey gives it.
 func (s Settings) TrialID(c Condition, tr TrialRef) string {
-	return c.Name + "@" + s.TrialKey(c, tr.Point, tr.Seed)
+	return engine.Trial{Condition: c.Name, Key: s.TrialKey(c, tr.Point, tr.Seed)}.ID()
 }
 
 // share keeps of a condition's trials in run order (Order) the normal
