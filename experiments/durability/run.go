@@ -87,7 +87,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	}
 	for _, c := range p.s.Conditions {
 		sw := p.s.sweep(c)
-		u := engine.Unit{Subject: subject{p: p, env: env, c: c, sweep: sw}, Discovery: c.Name,
+		u := engine.Unit{Subject: subject{p: p, env: env, c: c}, Discovery: c.Name,
 			Sets: []engine.Set{{Class: classes[c.Kind], Condition: c.Name, Sweep: &sw}}}
 		if _, err := (engine.Run{Parallel: 1, Shard: p.s.Shard, Units: []engine.Unit{u}}).Execute(ctx); err != nil {
 			return err
@@ -99,20 +99,19 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 // subject is one condition's trials as the engine delivers them: the
 // discovery is the normal run, seed 0.
 type subject struct {
-	p     *plan
-	env   scenario.Env
-	c     Condition
-	sweep engine.Sweep
+	p   *plan
+	env scenario.Env
+	c   Condition
 }
 
 func (s subject) Deliver(ctx context.Context, et engine.Trial) (engine.Found, error) {
-	tr := TrialRef{Point: PointACK}
+	tr, key := TrialRef{Point: PointACK}, PointACK
 	if et.Class != engine.None {
-		tr = TrialRef{Point: et.Point, Seed: et.Seed}
+		tr, key = TrialRef{Point: et.Point, Seed: et.Seed}, et.Key
 	}
 	points, syncs, err := s.p.trial(ctx, s.env, s.c, tr)
 	if err != nil {
-		return engine.Found{}, fmt.Errorf("%s %s: %w", s.c.Name, s.sweep.Key(tr), err)
+		return engine.Found{}, fmt.Errorf("%s %s: %w", s.c.Name, key, err)
 	}
 	return engine.Found{Points: points, Syncs: syncs}, nil
 }
