@@ -62,10 +62,11 @@ func (n *node) Write(ctx context.Context, f gofs.FileHandle, data []byte, off in
 	defer s.mu.Unlock()
 	ino := n.ino()
 	saves := s.st.toSave(ino, off, off+int64(len(data)))
-	if err := s.save(ino, n.backing(), f, saves); err != nil {
+	at, err := s.save(n.backing(), f, saves)
+	if err != nil {
 		return 0, errno(err)
 	}
-	if err := s.logOp(Op{Kind: OpWrite, Ino: ino, Off: off, Len: int64(len(data)), Saved: saves, Pid: pidOf(ctx)}); err != nil {
+	if err := s.logOp(Op{Kind: OpWrite, Ino: ino, Off: off, Len: int64(len(data)), Saved: saves, UndoAt: at, Pid: pidOf(ctx)}); err != nil {
 		return 0, syscall.EIO
 	}
 	w, ok := f.(gofs.FileWriter)
@@ -156,10 +157,11 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if in, ok := s.st.inodes[ino]; ok {
 		saves = s.st.toSave(ino, int64(size), in.size)
 	}
-	if err := s.save(ino, n.backing(), f, saves); err != nil {
+	at, err := s.save(n.backing(), f, saves)
+	if err != nil {
 		return errno(err)
 	}
-	if err := s.logOp(Op{Kind: OpTrunc, Ino: ino, Size: int64(size), Saved: saves, Pid: pidOf(ctx)}); err != nil {
+	if err := s.logOp(Op{Kind: OpTrunc, Ino: ino, Size: int64(size), Saved: saves, UndoAt: at, Pid: pidOf(ctx)}); err != nil {
 		return syscall.EIO
 	}
 	return n.LoopbackNode.Setattr(ctx, f, in, out)
@@ -181,10 +183,11 @@ func (n *node) Allocate(ctx context.Context, f gofs.FileHandle, off, size uint64
 	defer s.mu.Unlock()
 	ino := n.ino()
 	saves := s.st.toSave(ino, int64(off), int64(off+size))
-	if err := s.save(ino, n.backing(), f, saves); err != nil {
+	at, err := s.save(n.backing(), f, saves)
+	if err != nil {
 		return errno(err)
 	}
-	if err := s.logOp(Op{Kind: OpWrite, Ino: ino, Off: int64(off), Len: int64(size), Saved: saves, Pid: pidOf(ctx)}); err != nil {
+	if err := s.logOp(Op{Kind: OpWrite, Ino: ino, Off: int64(off), Len: int64(size), Saved: saves, UndoAt: at, Pid: pidOf(ctx)}); err != nil {
 		return syscall.EIO
 	}
 	return a.Allocate(ctx, off, size, mode)
@@ -396,4 +399,26 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 		return &dirHandle{loopDir: ld, n: n}, ff, 0
 	}
 	return fh, ff, e
+}
+
+// Getxattr answers ENOSYS, which the kernel remembers: without it, it
+// asks for security.capability before every write, a round trip each.
+// The mount has no extended attributes.
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+// Setxattr: the mount has no extended attributes.
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.ENOSYS
+}
+
+// Listxattr: the mount has no extended attributes.
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+// Removexattr: the mount has no extended attributes.
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	return syscall.ENOSYS
 }

@@ -77,9 +77,10 @@ type Op struct {
 	// size.
 	Size int64 `json:"size,omitempty"`
 	// Saved lists the durable bytes a write or truncation overwrote for
-	// the first time since the file's last sync, in the order their
-	// pre-images were appended to the file's undo store.
-	Saved []Span `json:"saved,omitempty"`
+	// the first time since the file's last sync; their pre-images follow
+	// one another in the store's undo file from UndoAt.
+	Saved  []Span `json:"saved,omitempty"`
+	UndoAt int64  `json:"undo_at,omitempty"`
 	// Sync numbers the fsyncs and directory fsyncs over the mount, from 1.
 	Sync int  `json:"sync,omitempty"`
 	Data bool `json:"data,omitempty"`
@@ -122,10 +123,9 @@ type inode struct {
 	size int64
 	// spans are the ranges written or truncated since the last sync.
 	spans []Span
-	// saved are the durable ranges whose pre-images are in the undo
-	// store of this epoch; epoch counts the syncs.
-	saved []Span
-	epoch int
+	// saved are the durable ranges whose pre-images the undo file holds
+	// since the last sync.
+	saved []Undo
 	// A directory's entries as processes see them, and as the disk holds
 	// them.
 	live, durable map[string]uint64
@@ -181,7 +181,8 @@ func (s *state) toSave(ino uint64, a, b int64) []Span {
 		return nil
 	}
 	out := []Span{{a, b}}
-	for _, c := range in.saved {
+	for _, u := range in.saved {
+		c := u.Span
 		var next []Span
 		for _, r := range out {
 			if c[1] <= r[0] || c[0] >= r[1] {
@@ -315,7 +316,11 @@ func (s *state) apply(op Op) error {
 		} else {
 			in.spans = addSpan(in.spans, Span{op.Size, faultvfs.ToEnd})
 		}
-		in.saved = append(in.saved, op.Saved...)
+		at := op.UndoAt
+		for _, sv := range op.Saved {
+			in.saved = append(in.saved, Undo{Span: sv, At: at})
+			at += sv[1] - sv[0]
+		}
 	case OpFsync:
 		in, err := s.file(op.Ino)
 		if err != nil {
@@ -326,7 +331,6 @@ func (s *state) apply(op Op) error {
 			return fmt.Errorf("powerfs: op %d: sync %d, want %d", op.Seq, op.Sync, s.syncs)
 		}
 		in.size, in.spans, in.saved = op.Size, nil, nil
-		in.epoch++
 		if s.dirModel == DirExt4 {
 			s.entriesDurable(op.Ino, map[uint64]bool{})
 		}
@@ -411,9 +415,15 @@ type File struct {
 	Size      int64  `json:"size"`
 	Spans     []Span `json:"spans"`
 	Decisions string `json:"decisions"`
-	// Epoch and Saved locate the pre-images in the undo store.
-	Epoch int    `json:"epoch"`
-	Saved []Span `json:"saved,omitempty"`
+	// Undo locates the pre-images of its overwritten durable bytes.
+	Undo []Undo `json:"undo,omitempty"`
+}
+
+// Undo is the pre-image of the durable bytes Span, at At in the store's
+// undo file.
+type Undo struct {
+	Span Span  `json:"span"`
+	At   int64 `json:"at"`
 }
 
 // Outcome is what a cut leaves: every surviving name, and per file with
@@ -515,7 +525,7 @@ func Plan(log []Op, p Params) (Outcome, error) {
 				}
 			}
 			o.Files = append(o.Files, File{Path: path, Ino: ino, Size: in.size, Spans: slices.Clone(in.spans),
-				Decisions: string(dec), Epoch: in.epoch, Saved: slices.Clone(in.saved)})
+				Decisions: string(dec), Undo: slices.Clone(in.saved)})
 		}
 	}
 	walk(s.root, "")

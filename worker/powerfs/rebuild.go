@@ -16,19 +16,15 @@ import (
 
 // The server's store, a folder on the backing folder's filesystem (hard
 // links join the two): the op log, the pre-images of overwritten durable
-// bytes, one file per inode and epoch, a link to every file a name change
+// bytes, appended to one undo file, a link to every file a name change
 // removed, so a cut can bring it back, and the outcome of the cut.
 const (
 	LogName     = "log.jsonl"
 	OutcomeName = "outcome.json"
-	undoDir     = "undo"
+	undoName    = "undo.bin"
 	stashDir    = "stash"
 	treeDir     = "tree"
 )
-
-func undoPath(store string, ino uint64, epoch int) string {
-	return filepath.Join(store, undoDir, fmt.Sprintf("%d.%d", ino, epoch))
-}
 
 func stashPath(store string, ino uint64) string {
 	return filepath.Join(store, stashDir, strconv.FormatUint(ino, 10))
@@ -241,25 +237,24 @@ func restore(path, store string, f File, o Outcome) error {
 	return err
 }
 
-// undo hands put every saved pre-image of f's epoch, in the store's order.
+// undo hands put every saved pre-image of f.
 func undo(store string, f File, put func(b []byte, off int64) error) error {
-	if len(f.Saved) == 0 {
+	if len(f.Undo) == 0 {
 		return nil
 	}
-	u, err := os.ReadFile(undoPath(store, f.Ino, f.Epoch))
+	u, err := os.Open(filepath.Join(store, undoName))
 	if err != nil {
 		return err
 	}
-	var at int64
-	for _, s := range f.Saved {
-		n := s[1] - s[0]
-		if at+n > int64(len(u)) {
-			return fmt.Errorf("powerfs: undo store of inode %d epoch %d holds %d bytes, the log says more", f.Ino, f.Epoch, len(u))
+	defer u.Close()
+	for _, s := range f.Undo {
+		b := make([]byte, s.Span[1]-s.Span[0])
+		if _, err := u.ReadAt(b, s.At); err != nil {
+			return fmt.Errorf("powerfs: the undo file lacks the pre-image of %s at %d: %w", f.Path, s.At, err)
 		}
-		if err := put(u[at:at+n], s[0]); err != nil {
+		if err := put(b, s.Span[0]); err != nil {
 			return err
 		}
-		at += n
 	}
 	return nil
 }

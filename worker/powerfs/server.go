@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -106,6 +107,9 @@ type server struct {
 	// on it until the process exits.
 	hold    chan struct{}
 	rootIno uint64
+	// undo is the store's undo file, undoEnd its size.
+	undo    *os.File
+	undoEnd int64
 	events  io.Writer
 	evMu    sync.Mutex
 }
@@ -135,7 +139,7 @@ func serve(cfg Config, stdin io.Reader, stdout io.Writer) error {
 	if err := syscall.Stat(cfg.Backing, &bst); err != nil {
 		return err
 	}
-	for _, d := range []string{cfg.Store, filepath.Join(cfg.Store, undoDir), filepath.Join(cfg.Store, stashDir)} {
+	for _, d := range []string{cfg.Store, filepath.Join(cfg.Store, stashDir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
@@ -155,13 +159,19 @@ func serve(cfg Config, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	s.log = lf
+	if s.undo, err = os.OpenFile(filepath.Join(cfg.Store, undoName), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		return err
+	}
 	if err := s.baseline(); err != nil {
 		return err
 	}
 	root := &gofs.LoopbackRoot{Path: cfg.Backing, Dev: uint64(bst.Dev)}
 	rootNode := &node{LoopbackNode: &gofs.LoopbackNode{RootData: root}, srv: s}
 	root.RootNode = rootNode
-	srv, err := gofs.Mount(cfg.Mountpoint, rootNode, &gofs.Options{MountOptions: fuse.MountOptions{
+	// Every change reaches the backing folder through this mount, so the
+	// kernel's caches of names and attributes stay true for its life.
+	cache := time.Hour
+	srv, err := gofs.Mount(cfg.Mountpoint, rootNode, &gofs.Options{EntryTimeout: &cache, AttrTimeout: &cache, NegativeTimeout: &cache, MountOptions: fuse.MountOptions{
 		DirectMount: true, DirectMountStrict: os.Geteuid() == 0, AllowOther: true,
 		Name: FSName, FsName: fmt.Sprintf("%s:%d", FSName, os.Getpid()),
 	}})
@@ -269,37 +279,60 @@ func (s *server) stall() {
 	<-s.hold
 }
 
-// save appends the pre-images of spans of ino, read through fd, to the
-// inode's undo store of this epoch.
-func (s *server) save(ino uint64, path string, f gofs.FileHandle, spans []Span) error {
+// save appends the pre-images of spans, read through the open file f (or
+// path), to the undo file, and returns where they start.
+func (s *server) save(path string, f gofs.FileHandle, spans []Span) (int64, error) {
 	if len(spans) == 0 {
-		return nil
+		return 0, nil
 	}
-	src := path
-	if fd, ok := fdOf(f); ok {
-		src = fmt.Sprintf("/proc/self/fd/%d", fd)
-	}
-	r, err := os.Open(src)
-	if err != nil {
+	read := func(b []byte, off int64) error {
+		_, err := unix.Pread(0, b, off)
 		return err
 	}
-	defer r.Close()
-	in := s.st.inodes[ino]
-	w, err := os.OpenFile(undoPath(s.cfg.Store, ino, in.epoch), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
+	fd, ok := fdOf(f)
+	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); ok && err == nil && fl&unix.O_ACCMODE != unix.O_WRONLY {
+		read = func(b []byte, off int64) error {
+			for len(b) > 0 {
+				n, err := unix.Pread(fd, b, off)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return io.ErrUnexpectedEOF
+				}
+				b, off = b[n:], off+int64(n)
+			}
+			return nil
+		}
+	} else {
+		src := path
+		if ok {
+			src = fmt.Sprintf("/proc/self/fd/%d", fd)
+		}
+		r, err := os.Open(src)
+		if err != nil {
+			return 0, err
+		}
+		defer r.Close()
+		read = func(b []byte, off int64) error {
+			_, err := r.ReadAt(b, off)
+			return err
+		}
 	}
-	defer w.Close()
 	for _, sp := range spans {
 		b := make([]byte, sp[1]-sp[0])
-		if _, err := r.ReadAt(b, sp[0]); err != nil {
-			return err
+		if err := read(b, sp[0]); err != nil {
+			return 0, err
 		}
-		if _, err := w.Write(b); err != nil {
-			return err
+		if _, err := s.undo.Write(b); err != nil {
+			return 0, err
 		}
 	}
-	return nil
+	at := s.undoEnd
+	for _, sp := range spans {
+		s.undoEnd += sp[1] - sp[0]
+	}
+	return at, nil
 }
 
 // stash links the non-directory a name change is about to remove into
