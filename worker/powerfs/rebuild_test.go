@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -32,7 +33,18 @@ func TestTornCutMatchesTear(t *testing.T) {
 	durable, live := bytes.Repeat([]byte("o"), 1000), bytes.Repeat([]byte("x"), 2000)
 	for _, unit := range []int{faultvfs.UnitSector, faultvfs.UnitPage} {
 		t.Run(strconv.Itoa(unit), func(t *testing.T) {
-			p := powerfs.Params{Model: powerfs.ModelTorn, DirModel: powerfs.DirPOSIX, Seed: 42, Unit: unit}
+			// The first seed whose decisions garble a unit, and, where there
+			// are several units, also keep or drop one, so every path of the
+			// rebuild's tearing shows.
+			spans := []powerfs.Span{{0, 2000}}
+			var seed int64
+			for seed = 1; ; seed++ {
+				d := decide(seed, "f", spans, unit)
+				if strings.ContainsRune(d, 'g') && (len(d) == 1 || strings.Trim(d, "g") != "") {
+					break
+				}
+			}
+			p := powerfs.Params{Model: powerfs.ModelTorn, DirModel: powerfs.DirPOSIX, Seed: seed, Unit: unit}
 			cfg := trial(t, p)
 			if err := os.WriteFile(filepath.Join(cfg.Backing, "f"), durable, 0o644); err != nil {
 				t.Fatal(err)
@@ -43,7 +55,6 @@ func TestTornCutMatchesTear(t *testing.T) {
 			if _, err := m.Cut(s.cmd.Process.Pid); err != nil {
 				t.Fatal(err)
 			}
-			spans := []powerfs.Span{{0, 2000}}
 			want, err := faultvfs.Tear(durable, live, faultvfs.TornFile{Name: "f", Spans: spans, Decisions: decide(p.Seed, "f", spans, unit)}, p.Seed, unit)
 			if err != nil {
 				t.Fatal(err)
