@@ -357,3 +357,56 @@ func waitNotConnected(t testing.TB, mnt string) {
 	}
 	t.Fatalf("%s never answered 'transport endpoint is not connected'", mnt)
 }
+
+// envHarness makes TestHarnessStand a harness that mounts at the path it
+// names and waits to be killed.
+const envHarness = "POWERFS_TEST_HARNESS_MNT"
+
+// TestHarnessStand is not a test on its own: TestHarnessKilled runs the
+// test binary as a harness with it.
+func TestHarnessStand(t *testing.T) {
+	mnt := os.Getenv(envHarness)
+	if mnt == "" {
+		t.Skip("run by TestHarnessKilled only")
+	}
+	dir := filepath.Dir(mnt)
+	_, err := powerfs.Start(context.Background(), "", powerfs.Config{Backing: filepath.Join(dir, "backing"),
+		Mountpoint: mnt, Store: filepath.Join(dir, "store")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("MOUNTED\n")
+	time.Sleep(time.Minute)
+}
+
+// TestHarnessKilled: a harness SIGKILLed with its mount up leaves nothing
+// mounted, since its server unmounts when its stdin closes.
+func TestHarnessKilled(t *testing.T) {
+	requireFUSE(t)
+	cfg := trial(t, powerfs.Params{})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHarnessStand$")
+	cmd.Env = append(os.Environ(), envHarness+"="+cfg.Mountpoint)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "MOUNTED" {
+	}
+	if !powerfs.IsMounted(cfg.Mountpoint) {
+		t.Fatal("the harness never mounted")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	for i := 0; i < 500 && powerfs.IsMounted(cfg.Mountpoint); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if powerfs.IsMounted(cfg.Mountpoint) {
+		t.Fatal("the mount outlived its harness by 5 s")
+	}
+}
