@@ -51,8 +51,10 @@ type Mount struct {
 	cuts    chan CutEvent
 	mu      sync.Mutex
 	last    string
-	exited  chan struct{}
-	waitErr error
+	// frozePid is the process whose sync the server froze.
+	frozePid int
+	exited   chan struct{}
+	waitErr  error
 	// MountTook is how long the mount took, from the start of the process
 	// to its "mounted".
 	MountTook time.Duration
@@ -126,6 +128,9 @@ func (m *Mount) read(out io.Reader) {
 			if len(f) == 4 {
 				n, _ := strconv.Atoi(f[2])
 				pid, _ := strconv.Atoi(f[3])
+				m.mu.Lock()
+				m.frozePid = pid
+				m.mu.Unlock()
 				m.cuts <- CutEvent{At: f[1], Sync: n, Pid: pid}
 			}
 		default:
@@ -150,12 +155,20 @@ func (m *Mount) kill() {
 	<-m.exited
 }
 
-// Cut is the power cut: it SIGKILLs the process groups pgids and those of
-// every process that still holds something open on the mount, has the
+// Cut is the power cut: it SIGKILLs the process groups pgids, the group of
+// the process whose sync froze the mount, and those of every process that
+// still holds something open on the mount, has the
 // server freeze, unmount and rebuild the backing folder, and returns the
 // outcome. If the server cannot, because it died, the parent unmounts and
 // rebuilds from the store itself. The mount is gone when it returns.
 func (m *Mount) Cut(pgids ...int) (Outcome, error) {
+	m.mu.Lock()
+	if m.frozePid > 0 {
+		if g, err := syscall.Getpgid(m.frozePid); err == nil {
+			pgids = append(pgids, g)
+		}
+	}
+	m.mu.Unlock()
 	KillUsers(m.Mountpoint, m.Pid(), pgids...)
 	_, _ = io.WriteString(m.stdin, CmdCut+"\n")
 	select {
@@ -225,10 +238,10 @@ func Detach(mnt string) error {
 	return nil
 }
 
-// KillUsers SIGKILLs the process groups pgids, and the group of every
-// process that has its working directory, root, executable or an open
-// file on the mount, except the server's and the caller's own group. It
-// reads /proc only, never the mount.
+// KillUsers SIGKILLs the process groups pgids, and every process that has
+// its working directory, root, executable or an open file on the mount
+// with its group, except the server's and the caller's own group, whose
+// processes it kills one by one. It reads /proc only, never the mount.
 func KillUsers(mnt string, server int, pgids ...int) {
 	self := syscall.Getpgrp()
 	groups := map[int]bool{}
@@ -238,6 +251,9 @@ func KillUsers(mnt string, server int, pgids ...int) {
 	for _, pid := range Users(mnt) {
 		if g, err := syscall.Getpgid(pid); err == nil {
 			groups[g] = true
+		}
+		if pid != server {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 	for g := range groups {

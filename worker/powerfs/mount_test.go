@@ -410,3 +410,35 @@ func TestHarnessKilled(t *testing.T) {
 		t.Fatal("the mount outlived its harness by 5 s")
 	}
 }
+
+// TestCutKillsUsers: a process with a file open on the mount dies at the
+// cut even when the parent names no group and it shares the parent's.
+func TestCutKillsUsers(t *testing.T) {
+	requireFUSE(t)
+	cfg := trial(t, powerfs.Params{})
+	if err := os.WriteFile(filepath.Join(cfg.Backing, "f"), []byte("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := start(t, cfg)
+	user := exec.Command("sh", "-c", "exec sleep 600 < "+filepath.Join(cfg.Mountpoint, "f"))
+	if err := user.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- user.Wait() }()
+	for i := 0; i < 200 && !slices.Contains(powerfs.Users(cfg.Mountpoint), user.Process.Pid); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := m.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if ws, ok := user.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Errorf("the user ended with %v, want SIGKILL", err)
+		}
+	case <-time.After(5 * time.Second):
+		_ = user.Process.Kill()
+		t.Fatal("the user outlived the cut")
+	}
+}
