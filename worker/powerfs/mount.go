@@ -23,14 +23,25 @@ import (
 // Missing says in one line what this machine lacks to serve a mount, or ""
 // when nothing is missing.
 func Missing() string {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return "FUSE is missing: no /dev/fuse"
+	return missing(machine{devFuse: "/dev/fuse", filesystems: "/proc/filesystems", euid: os.Geteuid(), lookPath: exec.LookPath})
+}
+
+// machine is where Missing looks.
+type machine struct {
+	devFuse, filesystems string
+	euid                 int
+	lookPath             func(string) (string, error)
+}
+
+func missing(m machine) string {
+	if _, err := os.Stat(m.devFuse); err != nil {
+		return "FUSE is missing: no " + m.devFuse
 	}
-	if b, err := os.ReadFile("/proc/filesystems"); err == nil && !bytes.Contains(b, []byte("\tfuse\n")) {
-		return "FUSE is missing: the kernel lists no fuse filesystem in /proc/filesystems"
+	if b, err := os.ReadFile(m.filesystems); err == nil && !bytes.Contains(b, []byte("\tfuse\n")) {
+		return "FUSE is missing: the kernel lists no fuse filesystem in " + m.filesystems
 	}
-	if os.Geteuid() != 0 {
-		if _, err := exec.LookPath("fusermount3"); err != nil {
+	if m.euid != 0 {
+		if _, err := m.lookPath("fusermount3"); err != nil {
 			return "FUSE is missing: not root and no fusermount3 on PATH"
 		}
 	}
