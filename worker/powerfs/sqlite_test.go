@@ -134,3 +134,146 @@ func TestBrokenCutDisagreesWithSyncModel(t *testing.T) {
 	}
 	t.Logf("the comparison caught the broken cut: %v", err)
 }
+
+// fsSync is one sync the filesystem sees, and the exact model's cut that
+// leaves the same state when the filesystem cuts before or after it; ok
+// is false where the filesystem can stop between two halves of one of the
+// model's ops (a journal's fsync and the directory fsync the unix VFS
+// makes inside the same xSync, or an unlink and its directory fsync),
+// a state the model does not name.
+type fsSync struct {
+	dir               bool
+	before, after     syncmodel.Cut
+	beforeOK, afterOK bool
+}
+
+// fsSyncs derives, from syncmodel's schedule for the setting, the syncs a
+// process's commits make on the filesystem: every xSync is one fsync, and
+// one more of the directory when it syncs the directory; a deletion made
+// durable is an unlink and a directory fsync.
+func fsSyncs(s syncmodel.Setting, p syncmodel.Process) ([]fsSync, error) {
+	ops, err := syncmodel.Schedule(s, p)
+	if err != nil {
+		return nil, err
+	}
+	var out []fsSync
+	k := 0
+	for _, op := range ops {
+		switch {
+		case op.Kind == syncmodel.OpSync:
+			k++
+			before, after := syncmodel.Cut{Sync: k}, syncmodel.Cut{Sync: k, After: true}
+			if op.DirSync {
+				out = append(out, fsSync{before: before, beforeOK: true},
+					fsSync{dir: true, after: after, afterOK: true})
+				continue
+			}
+			out = append(out, fsSync{before: before, after: after, beforeOK: true, afterOK: true})
+		case op.Kind == syncmodel.OpDelete && op.DirSync:
+			// After it, the state the model reaches before its next sync, or
+			// at its end.
+			out = append(out, fsSync{dir: true, after: syncmodel.Cut{Sync: k + 1}, afterOK: true})
+		}
+	}
+	n := k
+	for i := range out {
+		if out[i].afterOK && out[i].after.Sync > n {
+			out[i].after = syncmodel.Cut{}
+		}
+	}
+	return out, nil
+}
+
+// TestSQLiteSyncCutsMatchSyncModel cuts Python's sqlite3 commit on the
+// mount before and after each of its filesystem syncs, and compares the
+// rows the next open finds with syncmodel's prediction for the same
+// point. A run without a cut first checks that the filesystem saw as many
+// syncs as the model's schedule makes.
+func TestSQLiteSyncCutsMatchSyncModel(t *testing.T) {
+	requireFUSE(t)
+	requirePython(t)
+	p := syncmodel.Process{Commits: 1, End: syncmodel.EndOpen}
+	for _, sync := range []string{"FULL", "EXTRA"} {
+		setting := syncmodel.Setting{JournalMode: "DELETE", Synchronous: sync}
+		syncs, err := fsSyncs(setting, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run("DELETE/"+sync+"/discovery", func(t *testing.T) {
+			o := commitOnMount(t, setting, powerfs.Config{})
+			if o.Syncs != len(syncs) {
+				t.Errorf("the mount saw %d syncs, the model's schedule makes %d", o.Syncs, len(syncs))
+			}
+		})
+		for i, s := range syncs {
+			for _, after := range []bool{false, true} {
+				cut, ok := s.before, s.beforeOK
+				if after {
+					cut, ok = s.after, s.afterOK
+				}
+				if !ok {
+					continue
+				}
+				name := fmt.Sprintf("DELETE/%s/%s-%d", sync, map[bool]string{false: "before", true: "after"}[after], i+1)
+				t.Run(name, func(t *testing.T) {
+					want, err := syncmodel.PowerCut(setting, p, cut, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rows := commitOnMountRows(t, setting, powerfs.Config{CutSync: i + 1, CutAfter: after})
+					if rows < want.Min || rows > want.Max {
+						t.Errorf("rows %d after the cut, the model says %d..%d (cut %+v)", rows, want.Min, want.Max, cut)
+					}
+				})
+			}
+		}
+	}
+}
+
+// commitOnMount runs commitOnce on a fresh mount with the cut point of
+// cut, cuts when it stops (at the sync, or after its ACK) under drop and
+// strict POSIX, and returns the outcome.
+func commitOnMount(t *testing.T, s syncmodel.Setting, cut powerfs.Config) powerfs.Outcome {
+	t.Helper()
+	o, _ := commitCut(t, s, cut)
+	return o
+}
+
+func commitOnMountRows(t *testing.T, s syncmodel.Setting, cut powerfs.Config) int {
+	t.Helper()
+	_, rows := commitCut(t, s, cut)
+	return rows
+}
+
+func commitCut(t *testing.T, s syncmodel.Setting, cut powerfs.Config) (powerfs.Outcome, int) {
+	t.Helper()
+	cfg := trial(t, powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX})
+	cfg.CutSync, cfg.CutAfter = cut.CutSync, cut.CutAfter
+	db := filepath.Join(cfg.Backing, "app.db")
+	setup := `import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); db.execute("PRAGMA journal_mode=` + s.JournalMode + `").fetchall()
+db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)"); db.commit(); db.close()`
+	if out, err := exec.Command("python3", "-c", setup, db).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m := start(t, cfg)
+	sub := python(t, commitOnce, filepath.Join(cfg.Mountpoint, "app.db"), s.JournalMode, s.Synchronous)
+	stopped := waitAckOrCut(t, m, sub)
+	if want := map[bool]string{true: "ack", false: map[bool]string{false: "before", true: "after"}[cut.CutAfter]}[cut.CutSync == 0]; stopped != want {
+		t.Fatalf("the handler stopped at %q, want %q", stopped, want)
+	}
+	o, err := m.Cut(sub.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", "-c", readBack, db).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var rows int
+	var integrity string
+	if _, err := fmt.Sscan(string(out), &rows, &integrity); err != nil || integrity != "ok" {
+		t.Fatalf("read back %q: %v", out, err)
+	}
+	return o, rows
+}
