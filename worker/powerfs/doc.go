@@ -18,14 +18,15 @@
 // # What the server keeps
 //
 // Under one lock, each change is logged (the op log, one JSON line per
-// op: paths, inodes, offsets and lengths, syncs, entry operations, never
-// data) and, before it overwrites durable bytes for the first time since
-// the file's last sync, their pre-image is appended to the store's undo
-// file for that inode and epoch, as LazyFS keeps unsynced data in its own
-// cache. A file a name change removes is linked into the store first, so
-// a cut can bring it back. A file's durable bytes are its bytes at its
-// last fsync or fdatasync (at the mount's start, for a file that was
-// there); its durable size is its size then.
+// op: names with their directory's inode, inodes, offsets and lengths,
+// syncs, entry operations, never data) and, before it overwrites durable
+// bytes for the first time since the file's last sync, their pre-image is
+// appended to the store's undo file (one per mount; the log says where
+// each lies), as LazyFS keeps unsynced data in its own cache. A file a
+// name change removes is linked into the store first, so a cut can bring
+// it back. A file's durable bytes are its bytes at its last fsync or
+// fdatasync (at the mount's start, for a file that was there); its
+// durable size is its size then.
 //
 // # Models
 //

@@ -171,14 +171,15 @@ func serve(cfg Config, stdin io.Reader, stdout io.Writer) error {
 	// Every change reaches the backing folder through this mount, so the
 	// kernel's caches of names and attributes stay true for its life.
 	cache := time.Hour
-	srv, err := gofs.Mount(cfg.Mountpoint, rootNode, &gofs.Options{EntryTimeout: &cache, AttrTimeout: &cache, NegativeTimeout: &cache, MountOptions: fuse.MountOptions{
+	// The server's loop ends with the connection, when this process
+	// unmounts and exits; nothing waits for it.
+	_, err = gofs.Mount(cfg.Mountpoint, rootNode, &gofs.Options{EntryTimeout: &cache, AttrTimeout: &cache, NegativeTimeout: &cache, MountOptions: fuse.MountOptions{
 		DirectMount: true, DirectMountStrict: os.Geteuid() == 0, AllowOther: true,
 		Name: FSName, FsName: fmt.Sprintf("%s:%d", FSName, os.Getpid()),
 	}})
 	if err != nil {
 		return err
 	}
-	_ = srv
 	s.event(EventMounted)
 	in := bufio.NewScanner(stdin)
 	cmd := CmdUnmount
