@@ -142,7 +142,10 @@ func (m *Mount) read(out io.Reader) {
 				m.mu.Lock()
 				m.frozePid = pid
 				m.mu.Unlock()
-				m.cuts <- CutEvent{At: f[1], Sync: n, Pid: pid}
+				select {
+				case m.cuts <- CutEvent{At: f[1], Sync: n, Pid: pid}:
+				default: // one cut per mount; never block the reader
+				}
 			}
 		default:
 			m.mu.Lock()
