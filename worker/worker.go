@@ -14,6 +14,7 @@ import (
 	"idemlab/worker/explore"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/pattern"
+	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
 	"idemlab/worker/redelivery"
 )
@@ -37,6 +38,7 @@ var registry = map[string]Func{
 	explore.ClaimName:     explore.ClaimMain,
 	explore.LeaseName:     explore.LeaseMain,
 	pattern.WorkerName:    pattern.Main,
+	powerfs.WorkerName:    powerfs.Main,
 }
 
 // Names lists the registered workers, sorted.

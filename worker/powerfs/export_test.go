@@ -1,0 +1,28 @@
+package powerfs
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+
+	"idemlab/worker/protocol"
+)
+
+// BrokenKeepMain is a test's broken server: its cut plans as asked but
+// rebuilds nothing, so the backing folder keeps everything, even under
+// drop.
+func BrokenKeepMain(call *protocol.Call) int {
+	recoverCut = func(backing, store string, p Params) (Outcome, error) {
+		log, err := ReadLogFile(store)
+		if err != nil {
+			return Outcome{}, err
+		}
+		o, err := Plan(log, p)
+		if err != nil {
+			return o, err
+		}
+		b, _ := json.Marshal(o)
+		return o, os.WriteFile(filepath.Join(store, OutcomeName), b, 0o644)
+	}
+	return Main(call)
+}

@@ -1,0 +1,419 @@
+package powerfs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Missing says in one line what this machine lacks to serve a mount, or ""
+// when nothing is missing.
+func Missing() string {
+	return missing(machine{devFuse: "/dev/fuse", filesystems: "/proc/filesystems", euid: os.Geteuid(), lookPath: exec.LookPath})
+}
+
+// machine is where Missing looks.
+type machine struct {
+	devFuse, filesystems string
+	euid                 int
+	lookPath             func(string) (string, error)
+}
+
+func missing(m machine) string {
+	if _, err := os.Stat(m.devFuse); err != nil {
+		return "FUSE is missing: no " + m.devFuse
+	}
+	if b, err := os.ReadFile(m.filesystems); err == nil && !bytes.Contains(b, []byte("\tfuse\n")) {
+		return "FUSE is missing: the kernel lists no fuse filesystem in " + m.filesystems
+	}
+	if m.euid != 0 {
+		if _, err := m.lookPath("fusermount3"); err != nil {
+			return "FUSE is missing: not root and no fusermount3 on PATH"
+		}
+	}
+	return ""
+}
+
+// Mount is the parent's handle on one serving process and its mount. The
+// parent never touches the mount itself: it reads the backing folder and
+// the store only.
+type Mount struct {
+	Config
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr bytes.Buffer
+	// mounted is closed on the server's "mounted"; cuts carries its sync
+	// cut events; end gets its last event; exited is closed when it ends.
+	mounted chan struct{}
+	cuts    chan CutEvent
+	mu      sync.Mutex
+	last    string
+	// frozePid is the process whose sync the server froze.
+	frozePid int
+	exited   chan struct{}
+	waitErr  error
+	// MountTook is how long the mount took, from the start of the process
+	// to its "mounted".
+	MountTook time.Duration
+}
+
+// CutEvent is the server's word that the mount froze at a sync.
+type CutEvent struct {
+	At   string
+	Sync int
+	Pid  int
+}
+
+// Start re-executes exe (the running binary when empty) as the serving
+// process, in a process group of its own, and waits for its mount.
+func Start(ctx context.Context, exe string, cfg Config) (*Mount, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	p, err := cfg.Params.normalize()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Params = p
+	for _, d := range []string{cfg.Backing, cfg.Mountpoint} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	m := &Mount{Config: cfg, mounted: make(chan struct{}), cuts: make(chan CutEvent, 1), exited: make(chan struct{})}
+	m.cmd = exec.Command(exe, append([]string{"worker", WorkerName}, cfg.Args()...)...)
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	m.cmd.Stderr = &m.stderr
+	if m.stdin, err = m.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := m.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := m.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go m.read(out)
+	select {
+	case <-m.mounted:
+		m.MountTook = time.Since(t0)
+		return m, nil
+	case <-m.exited:
+		return nil, fmt.Errorf("powerfs: the server exited before mounting: %v: %s", m.waitErr, strings.TrimSpace(m.stderr.String()))
+	case <-ctx.Done():
+		m.kill()
+		return nil, ctx.Err()
+	}
+}
+
+func (m *Mount) read(out io.Reader) {
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case EventMounted:
+			close(m.mounted)
+		case EventCut:
+			if len(f) == 4 {
+				n, _ := strconv.Atoi(f[2])
+				pid, _ := strconv.Atoi(f[3])
+				m.mu.Lock()
+				m.frozePid = pid
+				m.mu.Unlock()
+				select {
+				case m.cuts <- CutEvent{At: f[1], Sync: n, Pid: pid}:
+				default: // one cut per mount; never block the reader
+				}
+			}
+		default:
+			m.mu.Lock()
+			m.last = f[0]
+			m.mu.Unlock()
+		}
+	}
+	m.waitErr = m.cmd.Wait()
+	close(m.exited)
+}
+
+// Cuts delivers the sync cut the server was started with, when a process
+// reaches it; then the parent calls Cut.
+func (m *Mount) Cuts() <-chan CutEvent { return m.cuts }
+
+// Pid is the serving process.
+func (m *Mount) Pid() int { return m.cmd.Process.Pid }
+
+func (m *Mount) kill() {
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	<-m.exited
+}
+
+// Cut is the power cut: it SIGKILLs the process groups pgids, the group of
+// the process whose sync froze the mount, and those of every process that
+// still holds something open on the mount, has the
+// server freeze, unmount and rebuild the backing folder, and returns the
+// outcome. If the server cannot, because it died, the parent unmounts and
+// rebuilds from the store itself. The mount is gone when it returns.
+func (m *Mount) Cut(pgids ...int) (Outcome, error) {
+	m.mu.Lock()
+	if m.frozePid > 0 {
+		if g, err := syscall.Getpgid(m.frozePid); err == nil {
+			pgids = append(pgids, g)
+		}
+	}
+	m.mu.Unlock()
+	KillUsers(m.Mountpoint, m.Pid(), pgids...)
+	_, _ = io.WriteString(m.stdin, CmdCut+"\n")
+	select {
+	case <-m.exited:
+	case <-time.After(30 * time.Second):
+		m.kill()
+	}
+	m.mu.Lock()
+	done := m.last == EventDone
+	m.mu.Unlock()
+	if !done {
+		if err := Detach(m.Mountpoint); err != nil {
+			return Outcome{}, err
+		}
+		o, err := Recover(m.Backing, m.Store, m.Params)
+		if err != nil {
+			return o, fmt.Errorf("powerfs: the server did not cut (%v: %s); recovering from the store: %w",
+				m.waitErr, strings.TrimSpace(m.stderr.String()), err)
+		}
+		return o, nil
+	}
+	if IsMounted(m.Mountpoint) {
+		return Outcome{}, fmt.Errorf("powerfs: %s is still mounted after the cut", m.Mountpoint)
+	}
+	var o Outcome
+	b, err := os.ReadFile(filepath.Join(m.Store, OutcomeName))
+	if err != nil {
+		return o, err
+	}
+	return o, json.Unmarshal(b, &o)
+}
+
+// Close unmounts without a cut: the backing folder keeps everything, as
+// after a pass. A server that died or does not answer is killed and its
+// mount detached. The mount is gone when it returns, or it says why not.
+func (m *Mount) Close() error {
+	select {
+	case <-m.exited:
+	default:
+		KillUsers(m.Mountpoint, m.Pid())
+		_, _ = io.WriteString(m.stdin, CmdUnmount+"\n")
+		_ = m.stdin.Close()
+		select {
+		case <-m.exited:
+		case <-time.After(10 * time.Second):
+			m.kill()
+		}
+	}
+	if err := Detach(m.Mountpoint); err != nil {
+		return err
+	}
+	if IsMounted(m.Mountpoint) {
+		return fmt.Errorf("powerfs: %s is still mounted", m.Mountpoint)
+	}
+	return nil
+}
+
+// Detach unmounts mnt lazily if it is a powerfs mount, which also clears
+// the "transport endpoint is not connected" a dead server leaves.
+func Detach(mnt string) error {
+	if !IsMounted(mnt) {
+		return nil
+	}
+	if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("powerfs: unmount %s: %w", mnt, err)
+	}
+	return nil
+}
+
+// KillUsers SIGKILLs the process groups pgids, and every process that has
+// its working directory, root, executable or an open file on the mount
+// with its group, except the server's and the caller's own group, whose
+// processes it kills one by one. It reads /proc only, never the mount.
+func KillUsers(mnt string, server int, pgids ...int) {
+	self := syscall.Getpgrp()
+	groups := map[int]bool{}
+	for _, g := range pgids {
+		groups[g] = true
+	}
+	for _, pid := range Users(mnt) {
+		if g, err := syscall.Getpgid(pid); err == nil {
+			groups[g] = true
+		}
+		if pid != server {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for g := range groups {
+		if g > 0 && g != self && g != server {
+			_ = syscall.Kill(-g, syscall.SIGKILL)
+		}
+	}
+	// No wait for them to go: a process blocked in a request the server
+	// froze cannot die before the server exits, and any op a dying process
+	// still makes is either logged before the freeze or never answered.
+}
+
+// Users lists the processes that use the mount, from /proc.
+func Users(mnt string) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	on := func(p string) bool { return p == mnt || strings.HasPrefix(p, mnt+"/") }
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		dir := filepath.Join("/proc", e.Name())
+		hit := false
+		for _, l := range []string{"cwd", "root", "exe"} {
+			if t, err := os.Readlink(filepath.Join(dir, l)); err == nil && on(t) {
+				hit = true
+			}
+		}
+		if fds, err := os.ReadDir(filepath.Join(dir, "fd")); err == nil && !hit {
+			for _, fd := range fds {
+				if t, err := os.Readlink(filepath.Join(dir, "fd", fd.Name())); err == nil && on(t) {
+					hit = true
+					break
+				}
+			}
+		}
+		if hit {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// MountInfo is one powerfs line of /proc/self/mountinfo.
+type MountInfo struct {
+	Mountpoint string
+	// Server is the serving process named in the source field.
+	Server int
+}
+
+// Mounts lists the powerfs mounts /proc/self/mountinfo shows.
+func Mounts() ([]MountInfo, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []MountInfo
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		sep := -1
+		for i, x := range f {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 5 || sep+2 >= len(f) || f[sep+1] != "fuse."+FSName {
+			continue
+		}
+		mi := MountInfo{Mountpoint: unescape(f[4])}
+		if pid, ok := strings.CutPrefix(f[sep+2], FSName+":"); ok {
+			mi.Server, _ = strconv.Atoi(pid)
+		}
+		out = append(out, mi)
+	}
+	return out, nil
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// IsMounted says whether mnt is a powerfs mount now.
+func IsMounted(mnt string) bool {
+	ms, _ := Mounts()
+	for _, m := range ms {
+		if m.Mountpoint == mnt {
+			return true
+		}
+	}
+	return false
+}
+
+// Sweep unmounts every powerfs mount whose serving process is gone, as a
+// harness SIGKILLed with its server, or a server that crashed, leaves
+// them, and says so on w, one line each. It returns the mount points it
+// cleared.
+func Sweep(w io.Writer) ([]string, error) {
+	ms, err := Mounts()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range ms {
+		if serverAlive(m.Server) {
+			continue
+		}
+		if err := unix.Unmount(m.Mountpoint, unix.MNT_DETACH); err != nil {
+			return out, fmt.Errorf("powerfs: unmount stale %s: %w", m.Mountpoint, err)
+		}
+		fmt.Fprintf(w, "powerfs: unmounted the stale mount %s (its server, pid %d, is gone)\n", m.Mountpoint, m.Server)
+		out = append(out, m.Mountpoint)
+	}
+	return out, nil
+}
+
+// serverAlive says whether pid is a running powerfs server.
+func serverAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// A zombie has exited and serves nothing.
+		if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+			return false
+		}
+	}
+	return bytes.Contains(b, []byte(WorkerName))
+}
