@@ -197,20 +197,31 @@ func (p *PowerCluster) Setup(ctx context.Context, ddl string) error {
 		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, "BEGIN; SET LOCAL synchronous_commit = on; "+ddl+"; COMMIT"); err != nil {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN; SET LOCAL synchronous_commit = on; "+ddl+"; COMMIT"); err != nil {
 		return fmt.Errorf("set up the power trial: %w", err)
 	}
 	// An asynchronous commit of a record longer than a WAL page wakes the
-	// writer, which flushes at once, as its first flush.
+	// writer, which flushes at once, as its first flush: up to the last
+	// page boundary, inside the record, past the flush before it.
 	var lsn string
-	if err := db.QueryRowContext(ctx, "SET synchronous_commit = off; SELECT pg_logical_emit_message(true, 'idemlab', repeat('x', 10000))::text").Scan(&lsn); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT pg_current_wal_flush_lsn()::text").Scan(&lsn); err != nil {
+		return fmt.Errorf("read the WAL's flush: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET synchronous_commit = off"); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_logical_emit_message(true, 'idemlab', repeat('x', 10000))"); err != nil {
 		return fmt.Errorf("wake the WAL writer: %w", err)
 	}
 	deadline := time.Now().Add(2 * quietFor)
 	for {
 		var flushed bool
-		if err := db.QueryRowContext(ctx, "SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn", lsn).Scan(&flushed); err != nil {
+		if err := conn.QueryRowContext(ctx, "SELECT pg_current_wal_flush_lsn() > $1::pg_lsn", lsn).Scan(&flushed); err != nil {
 			return fmt.Errorf("read the WAL's flush: %w", err)
 		}
 		if flushed {
@@ -218,7 +229,7 @@ func (p *PowerCluster) Setup(ctx context.Context, ddl string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the WAL writer did not flush %s in %v", lsn, 2*quietFor)
+			return fmt.Errorf("the WAL writer did not flush past %s in %v", lsn, 2*quietFor)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -291,13 +302,12 @@ func (p *PowerCluster) Cut(ctx context.Context, query string) (PowerOutcome, err
 		return o, fmt.Errorf("read the cut's op log: %w", err)
 	}
 	// The rebuilt folder may keep the dead server's pid file (keep, or a
-	// synced one); its pid, unreaped, would make the start refuse it.
-	p.dataDir = p.backing
-	if !reaped(pid, 500*time.Millisecond) {
-		for _, f := range []string{filepath.Join(p.data(), "postmaster.pid"), filepath.Join(p.Dir, ".s.PGSQL.5432.lock")} {
-			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return o, fmt.Errorf("remove the dead server's lock file: %w", err)
-			}
+	// synced one), and the socket's lock file is off the mount; their pid,
+	// a zombie not yet reaped, would make the start refuse them. Every
+	// server process is gone, so both are stale, as after a reboot.
+	for _, f := range []string{filepath.Join(p.data(), "postmaster.pid"), filepath.Join(p.Dir, ".s.PGSQL.5432.lock")} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return o, fmt.Errorf("remove the dead server's lock file: %w", err)
 		}
 	}
 	o.CutTook = time.Since(t0)
