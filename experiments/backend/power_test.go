@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,4 +259,108 @@ func matrixFailures(s PowerSettings, acked []string, syncs int, o PowerOutcome) 
 		out = append(out, fmt.Sprintf("rows after the cut (-want +got):\n%s", diff))
 	}
 	return out
+}
+
+// syncTrial is ackedTrial with its inserts on their own goroutine, so a
+// sync cut may freeze one: the cut comes when the mount freezes, or after
+// the last ACK. It returns the ACKed ids, the mount's syncs before each
+// insert (read when no cut is configured), whether the mount froze, and
+// the outcome.
+func syncTrial(t testing.TB, cfg PowerConfig, n int) (acked []string, before []int, froze bool, o PowerOutcome) {
+	t.Helper()
+	ctx := context.Background()
+	tmp := serverTemp(t)
+	p, err := StartPowerCluster(ctx, tmp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+		leftBehind(t, tmp)
+	}()
+	if err := p.Setup(ctx, powerDDL); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", p.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ack := make(chan string, n)
+	done := make(chan error, 1)
+	go func() {
+		defer close(ack)
+		for i := 1; i <= n; i++ {
+			if cfg.CutSync == 0 {
+				s, err := p.Syncs()
+				if err != nil {
+					done <- err
+					return
+				}
+				before = append(before, s)
+			}
+			if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES ($1, 'row')", i); err != nil {
+				done <- err // the cut ended the session
+				return
+			}
+			ack <- fmt.Sprint(i)
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-p.Frozen():
+		froze = true
+	}
+	if o, err = p.Cut(ctx, powerQuery); err != nil {
+		t.Fatal(err)
+	}
+	if froze {
+		<-done
+	}
+	for id := range ack {
+		acked = append(acked, id)
+	}
+	return acked, before, froze, o
+}
+
+// TestPowerSyncCut cuts at the sync of the last insert's commit under
+// on/on/on and drop, found by a run without a cut that counts the mount's
+// syncs before each insert. Before that sync the commit is not durable
+// and never ACKed: the rows are the ACKed ones. After it the commit is
+// durable though never ACKed: one row more than the ACKed ones survives.
+func TestPowerSyncCut(t *testing.T) {
+	needPower(t)
+	const n = 5
+	s := PowerSettings{Fsync: "on", SynchronousCommit: "on", FullPageWrites: "on"}
+	_, before, _, _ := syncTrial(t, PowerConfig{Settings: s, Params: powerfs.Params{Model: powerfs.ModelDrop}}, n)
+	if len(before) != n {
+		t.Fatalf("the run without a cut counted syncs before %d inserts, want %d", len(before), n)
+	}
+	last := before[n-1] + 1
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
+			acked, _, froze, o := syncTrial(t, PowerConfig{Settings: s, Params: powerfs.Params{Model: powerfs.ModelDrop}, CutSync: last, CutAfter: after}, n)
+			logOutcome(t, acked, 0, o)
+			if !froze || o.Cut.Cut == nil || o.Cut.Cut.Sync != last {
+				t.Fatalf("the mount did not freeze at sync %d: froze=%v, cut %+v", last, froze, o.Cut.Cut)
+			}
+			want := acked
+			if after {
+				want = append(slices.Clone(acked), fmt.Sprint(len(acked)+1))
+			}
+			if diff := cmp.Diff(want, o.Rows); diff != "" || o.Corrupt() {
+				t.Errorf("rows after the cut (-want +got):\n%s; amcheck %q, checksum failures %d", diff, o.Amcheck, o.ChecksumFailures)
+			}
+			if len(acked) != n-1 {
+				t.Errorf("%d inserts ACKed before the cut at the last one's sync, want %d", len(acked), n-1)
+			}
+		})
+	}
 }
