@@ -26,6 +26,9 @@ import (
 // store, the mount server's op log and undo file. After the cut the
 // server restarts on pgdata itself, which the cut has rebuilt.
 
+// powerBacking is the backing folder's name in a power cluster's folder.
+const powerBacking = "pgdata"
+
 // powerInitArgs are initdb's options for a power cluster: data checksums
 // (-k), so a page a torn cut garbled is found when it is read. They key a
 // template of their own.
@@ -133,7 +136,7 @@ func StartPowerCluster(ctx context.Context, tmp string, cfg PowerConfig) (p *Pow
 	if c.Dir, err = os.MkdirTemp(tmp, "idemlab-pg-"); err != nil {
 		return nil, fmt.Errorf("create the cluster's folder: %w", err)
 	}
-	p = &PowerCluster{Cluster: c, cfg: cfg, backing: filepath.Join(c.Dir, "pgdata"), mnt: filepath.Join(c.Dir, "data"), storeAt: filepath.Join(c.Dir, "store")}
+	p = &PowerCluster{Cluster: c, cfg: cfg, backing: filepath.Join(c.Dir, powerBacking), mnt: c.data(), storeAt: filepath.Join(c.Dir, "store")}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, p.Close())

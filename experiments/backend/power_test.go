@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"idemlab/experiments/procstat"
 	"idemlab/worker"
 	"idemlab/worker/powerfs"
 )
@@ -503,4 +505,96 @@ func lastOf(lines []string, n int) []string {
 		return lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// TestPowerLeavesNothing: after a start that fails, a context cancelled
+// before the start, and one cancelled before the cut, no server process,
+// mount or folder is left (a pass, and a restart that fails, are checked
+// by every trial above).
+func TestPowerLeavesNothing(t *testing.T) {
+	needPower(t)
+	ok := PowerConfig{Settings: PowerSettings{Fsync: "on", SynchronousCommit: "on", FullPageWrites: "on"}}
+	for _, tt := range []struct {
+		name        string
+		cfg         PowerConfig
+		cancelStart bool
+		cancelCut   bool
+	}{
+		{"a start that fails", PowerConfig{Settings: PowerSettings{Fsync: "maybe"}}, false, false},
+		{"cancelled before the start", ok, true, false},
+		{"cancelled before the cut", ok, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := serverTemp(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancelStart {
+				cancel()
+			}
+			p, err := StartPowerCluster(ctx, tmp, tt.cfg)
+			if tt.cancelCut {
+				if err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+				_, err = p.Cut(ctx, powerQuery)
+				err = errors.Join(err, p.Close())
+			}
+			if err == nil {
+				t.Error("no error")
+			}
+			t.Logf("error: %v", err)
+			leftBehind(t, tmp)
+		})
+	}
+}
+
+// TestSweepPowerCluster: a power cluster whose owner is gone and whose
+// mount server died (a harness SIGKILLed with its whole group) leaves a
+// mount answering "transport endpoint is not connected" and a running
+// server; the next run's sweep stops the server, unmounts the mount,
+// removes the folder, and says so.
+func TestSweepPowerCluster(t *testing.T) {
+	needPower(t)
+	tmp := serverTemp(t)
+	p, err := StartPowerCluster(context.Background(), tmp, PowerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	self, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := self
+	gone.PID = 1 << 30
+	if err := writeOwner(p.Dir, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(p.mount.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !powerfs.IsMounted(p.mnt) || serverRuns(p.mount.Pid()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the mount server did not die, or took its mount with it (mounted=%v)", powerfs.IsMounted(p.mnt))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	postmaster := p.PID
+	lines := SweepClusters(tmp, self)
+	t.Logf("%q", lines)
+	if len(lines) != 1 || !strings.Contains(lines[0], "unmounted the stale mount "+p.mnt) || !strings.HasPrefix(lines[0], "cleaned up") {
+		t.Errorf("the sweep said %q, want one line that cleaned up and unmounted %s", lines, p.mnt)
+	}
+	if serverRuns(postmaster) {
+		t.Errorf("the postmaster %d still runs", postmaster)
+	}
+	leftBehind(t, tmp)
+}
+
+// serverRuns says whether pid is a live process, not a zombie.
+func serverRuns(pid int) bool {
+	st, err := procstat.Read(pid)
+	return err == nil && st.Live()
 }
