@@ -88,7 +88,8 @@ type PowerConfig struct {
 	// CutSync, if not 0, freezes the mount at its CutSync-th sync, before
 	// it reaches the disk or, with CutAfter, after; the syncs count from
 	// the mount's start, the server's start among them (Syncs). 0 cuts on
-	// the caller's word only (Cut).
+	// the caller's word only (Cut). A cut that falls inside the server's
+	// start fails StartPowerCluster.
 	CutSync  int
 	CutAfter bool
 	// Exe is the binary that serves the mount, re-executed as "worker
@@ -161,8 +162,26 @@ func StartPowerCluster(ctx context.Context, tmp string, cfg PowerConfig) (p *Pow
 		opts = append(opts, "-c", s)
 	}
 	c.serverOpts = shellJoin(opts)
-	if err := c.start(ctx); err != nil {
-		return p, err
+	started := make(chan error, 1)
+	go func() { started <- c.start(ctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return p, err
+		}
+	case ev := <-p.mount.Cuts():
+		// The server froze in its own start: end it and pg_ctl (both work
+		// in the folder) and the mount, and touch the cluster's fields only
+		// once the start has returned.
+		shm := shmIDIn(p.backing)
+		for _, q := range ClusterProcesses(c.Dir) {
+			_ = syscall.Kill(q, syscall.SIGKILL)
+		}
+		cerr := p.mount.Close()
+		<-started
+		p.cut, p.dataDir, p.stopped = true, p.backing, true
+		return p, errors.Join(fmt.Errorf("the cut at sync %d fell inside the server's start: count the start's syncs (Syncs) and cut later", ev.Sync),
+			cerr, p.waitGone(10*time.Second), removeSegment(shm))
 	}
 	c.StartedIn = time.Since(began)
 	return p, ctx.Err()
@@ -444,6 +463,8 @@ func (p *PowerCluster) Close() error {
 		p.cut = true
 		errs = append(errs, p.killOnMount(p.mount.Close))
 	}
-	errs = append(errs, p.Stop())
+	// A cut that failed half-way may have left the mount: never remove
+	// the folder through it.
+	errs = append(errs, powerfs.Detach(p.mnt), p.Stop())
 	return errors.Join(errs...)
 }

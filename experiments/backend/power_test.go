@@ -508,9 +508,10 @@ func lastOf(lines []string, n int) []string {
 }
 
 // TestPowerLeavesNothing: after a start that fails, a context cancelled
-// before the start, and one cancelled before the cut, no server process,
-// mount or folder is left (a pass, and a restart that fails, are checked
-// by every trial above).
+// before the start, one cancelled before the cut, and a sync cut that
+// falls inside the server's start, no server process, mount or folder is
+// left (a pass, and a restart that fails, are checked by every trial
+// above).
 func TestPowerLeavesNothing(t *testing.T) {
 	needPower(t)
 	ok := PowerConfig{Settings: PowerSettings{Fsync: "on", SynchronousCommit: "on", FullPageWrites: "on"}}
@@ -523,6 +524,7 @@ func TestPowerLeavesNothing(t *testing.T) {
 		{"a start that fails", PowerConfig{Settings: PowerSettings{Fsync: "maybe"}}, false, false},
 		{"cancelled before the start", ok, true, false},
 		{"cancelled before the cut", ok, false, true},
+		{"a cut inside the server's start", PowerConfig{CutSync: 1}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tmp := serverTemp(t)
