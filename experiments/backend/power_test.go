@@ -231,6 +231,9 @@ func matrixFailures(s PowerSettings, acked []string, syncs int, o PowerOutcome) 
 	if len(o.Log) == 0 || o.Cut.Model != powerfs.ModelDrop {
 		out = append(out, fmt.Sprintf("the outcome keeps no op log (%d ops) or another model (%q)", len(o.Log), o.Cut.Model))
 	}
+	if d := replan(o); d != "" {
+		out = append(out, d)
+	}
 	if s.Fsync == "off" {
 		// PostgreSQL promises nothing; the drop model does: a mount that
 		// saw no sync since its start comes back as it started, so no row
@@ -488,6 +491,9 @@ func TestPowerTornPages(t *testing.T) {
 				if decided == "" {
 					t.Fatalf("the cut tore nothing of the table's file %s: %+v", rel, o.Cut.Files)
 				}
+				if d := replan(o); d != "" {
+					t.Error(d)
+				}
 				t.Logf("units k/d/g=%d/%d/%d started=%v rows=%q rows_err=%q amcheck=%q checksum_failures=%d rejected=%q start_log_tail=%q",
 					strings.Count(decided, "k"), strings.Count(decided, "d"), strings.Count(decided, "g"),
 					o.Started, o.Rows, o.RowsErr, o.Amcheck, o.ChecksumFailures, o.Rejected, lastOf(o.StartLog, 3))
@@ -498,6 +504,20 @@ func TestPowerTornPages(t *testing.T) {
 			})
 		}
 	}
+}
+
+// replan derives the cut again from the outcome's op log and models
+// alone, as a fold would (powerfs.Plan), and says how it differs from
+// what the cut did; "" when it does not.
+func replan(o PowerOutcome) string {
+	again, err := powerfs.Plan(o.Log, powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel, Seed: o.Cut.Seed, Unit: o.Cut.Unit})
+	if err != nil {
+		return fmt.Sprintf("Plan over the kept op log: %v", err)
+	}
+	if diff := cmp.Diff(o.Cut, again); diff != "" {
+		return fmt.Sprintf("Plan over the kept op log derives another cut (-cut +plan):\n%s", diff)
+	}
+	return ""
 }
 
 func lastOf(lines []string, n int) []string {
