@@ -55,7 +55,7 @@ type PowerSettings struct {
 //     has passed since its last flush, or once that much WAL waits. Its
 //     first flush after the start, though, comes at once (it has no last
 //     flush yet), so Setup makes it flush once, and the trial then has
-//     10 s in which the writer flushes nothing (PowerOutcome.Quiet).
+//     10 s in which the writer flushes nothing (PowerOutcome.QuietHeld).
 //   - bgwriter_lru_maxpages=0: the background writer writes no page, and
 //     so never flushes the WAL a page's write needs first.
 //   - autovacuum=off, checkpoint_timeout=1d and max_wal_size=1GB: no
@@ -67,7 +67,7 @@ var PowerQuiet = []string{"wal_writer_delay=10s", "wal_writer_flush_after=1GB", 
 // nothing: wal_writer_delay in PowerQuiet.
 const quietFor = 10 * time.Second
 
-// Server settings lists s as "name=value" lines, PowerQuiet first.
+// server lists s as "name=value" lines, PowerQuiet first.
 func (s PowerSettings) server() []string {
 	out := append([]string{}, PowerQuiet...)
 	for _, kv := range [][2]string{{"fsync", s.Fsync}, {"synchronous_commit", s.SynchronousCommit},
@@ -257,9 +257,10 @@ func (p *PowerCluster) Setup(ctx context.Context, ddl string) error {
 	}
 }
 
-// PowerOutcome is what one power cut did: the filesystem's side (the op
-// log and what Plan derived from it, so a fold can derive the cut again),
-// and the server's, after WAL recovery on the rebuilt folder.
+// PowerOutcome is what one power cut did: the filesystem's side (what the
+// cut left, and the op log it was planned from, from which powerfs.Plan
+// derives it again for a fold), and the server's, after WAL recovery on
+// the rebuilt folder.
 type PowerOutcome struct {
 	Settings PowerSettings   `json:"settings"`
 	Quiet    []string        `json:"quiet"`
@@ -301,8 +302,9 @@ func (o PowerOutcome) Corrupt() bool {
 // model (powerfs.Mount.Cut), restarts the server on the rebuilt folder,
 // which runs WAL recovery, and reports what survived: query's rows
 // (database postgres), amcheck over every B-tree index and the checksum
-// failures. The server is stopped again when it returns; Close removes the
-// folder.
+// failures. The recovered server runs on until Close, which stops it and
+// removes the folder. A server that does not start is the outcome's
+// (Started, StartLog), not an error.
 func (p *PowerCluster) Cut(ctx context.Context, query string) (PowerOutcome, error) {
 	o := PowerOutcome{Settings: p.cfg.Settings, Quiet: PowerQuiet}
 	if p.cut {
