@@ -620,3 +620,22 @@ func serverRuns(pid int) bool {
 	st, err := procstat.Read(pid)
 	return err == nil && st.Live()
 }
+
+// TestPowerWalSyncMethod: every wal_sync_method Linux offers makes a
+// commit durable before it returns, so under on/on/on a cut after the
+// last ACK loses no row whichever the server uses. The open_* methods
+// sync with O_DSYNC or O_SYNC writes, not fsync calls: the mount must see
+// those as syncs too.
+func TestPowerWalSyncMethod(t *testing.T) {
+	needPower(t)
+	for _, m := range []string{"fdatasync", "fsync", "open_datasync", "open_sync"} {
+		t.Run(m, func(t *testing.T) {
+			s := PowerSettings{Fsync: "on", SynchronousCommit: "on", FullPageWrites: "on", WalSyncMethod: m}
+			acked, syncs, o := ackedTrial(t, PowerConfig{Settings: s, Params: powerfs.Params{Model: powerfs.ModelDrop}}, matrixRows)
+			logOutcome(t, acked, syncs, o)
+			for _, f := range matrixFailures(s, acked, syncs, o) {
+				t.Error(f)
+			}
+		})
+	}
+}
