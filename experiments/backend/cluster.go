@@ -42,6 +42,9 @@ type Cluster struct {
 	serverOpts string
 	// runAs is the OS user the server runs as, when this process is root.
 	runAs string
+	// dataDir, when set, is the data folder instead of Dir/data: a power
+	// cluster's server restarts on its rebuilt backing folder.
+	dataDir string
 }
 
 // ClusterUser is the superuser initdb creates; trust authentication on
@@ -90,7 +93,7 @@ func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluste
 	if err := os.Chown(c.Dir, uid, gid); err != nil {
 		return c, fmt.Errorf("give the cluster's folder to %s: %w", c.runAs, err)
 	}
-	if err := c.initData(ctx, uid, gid); err != nil {
+	if err := c.initData(ctx, c.data(), initArgs, uid, gid); err != nil {
 		return c, err
 	}
 	opts := []string{"-k", c.Dir, "-c", "listen_addresses=", "-c", "unix_socket_permissions=0777"}
@@ -110,24 +113,24 @@ func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluste
 // away at the end.
 var initArgs = []string{"--no-sync", "-A", "trust", "-U", ClusterUser, "-E", "UTF8", "--locale=C"}
 
-// initData makes the cluster's data folder: a copy of the template of
-// initdb's output when there is one (template.go), else initdb's own
-// output, of which it then keeps a template. A template that cannot be
-// kept costs the next start its initdb, nothing more, so that error is
-// not the run's.
-func (c *Cluster) initData(ctx context.Context, uid, gid int) error {
-	tpl := templateDir(c.Bin, c.runAs, initArgs)
-	ok, tplErr := fromTemplate(tpl, c.data(), uid, gid)
+// initData makes the data folder data with initdb's options args: a copy
+// of the template of initdb's output when there is one (template.go),
+// else initdb's own output, of which it then keeps a template. A template
+// that cannot be kept costs the next start its initdb, nothing more, so
+// that error is not the run's.
+func (c *Cluster) initData(ctx context.Context, data string, args []string, uid, gid int) error {
+	tpl := templateDir(c.Bin, c.runAs, args)
+	ok, tplErr := fromTemplate(tpl, data, uid, gid)
 	if ok {
 		c.FromTemplate = true
 		return nil
 	}
 	// A template that could not be copied is removed half-copied, and
 	// initdb makes the folder as if there were none.
-	if err := c.run(ctx, "initdb", append(append([]string{}, initArgs...), "-D", c.data())...); err != nil {
+	if err := c.run(ctx, "initdb", append(append([]string{}, args...), "-D", data)...); err != nil {
 		return errors.Join(err, tplErr)
 	}
-	_ = saveTemplate(c.data(), tpl)
+	_ = saveTemplate(data, tpl)
 	return nil
 }
 
@@ -182,7 +185,12 @@ func reaped(pid int, wait time.Duration) bool {
 	}
 }
 
-func (c *Cluster) data() string { return filepath.Join(c.Dir, "data") }
+func (c *Cluster) data() string {
+	if c.dataDir != "" {
+		return c.dataDir
+	}
+	return filepath.Join(c.Dir, "data")
+}
 
 // AdminDSN connects to database db over the cluster's socket.
 func (c *Cluster) AdminDSN(db string) string {
@@ -301,8 +309,11 @@ func (c *Cluster) waitGone(wait time.Duration) error {
 // postmaster's pid file names, once no process is attached: a server
 // killed, not shut down, leaves it behind. A segment still in use, or one
 // the file does not name, is left alone.
-func (c *Cluster) removeSharedMemory() error {
-	id := c.sharedMemoryID()
+func (c *Cluster) removeSharedMemory() error { return removeSegment(c.sharedMemoryID()) }
+
+// removeSegment removes the System V shared memory segment id (none when
+// -1) if no process is attached to it.
+func removeSegment(id int) error {
 	if id < 0 {
 		return nil
 	}
@@ -318,8 +329,11 @@ func (c *Cluster) removeSharedMemory() error {
 
 // sharedMemoryID is the System V shared memory segment the postmaster's
 // pid file names (its seventh line: key and id), or -1.
-func (c *Cluster) sharedMemoryID() int {
-	b, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+func (c *Cluster) sharedMemoryID() int { return shmIDIn(c.data()) }
+
+// shmIDIn is sharedMemoryID for the data folder data.
+func shmIDIn(data string) int {
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
 	if err != nil {
 		return -1
 	}

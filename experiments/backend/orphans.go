@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"idemlab/experiments/procstat"
+	"idemlab/worker/powerfs"
 	"idemlab/worker/store"
 )
 
@@ -172,10 +173,19 @@ func sweepCluster(dir string, self Owner) string {
 	}
 	c := &Cluster{Dir: dir}
 	procs := ClusterProcesses(dir)
+	// A power cluster's data folder is the backing folder of a mount at
+	// Dir/data (power.go); the server's pid file is read there, never
+	// through the mount, which is cleared before anything is removed.
+	if st, err := os.Stat(filepath.Join(dir, powerBacking)); err == nil && st.IsDir() {
+		c.dataDir = filepath.Join(dir, powerBacking)
+	}
 	shm := c.sharedMemoryID()
-	size := folderSize(dir)
-	err = c.stopOrphan(procs)
+	size := folderSize(dir, c.dataDir != "")
+	unmounted, err := c.stopOrphan(procs)
 	what := fmt.Sprintf("cleaned up the PostgreSQL cluster %s left by a run that is gone (%s): stopped %d server processes, ", dir, owner, len(procs))
+	for _, m := range unmounted {
+		what += fmt.Sprintf("unmounted the stale mount %s, ", m)
+	}
 	if shm >= 0 {
 		what += fmt.Sprintf("removed shared memory segment %d, ", shm)
 	}
@@ -186,13 +196,36 @@ func sweepCluster(dir string, self Owner) string {
 	return what
 }
 
-// stopOrphan stops the server in the cluster's folder and removes the
+// detachUnder detaches every power-loss mount at or under dir, which a
+// dead owner's cluster may leave: its server's own exit unmounts it, but
+// a server that died too leaves it answering "transport endpoint is not
+// connected", and removing the folder through it would fail.
+func detachUnder(dir string) ([]string, error) {
+	ms, err := powerfs.Mounts()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range ms {
+		if m.Mountpoint != dir && !strings.HasPrefix(m.Mountpoint, dir+string(filepath.Separator)) {
+			continue
+		}
+		if err := powerfs.Detach(m.Mountpoint); err != nil {
+			return out, err
+		}
+		out = append(out, m.Mountpoint)
+	}
+	return out, nil
+}
+
+// stopOrphan stops the server in the cluster's folder, detaches a
+// power-loss mount in it (detachUnder), which it returns, and removes the
 // folder. The postmaster the pid file names gets SIGQUIT (pg_ctl stop -m
 // immediate), after which it releases its shared memory itself; it is
 // signalled only when it is among the processes working in the folder, so
 // a reused pid is never signalled. Without a postmaster, what is left of
 // the server is killed.
-func (c *Cluster) stopOrphan(procs []int) error {
+func (c *Cluster) stopOrphan(procs []int) ([]string, error) {
 	var errs []error
 	if c.readPID() == nil && containsPID(procs, c.PID) {
 		if err := syscall.Kill(c.PID, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -203,9 +236,14 @@ func (c *Cluster) stopOrphan(procs []int) error {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	errs = append(errs, c.waitGone(10*time.Second), c.removeSharedMemory(), os.RemoveAll(c.Dir))
+	errs = append(errs, c.waitGone(10*time.Second), c.removeSharedMemory())
+	unmounted, err := detachUnder(c.Dir)
+	errs = append(errs, err)
+	if err == nil {
+		errs = append(errs, os.RemoveAll(c.Dir))
+	}
 	c.stopped = true
-	return errors.Join(errs...)
+	return unmounted, errors.Join(errs...)
 }
 
 // leftovers says what of a cleaned cluster is still there: processes, the
@@ -235,9 +273,14 @@ func containsPID(pids []int, pid int) bool {
 	return false
 }
 
-func folderSize(dir string) int64 {
+// folderSize adds up the sizes of dir's files; with power, it skips the
+// mount point Dir/data of a power cluster, which it never reads through.
+func folderSize(dir string, power bool) int64 {
 	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if power && p == filepath.Join(dir, "data") {
+			return filepath.SkipDir
+		}
 		if err == nil && d.Type().IsRegular() {
 			if i, err := d.Info(); err == nil {
 				n += i.Size()

@@ -8,9 +8,10 @@ import (
 	"idemlab/worker/protocol"
 )
 
-// BrokenKeepMain is a test's broken server: its cut plans as asked but
-// rebuilds nothing, so the backing folder keeps everything, even under
-// drop.
+// BrokenKeepMain is a test's broken server (worker.Breaks), for the tests
+// of this package and of those that run a server on a mount: its cut
+// plans as asked but rebuilds nothing, so the backing folder keeps
+// everything, even under drop.
 func BrokenKeepMain(call *protocol.Call) int {
 	recoverCut = func(backing, store string, p Params) (Outcome, error) {
 		log, err := ReadLogFile(store)
