@@ -173,7 +173,7 @@ func TestMergeEqualsUnshardedEveryScenario(t *testing.T) {
 		flags          []string
 	}{
 		{"durability", "durability", []string{"--input", "../input.json", "--scenario", "durability", "--pattern", "redelivery-single,batch-journal", "--journal-mode", "WAL", "--synchronous", "NORMAL,FULL"}},
-		{"pattern", "pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../testdata/patterns/separate-commit.json", "--faults", "points,power"}},
+		{"pattern", "pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../experiments/explore/articles/separate-commit.json", "--faults", "points,power"}},
 		// Each shard starts a cluster of its own and crashes its server.
 		{"durability on postgres", "durability", []string{"--input", "../input.json", "--backend", "postgres", "--scenario", "durability", "--pattern", "redelivery-separate,claim-ttl", "--kind", "kill,server", "--synchronous-commits", "on,off"}},
 	}

@@ -20,7 +20,7 @@ var rerunSettings = map[string][]string{
 	"claim":      {"--workers", "2", "--repetitions", "1", "--mutant-repetitions", "1"},
 	"explore":    {"--trials", "4", "--rounds", "1"},
 	"durability": {"--pattern", "redelivery-single", "--journal-mode", "DELETE", "--synchronous", "FULL"},
-	"pattern":    {"--pattern-file", "../testdata/patterns/single-transaction.json", "--faults", "points,power"},
+	"pattern":    {"--pattern-file", "../experiments/explore/articles/single-transaction.json", "--faults", "points,power"},
 }
 
 // experimentFolder runs one scenario with the input file into a new

@@ -3,8 +3,10 @@ package explore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -15,7 +17,7 @@ import (
 // and SQLite's does not, so every condition is placed in the row of its
 // pattern and kind ("separate-commit/timing-race-4") with the level as its
 // setting: the two backends' races of one pattern stand side by side.
-func (Scenario) Compare(st Settings, res results.ScenarioResult, _ Extra) scenario.Compared {
+func (Scenario) Compare(st Settings, res results.ScenarioResult, extra Extra) scenario.Compared {
 	c := scenario.Compared{
 		Database: exploreDatabase(st),
 		Outcomes: map[string]string{},
@@ -32,6 +34,13 @@ func (Scenario) Compare(st Settings, res results.ScenarioResult, _ Extra) scenar
 		if words, err := conditionWords(cond, cr.Observed); err == nil {
 			c.Outcomes[cr.Name] = words
 		}
+	}
+	if files, _, err := articleResult(res); err == nil && st.Articles != nil && extra.Articles != nil {
+		// The article files' conditions in the pattern scenario's words.
+		pc := pattern.Scenario{}.Compare(*st.Articles, files, *extra.Articles)
+		maps.Copy(c.Rows, pc.Rows)
+		maps.Copy(c.Outcomes, pc.Outcomes)
+		c.Legend += "; " + pc.Legend
 	}
 	return c
 }
