@@ -336,7 +336,12 @@ func PatternTrials(trials, share int) int { return (trials*share + 99) / 100 }
 
 // NewSettings derives the settings, the conditions included, from the
 // input; only is the replayed trial index or -1.
-func NewSettings(in Input, only int) Settings {
+func NewSettings(in Input, only int) Settings { return newSettings(in, only, BuiltIn()) }
+
+// newSettings derives the settings over the patterns pats: BuiltIn for a
+// run; Patterns, the hand-written article workers too, gives the settings
+// a folder of format 6 or older recorded.
+func newSettings(in Input, only int, pats []Pattern) Settings {
 	st := Settings{
 		EventID: in.EventID, JobKey: in.JobKey, Seed: in.Seed, Trials: in.Trials,
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
@@ -361,7 +366,7 @@ func NewSettings(in Input, only int) Settings {
 		}
 		return out
 	}
-	for _, p := range BuiltIn() {
+	for _, p := range pats {
 		st.Patterns = append(st.Patterns, settingOf(p))
 		add := func(kind, suffix string, trials []int, racers int, kills bool) {
 			if kind != KindDiscovery && kind != KindSweep && len(trials) == 0 {
