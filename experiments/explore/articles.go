@@ -64,7 +64,7 @@ func articleSettings(ctx context.Context, st Settings, on backend.Spec) (*patter
 		EventID: st.EventID, Faults: slices.Clone(ArticleFaults), Seed: st.Seed,
 		HitTrials: (n + 1) / 2, KillTrials: n / 2,
 		Racers: slices.Clone(st.Racers), Rounds: st.Rounds, Parallel: st.Parallel,
-		Shard: st.Shard, KnownUnsafeRule: pattern.RuleSomeSetting,
+		KnownUnsafeRule: pattern.RuleSomeSetting,
 	}
 	var names []string
 	for _, n := range Articles {
@@ -74,6 +74,19 @@ func articleSettings(ctx context.Context, st Settings, on backend.Spec) (*patter
 		return nil, fmt.Errorf("the article pattern files: %w", err)
 	}
 	return a, nil
+}
+
+// articles are the article files' settings as they run, fold and judge:
+// in explore's part of the plan. The recorded settings hold no part of
+// their own, so every shard records the same and the plan's hash, which
+// leaves the part out, is the same in every shard.
+func (st Settings) articles() *pattern.Settings {
+	if st.Articles == nil {
+		return nil
+	}
+	a := *st.Articles
+	a.Shard = st.Shard
+	return &a
 }
 
 // articleExpect states the article conditions' oracles: the pattern
@@ -130,10 +143,11 @@ func splitRecords(a *pattern.Settings, rec results.Records) (builtin, files resu
 // foldArticles folds the article files' records with the pattern
 // scenario's fold and joins what it derived to the built-in subjects'.
 func foldArticles(st Settings, rec results.Records, folded *scenario.Folded, extra *Extra) []results.Finding {
-	if st.Articles == nil {
+	a := st.articles()
+	if a == nil {
 		return nil
 	}
-	af, findings := pattern.Scenario{}.Fold(*st.Articles, rec)
+	af, findings := pattern.Scenario{}.Fold(*a, rec)
 	maps.Copy(folded.Observed, af.Observed)
 	if x, ok := af.Extra.(pattern.Extra); ok {
 		extra.Articles = &x
@@ -176,7 +190,7 @@ func reportArticles(st Settings, files results.ScenarioResult, extra Extra, sec 
 	if st.Articles == nil || extra.Articles == nil {
 		return nil
 	}
-	ps, err := pattern.Scenario{}.Report(*st.Articles, files, *extra.Articles)
+	ps, err := pattern.Scenario{}.Report(*st.articles(), files, *extra.Articles)
 	if err != nil {
 		return err
 	}

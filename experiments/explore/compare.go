@@ -37,7 +37,7 @@ func (Scenario) Compare(st Settings, res results.ScenarioResult, extra Extra) sc
 	}
 	if files, _, err := articleResult(res); err == nil && st.Articles != nil && extra.Articles != nil {
 		// The article files' conditions in the pattern scenario's words.
-		pc := pattern.Scenario{}.Compare(*st.Articles, files, *extra.Articles)
+		pc := pattern.Scenario{}.Compare(*st.articles(), files, *extra.Articles)
 		maps.Copy(c.Rows, pc.Rows)
 		maps.Copy(c.Outcomes, pc.Outcomes)
 		c.Legend += "; " + pc.Legend

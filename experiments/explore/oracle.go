@@ -54,7 +54,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 		}
 		out = append(out, scenario.Expected{Condition: c.Name, Value: e, Scheduled: c.Timing()})
 	}
-	files, err := articleExpect(st.Articles)
+	files, err := articleExpect(st.articles())
 	return append(files, out...), err
 }
 

@@ -59,7 +59,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	if st.Articles == nil {
 		return nil
 	}
-	return pattern.Run(ctx, env, *st.Articles, Name)
+	return pattern.Run(ctx, env, *st.articles(), Name)
 }
 
 // subject is a pattern's built-in workers as the engine's subject.
