@@ -17,8 +17,12 @@ import (
 )
 
 // shardFlags are explore's small settings with a fixed seed: every
-// shard, and the unsharded run, plans the same trials.
-var shardFlags = []string{"--input", "../input.json", "--scenario", "explore", "--trials", "4", "--rounds", "1", "--seed", "11"}
+// shard, and the unsharded run, plans the same trials. No races: an
+// article file's concurrent class, which its known_unsafe may list, is
+// judged by whether the scheduler let it break, which two runs need not
+// share; seed 1's crashes at a seeded hit break separate-commit's and
+// claim-do-nothing's random class in every run.
+var shardFlags = []string{"--input", "../input.json", "--scenario", "explore", "--trials", "4", "--rounds", "0", "--seed", "1"}
 
 // flagsWith is shardFlags with one flag's value replaced.
 func flagsWith(name, value string) []string {
