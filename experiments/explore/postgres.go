@@ -46,7 +46,8 @@ func (st Settings) requested(c Condition) *store.PGRequested {
 	if st.Backend == "" {
 		return nil
 	}
-	return &store.PGRequested{Isolation: store.IsolationLevels[c.Isolation], SynchronousCommit: st.SynchronousCommit}
+	l, _ := store.ParseIsolation(c.Isolation)
+	return &store.PGRequested{Isolation: l.SQL(), SynchronousCommit: st.SynchronousCommit}
 }
 
 // planPostgres plans the exploration on PostgreSQL: the concurrent deliveries
@@ -63,9 +64,11 @@ func (sc Scenario) planPostgres(b backend.Spec, section json.RawMessage, overrid
 	if err != nil {
 		return nil, err
 	}
-	levels := store.IsolationOrder
-	if b.IsolationChosen {
-		levels = []string{b.Isolation}
+	var levels []string
+	for _, l := range store.Isolations {
+		if !b.IsolationChosen || l == b.Level() {
+			levels = append(levels, l.String())
+		}
 	}
 	return &plan{s: postgresSettings(p.s, b, levels)}, nil
 }

@@ -96,14 +96,14 @@ func TestPostgresRaces(t *testing.T) {
 	if err := json.Unmarshal(out.Settings, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Backend != store.BackendPostgres || !slices.Equal(st.Isolations, store.IsolationOrder) || len(st.NotRun) == 0 {
+	if st.Backend != store.BackendPostgres || !slices.Equal(st.Isolations, levelNames()) || len(st.NotRun) == 0 {
 		t.Errorf("settings say backend %q, levels %v, %d parts not run", st.Backend, st.Isolations, len(st.NotRun))
 	}
 	levels := map[string]int{}
 	for _, c := range st.Conditions {
 		levels[c.Isolation]++
 	}
-	for _, l := range store.IsolationOrder {
+	for _, l := range levelNames() {
 		if want := len(st.Patterns) * len(st.Racers); levels[l] != want {
 			t.Errorf("%d conditions under %s, want one per pattern and K (%d)", levels[l], l, want)
 		}
@@ -229,7 +229,7 @@ func hasFinding(res results.ScenarioResult, part string) bool {
 // not, and the other levels' oracle allows them.
 func TestNoSerializationUnderReadCommitted(t *testing.T) {
 	st := postgresSettings(NewSettings(Input{EventID: "e", JobKey: "k", Racers: []int{2}, Rounds: 1, Items: 1}, -1),
-		backend.Spec{Name: store.BackendPostgres, SynchronousCommit: "on"}, store.IsolationOrder)
+		backend.Spec{Name: store.BackendPostgres, SynchronousCommit: "on"}, levelNames())
 	for _, tt := range []struct {
 		name    string
 		retried int
@@ -253,4 +253,14 @@ func TestNoSerializationUnderReadCommitted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// levelNames are the isolation levels by their command-line names, in
+// order.
+func levelNames() []string {
+	var out []string
+	for _, l := range store.Isolations {
+		out = append(out, l.String())
+	}
+	return out
 }
