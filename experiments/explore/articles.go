@@ -135,25 +135,23 @@ func splitRecords(a *pattern.Settings, rec results.Records) (builtin, files resu
 	for _, c := range a.Conditions {
 		mine[c.Name] = true
 	}
-	var bo, fo []results.Line
-	for _, l := range rec.Observations {
-		if mine[l.Condition] {
-			fo = append(fo, l)
-		} else {
-			bo = append(bo, l)
-		}
-	}
-	var bp, fp []results.Process
-	for _, p := range rec.Processes {
-		if mine[p.Condition] {
-			fp = append(fp, p)
-		} else {
-			bp = append(bp, p)
-		}
-	}
+	fo, bo := partition(rec.Observations, func(l results.Line) bool { return mine[l.Condition] })
+	fp, bp := partition(rec.Processes, func(p results.Process) bool { return mine[p.Condition] })
 	builtin, files = results.NewRecords(bo, bp), results.NewRecords(fo, fp)
 	builtin.Shards, files.Shards = rec.Shards, rec.Shards
 	return builtin, files
+}
+
+// partition splits xs into those in says are in, and the rest, in order.
+func partition[T any](xs []T, in func(T) bool) (yes, no []T) {
+	for _, x := range xs {
+		if in(x) {
+			yes = append(yes, x)
+		} else {
+			no = append(no, x)
+		}
+	}
+	return yes, no
 }
 
 // foldArticles folds the article files' records with the pattern
