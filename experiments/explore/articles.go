@@ -72,11 +72,14 @@ func (articleFiles) ReadFile(name string) ([]byte, error) {
 }
 
 // articleSettings are the pattern scenario's settings of the article files
-// as explore runs them: its seed, event, racers, rounds and parallelism,
-// its random trials per pattern split as its own are, and its shard.
-func articleSettings(ctx context.Context, st Settings, on backend.Spec) (*pattern.Settings, error) {
+// as explore runs them on backend on: its seed, event, racers, rounds and
+// parallelism, its random trials per pattern split as its own are. On
+// SQLite, one set of settings; on PostgreSQL, one per isolation level of
+// the run, with the races alone, each pattern named after its level
+// ("separate-commit/serializable") as explore names its races there.
+func articleSettings(ctx context.Context, st Settings, on backend.Spec) ([]pattern.Settings, error) {
 	n := PatternTrials(st.Trials, 100)
-	a := &pattern.Settings{
+	base := pattern.Settings{
 		EventID: st.EventID, Faults: articleFaults(st), Seed: st.Seed,
 		HitTrials: (n + 1) / 2, KillTrials: n / 2,
 		Racers: slices.Clone(st.Racers), Rounds: st.Rounds, Parallel: st.Parallel,
@@ -86,59 +89,100 @@ func articleSettings(ctx context.Context, st Settings, on backend.Spec) (*patter
 	for _, n := range Articles {
 		names = append(names, path.Join(ArticleDir, n+".json"))
 	}
-	if err := a.AddFiles(ctx, articleFiles{}, names, on, nil); err != nil {
-		return nil, fmt.Errorf("the article pattern files: %w", err)
+	if on.IsSQLite() {
+		if err := base.AddFiles(ctx, articleFiles{}, names, on, nil); err != nil {
+			return nil, fmt.Errorf("the article pattern files: %w", err)
+		}
+		return []pattern.Settings{base}, nil
 	}
-	return a, nil
+	if !slices.Contains(base.Faults, wp.FaultConcurrent) {
+		return nil, nil
+	}
+	var out []pattern.Settings
+	for _, level := range st.Isolations {
+		spec := backend.Spec{Name: on.Name, Isolation: level, SynchronousCommit: on.SynchronousCommit}
+		a := base
+		a.Faults = []string{wp.FaultConcurrent}
+		a.Backend, a.Postgres = spec.Name, spec.Requested()
+		if err := a.AddFiles(ctx, articleFiles{}, names, spec, nil); err != nil {
+			return nil, fmt.Errorf("the article pattern files: %w", err)
+		}
+		for i := range a.Patterns {
+			a.Patterns[i].File.Name += "/" + level
+		}
+		for i, c := range a.Conditions {
+			a.Conditions[i].Pattern = c.Pattern + "/" + level
+			a.Conditions[i].Name = a.Conditions[i].Pattern + "/" + c.Fault
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // articles are the article files' settings as they run, fold and judge:
 // in explore's part of the plan. The recorded settings hold no part of
 // their own, so every shard records the same and the plan's hash, which
 // leaves the part out, is the same in every shard.
-func (st Settings) articles() *pattern.Settings {
-	if st.Articles == nil {
-		return nil
+func (st Settings) articles() []pattern.Settings {
+	out := slices.Clone(st.Articles)
+	for i := range out {
+		out[i].Shard = st.Shard
 	}
-	a := *st.Articles
-	a.Shard = st.Shard
-	return &a
+	return out
+}
+
+// articleEnv is env with the backend's sessions under a's level.
+func articleEnv(env scenario.Env, st Settings, a pattern.Settings) scenario.Env {
+	if env.Backend != nil && a.Postgres != nil {
+		l, _ := a.Postgres.Level()
+		env.Backend = env.Backend.WithSpec(backend.Spec{Name: st.Backend, Isolation: l.String(), SynchronousCommit: st.SynchronousCommit})
+	}
+	return env
 }
 
 // articleExpect states the article conditions' oracles: the pattern
 // scenario's, each under explore's KindFile.
-func articleExpect(a *pattern.Settings) ([]scenario.Expected, error) {
-	if a == nil {
-		return nil, nil
-	}
-	es, err := pattern.Scenario{}.Expect(*a)
-	if err != nil {
-		return nil, err
-	}
-	for i, e := range es {
-		pe, ok := e.Value.(pattern.Expected)
-		if !ok {
-			return nil, fmt.Errorf("condition %s: the pattern oracle gave %T", e.Condition, e.Value)
+func articleExpect(as []pattern.Settings) ([]scenario.Expected, error) {
+	var out []scenario.Expected
+	for _, a := range as {
+		es, err := pattern.Scenario{}.Expect(a)
+		if err != nil {
+			return nil, err
 		}
-		es[i].Value = Expected{Kind: KindFile, File: &pe}
+		for _, e := range es {
+			pe, ok := e.Value.(pattern.Expected)
+			if !ok {
+				return nil, fmt.Errorf("condition %s: the pattern oracle gave %T", e.Condition, e.Value)
+			}
+			e.Value = Expected{Kind: KindFile, File: &pe}
+			out = append(out, e)
+		}
 	}
-	return es, nil
+	return out, nil
 }
 
-// splitRecords parts the records into the article files' (their
-// conditions' lines and processes) and the built-in subjects'.
-func splitRecords(a *pattern.Settings, rec results.Records) (builtin, files results.Records) {
-	if a == nil {
-		return rec, results.Records{}
-	}
-	mine := map[string]bool{}
+// conditionsOf are the names of a's conditions.
+func conditionsOf(a pattern.Settings) map[string]bool {
+	out := map[string]bool{}
 	for _, c := range a.Conditions {
-		mine[c.Name] = true
+		out[c.Name] = true
 	}
-	fo, bo := partition(rec.Observations, func(l results.Line) bool { return mine[l.Condition] })
-	fp, bp := partition(rec.Processes, func(p results.Process) bool { return mine[p.Condition] })
-	builtin, files = results.NewRecords(bo, bp), results.NewRecords(fo, fp)
-	builtin.Shards, files.Shards = rec.Shards, rec.Shards
+	return out
+}
+
+// splitRecords parts the records into each article settings' (their
+// conditions' lines and processes) and the built-in subjects'.
+func splitRecords(as []pattern.Settings, rec results.Records) (builtin results.Records, files []results.Records) {
+	builtin = rec
+	for _, a := range as {
+		mine := conditionsOf(a)
+		fo, bo := partition(builtin.Observations, func(l results.Line) bool { return mine[l.Condition] })
+		fp, bp := partition(builtin.Processes, func(p results.Process) bool { return mine[p.Condition] })
+		f := results.NewRecords(fo, fp)
+		builtin = results.NewRecords(bo, bp)
+		f.Shards, builtin.Shards = rec.Shards, rec.Shards
+		files = append(files, f)
+	}
 	return builtin, files
 }
 
@@ -154,24 +198,29 @@ func partition[T any](xs []T, in func(T) bool) (yes, no []T) {
 	return yes, no
 }
 
-// foldArticles folds the article files' records with the pattern
+// foldArticles folds each article settings' records with the pattern
 // scenario's fold and joins what it derived to the built-in subjects'.
-func foldArticles(st Settings, rec results.Records, folded *scenario.Folded, extra *Extra) []results.Finding {
-	a := st.articles()
-	if a == nil {
+func foldArticles(st Settings, recs []results.Records, folded *scenario.Folded, extra *Extra) []results.Finding {
+	if len(st.Articles) == 0 {
 		return nil
 	}
-	af, findings := pattern.Scenario{}.Fold(*a, rec)
-	maps.Copy(folded.Observed, af.Observed)
-	if x, ok := af.Extra.(pattern.Extra); ok {
-		extra.Articles = &x
+	var findings []results.Finding
+	var discovered []any
+	for i, a := range st.articles() {
+		af, fs := pattern.Scenario{}.Fold(a, recs[i])
+		findings = append(findings, fs...)
+		maps.Copy(folded.Observed, af.Observed)
+		if x, ok := af.Extra.(pattern.Extra); ok {
+			extra.Articles = append(extra.Articles, x)
+		}
+		folded.Plan = append(folded.Plan, af.Plan...)
+		folded.Ran = append(folded.Ran, af.Ran...)
+		discovered = append(discovered, af.Discovered)
 	}
-	folded.Plan = append(folded.Plan, af.Plan...)
-	folded.Ran = append(folded.Ran, af.Ran...)
 	folded.Discovered = struct {
-		BuiltIn  any `json:"built_in"`
-		Articles any `json:"articles"`
-	}{folded.Discovered, af.Discovered}
+		BuiltIn  any   `json:"built_in"`
+		Articles []any `json:"articles"`
+	}{folded.Discovered, discovered}
 	return findings
 }
 
@@ -199,17 +248,30 @@ func articleResult(res results.ScenarioResult) (files, rest results.ScenarioResu
 }
 
 // reportArticles adds the pattern scenario's account of the article files
-// to the section: its lead, tables and replays.
+// to the section: its lead, tables and replays, per set of settings.
 func reportArticles(st Settings, files results.ScenarioResult, extra Extra, sec *scenario.Section) error {
-	if st.Articles == nil || extra.Articles == nil {
+	as := st.articles()
+	if len(extra.Articles) != len(as) {
 		return nil
 	}
-	ps, err := pattern.Scenario{}.Report(*st.articles(), files, *extra.Articles)
-	if err != nil {
-		return err
+	var lead []scenario.Sentence
+	var tables []scenario.Table
+	for i, a := range as {
+		ps, err := pattern.Scenario{}.Report(a, only(files, a), extra.Articles[i])
+		if err != nil {
+			return err
+		}
+		lead, tables = append(lead, ps.Lead...), append(tables, ps.Tables...)
+		sec.Replays = append(sec.Replays, ps.Replays...)
 	}
-	sec.Lead = append(ps.Lead, sec.Lead...)
-	sec.Tables = append(ps.Tables, sec.Tables...)
-	sec.Replays = append(sec.Replays, ps.Replays...)
+	sec.Lead = append(lead, sec.Lead...)
+	sec.Tables = append(tables, sec.Tables...)
 	return nil
+}
+
+// only is res with a's conditions alone.
+func only(res results.ScenarioResult, a pattern.Settings) results.ScenarioResult {
+	mine := conditionsOf(a)
+	res.Conditions = slices.DeleteFunc(slices.Clone(res.Conditions), func(c results.ConditionResult) bool { return !mine[c.Name] })
+	return res
 }

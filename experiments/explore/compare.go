@@ -35,12 +35,18 @@ func (Scenario) Compare(st Settings, res results.ScenarioResult, extra Extra) sc
 			c.Outcomes[cr.Name] = words
 		}
 	}
-	if files, _, err := articleResult(res); err == nil && st.Articles != nil && extra.Articles != nil {
+	files, _, err := articleResult(res)
+	for i, a := range st.articles() {
+		if err != nil || i >= len(extra.Articles) {
+			break
+		}
 		// The article files' conditions in the pattern scenario's words.
-		pc := pattern.Scenario{}.Compare(*st.articles(), files, *extra.Articles)
+		pc := pattern.Scenario{}.Compare(a, only(files, a), extra.Articles[i])
 		maps.Copy(c.Rows, pc.Rows)
 		maps.Copy(c.Outcomes, pc.Outcomes)
-		c.Legend += "; " + pc.Legend
+		if i == 0 {
+			c.Legend += "; " + pc.Legend
+		}
 	}
 	return c
 }

@@ -103,7 +103,7 @@ type Settings struct {
 	// pattern scenario's settings (articles.go); absent in folders of
 	// format 6 or older, whose Patterns name the hand-written workers,
 	// and on PostgreSQL, which races the hand-written workers still.
-	Articles *pattern.Settings `json:"articles,omitempty"`
+	Articles []pattern.Settings `json:"articles,omitempty"`
 }
 
 // NotRun is a part of the exploration a backend does not run, and why.
@@ -230,7 +230,12 @@ func (sc Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario
 		p.s.Articles, err = articleSettings(ctx, p.s, req.Backend)
 		return p, err
 	}
-	return sc.planPostgres(req.Backend, req.Section, req.Overrides)
+	p, err := sc.planPostgres(req.Backend, req.Section, req.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	p.s.Articles, err = articleSettings(ctx, p.s, req.Backend)
+	return p, err
 }
 
 // planSQLite decodes the section and applies the flags.
@@ -431,8 +436,8 @@ func (p *plan) Processes() int {
 			n += (c.Racers + rec) * k
 		}
 	}
-	if p.s.Articles != nil {
-		n += p.s.Articles.Processes()
+	for _, a := range p.s.Articles {
+		n += a.Processes()
 	}
 	return n
 }

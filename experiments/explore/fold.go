@@ -118,7 +118,7 @@ type Extra struct {
 	// seen their sender end; when they land is the scheduler's choice.
 	LateSends []LateSend `json:"late_sends,omitempty" idemlab:"measure"`
 	// Articles is the pattern scenario's extra of the article files.
-	Articles *pattern.Extra `json:"articles,omitempty"`
+	Articles []pattern.Extra `json:"articles,omitempty"`
 }
 
 // entry is one line of observations.jsonl, decoded: the one value the

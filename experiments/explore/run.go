@@ -56,10 +56,12 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	if _, err := (engine.Run{Seed: st.Seed, Parallel: st.Parallel, Shard: st.Shard, Units: units}).Execute(ctx); err != nil {
 		return err
 	}
-	if st.Articles == nil {
-		return nil
+	for _, a := range st.articles() {
+		if err := pattern.Run(ctx, articleEnv(env, st, a), a, Name); err != nil {
+			return err
+		}
 	}
-	return pattern.Run(ctx, env, *st.articles(), Name)
+	return nil
 }
 
 // subject is a pattern's built-in workers as the engine's subject.

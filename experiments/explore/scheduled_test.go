@@ -38,8 +38,10 @@ func TestScheduled(t *testing.T) {
 	}
 	byName := st.conditionsByName()
 	files := map[string]bool{}
-	for _, c := range st.Articles.Conditions {
-		files[c.Name] = c.Scheduled()
+	for _, a := range st.Articles {
+		for _, c := range a.Conditions {
+			files[c.Name] = c.Scheduled()
+		}
 	}
 	scheduled := 0
 	for _, e := range exp {

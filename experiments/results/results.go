@@ -42,7 +42,7 @@ var FormatChanges = map[int]string{
 // format7 is what version 7 changed, a clause per change.
 var format7 = []string{
 	"the article patterns run from pattern files (issue 28, part 2)",
-	"explore runs separate-commit, single-transaction, claim-do-nothing and claim-ttl from their pattern files (experiments/explore/articles) through the pattern scenario's subject, fold and oracle: its settings gained articles (the pattern scenario's settings of the four files, under the faults points, random and concurrent), those conditions are the pattern scenario's (kind pattern-file, judged by each file's invariants and known_unsafe), and its extra gained articles (the pattern scenario's extra); its settings' patterns and conditions list the built-in subjects alone (batch-journal, batch-rerun-all, the claim-ttl probe, lease-batch). A folder of format 6 or older, whose patterns name the hand-written separate-commit and single-transaction workers, is folded by them as before, and its settings are derived by this build as a change of format",
+	"explore runs separate-commit, single-transaction, claim-do-nothing and claim-ttl from their pattern files (experiments/explore/articles) through the pattern scenario's subject, fold and oracle: its settings gained articles (the pattern scenario's settings of the four files, under the faults points, random and concurrent, one per isolation level on PostgreSQL), those conditions are the pattern scenario's (kind pattern-file, judged by each file's invariants and known_unsafe), and its extra gained articles (the pattern scenario's extra); its settings' patterns and conditions list the built-in subjects alone (batch-journal, batch-rerun-all, the claim-ttl probe, lease-batch); on PostgreSQL the four files race under each level (PATTERN/LEVEL/concurrent, the pattern named after its level) where the hand-written racers raced, and not_run says so. A folder of format 6 or older, whose patterns name the hand-written separate-commit and single-transaction workers, is folded by them as before, and its settings are derived by this build as a change of format",
 }
 
 // format6 is what version 6 changed, a clause per change.
@@ -74,6 +74,7 @@ var FormatDerivations = map[int][]string{
 		"scenarios[explore].settings.patterns",
 		"scenarios[explore].settings.conditions",
 		"scenarios[explore].settings.articles",
+		"scenarios[explore].settings.not_run",
 	},
 	2: {"scenarios[durability].extra.matrix.severity"},
 	// The first violation of a pattern condition was the first line's,
