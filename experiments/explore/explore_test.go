@@ -137,6 +137,9 @@ func (formatSix) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Pla
 	in := Input{EventID: st.EventID, JobKey: st.JobKey, Seed: st.Seed, Trials: st.Trials, Racers: st.Racers, Rounds: st.Rounds, Parallel: st.Parallel, MaxAttempts: st.MaxAttempts, Items: st.Items}
 	p.s = newSettings(in, st.OnlyTrial, Patterns())
 	p.s.Shard = st.Shard
+	if !req.Backend.IsSQLite() {
+		p.s = postgresSettings(p.s, req.Backend, levelsOf(req.Backend))
+	}
 	return p, nil
 }
 

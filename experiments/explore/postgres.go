@@ -64,17 +64,24 @@ func (sc Scenario) planPostgres(b backend.Spec, section json.RawMessage, overrid
 	if err != nil {
 		return nil, err
 	}
+	return &plan{s: postgresSettings(p.s, b, levelsOf(b))}, nil
+}
+
+// levelsOf are the isolation levels a run on b covers: every level, or
+// the one the input's backend section or --isolation chose.
+func levelsOf(b backend.Spec) []string {
 	var levels []string
 	for _, l := range store.Isolations {
 		if !b.IsolationChosen || l == b.Level() {
 			levels = append(levels, l.String())
 		}
 	}
-	return &plan{s: postgresSettings(p.s, b, levels)}, nil
+	return levels
 }
 
-// postgresSettings turns SQLite's settings into PostgreSQL's: the patterns
-// that race there and their race conditions, one per level and K.
+// postgresSettings turns SQLite's settings into PostgreSQL's: the
+// patterns of sq that race there and their race conditions, one per level
+// and K.
 func postgresSettings(sq Settings, b backend.Spec, levels []string) Settings {
 	st := sq
 	st.Trials, st.HitTrials, st.KillTrials = 0, 0, 0
@@ -88,7 +95,8 @@ func postgresSettings(sq Settings, b backend.Spec, levels []string) Settings {
 	for i := range rounds {
 		rounds[i] = i
 	}
-	for _, p := range BuiltIn() {
+	for _, ps := range sq.Patterns {
+		p, _ := LookupPattern(ps.Name)
 		if p.racerOn(b.Name) == "" {
 			continue
 		}
