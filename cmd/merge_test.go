@@ -17,8 +17,12 @@ import (
 )
 
 // shardFlags are explore's small settings with a fixed seed: every
-// shard, and the unsharded run, plans the same trials.
-var shardFlags = []string{"--input", "../input.json", "--scenario", "explore", "--trials", "4", "--rounds", "1", "--seed", "11"}
+// shard, and the unsharded run, plans the same trials. No races: an
+// article file's concurrent class, which its known_unsafe may list, is
+// judged by whether the scheduler let it break, which two runs need not
+// share; seed 1's crashes at a seeded hit break separate-commit's and
+// claim-do-nothing's random class in every run.
+var shardFlags = []string{"--input", "../input.json", "--scenario", "explore", "--trials", "4", "--rounds", "0", "--seed", "1"}
 
 // flagsWith is shardFlags with one flag's value replaced.
 func flagsWith(name, value string) []string {
@@ -173,7 +177,7 @@ func TestMergeEqualsUnshardedEveryScenario(t *testing.T) {
 		flags          []string
 	}{
 		{"durability", "durability", []string{"--input", "../input.json", "--scenario", "durability", "--pattern", "redelivery-single,batch-journal", "--journal-mode", "WAL", "--synchronous", "NORMAL,FULL"}},
-		{"pattern", "pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../testdata/patterns/separate-commit.json", "--faults", "points,power"}},
+		{"pattern", "pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../experiments/explore/articles/separate-commit.json", "--faults", "points,power"}},
 		// Each shard starts a cluster of its own and crashes its server.
 		{"durability on postgres", "durability", []string{"--input", "../input.json", "--backend", "postgres", "--scenario", "durability", "--pattern", "redelivery-separate,claim-ttl", "--kind", "kill,server", "--synchronous-commits", "on,off"}},
 	}

@@ -3,7 +3,9 @@ package cmd
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,12 +18,20 @@ import (
 	wp "idemlab/worker/pattern"
 )
 
-const patterns = "../testdata/patterns/"
+// patterns are the example pattern files; articles the article patterns
+// explore runs, which ship embedded in it.
+const (
+	patterns = "../testdata/patterns/"
+	articles = "../experiments/explore/articles/"
+)
 
 // patternFile writes a copy of a shipped pattern with edits, for a test.
 func patternFile(t *testing.T, name string, edit func(m map[string]any)) string {
 	t.Helper()
-	b, err := os.ReadFile(patterns + name + ".json")
+	b, err := os.ReadFile(articles + name + ".json")
+	if errors.Is(err, fs.ErrNotExist) {
+		b, err = os.ReadFile(patterns + name + ".json")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ var rerunSettings = map[string][]string{
 	"redelivery": nil,
 	"batch":      {"--items", "6", "--fail-at", "4", "--trials", "2"},
 	"claim":      {"--workers", "2", "--repetitions", "1", "--mutant-repetitions", "1"},
-	"explore":    {"--trials", "4", "--rounds", "1"},
+	"explore":    {"--trials", "4", "--rounds", "0"}, // no races: see shardFlags
 	"durability": {"--pattern", "redelivery-single", "--journal-mode", "DELETE", "--synchronous", "FULL"},
-	"pattern":    {"--pattern-file", "../testdata/patterns/single-transaction.json", "--faults", "points,power"},
+	"pattern":    {"--pattern-file", "../experiments/explore/articles/single-transaction.json", "--faults", "points,power"},
 }
 
 // experimentFolder runs one scenario with the input file into a new

@@ -3,8 +3,10 @@ package explore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -15,7 +17,7 @@ import (
 // and SQLite's does not, so every condition is placed in the row of its
 // pattern and kind ("separate-commit/timing-race-4") with the level as its
 // setting: the two backends' races of one pattern stand side by side.
-func (Scenario) Compare(st Settings, res results.ScenarioResult, _ Extra) scenario.Compared {
+func (Scenario) Compare(st Settings, res results.ScenarioResult, extra Extra) scenario.Compared {
 	c := scenario.Compared{
 		Database: exploreDatabase(st),
 		Outcomes: map[string]string{},
@@ -31,6 +33,19 @@ func (Scenario) Compare(st Settings, res results.ScenarioResult, _ Extra) scenar
 		c.Rows[cr.Name] = scenario.Row{Key: cond.Pattern + "/" + lastSegment(cr.Name), Setting: cond.Isolation}
 		if words, err := conditionWords(cond, cr.Observed); err == nil {
 			c.Outcomes[cr.Name] = words
+		}
+	}
+	files, _, err := articleResult(res)
+	for i, a := range st.articles() {
+		if err != nil || i >= len(extra.Articles) {
+			break
+		}
+		// The article files' conditions in the pattern scenario's words.
+		pc := pattern.Scenario{}.Compare(a, only(files, a), extra.Articles[i])
+		maps.Copy(c.Rows, pc.Rows)
+		maps.Copy(c.Outcomes, pc.Outcomes)
+		if i == 0 {
+			c.Legend += "; " + pc.Legend
 		}
 	}
 	return c

@@ -40,7 +40,7 @@ func race(trials, serialization int, hist map[string]int) TimingObserved {
 // same pattern and racer count share one row, each level its setting,
 // and the words say the outcomes per round and the retries.
 func TestCompareLinesUpRaces(t *testing.T) {
-	sq := NewSettings(compareInput(), -1)
+	sq := newSettings(compareInput(), -1, Patterns())
 	pg := postgresSettings(sq, backend.Spec{Name: "postgres", SynchronousCommit: "off"}, []string{"read-committed", "serializable"})
 	gotSQ := comparedOf(t, sq, map[string]any{
 		"separate-commit/timing-race-2":      race(2, 0, map[string]int{OutcomeClean: 2}),
@@ -80,7 +80,7 @@ func TestCompareLinesUpRaces(t *testing.T) {
 // TestCompareWordsPerKind: each kind of condition is said from its own
 // observed figure.
 func TestCompareWordsPerKind(t *testing.T) {
-	sq := NewSettings(compareInput(), -1)
+	sq := newSettings(compareInput(), -1, Patterns())
 	points := []string{"a", "b", "c"}
 	got := comparedOf(t, sq, map[string]any{
 		"separate-commit/discovery": DiscoveryObserved{Points: points},

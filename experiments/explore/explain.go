@@ -3,6 +3,7 @@ package explore
 import (
 	"strings"
 
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -12,6 +13,9 @@ import (
 // got duplicate-2", or, for a histogram of trials, "outcome want one of
 // {clean} got duplicate-2 in 3 trials".
 func (Scenario) Explain(c results.ConditionResult) []scenario.Explained {
+	if files, _, err := articleResult(results.ScenarioResult{Conditions: []results.ConditionResult{c}}); err == nil && len(files.Conditions) == 1 {
+		return pattern.Scenario{}.Explain(files.Conditions[0])
+	}
 	out := make([]scenario.Explained, 0, len(c.Differences))
 	for _, d := range c.Differences {
 		p := scenario.ParsePath(d.Path)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"idemlab/experiments/engine"
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	wr "idemlab/worker/redelivery"
@@ -98,6 +99,11 @@ type Settings struct {
 	SynchronousCommit string   `json:"synchronous_commit,omitempty"`
 	Isolations        []string `json:"isolations,omitempty"`
 	NotRun            []NotRun `json:"not_run,omitempty"`
+	// Articles are the article patterns run from their files, as the
+	// pattern scenario's settings (articles.go); absent in folders of
+	// format 6 or older, whose Patterns name the hand-written workers,
+	// and on PostgreSQL, which races the hand-written workers still.
+	Articles []pattern.Settings `json:"articles,omitempty"`
 }
 
 // NotRun is a part of the exploration a backend does not run, and why.
@@ -213,11 +219,23 @@ func (Scenario) Flags() []scenario.Flag {
 
 // Plan plans the exploration on the request's backend: on SQLite
 // (planSQLite), or its races alone on PostgreSQL (planPostgres).
-func (sc Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
+func (sc Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
 	if req.Backend.IsSQLite() {
-		return sc.planSQLite(req.Section, req.Overrides)
+		p, err := sc.planSQLite(req.Section, req.Overrides)
+		if err != nil || p.s.OnlyTrial >= 0 {
+			// A replay of one trial replays a built-in subject's; an
+			// article file's trial replays with the pattern scenario.
+			return p, err
+		}
+		p.s.Articles, err = articleSettings(ctx, p.s, req.Backend)
+		return p, err
 	}
-	return sc.planPostgres(req.Backend, req.Section, req.Overrides)
+	p, err := sc.planPostgres(req.Backend, req.Section, req.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	p.s.Articles, err = articleSettings(ctx, p.s, req.Backend)
+	return p, err
 }
 
 // planSQLite decodes the section and applies the flags.
@@ -323,7 +341,12 @@ func PatternTrials(trials, share int) int { return (trials*share + 99) / 100 }
 
 // NewSettings derives the settings, the conditions included, from the
 // input; only is the replayed trial index or -1.
-func NewSettings(in Input, only int) Settings {
+func NewSettings(in Input, only int) Settings { return newSettings(in, only, BuiltIn()) }
+
+// newSettings derives the settings over the patterns pats: BuiltIn for a
+// run; Patterns, the hand-written article workers too, gives the settings
+// a folder of format 6 or older recorded.
+func newSettings(in Input, only int, pats []Pattern) Settings {
 	st := Settings{
 		EventID: in.EventID, JobKey: in.JobKey, Seed: in.Seed, Trials: in.Trials,
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
@@ -348,7 +371,7 @@ func NewSettings(in Input, only int) Settings {
 		}
 		return out
 	}
-	for _, p := range Patterns() {
+	for _, p := range pats {
 		st.Patterns = append(st.Patterns, settingOf(p))
 		add := func(kind, suffix string, trials []int, racers int, kills bool) {
 			if kind != KindDiscovery && kind != KindSweep && len(trials) == 0 {
@@ -412,6 +435,9 @@ func (p *plan) Processes() int {
 			}
 			n += (c.Racers + rec) * k
 		}
+	}
+	for _, a := range p.s.Articles {
+		n += a.Processes()
 	}
 	return n
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/seed"
@@ -116,6 +117,8 @@ type Extra struct {
 	// LateSends are the sends the receiver logged after the parent had
 	// seen their sender end; when they land is the scheduler's choice.
 	LateSends []LateSend `json:"late_sends,omitempty" idemlab:"measure"`
+	// Articles is the pattern scenario's extra of the article files.
+	Articles []pattern.Extra `json:"articles,omitempty"`
 }
 
 // entry is one line of observations.jsonl, decoded: the one value the
@@ -152,7 +155,8 @@ type folder struct {
 // checked against what was recorded, each process's argv, environment,
 // exit and report, the rows against the settings and the workers' claims,
 // and the invariants over each trial's history.
-func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
+func (Scenario) Fold(st Settings, all results.Records) (scenario.Folded, []results.Finding) {
+	rec, files := splitRecords(st.Articles, all)
 	f := &folder{st: st, rec: rec, dbs: map[string]string{}, windows: map[string]map[int]int64{}, extra: Extra{
 		Seed: st.Seed, Discovered: map[string][]string{}, KillWindowUS: map[string]int64{},
 		Violations: []ViolationRecord{}, TimingViolations: []ViolationRecord{},
@@ -190,9 +194,10 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 		}
 	}
 	f.c.Unused(rec, 1)
-	folded.Extra = f.extra
 	folded.Plan, folded.Discovered, folded.Ran = f.plan(points), f.extra.Discovered, f.ran
-	return folded, f.c.Findings
+	findings := foldArticles(st, files, &folded, &f.extra)
+	folded.Extra = f.extra
+	return folded, append(findings, f.c.Findings...)
 }
 
 // discoveries folds each shard's discovery run of a pattern: one in a

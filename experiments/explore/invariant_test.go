@@ -140,7 +140,7 @@ func TestWindowAndCheck(t *testing.T) {
 
 // TestOracle: the allowed sets come from redelivery's model.
 func TestOracle(t *testing.T) {
-	st := NewSettings(Input{EventID: "e", JobKey: "k", Trials: 2, Racers: []int{3}, Rounds: 1, Parallel: 1, MaxAttempts: 1}, -1)
+	st := newSettings(Input{EventID: "e", JobKey: "k", Trials: 2, Racers: []int{3}, Rounds: 1, Parallel: 1, MaxAttempts: 1}, -1, Patterns())
 	got := map[string]Expected{}
 	for _, c := range st.Conditions {
 		e, err := ExpectCondition(st, c)

@@ -30,7 +30,7 @@ func cleanObserved(c Condition) any {
 // commits duplicate in the sweep and a seeded crash, the unfenced takeover
 // breaks the lease's invariants, one condition misses its oracle.
 func TestLead(t *testing.T) {
-	st := NewSettings(Input{EventID: "e", JobKey: "k", Trials: 2, Racers: []int{2}, Rounds: 1, Parallel: 1, MaxAttempts: 1, Items: 1}, -1)
+	st := newSettings(Input{EventID: "e", JobKey: "k", Trials: 2, Racers: []int{2}, Rounds: 1, Parallel: 1, MaxAttempts: 1, Items: 1}, -1, Patterns())
 	obs := map[string]any{}
 	for _, c := range st.Conditions {
 		obs[c.Name] = cleanObserved(c)

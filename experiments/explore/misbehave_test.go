@@ -62,7 +62,7 @@ var breaks = worker.Breaks{
 func TestMisbehavingWorkers(t *testing.T) {
 	t.Setenv(worker.EnvBreak, "misbehave")
 	ov := map[string]string{"trials": "0", "rounds": "1"}
-	res := scenariotest.RunFailing(t, scenario.Registry{New()}, `{"explore": `+section+`}`, ov)
+	res := scenariotest.RunFailing(t, scenario.Registry{scenario.Define[Settings, Extra](formatSix{})}, `{"explore": `+section+`}`, ov)
 	for _, p := range []wr.Pattern{wr.SeparateCommit, wr.SingleTransaction} {
 		disc, _ := scenariotest.ConditionOf(res, Name, string(p)+"/"+KindDiscovery)
 		if disc.Pass || !slices.ContainsFunc(disc.Differences, func(d results.Difference) bool {

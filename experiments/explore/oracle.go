@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
@@ -38,6 +39,9 @@ type Expected struct {
 	// NoSerialization (a race on PostgreSQL under READ COMMITTED): no
 	// racer may meet 40001 or 40P01.
 	NoSerialization bool `json:"no_serialization,omitempty"`
+	// File is an article pattern file's condition's oracle (KindFile):
+	// the pattern scenario's, from the file's known_unsafe.
+	File *pattern.Expected `json:"file,omitempty"`
 }
 
 // Expect is the oracle over the recorded settings.
@@ -50,7 +54,8 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 		}
 		out = append(out, scenario.Expected{Condition: c.Name, Value: e, Scheduled: c.Timing()})
 	}
-	return out, nil
+	files, err := articleExpect(st.articles())
+	return append(files, out...), err
 }
 
 // ExpectCondition states one condition's allowed outcomes. A crash at an
@@ -145,6 +150,15 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		diffs = append(diffs, results.Difference{Path: path, Expected: exp, Observed: obs})
 	}
 	switch e.Kind {
+	case KindFile:
+		if e.File == nil {
+			return false, nil, fmt.Errorf("expected of %s: an article file's condition without the file's oracle", condition)
+		}
+		raw, err := json.Marshal(e.File)
+		if err != nil {
+			return false, nil, err
+		}
+		return pattern.Scenario{}.Check(condition, raw, rawObs)
 	case KindDiscovery:
 		var o DiscoveryObserved
 		if err := json.Unmarshal(rawObs, &o); err != nil {

@@ -18,9 +18,11 @@ import (
 	"idemlab/worker/store"
 )
 
-// pgInput is a small exploration: K = 2, 4 and 8, one round each, and a
-// batch of two items.
-const pgInput = `{"event_id": "agent-run-042:completed", "job_key": "review-agent-run-042", "seed": 1, "trials": 0, "racers": [2, 4, 8], "rounds": 1, "parallel": 2, "max_attempts": 3, "items": 2}`
+// pgInput is a small exploration: K = 2, 4 and 8, three rounds each, and
+// a batch of two items. The article files' concurrent class is judged by
+// its known_unsafe, which separate commits and claim-do-nothing list:
+// three rounds with crashing racers per K break them in every run.
+const pgInput = `{"event_id": "agent-run-042:completed", "job_key": "review-agent-run-042", "seed": 1, "trials": 0, "racers": [2, 4, 8], "rounds": 3, "parallel": 2, "max_attempts": 3, "items": 2}`
 
 // pgRun is one run of the exploration on a throwaway cluster, shared by
 // the tests that judge it.
@@ -31,7 +33,8 @@ var pgRun struct {
 	err  string
 }
 
-// runOnPostgres runs pgInput on PostgreSQL under every isolation level,
+// runOnPostgres runs pgInput on PostgreSQL under every isolation level
+// (the hand-written racers and the article files),
 // as `experiment --backend postgres --scenario explore` does, and
 // evaluates the records through Evaluate. It skips, saying why, where
 // the PostgreSQL binaries are missing.
@@ -42,7 +45,14 @@ func runOnPostgres(t *testing.T) (scenariotest.Outcome, int) {
 	}
 	pgRun.once.Do(func() {
 		spec := backend.Spec{Name: store.BackendPostgres, Isolation: backend.DefaultIsolation, SynchronousCommit: "off"}
-		p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(pgInput)})
+		// The hand-written racers, as a folder of format 6 raced them,
+		// beside the article files, as a run races them now: one run
+		// gives both folds their records.
+		p, err := formatSix{}.Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(pgInput)})
+		if err == nil {
+			pl := p.(*plan)
+			pl.s.Articles, err = articleSettings(context.Background(), pl.s, spec)
+		}
 		if err != nil {
 			pgRun.err = err.Error()
 			return
@@ -96,14 +106,14 @@ func TestPostgresRaces(t *testing.T) {
 	if err := json.Unmarshal(out.Settings, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Backend != store.BackendPostgres || !slices.Equal(st.Isolations, store.IsolationOrder) || len(st.NotRun) == 0 {
+	if st.Backend != store.BackendPostgres || !slices.Equal(st.Isolations, levelNames()) || len(st.NotRun) == 0 {
 		t.Errorf("settings say backend %q, levels %v, %d parts not run", st.Backend, st.Isolations, len(st.NotRun))
 	}
 	levels := map[string]int{}
 	for _, c := range st.Conditions {
 		levels[c.Isolation]++
 	}
-	for _, l := range store.IsolationOrder {
+	for _, l := range levelNames() {
 		if want := len(st.Patterns) * len(st.Racers); levels[l] != want {
 			t.Errorf("%d conditions under %s, want one per pattern and K (%d)", levels[l], l, want)
 		}
@@ -229,7 +239,7 @@ func hasFinding(res results.ScenarioResult, part string) bool {
 // not, and the other levels' oracle allows them.
 func TestNoSerializationUnderReadCommitted(t *testing.T) {
 	st := postgresSettings(NewSettings(Input{EventID: "e", JobKey: "k", Racers: []int{2}, Rounds: 1, Items: 1}, -1),
-		backend.Spec{Name: store.BackendPostgres, SynchronousCommit: "on"}, store.IsolationOrder)
+		backend.Spec{Name: store.BackendPostgres, SynchronousCommit: "on"}, levelNames())
 	for _, tt := range []struct {
 		name    string
 		retried int
@@ -253,4 +263,14 @@ func TestNoSerializationUnderReadCommitted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// levelNames are the isolation levels by their command-line names, in
+// order.
+func levelNames() []string {
+	var out []string
+	for _, l := range store.Isolations {
+		out = append(out, l.String())
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package explore
 import (
 	"testing"
 
+	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
 )
 
@@ -13,7 +14,7 @@ import (
 // trials, and the races.
 func TestProcessesMatchARun(t *testing.T) {
 	in := `{"event_id": "e-1", "job_key": "k-1", "seed": 5, "trials": 1, "racers": [2], "rounds": 1, "parallel": 2, "max_attempts": 3, "items": 1}`
-	scenariotest.CheckProcesses(t, New(), in, nil)
+	scenariotest.CheckProcesses(t, scenario.Define[Settings, Extra](formatSix{}), in, nil)
 }
 
 // TestProcessesBoundKills: a kill on the batch journal runs a resolve
@@ -21,8 +22,9 @@ func TestProcessesMatchARun(t *testing.T) {
 // run may start up to one fewer per such trial.
 func TestProcessesBoundKills(t *testing.T) {
 	in := `{"event_id": "e-1", "job_key": "k-1", "seed": 5, "trials": 2, "racers": [], "rounds": 0, "parallel": 2, "max_attempts": 3, "items": 1}`
-	want := scenariotest.Planned(t, New(), in, nil)
-	out := scenariotest.Run(t, New(), in, nil)
+	sc := scenario.Define[Settings, Extra](formatSix{})
+	want := scenariotest.Planned(t, sc, in, nil)
+	out := scenariotest.Run(t, sc, in, nil)
 	slack := 0
 	for _, c := range NewSettings(Input{Trials: 2, Items: 1}, -1).Conditions {
 		if c.Pattern == "batch-journal" && c.Kind == KindKill {

@@ -74,8 +74,12 @@ func SweepMatrix(res results.ScenarioResult) (Matrix, error) {
 // Report arranges the result: what it found, in sentences, then the
 // sweep matrix, the random trials, the races, the takeovers and the
 // replayable violations, with the commands that replay them.
-func (Scenario) Report(st Settings, res results.ScenarioResult, extra Extra) (scenario.Section, error) {
-	sec := scenario.Section{Verdict: scenario.ModelVerdict(res.Pass), Settings: settingsRows(st)}
+func (Scenario) Report(st Settings, all results.ScenarioResult, extra Extra) (scenario.Section, error) {
+	sec := scenario.Section{Verdict: scenario.ModelVerdict(all.Pass), Settings: settingsRows(st)}
+	files, res, err := articleResult(all)
+	if err != nil {
+		return sec, err
+	}
 	lead, err := Lead(st, res, extra)
 	if err != nil {
 		return sec, err
@@ -116,7 +120,7 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, extra Extra) (sc
 		return sec, err
 	}
 	sec.Charts = ch
-	return sec, nil
+	return sec, reportArticles(st, files, extra, &sec)
 }
 
 func settingsRows(st Settings) [][2]string {

@@ -12,6 +12,7 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
+	"idemlab/experiments/pattern"
 	"idemlab/experiments/receiver"
 
 	"idemlab/experiments/harness"
@@ -52,8 +53,15 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		}
 		units = append(units, u)
 	}
-	_, err := engine.Run{Seed: st.Seed, Parallel: st.Parallel, Shard: st.Shard, Units: units}.Execute(ctx)
-	return err
+	if _, err := (engine.Run{Seed: st.Seed, Parallel: st.Parallel, Shard: st.Shard, Units: units}).Execute(ctx); err != nil {
+		return err
+	}
+	for _, a := range st.articles() {
+		if err := pattern.Run(ctx, articleEnv(env, st, a), a, Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // subject is a pattern's built-in workers as the engine's subject.

@@ -45,6 +45,11 @@ type Expected struct {
 	// not be one of this shard's, so the shard's part is not judged; the
 	// merged folder judges the whole plan.
 	InSomeShard bool `json:"in_some_shard,omitempty"`
+	// MayHold is set where a run asks only what a known-unsafe class the
+	// OS schedules showed, not that it broke: explore's races of an
+	// article file, where whether a few rounds interleave badly is the
+	// scheduler's. A break is recorded and shown; holding is no failure.
+	MayHold bool `json:"may_hold,omitempty"`
 }
 
 // violation is the part of the figures a verdict compares.
@@ -64,7 +69,7 @@ func (Scenario) Check(condition string, expected, observed json.RawMessage) (boo
 	if err := scenario.DecodeStrict(observed, &o); err != nil {
 		return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
 	}
-	if e.InSomeShard || e.InSomeSetting && o.PowerViolated != nil && *o.PowerViolated {
+	if e.InSomeShard || e.MayHold && e.Violated || e.InSomeSetting && o.PowerViolated != nil && *o.PowerViolated {
 		return true, nil, nil
 	}
 	diffs := scenario.Differences(violation{e.Violated}, violation{o.Violated})

@@ -226,20 +226,31 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 			return nil, fmt.Errorf("%s.faults: only power was asked for, and %s", Name, powerNotOnPostgres)
 		}
 	}
-	for _, name := range in.Files {
-		p, err := readPattern(ctx, files, name, b, in.power)
-		if err != nil {
-			return nil, err
-		}
-		for _, other := range st.Patterns {
-			if other.File.Name == p.File.Name {
-				return nil, fmt.Errorf("%s: name %q is also %s's; every pattern needs its own name", name, p.File.Name, other.Source)
-			}
-		}
-		st.Patterns = append(st.Patterns, p)
-		st.Conditions = append(st.Conditions, conditionsOf(p, st.Faults)...)
+	if err := st.AddFiles(ctx, files, in.Files, b, in.power); err != nil {
+		return nil, err
 	}
 	return &plan{s: st}, nil
+}
+
+// AddFiles reads and checks the named pattern files on backend on, as
+// Plan does, and adds each with its conditions under s.Faults; power, when
+// set, replaces every file's power settings. Explore plans its article
+// patterns with it.
+func (s *Settings) AddFiles(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string) error {
+	for _, name := range names {
+		p, err := readPattern(ctx, files, name, on, power)
+		if err != nil {
+			return err
+		}
+		for _, other := range s.Patterns {
+			if other.File.Name == p.File.Name {
+				return fmt.Errorf("%s: name %q is also %s's; every pattern needs its own name", name, p.File.Name, other.Source)
+			}
+		}
+		s.Patterns = append(s.Patterns, p)
+		s.Conditions = append(s.Conditions, conditionsOf(p, s.Faults)...)
+	}
+	return nil
 }
 
 func readPattern(ctx context.Context, files scenario.Files, name string, on backend.Spec, power []string) (Pattern, error) {
@@ -399,20 +410,23 @@ func (p *plan) Settings() any { return p.s }
 // Processes estimates the run's processes for progress. The points are
 // known only after discovery, so it counts two per step (before and
 // after), and a first delivery and one redelivery per trial.
-func (p *plan) Processes() int {
+func (p *plan) Processes() int { return p.s.Processes() }
+
+// Processes is the estimate of the settings' processes (plan.Processes).
+func (s Settings) Processes() int {
 	n := 0
-	for _, pt := range p.s.Patterns {
+	for _, pt := range s.Patterns {
 		n++ // discovery
 		points := 2 * len(pt.File.Handler)
-		for _, f := range p.s.Faults {
+		for _, f := range s.Faults {
 			switch f {
 			case wp.FaultPoints:
 				n += 2 * points
 			case wp.FaultRandom:
-				n += 2 * (p.s.HitTrials + p.s.KillTrials)
+				n += 2 * (s.HitTrials + s.KillTrials)
 			case wp.FaultConcurrent:
-				for _, k := range p.s.Racers {
-					n += 2 * p.s.Rounds * (k + 1)
+				for _, k := range s.Racers {
+					n += 2 * s.Rounds * (k + 1)
 				}
 			case wp.FaultPower:
 				n += 2 * len(pt.Power) * len(PowerModels) * (points + 2)

@@ -132,7 +132,7 @@ func (t *trial) runProgram(d Delivery, gate *harness.Gate) (delivered, error) {
 func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivered, error) {
 	pat := t.r.pat
 	p := harness.Program{
-		Scenario: Name, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
+		Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
 		Argv: pat.File.Command, Dir: t.r.progDir, Env: programEnv(t.r.s, *t.o, d, t.db.Session),
 		Timeout: time.Duration(pat.TimeoutMS) * time.Millisecond, Gate: gate,
 	}

@@ -160,6 +160,8 @@ func verdictText(cr results.ConditionResult) string {
 		v = "held"
 	case e.InSomeShard:
 		v = "held in this shard (the merge judges)"
+	case e.MayHold:
+		v = "held this time (the OS schedules it)"
 	case e.InSomeSetting && cr.Pass:
 		v = "held (another setting broke)"
 	case e.InSomeSetting:

@@ -159,7 +159,15 @@ type Delivery struct {
 }
 
 // Run discovers each pattern's points, then runs its fault classes.
-func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+func (p *plan) Run(ctx context.Context, env scenario.Env) error { return Run(ctx, env, p.s, Name) }
+
+// Run runs the settings' pattern files through the engine with the
+// pattern-file subject, each process and observation recorded under the
+// scenario named as: pattern's own, or explore's for the article patterns
+// it runs from their files. The fold, the oracle and the report read the
+// records the same either way.
+func Run(ctx context.Context, env scenario.Env, s Settings, as string) error {
+	p := &plan{s: s}
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-pattern-")
 	if err != nil {
 		return fmt.Errorf("%w: create the run's folder: %w", errclass.ErrHarness, err)
@@ -179,14 +187,14 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		if err != nil {
 			return fmt.Errorf("%w: write the pattern for the workers: %w", errclass.ErrHarness, err)
 		}
-		if err := p.runPattern(ctx, env, pat, file); err != nil {
+		if err := p.runPattern(ctx, env, pat, file, as); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, file string) error {
+func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, file, as string) error {
 	conds := map[string]Condition{}
 	u := engine.Unit{Discovery: pat.File.Name + "/" + FaultNone}
 	for _, c := range p.s.Conditions {
@@ -195,7 +203,7 @@ func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, fi
 			u.Sets = append(u.Sets, p.s.sets(c, false)...)
 		}
 	}
-	r := &runner{env: env, s: p.s, pat: pat, file: file, conds: conds}
+	r := &runner{env: env, s: p.s, pat: pat, file: file, conds: conds, as: as}
 	if pat.File.IsProgram() {
 		dir, err := filepath.Abs(pat.Dir)
 		if err != nil {
@@ -264,6 +272,8 @@ func RacePlan(s Settings, condition string, n int) []Race {
 
 // runner is a pattern file or program as the engine's subject.
 type runner struct {
+	// as is the scenario the records are made under.
+	as    string
 	ctx   context.Context
 	env   scenario.Env
 	s     Settings
@@ -335,7 +345,7 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		return d, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	defer rcv.Close()
-	o.Scenario, o.Condition, o.File, o.DB, o.Receiver, o.Senders = Name, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL, true
+	o.Scenario, o.Condition, o.File, o.DB, o.Receiver, o.Senders = r.as, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL, true
 	t := &trial{r: r, c: c, o: &o, dir: dir, db: backend.Database{Backend: store.BackendSQLite, Target: o.DB}}
 	if r.env.Backend != nil {
 		if t.db, err = r.env.Backend.Fresh(r.ctx, "pattern"); err != nil {
@@ -483,7 +493,7 @@ func (t *trial) spec(d Delivery) harness.Spec {
 	crashAt := env[protocol.EnvCrashAt]
 	delete(env, protocol.EnvCrashAt)
 	return harness.Spec{
-		Scenario: Name, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
+		Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
 		Worker: wp.WorkerName, Args: Args(t.r.s, *t.o, d).Argv(), Env: env, CrashAt: crashAt, Exits: exits,
 	}
 }

@@ -195,8 +195,35 @@ func WithoutShard(settings json.RawMessage) (json.RawMessage, error) {
 		if err := json.Compact(&c, m[k]); err != nil {
 			return nil, err
 		}
-		b.Write(c.Bytes())
+		b.Write(unescapeHTML(c.Bytes()))
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// htmlEscapes are the escapes json.Marshal writes for <, > and &, which
+// an encoder with SetEscapeHTML(false) writes as themselves: one value,
+// two spellings, so the canonical form writes the characters.
+var htmlEscapes = map[string]byte{`u003c`: '<', `u003e`: '>', `u0026`: '&'}
+
+// unescapeHTML writes the HTML escapes of compact JSON as the characters
+// they stand for, leaving an escaped backslash before such text as it is.
+func unescapeHTML(js []byte) []byte {
+	out := make([]byte, 0, len(js))
+	for i := 0; i < len(js); i++ {
+		if js[i] != '\\' || i+1 >= len(js) {
+			out = append(out, js[i])
+			continue
+		}
+		if i+6 <= len(js) {
+			if ch, ok := htmlEscapes[string(js[i+1:i+6])]; ok {
+				out = append(out, ch)
+				i += 5
+				continue
+			}
+		}
+		out = append(out, js[i], js[i+1])
+		i++
+	}
+	return out
 }

@@ -163,3 +163,31 @@ func TestFromSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutShardOneSpelling: settings marshalled with and without HTML
+// escaping (a pattern file's "a <= b" as json.Marshal writes it, and as
+// results.json does) are one canonical form, so a run's plan hash is the
+// one verify derives from the folder; an escaped backslash before "u003c"
+// stays text.
+func TestWithoutShardOneSpelling(t *testing.T) {
+	tests := []struct{ a, b string }{
+		{`{"q": "a \u003c= b \u0026\u0026 c \u003e d", "shard": {"index": 1, "count": 2}}`, `{"q":"a <= b && c > d"}`},
+		{`{"q": "\\u003c"}`, `{"q": "\\u003c"}`},
+	}
+	for _, tt := range tests {
+		a, err := WithoutShard(json.RawMessage(tt.a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := WithoutShard(json.RawMessage(tt.b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(b), string(a)); diff != "" {
+			t.Errorf("WithoutShard(%s) (-want +got):\n%s", tt.a, diff)
+		}
+	}
+	if a, _ := WithoutShard(json.RawMessage(`{"q": "\\u003c"}`)); string(a) != `{"q":"\\u003c"}` {
+		t.Errorf("an escaped backslash before u003c became %s", a)
+	}
+}
