@@ -82,23 +82,6 @@ func RecordedIsolation(s string) (Isolation, bool) {
 	return 0, false
 }
 
-// IsolationLevels and IsolationOrder are Isolations as strings, the SQL
-// text by name and the names in order.
-//
-// Deprecated: for the code not yet moved to Isolation
-// (experiments/explore/postgres.go);
-// use Isolations, ParseIsolation and Isolation.SQL.
-var (
-	IsolationLevels = func() map[string]string {
-		m := map[string]string{}
-		for _, l := range Isolations {
-			m[l.String()] = l.SQL()
-		}
-		return m
-	}()
-	IsolationOrder = strings.Split(IsolationNames(), ", ")
-)
-
 // Level is the requested level, read as the record spells it.
 func (r PGRequested) Level() (Isolation, bool) { return RecordedIsolation(r.Isolation) }
 
