@@ -444,6 +444,10 @@ func (s Settings) sweep(c Condition) engine.Sweep {
 	}
 	if c.Kind == KindPower {
 		sw.Model = s.Fault
+		if s.OnFS(c) {
+			sw.Layer = engine.LayerFS
+			sw.Extra = slices.DeleteFunc(slices.Clone(sw.Extra), func(p string) bool { return p == PointACKReader })
+		}
 	}
 	return sw
 }

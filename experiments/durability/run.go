@@ -14,6 +14,7 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/fstree"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
@@ -83,6 +84,11 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		}
 		if err := env.Backend.Apply(ctx, p.s.ServerSettings); err != nil {
 			return err
+		}
+	}
+	if p.s.PowerLayer == engine.LayerFS {
+		if err := powerlayer.Sweep(os.Stderr); err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 	}
 	for _, c := range p.s.Conditions {
@@ -177,6 +183,8 @@ type trial struct {
 	ctx context.Context
 	// seed is the index of the trial's seed under the torn mode.
 	seed int
+	// fs is the trial's mount on the fs power layer, nil otherwise.
+	fs *powerlayer.Trial
 }
 
 // trial runs one trial and returns the points its first process passed
@@ -199,6 +207,13 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 		return nil, 0, err
 	}
 	defer stop()
+	if p.s.OnFS(c) {
+		if t.fs, err = powerlayer.Start(ctx, "", t.dir, env.TempDir, fsParams); err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		defer t.fs.Close()
+		t.o.FS = &FSCut{Mount: t.fs.Mount()}
+	}
 	first, err := t.first(tr.Point)
 	if err != nil {
 		return nil, 0, err
@@ -387,7 +402,11 @@ func (t *trial) cut() error {
 	if t.o.Before, _, err = t.read(cp, false); err != nil {
 		return fmt.Errorf("read the rows a kill leaves: %w", err)
 	}
-	if t.c.Kind == KindPower {
+	if t.fs != nil {
+		if t.o.FS.Record, err = t.fs.Cut(); err != nil {
+			return err
+		}
+	} else if t.c.Kind == KindPower {
 		rep, err := faultvfs.RecoverWith(t.dir, t.p.s.FaultOptions(t.seed))
 		if err != nil {
 			return err
