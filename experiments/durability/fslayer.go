@@ -28,6 +28,10 @@ type FSCut struct {
 // the ones the exact model predicts.
 var fsParams = powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
 
+// fuseMissing says what this machine lacks for the fs layer; a unit test
+// replaces it.
+var fuseMissing = powerfs.Missing
+
 // OnFS says whether condition c's power cuts are made by the filesystem.
 func (s Settings) OnFS(c Condition) bool {
 	return s.PowerLayer == engine.LayerFS && c.Kind == KindPower && !c.OnServer()
@@ -50,7 +54,7 @@ func layerSettings(in Input, name func(string) string, st *Settings) error {
 	if in.SyncPoints {
 		return fmt.Errorf("%s %s: not with sync points (a filesystem's N-th fsync is not the VFS's N-th sync)", name("power_layer"), engine.LayerFS)
 	}
-	if why := powerfs.Missing(); why != "" {
+	if why := fuseMissing(); why != "" {
 		return fmt.Errorf("%s %s: %s", name("power_layer"), engine.LayerFS, why)
 	}
 	st.PowerLayer = engine.LayerFS

@@ -114,6 +114,9 @@ func (s subject) Deliver(ctx context.Context, et engine.Trial) (engine.Found, er
 	tr, key := TrialRef{Point: PointACK}, PointACK
 	if et.Class != engine.None {
 		tr, key = TrialRef{Point: et.Point, Seed: et.Seed}, et.Key
+		if (et.Layer == engine.LayerFS) != s.p.s.OnFS(s.c) {
+			return engine.Found{}, fmt.Errorf("%w: %s %s: the engine planned the power layer %q, the settings %q", errclass.ErrHarness, s.c.Name, key, et.Layer, s.p.s.PowerLayer)
+		}
 	}
 	points, syncs, err := s.p.trial(ctx, s.env, s.c, tr)
 	if err != nil {
