@@ -446,7 +446,6 @@ func (s Settings) sweep(c Condition) engine.Sweep {
 		sw.Model = s.Fault
 		if s.OnFS(c) {
 			sw.Layer = engine.LayerFS
-			sw.Extra = slices.DeleteFunc(slices.Clone(sw.Extra), func(p string) bool { return p == PointACKReader })
 		}
 	}
 	return sw

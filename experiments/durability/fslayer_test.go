@@ -49,7 +49,7 @@ func noMounts(t *testing.T, after string) {
 
 // fsMatrix is the fs layer's test matrix: every pattern under DELETE and
 // WAL with NORMAL and EXTRA, power cuts only, at the named points and
-// after the ACK.
+// after the ACK (ack, ack-open and, with the parent's reader, ack-reader).
 var fsMatrix = map[string]string{FlagJournalMode: "DELETE,WAL", FlagSynchronous: "NORMAL,EXTRA", FlagKind: KindPower, FlagPowerLayer: engine.LayerFS}
 
 // TestFSLayerMatchesModel is the cross-check: the workers' power cuts made

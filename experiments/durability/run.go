@@ -186,8 +186,10 @@ type trial struct {
 	ctx context.Context
 	// seed is the index of the trial's seed under the torn mode.
 	seed int
-	// fs is the trial's mount on the fs power layer, nil otherwise.
-	fs *powerlayer.Trial
+	// fs is the trial's mount on the fs power layer, nil otherwise; held
+	// is the parent's reader on it at PointACKReader, closed after the cut.
+	fs   *powerlayer.Trial
+	held *heldReader
 }
 
 // trial runs one trial and returns the points its first process passed
@@ -215,6 +217,11 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 			return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		defer t.fs.Close()
+		defer func() {
+			if t.held != nil {
+				_ = t.held.db.Close()
+			}
+		}()
 		t.o.FS = &FSCut{Mount: t.fs.Mount()}
 	}
 	first, err := t.first(tr.Point)
@@ -309,6 +316,12 @@ func (t *trial) first(point string) (*harness.Proc, error) {
 		}
 	}
 	proc, err := t.spawn(RoleFirst, FirstEnv(t.c, point), []int{protocol.ExitACK, protocol.ExitCrash}, nil)
+	if reader != nil && t.fs != nil {
+		// On the mount the reader stays open through the cut, as the
+		// service's other connection would, and closes on the dead mount.
+		t.held = reader
+		return proc, err
+	}
 	if reader != nil {
 		if rerr := reader.release(); rerr != nil && err == nil {
 			err = fmt.Errorf("%w: release the reader: %w", errclass.ErrHarness, rerr)
@@ -406,7 +419,11 @@ func (t *trial) cut() error {
 		return fmt.Errorf("read the rows a kill leaves: %w", err)
 	}
 	if t.fs != nil {
-		if t.o.FS.Record, err = t.fs.Cut(); err != nil {
+		t.o.FS.Record, err = t.fs.Cut()
+		if t.held != nil {
+			_ = t.held.db.Close() // its file is gone with the mount
+		}
+		if err != nil {
 			return err
 		}
 	} else if t.c.Kind == KindPower {
