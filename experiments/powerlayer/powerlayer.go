@@ -4,8 +4,10 @@
 //
 // A trial's folder is the mount's backing folder; the mount point and the
 // server's store are folders of their own beside it, on the same
-// filesystem. The parent never touches the mount: the trial's processes
-// open their files through Mount(), the parent reads the backing folder.
+// filesystem. The trial's processes open their files through Mount(); the
+// parent reads the backing folder. A parent may also open a file on the
+// mount (it does not serve it, so it cannot deadlock on it: golang/go#21014
+// is the serving process's), as durability's held reader does.
 package powerlayer
 
 import (
