@@ -24,9 +24,10 @@ import (
 func (f *folder) checkShape(t trialLine) {
 	f.checkSteps(t)
 	o, cond := t.o, t.cond
-	if (o.Recovery != nil) != (cond.Kind == KindPower) {
-		f.c.Obs(t.l, "recovery", "present=%v, but a recovery report comes with a power cut and only then (kind %s)", o.Recovery != nil, cond.Kind)
+	if (o.Recovery != nil) != (cond.Kind == KindPower && !f.st.OnFS(cond)) {
+		f.c.Obs(t.l, "recovery", "present=%v, but a recovery report comes with a power cut through the VFS and only then (kind %s)", o.Recovery != nil, cond.Kind)
 	}
+	f.checkFS(t)
 	if o.Recovery != nil {
 		f.checkRecovery(t)
 	}

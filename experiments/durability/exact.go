@@ -444,6 +444,9 @@ func (s Settings) sweep(c Condition) engine.Sweep {
 	}
 	if c.Kind == KindPower {
 		sw.Model = s.Fault
+		if s.OnFS(c) {
+			sw.Layer = engine.LayerFS
+		}
 	}
 	return sw
 }

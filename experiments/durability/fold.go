@@ -158,6 +158,13 @@ func (f *folder) trial(t trialLine) {
 			tr.Views = Views(DBName(t.cond.Pattern), t.o.Recovery.Torn)
 		}
 	}
+	if t.o.FS != nil {
+		rec, err := fsRecovered(DBName(t.cond.Pattern), t.o.FS.Outcome, t.o.FS.Log)
+		if err != nil {
+			f.c.Obs(t.l, "fs.log", "%v", err)
+		}
+		tr.Recovered = rec
+	}
 	// Every shard runs the normal run; the first shard's stands for the
 	// plan's, the others' are checked as any trial.
 	discovery := f.discovery(t, s)

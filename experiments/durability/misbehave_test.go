@@ -9,6 +9,7 @@ import (
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
+	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 )
@@ -16,6 +17,9 @@ import (
 // breaks are deliberately broken deliveries. They exist only in this test
 // binary; a test chooses one with worker.EnvBreak.
 var breaks = worker.Breaks{
+	// A power-loss filesystem whose cut keeps everything, even under drop:
+	// the fs layer's cross-check must fail on it.
+	breakFSKeep: {powerfs.WorkerName: powerfs.BrokenKeepMain},
 	// A first process (the one the harness gives a crash kind) that does
 	// its work and exits 5 instead of acknowledging it.
 	"first-exits-5": {wr.WorkerName: func(call *protocol.Call) int {

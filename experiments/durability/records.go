@@ -55,6 +55,12 @@ type Observation struct {
 	// for a kill; its own copy of the log is left out, as it is this one.
 	Log      []faultvfs.Op    `json:"log"`
 	Recovery *faultvfs.Report `json:"recovery,omitempty"`
+	// FS is a power cut's record on the fs layer (--power-layer fs), in
+	// place of Recovery: the mount the first process ran on, and the
+	// powerfs op log and outcome the cut left, which the fold derives
+	// again (powerlayer.Check). The VFS's Log is kept too: the workers
+	// still open their file through it, and it only logs.
+	FS *FSCut `json:"fs,omitempty"`
 	// After is what the next process finds, and Integrity what PRAGMA
 	// integrity_check said about it.
 	After     Rows     `json:"after"`

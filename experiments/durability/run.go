@@ -14,6 +14,7 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/fstree"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
@@ -85,6 +86,11 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			return err
 		}
 	}
+	if p.s.PowerLayer == engine.LayerFS {
+		if err := powerlayer.Sweep(os.Stderr); err != nil {
+			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+	}
 	for _, c := range p.s.Conditions {
 		sw := p.s.sweep(c)
 		u := engine.Unit{Subject: subject{p: p, env: env, c: c}, Discovery: c.Name,
@@ -108,6 +114,9 @@ func (s subject) Deliver(ctx context.Context, et engine.Trial) (engine.Found, er
 	tr, key := TrialRef{Point: PointACK}, PointACK
 	if et.Class != engine.None {
 		tr, key = TrialRef{Point: et.Point, Seed: et.Seed}, et.Key
+		if (et.Layer == engine.LayerFS) != s.p.s.OnFS(s.c) {
+			return engine.Found{}, fmt.Errorf("%w: %s %s: the engine planned the power layer %q, the settings %q", errclass.ErrHarness, s.c.Name, key, et.Layer, s.p.s.PowerLayer)
+		}
 	}
 	points, syncs, err := s.p.trial(ctx, s.env, s.c, tr)
 	if err != nil {
@@ -177,6 +186,10 @@ type trial struct {
 	ctx context.Context
 	// seed is the index of the trial's seed under the torn mode.
 	seed int
+	// fs is the trial's mount on the fs power layer, nil otherwise; held
+	// is the parent's reader on it at PointACKReader, closed after the cut.
+	fs   *powerlayer.Trial
+	held *heldReader
 }
 
 // trial runs one trial and returns the points its first process passed
@@ -199,6 +212,18 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 		return nil, 0, err
 	}
 	defer stop()
+	if p.s.OnFS(c) {
+		if t.fs, err = powerlayer.Start(ctx, "", t.dir, env.TempDir, fsParams); err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		defer t.fs.Close()
+		defer func() {
+			if t.held != nil {
+				_ = t.held.db.Close()
+			}
+		}()
+		t.o.FS = &FSCut{Mount: t.fs.Mount()}
+	}
 	first, err := t.first(tr.Point)
 	if err != nil {
 		return nil, 0, err
@@ -291,6 +316,12 @@ func (t *trial) first(point string) (*harness.Proc, error) {
 		}
 	}
 	proc, err := t.spawn(RoleFirst, FirstEnv(t.c, point), []int{protocol.ExitACK, protocol.ExitCrash}, nil)
+	if reader != nil && t.fs != nil {
+		// On the mount the reader stays open through the cut, as the
+		// service's other connection would, and closes on the dead mount.
+		t.held = reader
+		return proc, err
+	}
 	if reader != nil {
 		if rerr := reader.release(); rerr != nil && err == nil {
 			err = fmt.Errorf("%w: release the reader: %w", errclass.ErrHarness, rerr)
@@ -387,7 +418,15 @@ func (t *trial) cut() error {
 	if t.o.Before, _, err = t.read(cp, false); err != nil {
 		return fmt.Errorf("read the rows a kill leaves: %w", err)
 	}
-	if t.c.Kind == KindPower {
+	if t.fs != nil {
+		t.o.FS.Record, err = t.fs.Cut()
+		if t.held != nil {
+			_ = t.held.db.Close() // its file is gone with the mount
+		}
+		if err != nil {
+			return err
+		}
+	} else if t.c.Kind == KindPower {
 		rep, err := faultvfs.RecoverWith(t.dir, t.p.s.FaultOptions(t.seed))
 		if err != nil {
 			return err

@@ -41,6 +41,9 @@ type Input struct {
 	Seed       *int64 `json:"seed,omitempty"`
 	// SyncPoints adds a cut inside every sync of the normal run.
 	SyncPoints bool `json:"sync_points,omitempty"`
+	// PowerLayer is where a power cut is made: "vfs" (the default) or
+	// "fs" (engine.PowerLayers).
+	PowerLayer string `json:"power_layer,omitempty"`
 	// SynchronousCommits are PostgreSQL's synchronous_commit levels, on
 	// --backend postgres only; the default is all three.
 	SynchronousCommits []string `json:"synchronous_commits,omitempty"`
@@ -133,6 +136,10 @@ type Settings struct {
 	// SyncPoints: each condition also cuts inside every sync the normal
 	// run made, just before and just after the fsync.
 	SyncPoints bool `json:"sync_points,omitempty"`
+	// PowerLayer is engine.LayerFS when the power cuts are made by the
+	// power-loss filesystem (worker/powerfs, one mount per trial, strict
+	// POSIX directories, the drop model); empty for the VFS, the default.
+	PowerLayer string `json:"power_layer,omitempty"`
 	// Shard is the part of the trials this run runs (--shard); nil runs
 	// them all. Every condition's normal run, which discovers the points
 	// and the syncs, runs in every part.
@@ -218,6 +225,9 @@ func faultFlags(in *Input, ov map[string]string, from map[string]string) error {
 		}
 		in.Seed, from["seed"] = &n, "--"+FlagSeed
 	}
+	if v, ok := ov[FlagPowerLayer]; ok {
+		in.PowerLayer, from["power_layer"] = strings.TrimSpace(v), "--"+FlagPowerLayer
+	}
 	if b, ok, err := scenario.BoolFlag(ov, FlagSyncPoints); err != nil {
 		return err
 	} else if ok {
@@ -238,6 +248,9 @@ func faultSettings(in Input, from map[string]string, st *Settings) error {
 		return "durability." + field
 	}
 	st.Fault, st.SyncPoints = in.Fault, in.SyncPoints
+	if err := layerSettings(in, name, st); err != nil {
+		return err
+	}
 	switch in.Fault {
 	case "", faultvfs.FaultDrop:
 		st.Fault = faultvfs.FaultDrop

@@ -3,6 +3,7 @@ package durability
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	wb "idemlab/worker/batch"
@@ -59,7 +60,11 @@ func ProcessArgs(s Settings, c Condition, o Observation, step Step) (string, []s
 	if c.Pattern == PatternBatch && step.Role == RoleResolve && step.Lookup != nil {
 		return wb.WorkerResolve, ResolveArgs(s, o.DB, *step.Lookup).Argv()
 	}
-	return StepArgs(s, c, step.Role, o.DB, o.Receiver)
+	db := o.DB
+	if step.Role == RoleFirst && o.FS != nil {
+		db = filepath.Join(o.FS.Mount, filepath.Base(o.DB))
+	}
+	return StepArgs(s, c, step.Role, db, o.Receiver)
 }
 
 // ResolveArgs is the command line of the resolve that lookup lk calls

@@ -145,6 +145,18 @@ const PointACKOpen = "ack-open"
 // and a seeded tearing between the two.
 var PowerModels = []string{faultvfs.FaultDrop, faultvfs.FaultKeep, faultvfs.FaultTorn}
 
+// Power layers: where a Power trial's cut is made. LayerVFS, the
+// default, cuts inside idemlab's own SQLite VFS (worker/faultvfs); LayerFS
+// cuts in the power-loss filesystem under the process (worker/powerfs),
+// one mount per trial.
+const (
+	LayerVFS = "vfs"
+	LayerFS  = "fs"
+)
+
+// PowerLayers are the power layers, the default first.
+var PowerLayers = []string{LayerVFS, LayerFS}
+
 // PowerCut is one trial of a power set: the model and the cut.
 type PowerCut struct {
 	Model string

@@ -25,6 +25,8 @@ type Sweep struct {
 	Seeded bool
 	// Model is what the trials' cuts leave (a Power trial's Model).
 	Model string
+	// Layer is where the trials' cuts are made (a Power trial's Layer).
+	Layer string
 }
 
 // Cut is one trial of a sweep: a point and a seed index.
@@ -66,7 +68,7 @@ func planSweep(in Input) []Trial {
 	out := make([]Trial, 0, len(cuts))
 	for i, c := range cuts[1:] {
 		t := in.trial(i + 1)
-		t.Point, t.Seed, t.Key, t.Model = c.Point, c.Seed, in.Sweep.Key(c), in.Sweep.Model
+		t.Point, t.Seed, t.Key, t.Model, t.Layer = c.Point, c.Seed, in.Sweep.Key(c), in.Sweep.Model, in.Sweep.Layer
 		out = append(out, t)
 	}
 	return out

@@ -54,7 +54,7 @@ func TestPlanSweep(t *testing.T) {
 // TestPlanSweepShard: a shard keeps the swept trials whose ids it runs,
 // the ids shard.TrialID's folders hashed, "condition@key".
 func TestPlanSweepShard(t *testing.T) {
-	sw := Sweep{First: "ack", Extra: []string{"x", "y", "z"}, Seeds: 3, Seeded: true, Model: "torn"}
+	sw := Sweep{First: "ack", Extra: []string{"x", "y", "z"}, Seeds: 3, Seeded: true, Model: "torn", Layer: LayerFS}
 	sets := []Set{{Class: Power, Condition: "c", Sweep: &sw}}
 	found := Found{Points: []string{"a", "b", "c"}}
 	part := &shard.Part{Index: 2, Count: 3}
@@ -65,7 +65,7 @@ func TestPlanSweepShard(t *testing.T) {
 	var want []Trial
 	for i, c := range sw.Cuts(found)[1:] {
 		if id := "c@" + sw.Key(c); part.Runs(id) {
-			want = append(want, Trial{Class: Power, Condition: "c", Index: i + 1, Point: c.Point, Seed: c.Seed, Key: sw.Key(c), Model: "torn"})
+			want = append(want, Trial{Class: Power, Condition: "c", Index: i + 1, Point: c.Point, Seed: c.Seed, Key: sw.Key(c), Model: "torn", Layer: LayerFS})
 		}
 	}
 	if len(want) == 0 {

@@ -21,6 +21,8 @@ type Trial struct {
 	KillsUS []int64
 	// Model is a Power trial's model of what the cut leaves.
 	Model string
+	// Layer is where a Power trial's cut is made: LayerVFS or LayerFS.
+	Layer string
 	// Seed is a swept trial's seed index, Key its key in its condition
 	// (Sweep.Key); a trial with a key has the id "condition@key".
 	Seed int

@@ -43,6 +43,8 @@ var FormatChanges = map[int]string{
 var format7 = []string{
 	"the article patterns run from pattern files (issue 28, part 2)",
 	"explore runs separate-commit, single-transaction, claim-do-nothing and claim-ttl from their pattern files (experiments/explore/articles) through the pattern scenario's subject, fold and oracle: its settings gained articles (the pattern scenario's settings of the four files, under the faults points, random and concurrent, one per isolation level on PostgreSQL), those conditions are the pattern scenario's (kind pattern-file, judged by each file's invariants and known_unsafe), and its extra gained articles (the pattern scenario's extra); its settings' patterns and conditions list the built-in subjects alone (batch-journal, batch-rerun-all, the claim-ttl probe, lease-batch); on PostgreSQL the four files race under each level (PATTERN/LEVEL/concurrent, the pattern named after its level) where the hand-written racers raced, and not_run says so. A folder of format 6 or older, whose patterns name the hand-written separate-commit and single-transaction workers, is folded by them as before, and its settings are derived by this build as a change of format",
+	"power cuts made by the filesystem (issue 29, --power-layer fs)",
+	"durability's settings gained power_layer (\"fs\" where the power cuts were made by the power-loss filesystem, absent for the VFS), and each of its power trials on the fs layer an observation field fs (the mount the first process ran on, the models, the powerfs op log and the cut's outcome, which verify derives again from the log) in place of the VFS's recovery report; a folder of format 6 or older has neither and derives as before",
 }
 
 // format6 is what version 6 changed, a clause per change.

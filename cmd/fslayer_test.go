@@ -1,0 +1,96 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"idemlab/worker/powerfs"
+)
+
+// fsMountsUnder lists the powerfs mounts /proc/self/mountinfo shows under
+// dir.
+func fsMountsUnder(t *testing.T, dir string) []powerfs.MountInfo {
+	t.Helper()
+	ms, err := powerfs.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []powerfs.MountInfo
+	for _, m := range ms {
+		if strings.HasPrefix(m.Mountpoint, dir+"/") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitFSMount waits for a powerfs mount under dir and returns it.
+func waitFSMount(t *testing.T, dir string) powerfs.MountInfo {
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if ms := fsMountsUnder(t, dir); len(ms) > 0 {
+			return ms[0]
+		}
+	}
+	t.Error("no powerfs mount appeared")
+	return powerfs.MountInfo{}
+}
+
+// TestDurabilityFSLayerLeavesNoMount: a durability run on the fs power
+// layer stopped by Ctrl-C exits 130 and leaves nothing mounted; a harness
+// SIGKILLed with its mount's server leaves a stale mount, which the next
+// run on the fs layer unmounts first and names.
+func TestDurabilityFSLayerLeavesNoMount(t *testing.T) {
+	if why := powerfs.Missing(); why != "" {
+		t.Skip(why)
+	}
+	bin := idemlabBinary(t)
+	input, _ := filepath.Abs("../input.json")
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	args := func(out string) []string {
+		return []string{"experiment", "--quiet", "--input", input, "--scenario", "durability", "--power-layer", "fs",
+			"--pattern", "redelivery-single,redelivery-separate", "--kind", "power", "--out", filepath.Join(dir, out)}
+	}
+	t.Run("Ctrl-C", func(t *testing.T) {
+		r := runBinary(t, bin, dir, 2*time.Minute, func(p *os.Process) {
+			waitFSMount(t, dir)
+			p.Signal(syscall.SIGINT)
+		}, args("interrupted")...)
+		if r.code != 130 {
+			t.Fatalf("exit %d, want 130:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if left := fsMountsUnder(t, dir); len(left) > 0 {
+			t.Errorf("mounted after Ctrl-C: %+v", left)
+		}
+	})
+	t.Run("SIGKILL then sweep", func(t *testing.T) {
+		var stale powerfs.MountInfo
+		runBinary(t, bin, dir, 2*time.Minute, func(p *os.Process) {
+			stale = waitFSMount(t, dir)
+			// The harness and its server die at once, as a machine's OOM
+			// killer might do: nobody unmounts.
+			syscall.Kill(stale.Server, syscall.SIGKILL)
+			syscall.Kill(-p.Pid, syscall.SIGKILL)
+		}, args("killed")...)
+		if stale.Mountpoint == "" {
+			t.Fatal("no mount to leave stale")
+		}
+		if left := fsMountsUnder(t, dir); len(left) == 0 {
+			t.Fatalf("the killed run left no stale mount (%s); nothing to sweep", stale.Mountpoint)
+		}
+		r := runBinary(t, bin, dir, 5*time.Minute, nil, append(args("next"), "--journal-mode", "DELETE", "--synchronous", "NORMAL")...)
+		if r.code != 0 {
+			t.Fatalf("the next run exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "unmounted the stale mount "+stale.Mountpoint) {
+			t.Errorf("the next run did not say it unmounted %s:\n%s", stale.Mountpoint, r.stderr)
+		}
+		if left := fsMountsUnder(t, dir); len(left) > 0 {
+			t.Errorf("mounted after the next run: %+v", left)
+		}
+	})
+}

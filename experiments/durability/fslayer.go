@@ -1,0 +1,116 @@
+package durability
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"idemlab/experiments/engine"
+	"idemlab/experiments/powerlayer"
+	"idemlab/worker/faultvfs"
+	"idemlab/worker/powerfs"
+)
+
+// The fs power layer (--power-layer fs): a power trial's first process
+// opens its file on a powerfs mount over the trial's folder, and the cut
+// is the filesystem's, at the same points and after the ACK; the oracle
+// is the same exact model. It is the cross-check of both layers: on every
+// cell the two must agree with the model.
+
+// FSCut is a power trial's record on the fs layer: the mount point the
+// first process opened its file under, and the cut (powerlayer.Record).
+type FSCut struct {
+	Mount string `json:"mount"`
+	powerlayer.Record
+}
+
+// fsParams are the fs layer's models: drop, strict POSIX directories,
+// the ones the exact model predicts.
+var fsParams = powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
+
+// fuseMissing says what this machine lacks for the fs layer; a unit test
+// replaces it.
+var fuseMissing = powerfs.Missing
+
+// OnFS says whether condition c's power cuts are made by the filesystem.
+func (s Settings) OnFS(c Condition) bool {
+	return s.PowerLayer == engine.LayerFS && c.Kind == KindPower && !c.OnServer()
+}
+
+// layerSettings checks the power layer: the fs layer cuts under drop only,
+// at the named points and after the ACK (the filesystem's syncs are not
+// the VFS's, so no sync points), and needs FUSE on this machine.
+func layerSettings(in Input, name func(string) string, st *Settings) error {
+	switch in.PowerLayer {
+	case "", engine.LayerVFS:
+		return nil
+	case engine.LayerFS:
+	default:
+		return fmt.Errorf("%s: %q is not one of %s", name("power_layer"), in.PowerLayer, strings.Join(engine.PowerLayers, ", "))
+	}
+	if in.Fault != "" && in.Fault != faultvfs.FaultDrop {
+		return fmt.Errorf("%s %s: only with fault %q", name("power_layer"), engine.LayerFS, faultvfs.FaultDrop)
+	}
+	if in.SyncPoints {
+		return fmt.Errorf("%s %s: not with sync points (a filesystem's N-th fsync is not the VFS's N-th sync)", name("power_layer"), engine.LayerFS)
+	}
+	if why := fuseMissing(); why != "" {
+		return fmt.Errorf("%s %s: %s", name("power_layer"), engine.LayerFS, why)
+	}
+	st.PowerLayer = engine.LayerFS
+	return nil
+}
+
+// fsRecovered lists, as faultvfs's report does, "file:action" for the
+// pattern's files the cut removed or brought back: names the processes
+// left (the keep model's listing) that the cut's outcome lacks, and the
+// other way round.
+func fsRecovered(db string, r powerfs.Outcome, log []powerfs.Op) ([]string, error) {
+	live, err := powerfs.Plan(log, powerfs.Params{Model: powerfs.ModelKeep, DirModel: r.DirModel})
+	if err != nil {
+		return nil, err
+	}
+	names := func(o powerfs.Outcome) []string {
+		var out []string
+		for _, e := range o.Entries {
+			if strings.HasPrefix(e.Path, db) {
+				out = append(out, e.Path)
+			}
+		}
+		return out
+	}
+	left, kept := names(live), names(r)
+	var out []string
+	for _, n := range kept {
+		if !slices.Contains(left, n) {
+			out = append(out, n+":"+faultvfs.ActResurrect)
+		}
+	}
+	for _, n := range left {
+		if !slices.Contains(kept, n) {
+			out = append(out, n+":"+faultvfs.ActRemove)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// checkFS checks a trial's fs record: present exactly for a power cut on
+// the fs layer, made under the layer's models, and its outcome the one
+// powerfs.Plan derives from its log.
+func (f *folder) checkFS(t trialLine) {
+	on := f.st.OnFS(t.cond)
+	if (t.o.FS != nil) != on {
+		f.c.Obs(t.l, "fs", "present=%v, but an fs record comes with a power cut on the fs layer and only then (power layer %q, kind %s)", t.o.FS != nil, f.st.PowerLayer, t.cond.Kind)
+		return
+	}
+	if !on {
+		return
+	}
+	if t.o.FS.Params != fsParams {
+		f.c.Obs(t.l, "fs.params", "%+v, but the fs layer cuts under %+v", t.o.FS.Params, fsParams)
+	}
+	if field, text := powerlayer.Check(t.o.FS.Record); field != "" {
+		f.c.Obs(t.l, "fs."+field, "%s", text)
+	}
+}

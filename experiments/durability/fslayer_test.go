@@ -1,0 +1,256 @@
+package durability
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/engine"
+	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenariotest"
+	"idemlab/worker"
+	"idemlab/worker/powerfs"
+)
+
+// breakFSKeep names the broken powerfs server whose cut keeps everything.
+const breakFSKeep = "powerfs-cut-keeps-all"
+
+// requireFUSE skips a test of the fs layer where FUSE is missing, with the
+// reason.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	if why := powerfs.Missing(); why != "" {
+		t.Skip(why)
+	}
+}
+
+// noMounts fails the test if /proc/self/mountinfo still lists a powerfs
+// mount under the test's temporary folders (another run on the machine
+// may have its own elsewhere).
+func noMounts(t *testing.T, after string) {
+	t.Helper()
+	root := filepath.Dir(t.TempDir())
+	ms, err := powerfs.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if strings.HasPrefix(m.Mountpoint, root+"/") {
+			t.Errorf("after %s, /proc/self/mountinfo still lists the powerfs mount %s (server %d)", after, m.Mountpoint, m.Server)
+		}
+	}
+}
+
+// fsMatrix is the fs layer's test matrix: every pattern under DELETE and
+// WAL with NORMAL and EXTRA, power cuts only, at the named points and
+// after the ACK (ack, ack-open and, with the parent's reader, ack-reader).
+var fsMatrix = map[string]string{FlagJournalMode: "DELETE,WAL", FlagSynchronous: "NORMAL,EXTRA", FlagKind: KindPower, FlagPowerLayer: engine.LayerFS}
+
+// TestFSLayerMatchesModel is the cross-check: the workers' power cuts made
+// by the filesystem end, on every cell, as the exact model predicts, as
+// the VFS's do; every trial records its op log and the fold derives each
+// cut again from it; nothing is left mounted.
+func TestFSLayerMatchesModel(t *testing.T) {
+	requireFUSE(t)
+	out := scenariotest.Run(t, New(), "", fsMatrix)
+	noMounts(t, "a pass")
+	if len(out.Findings) > 0 || !out.Result.Pass {
+		t.Fatalf("findings %v, pass %v, differences %v", out.Findings, out.Result.Pass, differences(out.Result))
+	}
+	fs := 0
+	for _, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.FS == nil || o.Recovery != nil || len(o.FS.Log) == 0 {
+			t.Errorf("%s %s: fs record %v, VFS recovery %v: a power trial on the fs layer keeps an op log and no VFS recovery", o.Condition, o.Point, o.FS != nil, o.Recovery != nil)
+			continue
+		}
+		fs++
+	}
+	if fs == 0 {
+		t.Fatal("no trial ran on the fs layer")
+	}
+	var st Settings
+	if err := json.Unmarshal(out.Settings, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.PowerLayer != engine.LayerFS {
+		t.Errorf("settings record power layer %q, want %q", st.PowerLayer, engine.LayerFS)
+	}
+}
+
+// differences lists every failing cell of a result, as "[condition]
+// path".
+func differences(r results.ScenarioResult) []string {
+	var out []string
+	for _, c := range r.Conditions {
+		for _, d := range c.Differences {
+			out = append(out, "["+c.Name+"]"+d.Path)
+		}
+	}
+	return out
+}
+
+// TestFSLayerBrokenCutFails: a filesystem whose cut keeps everything under
+// drop must fail the cross-check on exactly the cells where the model's
+// power cut differs from what a kill leaves, naming each, and leave
+// nothing mounted.
+func TestFSLayerBrokenCutFails(t *testing.T) {
+	requireFUSE(t)
+	t.Setenv(worker.EnvBreak, breakFSKeep)
+	flags := map[string]string{FlagPattern: PatternSingle + "," + PatternSeparate, FlagJournalMode: "DELETE,WAL", FlagSynchronous: "NORMAL,EXTRA", FlagKind: KindPower, FlagPowerLayer: engine.LayerFS}
+	out := scenariotest.Run(t, New(), "", flags)
+	noMounts(t, "a failing run")
+	if out.Result.Pass {
+		t.Fatal("the broken cut passed the cross-check")
+	}
+	var st Settings
+	if err := json.Unmarshal(out.Settings, &st); err != nil {
+		t.Fatal(err)
+	}
+	// The cells a keep-everything cut must get wrong: where the model's
+	// drop cut ends otherwise than a kill, which keeps everything too.
+	want := []string{}
+	for _, c := range st.Conditions {
+		order, err := st.ModelOrder(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kill := c
+		kill.Kind = KindKill
+		for _, tr := range order {
+			power, err := st.wantOf(c, tr.Point)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep, err := st.wantOf(kill, tr.Point)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The broken server still records the planned outcome, so the
+			// files the fold names removed or brought back agree with the
+			// model; the rows read back do not.
+			if power.Outcome != keep.Outcome || power.RowsLost != keep.RowsLost {
+				want = append(want, c.Name+" "+tr.Point)
+			}
+		}
+	}
+	got := []string{}
+	for _, c := range out.Result.Conditions {
+		for _, d := range c.Differences {
+			cell := c.Name + " " + strings.TrimPrefix(strings.SplitN(d.Path, "]", 2)[0], "[")
+			if !slices.Contains(got, cell) {
+				got = append(got, cell)
+			}
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) == 0 {
+		t.Fatal("the model names no cell where a drop cut differs from a kill")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("failing cells (-want +got):\n%s", diff)
+	}
+	t.Logf("the broken cut fails %d cells: %v", len(got), got)
+}
+
+// TestFSLayerTamper: editing one logged op, or the recorded outcome, of an
+// fs trial fails the fold, naming the field.
+func TestFSLayerTamper(t *testing.T) {
+	requireFUSE(t)
+	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "DELETE", FlagSynchronous: "NORMAL", FlagKind: KindPower, FlagPowerLayer: engine.LayerFS}
+	out := scenariotest.Run(t, New(), "", flags)
+	if len(out.Findings) > 0 {
+		t.Fatalf("a fresh run has findings: %v", out.Findings)
+	}
+	// The normal run: its cut after the ACK drops the returning journal.
+	line := 0
+	lastOp := func(m map[string]any, kind string) map[string]any {
+		log := m["fs"].(map[string]any)["log"].([]any)
+		for i := len(log) - 1; i >= 0; i-- {
+			if op := log[i].(map[string]any); op["op"] == kind {
+				return op
+			}
+		}
+		t.Fatalf("no %s op in the log", kind)
+		return nil
+	}
+	tampers := []struct {
+		name, field string
+		edit        func(m map[string]any)
+	}{
+		{"logged fsync dropped", "fs.outcome.", func(m map[string]any) {
+			fs := m["fs"].(map[string]any)
+			log := fs["log"].([]any)
+			for i := len(log) - 1; i >= 0; i-- {
+				if op := log[i].(map[string]any); op["op"] == powerfs.OpFsync || op["op"] == powerfs.OpFsyncDir {
+					fs["log"] = append(log[:i:i], log[i+1:]...)
+					return
+				}
+			}
+		}},
+		{"logged write longer", "fs.outcome.files", func(m map[string]any) {
+			op := lastOp(m, powerfs.OpWrite)
+			op["len"] = op["len"].(float64) + 4096
+		}},
+		{"logged base entry renamed", "fs.outcome.entries", func(m map[string]any) {
+			op := lastOp(m, powerfs.OpBase)
+			op["name"] = op["name"].(string) + "x"
+		}},
+		{"model", "fs.params", func(m map[string]any) {
+			m["fs"].(map[string]any)["params"].(map[string]any)["model"] = powerfs.ModelKeep
+		}},
+		{"outcome", "fs.outcome.entries", func(m map[string]any) {
+			o := m["fs"].(map[string]any)["outcome"].(map[string]any)
+			o["entries"] = o["entries"].([]any)[1:]
+		}},
+	}
+	for _, tt := range tampers {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
+			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
+				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
+			}) {
+				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
+			}
+		})
+	}
+}
+
+func TestPowerLayerRefused(t *testing.T) {
+	tests := []struct {
+		overrides map[string]string
+		want      string
+	}{
+		{map[string]string{FlagPowerLayer: "disk"}, `--power-layer: "disk" is not one of vfs, fs`},
+		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "torn"}, `--power-layer fs: only with fault "drop"`},
+		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagSyncPoints: "true"}, `--power-layer fs: not with sync points`},
+	}
+	for _, tt := range tests {
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: tt.overrides})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Plan(%v) = %v, want an error containing %q", tt.overrides, err, tt.want)
+		}
+	}
+	// A machine without FUSE: the fs layer is refused in one line that
+	// names what is missing; the VFS layer runs as ever.
+	defer func(f func() string) { fuseMissing = f }(fuseMissing)
+	fuseMissing = func() string { return "FUSE is missing: no /dev/fuse" }
+	_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerFS}})
+	if want := "--power-layer fs: FUSE is missing: no /dev/fuse"; err == nil || err.Error() != want {
+		t.Errorf("without FUSE: %v, want %q", err, want)
+	}
+	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerVFS}}); err != nil {
+		t.Errorf("the VFS layer without FUSE: %v", err)
+	}
+}
