@@ -127,6 +127,10 @@ type Pattern struct {
 	Dir       string            `json:"dir,omitempty"`
 	TimeoutMS int64             `json:"timeout_ms,omitempty"`
 	Files     map[string]string `json:"files,omitempty"`
+	// PowerNotApplicable says, for a program on SQLite, what the machine
+	// lacks for its power class (a power-loss filesystem mount); empty
+	// where the program's power trials run on one.
+	PowerNotApplicable string `json:"power_not_applicable,omitempty"`
 }
 
 // Condition is one fault class on one pattern.
@@ -202,6 +206,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	if err := in.override(ov); err != nil {
 		return nil, err
 	}
+	askedPower := slices.Contains(in.Faults, wp.FaultPower)
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
@@ -236,6 +241,9 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 				return nil, fmt.Errorf("%s: name %q is also %s's; every pattern needs its own name", name, p.File.Name, other.Source)
 			}
 		}
+		if askedPower && p.PowerNotApplicable != "" {
+			return nil, progPowerNotApplicable(p.PowerNotApplicable)
+		}
 		st.Patterns = append(st.Patterns, p)
 		st.Conditions = append(st.Conditions, conditionsOf(p, st.Faults)...)
 	}
@@ -263,8 +271,9 @@ func readPattern(ctx context.Context, files scenario.Files, name string, on back
 		p.MaxDeliveries = wp.DefaultMaxDeliveries
 	}
 	if f.IsProgram() {
-		// A program does not open its files through idemlab's VFS, so no
-		// power cut can be taken from inside it.
+		// A program does not open its files through idemlab's VFS: its
+		// power cuts are taken on a power-loss filesystem (powerfs.go),
+		// where the machine has FUSE.
 		p.Power = nil
 		p.Dir = filepath.ToSlash(filepath.Dir(name))
 		p.TimeoutMS = f.HandlerTimeoutMS
@@ -272,7 +281,13 @@ func readPattern(ctx context.Context, files scenario.Files, name string, on back
 			p.TimeoutMS = wp.DefaultHandlerTimeoutMS
 		}
 		p.Files = programFiles(files, p.Dir, f.Command)
-		return p, nil
+		if !on.IsSQLite() {
+			return p, nil
+		}
+		if p.PowerNotApplicable = programPowerMissing(); p.PowerNotApplicable != "" {
+			return p, nil
+		}
+		p.Power = f.Power
 	}
 	if !on.IsSQLite() {
 		p.Power = nil
@@ -304,7 +319,8 @@ func conditionsOf(p Pattern, faults []string) []Condition {
 		for _, s := range p.Power {
 			out = append(out, Condition{Name: name + "/power:" + s, Pattern: name, Fault: f, Power: s})
 		}
-		// A program gets no power condition; the report says why.
+		// A program without a mount gets no power condition; the report
+		// says why.
 	}
 	return out
 }
