@@ -152,7 +152,7 @@ func (f *fsTrial) cut(o *Observation, p powerfs.Params) error {
 		return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
 	}
 	rec := &PowerFS{Params: p, Outcome: out, MountMS: float64(m.MountTook.Microseconds()) / 1000, LogOps: len(ops)}
-	if rec.LogSHA256, err = opsSHA256(ops); err != nil {
+	if rec.LogSHA256, err = OpsSHA256(ops); err != nil {
 		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	if len(ops) <= MaxLoggedOps {
@@ -172,7 +172,9 @@ func (f *fsTrial) close() error {
 	return m.Close()
 }
 
-func opsSHA256(ops []powerfs.Op) (string, error) {
+// OpsSHA256 is the SHA-256 of ops as their JSON array, which a record
+// keeps of its op log.
+func OpsSHA256(ops []powerfs.Op) (string, error) {
 	if ops == nil {
 		ops = []powerfs.Op{}
 	}
@@ -228,7 +230,7 @@ func (f *folder) checkPowerFS(t *trialLine) {
 	if len(r.Log) != r.LogOps {
 		f.c.Obs(t.l, "powerfs.log_ops", "is %d, but the log holds %d ops", r.LogOps, len(r.Log))
 	}
-	if h, err := opsSHA256(r.Log); err != nil || h != r.LogSHA256 {
+	if h, err := OpsSHA256(r.Log); err != nil || h != r.LogSHA256 {
 		f.c.Obs(t.l, "powerfs.log_sha256", "is %s, but the log's ops hash to %s", r.LogSHA256, h)
 	}
 	want, err := powerfs.Plan(r.Log, r.Params)
