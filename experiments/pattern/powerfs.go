@@ -268,7 +268,12 @@ func (r *pathReporter) Report(res cmp.Result) {
 		case cmp.StructField:
 			b.WriteString("." + jsonName(r.path[i-1].Type(), s))
 		case cmp.SliceIndex:
-			b.WriteString(fmt.Sprintf("[%d]", s.Key()))
+			k := s.Key()
+			if k < 0 { // an element one side lacks: the list differs
+				i = len(r.path)
+				continue
+			}
+			b.WriteString(fmt.Sprintf("[%d]", k))
 		}
 	}
 	r.first = b.String()
