@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the results-folder format this build
 // writes. A folder without a format field is version 1.
-const FormatVersion = 6
+const FormatVersion = 7
 
 // FormatScheduled is the format that records which conditions the OS
 // schedules (ConditionResult.Scheduled). A folder of an older format
@@ -31,11 +31,18 @@ const FormatScheduled = 6
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
+	7: strings.Join(format7, "; "),
 	6: strings.Join(format6, "; "),
 	5: strings.Join(format5, "; "),
 	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; durability's records carry each trial's VFS op log and its oracle predicts every power cut exactly, so a durability scenario of version 1 cannot be derived again; files a plan reads besides the input file (a pattern file) are carried in attachments/",
 	4: "durability runs on --backend postgres: its settings gained backend, isolation and server_settings, its conditions synchronous_commit and the crash kind server; its observations gained server (the crash's frozen writers, the settings read back after recovery and the rows lost) and hold a connection string as db, no VFS op log, and amcheck's verdict as integrity; its trials gained lost_rows. A SQLite folder of version 3 derives as before",
 	3: "results.json gained shard (a folder run with --shard i/n, whose process ids start at (i-1)×1,000,000,000+1), shards (a folder joined by idemlab merge: each shard's environment, times and block of records) and, in both, each split scenario's plan (its hash, its number of trials and, in a shard's folder, the trials it ran)",
+}
+
+// format7 is what version 7 changed, a clause per change.
+var format7 = []string{
+	"a handler program's power class on the power-loss filesystem (issue 29)",
+	"on SQLite a pattern file's command gets the power class where the machine has FUSE: each power trial runs the program with its database on a powerfs mount of its own and the setting in IDEMLAB_JOURNAL_MODE and IDEMLAB_SYNCHRONOUS, cuts at a point, after the ACK or at ack-open (the last point the discovery announced, counted as the ACK) under drop, keep and torn, and records powerfs (the op log or its SHA-256 and size, the models and the outcome), which verify derives again with powerfs.Plan; a pattern records power_not_applicable where FUSE is missing; a folder of version 6 or older gave a program no power condition, so its settings read as recorded",
 }
 
 // format6 is what version 6 changed, a clause per change.
@@ -61,6 +68,9 @@ var format5 = []string{
 // folder of an older format they were derived by the older rule, so verify
 // reports a difference under them as a change of format, not a finding.
 var FormatDerivations = map[int][]string{
+	// A program on SQLite gained power settings and conditions where the
+	// machine has FUSE; an older folder recorded none.
+	7: {"scenarios[pattern].settings.patterns[*].power", "scenarios[pattern].settings.conditions"},
 	2: {"scenarios[durability].extra.matrix.severity"},
 	// The first violation of a pattern condition was the first line's,
 	// which parallel trials record in any order; it is the lowest trial's.
