@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -246,4 +248,47 @@ func rehash(t *testing.T, p map[string]any) bool {
 	}
 	p["log_sha256"] = h
 	return true
+}
+
+// TestProgramPowerSignalLeavesNoMount: Ctrl-C while a program's power
+// trial waits on its mount (the program holds the database open there)
+// ends the run with exit 130 and leaves no mount behind.
+func TestProgramPowerSignalLeavesNoMount(t *testing.T) {
+	needPython(t)
+	needFUSE(t)
+	bin := idemlabBinary(t)
+	input, _ := filepath.Abs(goodInput)
+	const program = `import os, sqlite3, time
+from points import point, apply_settings
+db = sqlite3.connect(os.environ["IDEMLAB_DB"], isolation_level=None, timeout=5)
+apply_settings(db)
+point("ready")
+if os.environ.get("IDEMLAB_JOURNAL_MODE"):
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO jobs VALUES ('x')")
+    open("on-mount", "w").write(os.environ["IDEMLAB_DB"])
+    time.sleep(600)
+db.execute("INSERT INTO jobs VALUES (?)", (os.environ["IDEMLAB_EVENT_ID"],))
+`
+	file := programPattern(t, program, func(m map[string]any) { m["handler_timeout_ms"] = 600_000 })
+	dir := filepath.Dir(file)
+	var onMount string
+	r := runBinary(t, bin, dir, 2*time.Minute, func(p *os.Process) {
+		for {
+			if b, err := os.ReadFile(filepath.Join(dir, "on-mount")); err == nil && len(b) > 0 {
+				onMount = string(b)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.Signal(syscall.SIGINT)
+	}, "experiment", "--quiet", "--scenario", "pattern", "--input", input, "--pattern-file", file,
+		"--faults", "power", "--power", "DELETE/FULL", "--out", filepath.Join(dir, "results"))
+	if r.code != 130 {
+		t.Fatalf("exit %d, want 130:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(onMount, "idemlab-pattern-trial-") {
+		t.Fatalf("the program's database %q is not a trial's mount", onMount)
+	}
+	noPowerMounts(t, "Ctrl-C")
 }
