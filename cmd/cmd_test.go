@@ -16,6 +16,7 @@ import (
 	"idemlab/experiments/redelivery"
 	"idemlab/experiments/scenario"
 	"idemlab/worker"
+	"idemlab/worker/powerfs"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -24,8 +25,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == worker.Arg && os.Getenv("CMDTEST_CHILD_EXIT5") == "1" {
 		os.Exit(5)
 	}
-	worker.TestMain(m)
+	worker.TestMain(m, worker.Breaks{breakPowerKeep: {powerfs.WorkerName: powerfs.BrokenKeepMain}})
 }
+
+// breakPowerKeep names the test-only power-loss filesystem whose cut
+// keeps everything, even under drop.
+const breakPowerKeep = "powerfs-cut-keeps-all"
 
 type run struct {
 	code           int

@@ -397,7 +397,11 @@ func (f *folder) checkPlan(t *trialLine) bool {
 		if want := (PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
 			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
 		}
-		f.checkRecovery(t)
+		if t.pat.File.IsProgram() {
+			f.checkPowerFS(t)
+		} else {
+			f.checkRecovery(t)
+		}
 	case KindHits:
 		if want := seed.CrashK(f.st.Seed, t.c.Name, t.o.Trial, len(points)); t.o.K != want {
 			f.c.Obs(t.l, "k", "is %d, but the seed gives hit %d for trial %d", t.o.K, want, t.o.Trial)
@@ -594,7 +598,7 @@ func (f *folder) checkSequence(t *trialLine) {
 		if acked {
 			f.c.Obs(t.l, results.Field("deliveries", n), "delivery %d came after an ACK; an acknowledged event is not redelivered", d.Number)
 		}
-		if p, ok := f.rec.Process(d.ProcessID); ok && p.ExitCode == protocol.ExitACK && p.Signal == "" {
+		if p, ok := f.rec.Process(d.ProcessID); ok && p.ExitCode == protocol.ExitACK && p.Signal == "" || n == 0 && ackOpenCut(t.pat, t.o, d) {
 			acked = true
 		}
 		next++
@@ -834,7 +838,7 @@ func (f *folder) programDelivery(t *trialLine, i int, d Delivery, p results.Proc
 	if p.Worker != harness.ProgramWorker || !slices.Equal(p.Argv, t.pat.File.Command) {
 		f.c.Proc(p, "argv", "is %s %q, the pattern's command is %q", p.Worker, p.Argv, t.pat.File.Command)
 	}
-	f.c.Env(p, ProgramEnv(f.st, t.o, d))
+	f.c.Env(p, withPowerEnv(t.c, ProgramEnv(f.st, t.o, d)))
 	if d.SocketCut > 0 {
 		f.c.Obs(t.l, results.Field("deliveries", i, "socket_cut"), "%s sent %d bytes on its points socket past its caps, which were not kept (a line is kept up to %d bytes, stray text up to %d and point names up to %d in all)", who, d.SocketCut, harness.SocketLineCap, harness.StrayCap, harness.PointsCap)
 	}
@@ -872,6 +876,11 @@ func (f *folder) plannedKillAt(t *trialLine, i int, d Delivery) bool {
 		return d.KilledAt == t.o.Point
 	case t.o.Kind == KindHits:
 		return n == t.o.K
+	case t.o.Kind == KindPower && t.o.Point == PointACKOpen:
+		pts := f.discovered(t.pat)
+		return len(pts) > 0 && d.KilledAt == pts[len(pts)-1]
+	case t.o.Kind == KindPower:
+		return d.KilledAt == t.o.Point
 	case t.o.Kind == KindRace:
 		return d.Number == 1 && d.Worker < len(t.o.RaceCrashK) && n == t.o.RaceCrashK[d.Worker]
 	}

@@ -127,6 +127,10 @@ type Pattern struct {
 	Dir       string            `json:"dir,omitempty"`
 	TimeoutMS int64             `json:"timeout_ms,omitempty"`
 	Files     map[string]string `json:"files,omitempty"`
+	// PowerNotApplicable says, for a program on SQLite, what the machine
+	// lacks for its power class (a power-loss filesystem mount); empty
+	// where the program's power trials run on one.
+	PowerNotApplicable string `json:"power_not_applicable,omitempty"`
 }
 
 // Condition is one fault class on one pattern.
@@ -202,6 +206,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	if err := in.override(ov); err != nil {
 		return nil, err
 	}
+	askedPower := slices.Contains(in.Faults, wp.FaultPower)
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
@@ -228,6 +233,11 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	}
 	if err := st.AddFiles(ctx, files, in.Files, b, in.power); err != nil {
 		return nil, err
+	}
+	for _, p := range st.Patterns {
+		if askedPower && p.PowerNotApplicable != "" {
+			return nil, progPowerNotApplicable(p.PowerNotApplicable)
+		}
 	}
 	return &plan{s: st}, nil
 }
@@ -274,8 +284,9 @@ func readPattern(ctx context.Context, files scenario.Files, name string, on back
 		p.MaxDeliveries = wp.DefaultMaxDeliveries
 	}
 	if f.IsProgram() {
-		// A program does not open its files through idemlab's VFS, so no
-		// power cut can be taken from inside it.
+		// A program does not open its files through idemlab's VFS: its
+		// power cuts are taken on a power-loss filesystem (powerfs.go),
+		// where the machine has FUSE.
 		p.Power = nil
 		p.Dir = filepath.ToSlash(filepath.Dir(name))
 		p.TimeoutMS = f.HandlerTimeoutMS
@@ -283,7 +294,13 @@ func readPattern(ctx context.Context, files scenario.Files, name string, on back
 			p.TimeoutMS = wp.DefaultHandlerTimeoutMS
 		}
 		p.Files = programFiles(files, p.Dir, f.Command)
-		return p, nil
+		if !on.IsSQLite() {
+			return p, nil
+		}
+		if p.PowerNotApplicable = programPowerMissing(); p.PowerNotApplicable != "" {
+			return p, nil
+		}
+		p.Power = f.Power
 	}
 	if !on.IsSQLite() {
 		p.Power = nil
@@ -315,7 +332,8 @@ func conditionsOf(p Pattern, faults []string) []Condition {
 		for _, s := range p.Power {
 			out = append(out, Condition{Name: name + "/power:" + s, Pattern: name, Fault: f, Power: s})
 		}
-		// A program gets no power condition; the report says why.
+		// A program without a mount gets no power condition; the report
+		// says why.
 	}
 	return out
 }

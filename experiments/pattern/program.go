@@ -133,11 +133,14 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 	pat := t.r.pat
 	p := harness.Program{
 		Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
-		Argv: pat.File.Command, Dir: t.r.progDir, Env: programEnv(t.r.s, *t.o, d, t.db.Session),
+		Argv: pat.File.Command, Dir: t.r.progDir, Env: withPowerEnv(t.c, programEnv(t.r.s, *t.o, d, t.db.Session)),
 		Timeout: time.Duration(pat.TimeoutMS) * time.Millisecond, Gate: gate,
 	}
 	if d.Number == 1 {
 		p.KillAt = killAt(*t.o, d.Worker)
+		if t.o.Kind == KindPower {
+			p.KillAt = powerKillAt(*t.o, t.r.last)
+		}
 		if delay := time.Duration(t.o.KillUS) * time.Microsecond; t.r.fromFirst {
 			p.KillAfterFirst = delay
 		} else {

@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/faultvfs"
+	wp "idemlab/worker/pattern"
 )
 
 // Report shows, per pattern and fault class, whether every invariant held,
@@ -69,8 +70,8 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 			t.Legend = append(t.Legend, "findings: the records show what no verdict rests on (an invariant that returned no integer, a protocol finding), listed on stderr and in results.json; the class fails")
 		}
 		if pat.File.IsProgram() {
-			if st.Backend == "" {
-				t.Rows = append(t.Rows, []string{"power", "-", "-", "not applicable", "the program does not open its files through idemlab's VFS"})
+			if st.Backend == "" && len(pat.Power) == 0 && slices.Contains(st.Faults, wp.FaultPower) {
+				t.Rows = append(t.Rows, []string{"power", "-", "-", "not applicable: " + pat.PowerNotApplicable, "a program's power cuts need a power-loss filesystem mount"})
 			}
 			t.Legend = append(t.Legend, programNotes(st, pat, p)...)
 		}

@@ -129,6 +129,9 @@ type Observation struct {
 	Deliveries []Delivery `json:"deliveries"`
 	// Recovery is what the power cut left, for a power trial.
 	Recovery *faultvfs.Report `json:"recovery,omitempty"`
+	// PowerFS is a program's power trial's filesystem cut: its op log,
+	// models and outcome (powerfs.go).
+	PowerFS *PowerFS `json:"powerfs,omitempty"`
 	// Values are what the parent read of each query invariant after the
 	// last delivery: rows, columns, type and text, judged by the fold. A
 	// folder of format 4 or older holds a bare integer each.
@@ -173,6 +176,9 @@ func Run(ctx context.Context, env scenario.Env, s Settings, as string) error {
 		return fmt.Errorf("%w: create the run's folder: %w", errclass.ErrHarness, err)
 	}
 	defer os.RemoveAll(dir)
+	if err := p.sweepIfMounts(); err != nil {
+		return err
+	}
 	if env.Backend != nil {
 		if err := checkOnServer(ctx, env, p.s.Patterns); err != nil {
 			return err
@@ -287,6 +293,9 @@ type runner struct {
 	// fromFirst is KillFromFirst: a kill trial's delay runs from the
 	// program's first point.
 	fromFirst bool
+	// last is the last point the discovery delivery announced, where a
+	// program's ack-open cut comes.
+	last string
 }
 
 // KillFromFirst says whether a pattern's delay kills run from the first
@@ -322,6 +331,9 @@ func (r *runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, err
 	}
 	r.ready = len(d.points) > 0 && d.points[0] == wp.PointReady
 	r.fromFirst = KillFromFirst(r.pat, d.points)
+	if len(d.points) > 0 {
+		r.last = d.points[len(d.points)-1]
+	}
 	return engine.Found{Points: d.points, WindowUS: KillWindowUS(r.pat, d.durationMS, d.pointsUS)}, nil
 }
 
@@ -353,6 +365,12 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		}
 		o.DB = t.db.Target
 	}
+	if t.c.Fault == wp.FaultPower && r.pat.File.IsProgram() {
+		t.fs = newFSTrial(dir)
+		o.DB = filepath.Join(t.fs.mnt, DBName)
+		t.db.Target = filepath.Join(t.fs.backing, DBName)
+		defer t.fs.close()
+	}
 	if err := t.prepare(); err != nil {
 		return d, fmt.Errorf("%w: %s trial %d: prepare the file: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 	}
@@ -365,6 +383,9 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	}
 	if err := t.redeliver(first); err != nil {
 		return d, err
+	}
+	if err := t.fs.close(); err != nil {
+		return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 	}
 	if err := t.observe(rcv); err != nil {
 		return d, err
@@ -380,6 +401,9 @@ type trial struct {
 	// db is the trial's database: the file in dir on SQLite, a schema of
 	// its own on PostgreSQL.
 	db backend.Database
+	// fs is a program power trial's mount; the parent reads its backing
+	// folder only.
+	fs *fsTrial
 }
 
 // env is what every process of the trial runs with: the power-loss VFS
@@ -396,6 +420,9 @@ func (t *trial) env() map[string]string {
 // condition's, so its own reads change nothing a worker would not.
 func (t *trial) options() sqlitedb.Options {
 	o := wp.Options(t.o.DB)
+	if t.fs != nil {
+		o = wp.Options(filepath.Join(t.fs.backing, DBName))
+	}
 	if t.c.Fault == wp.FaultPower {
 		o.JournalMode, o.Synchronous = splitPower(t.c.Power)
 	}
@@ -405,6 +432,11 @@ func (t *trial) options() sqlitedb.Options {
 func (t *trial) prepare() error {
 	if t.r.env.Backend != nil {
 		return t.r.env.Backend.Setup(t.r.ctx, t.db, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
+	}
+	if t.fs != nil {
+		if err := os.MkdirAll(t.fs.backing, 0o755); err != nil {
+			return err
+		}
 	}
 	db, _, err := sqlitedb.Open(t.r.ctx, t.options())
 	if err != nil {
@@ -419,7 +451,7 @@ func (t *trial) prepare() error {
 	if err := db.Close(); err != nil {
 		return err
 	}
-	if t.c.Fault == wp.FaultPower {
+	if t.c.Fault == wp.FaultPower && t.fs == nil {
 		return faultvfs.Baseline(t.dir)
 	}
 	return nil
@@ -512,6 +544,9 @@ func ackedRecord(r results.ProcessRecord) bool {
 
 // first runs the trial's first delivery, or its racers.
 func (t *trial) first() ([]delivered, error) {
+	if t.fs != nil {
+		return t.powerFirst()
+	}
 	if t.r.pat.File.IsProgram() {
 		return t.firstProgram()
 	}

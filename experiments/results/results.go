@@ -45,6 +45,8 @@ var format7 = []string{
 	"explore runs separate-commit, single-transaction, claim-do-nothing and claim-ttl from their pattern files (experiments/explore/articles) through the pattern scenario's subject, fold and oracle: its settings gained articles (the pattern scenario's settings of the four files, under the faults points, random and concurrent, one per isolation level on PostgreSQL), those conditions are the pattern scenario's (kind pattern-file, judged by each file's invariants and known_unsafe), and its extra gained articles (the pattern scenario's extra); its settings' patterns and conditions list the built-in subjects alone (batch-journal, batch-rerun-all, the claim-ttl probe, lease-batch); on PostgreSQL the four files race under each level (PATTERN/LEVEL/concurrent, the pattern named after its level) where the hand-written racers raced, and not_run says so. A folder of format 6 or older, whose patterns name the hand-written separate-commit and single-transaction workers, is folded by them as before, and its settings are derived by this build as a change of format",
 	"power cuts made by the filesystem (issue 29, --power-layer fs)",
 	"durability's settings gained power_layer (\"fs\" where the power cuts were made by the power-loss filesystem, absent for the VFS), and each of its power trials on the fs layer an observation field fs (the mount the first process ran on, the models, the powerfs op log and the cut's outcome, which verify derives again from the log) in place of the VFS's recovery report; a folder of format 6 or older has neither and derives as before",
+	"a handler program's power class on the power-loss filesystem (issue 29)",
+	"on SQLite a pattern file's command gets the power class where the machine has FUSE: each power trial runs the program with its database on a powerfs mount of its own and the setting in IDEMLAB_JOURNAL_MODE and IDEMLAB_SYNCHRONOUS, cuts at a point, after the ACK or at ack-open (the last point the discovery announced, counted as the ACK) under drop, keep and torn, and records powerfs (the op log or its SHA-256 and size, the models and the outcome), which verify derives again with powerfs.Plan; a pattern records power_not_applicable where FUSE is missing; a folder of version 6 or older gave a program no power condition, so its settings read as recorded",
 }
 
 // format6 is what version 6 changed, a clause per change.
@@ -77,6 +79,10 @@ var FormatDerivations = map[int][]string{
 		"scenarios[explore].settings.conditions",
 		"scenarios[explore].settings.articles",
 		"scenarios[explore].settings.not_run",
+		// A program on SQLite gained power settings and conditions where
+		// the machine has FUSE; an older folder recorded none.
+		"scenarios[pattern].settings.patterns[*].power",
+		"scenarios[pattern].settings.conditions",
 	},
 	2: {"scenarios[durability].extra.matrix.severity"},
 	// The first violation of a pattern condition was the first line's,

@@ -15,3 +15,14 @@ def point(name):
             _reply.readline()
     except OSError:
         _sock = None
+
+def apply_settings(db):
+    """Applies the SQLite settings the harness names for a power trial
+    (IDEMLAB_JOURNAL_MODE, IDEMLAB_SYNCHRONOUS) to connection db; outside
+    power trials neither is set and the connection keeps its defaults."""
+    journal = os.environ.get("IDEMLAB_JOURNAL_MODE")
+    sync = os.environ.get("IDEMLAB_SYNCHRONOUS")
+    if journal:
+        db.execute("PRAGMA journal_mode=" + journal).fetchall()
+    if sync:
+        db.execute("PRAGMA synchronous=" + sync)

@@ -1,10 +1,11 @@
 """Article 000's single transaction as a program: the processed record
 claims the event and the job is written in the same transaction."""
 import os, sqlite3
-from points import point
+from points import point, apply_settings
 
 event = os.environ["IDEMLAB_EVENT_ID"]
 db = sqlite3.connect(os.environ["IDEMLAB_DB"], isolation_level=None, timeout=5)
+apply_settings(db)
 
 point("ready")
 db.execute("BEGIN IMMEDIATE")

@@ -92,12 +92,6 @@ func (f File) validate() error {
 		if err := validUnsafe(k); err != nil {
 			return refuse(fmt.Sprintf("known_unsafe[%d]", i), "%v", err)
 		}
-		if f.IsProgram() && strings.HasPrefix(k, FaultPower) {
-			return refuse(fmt.Sprintf("known_unsafe[%d]", i), "power does not apply to a command: a program does not open its files through idemlab's VFS")
-		}
-	}
-	if f.IsProgram() && len(f.Power) > 0 {
-		return refuse("power", "does not apply to a command: a program does not open its files through idemlab's VFS")
 	}
 	return nil
 }

@@ -1,0 +1,23 @@
+package cmd
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestProgramPowerFormat6FolderVerifies: a folder of format 6 that ran a
+// handler program on SQLite with power among its faults (which gave a
+// program no power condition then) still verifies, with notices that
+// format 7 derives its power settings and conditions otherwise.
+func TestProgramPowerFormat6FolderVerifies(t *testing.T) {
+	r := execIn(t, Hooks{}, "verify", filepath.Join("..", "testdata", "golden", "pattern-program-format6"))
+	if (r.code != 0 && r.code != 5) || strings.Contains(r.stdout, "✗") {
+		t.Fatalf("verify exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"settings.conditions: 2 items as recorded", "by format 7's rule"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("verify says nothing of %q:\n%s", want, r.stdout)
+		}
+	}
+}

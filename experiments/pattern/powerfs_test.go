@@ -1,0 +1,105 @@
+package pattern
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/backend"
+	"idemlab/experiments/errclass"
+	"idemlab/experiments/scenario"
+	"idemlab/worker/powerfs"
+)
+
+// osFiles reads the files a plan names from the disk.
+type osFiles struct{}
+
+func (osFiles) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+// TestProgramPowerWhereFUSEIsMissing: without FUSE a program's power
+// class is not applicable, said with what is missing; the plan still
+// holds its other classes, and --faults power asked for explicitly is a
+// usage error (exit 2) with that line. With FUSE, the program gets its
+// power conditions.
+func TestProgramPowerWhereFUSEIsMissing(t *testing.T) {
+	file := filepath.Join("..", "..", "testdata", "handlers", "single-transaction.json")
+	const why = "FUSE is missing: no /dev/fuse"
+	for _, tt := range []struct {
+		name    string
+		missing string
+		faults  string
+		// want are the power conditions; usage says the plan is refused.
+		want  []string
+		usage bool
+	}{
+		{"missing, every class", why, "", nil, false},
+		{"missing, power asked for", why, "points,power", nil, true},
+		{"present", "", "power", []string{"power:DELETE/EXTRA"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			old := programPowerMissing
+			programPowerMissing = func() string { return tt.missing }
+			defer func() { programPowerMissing = old }()
+			ov := map[string]string{"pattern-file": file, "power": "DELETE/EXTRA"}
+			if tt.faults != "" {
+				ov["faults"] = tt.faults
+			}
+			p, err := Scenario{}.Plan(context.Background(), scenario.PlanRequest{Backend: backend.SQLite, Overrides: ov, Files: osFiles{}})
+			if tt.usage {
+				if !errors.Is(err, errclass.ErrUsage) || !strings.Contains(err.Error(), "power: not applicable to a handler program: "+why) {
+					t.Fatalf("err %v, want a usage error naming %q", err, why)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := p.(*plan).s
+			var got []string
+			for _, c := range st.Conditions {
+				if c.Fault == "power" {
+					got = append(got, strings.TrimPrefix(c.Name, st.Patterns[0].File.Name+"/"))
+				}
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("power conditions (-want +got):\n%s", d)
+			}
+			if g := st.Patterns[0].PowerNotApplicable; g != tt.missing {
+				t.Errorf("power_not_applicable %q, want %q", g, tt.missing)
+			}
+		})
+	}
+}
+
+// TestFirstDiffNamesTheField: the fold names the first field of a cut's
+// outcome that differs from what its log derives, by its JSON path.
+func TestFirstDiffNamesTheField(t *testing.T) {
+	base := powerfs.Outcome{Model: "drop", Entries: []powerfs.Entry{{Path: "a", Ino: 2}},
+		Files: []powerfs.File{{Path: "a", Ino: 2, Decisions: "kd"}}}
+	for _, tt := range []struct {
+		name string
+		edit func(o *powerfs.Outcome)
+		want string
+	}{
+		{"equal", func(*powerfs.Outcome) {}, ""},
+		{"a decision", func(o *powerfs.Outcome) { o.Files[0].Decisions = "kk" }, ".files[0].decisions"},
+		{"an entry's inode", func(o *powerfs.Outcome) { o.Entries[0].Ino = 3 }, ".entries[0].ino"},
+		{"the model", func(o *powerfs.Outcome) { o.Model = "keep" }, ".model"},
+		{"an extra entry", func(o *powerfs.Outcome) { o.Entries = append(o.Entries, powerfs.Entry{Path: "b"}) }, ".entries"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := base
+			got.Entries = append([]powerfs.Entry{}, base.Entries...)
+			got.Files = append([]powerfs.File{}, base.Files...)
+			tt.edit(&got)
+			if f := firstDiff(base, got); f != tt.want {
+				t.Errorf("firstDiff = %q, want %q", f, tt.want)
+			}
+		})
+	}
+}
