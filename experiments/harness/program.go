@@ -148,14 +148,13 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 	first.stop()
 	conn.Close()
 	<-points
-	end := time.Now()
+	started, ended, ms := window(start, time.Now())
 	run.TimedOut = k.reason() == "timeout"
 	run.Record = results.ProcessRecord{
 		Scenario: p.Scenario, Condition: p.Condition, Label: p.Label, Worker: ProgramWorker,
 		Argv: append([]string{}, p.Argv...), Env: p.Env, PID: cmd.Process.Pid,
-		StartedAt: start.UTC().Format(time.RFC3339Nano), EndedAt: end.UTC().Format(time.RFC3339Nano),
-		DurationMS: float64(end.Sub(start).Microseconds()) / 1000,
-		Stdout:     out.String(), Stderr: errb.String(),
+		StartedAt: started, EndedAt: ended, DurationMS: ms,
+		Stdout: out.String(), Stderr: errb.String(),
 		ExecutableSHA256: r.Recorder.ExecutableSHA256(cmd.Dir, cmd.Path),
 	}
 	st, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)

@@ -177,15 +177,13 @@ func (h *Handle) Wait() (*Proc, error) {
 	if h.timer != nil {
 		h.timer.Stop()
 	}
-	end := time.Now()
 	s := h.spec
+	started, ended, ms := window(h.start, time.Now())
 	rec := results.ProcessRecord{
 		Scenario: s.Scenario, Condition: s.Condition, Label: s.Label, Worker: s.Worker,
 		Argv: h.cmd.Args, Env: s.Env, PID: h.cmd.Process.Pid,
-		StartedAt:  h.start.UTC().Format(time.RFC3339Nano),
-		EndedAt:    end.UTC().Format(time.RFC3339Nano),
-		DurationMS: float64(end.Sub(h.start).Microseconds()) / 1000,
-		Stdout:     h.out.String(), Stderr: h.errb.String(),
+		StartedAt: started, EndedAt: ended, DurationMS: ms,
+		Stdout: h.out.String(), Stderr: h.errb.String(),
 		ExecutableSHA256: h.r.Recorder.ExecutableSHA256(h.cmd.Dir, h.cmd.Path),
 	}
 	if rec.Argv == nil {
