@@ -243,38 +243,9 @@ func (s *state) apply(op Op) error {
 	}
 	switch op.Kind {
 	case OpBase:
-		in := newInode(op.Type, op.Mode, op.Size)
-		if op.Dir == 0 {
-			s.root = op.Ino
-			s.inodes[op.Ino] = in
-			return nil
-		}
-		d, err := s.dir(op.Dir)
-		if err != nil {
-			return err
-		}
-		if old, ok := s.inodes[op.Ino]; ok {
-			in = old // a second name of a hard-linked file
-		}
-		s.inodes[op.Ino] = in
-		d.live[op.Name], d.durable[op.Name] = op.Ino, op.Ino
+		return s.base(op)
 	case OpCreate, OpMkdir, OpLink:
-		d, err := s.dir(op.Dir)
-		if err != nil {
-			return err
-		}
-		if op.Kind == OpLink {
-			if _, err := s.file(op.Ino); err != nil {
-				return err
-			}
-		} else {
-			typ := op.Type
-			if op.Kind == OpMkdir {
-				typ = TypeDir
-			}
-			s.inodes[op.Ino] = newInode(typ, op.Mode, 0)
-		}
-		d.live[op.Name] = op.Ino
+		return s.add(op)
 	case OpUnlink, OpRmdir:
 		d, err := s.dir(op.Dir)
 		if err != nil {
@@ -285,69 +256,131 @@ func (s *state) apply(op Op) error {
 		}
 		delete(d.live, op.Name)
 	case OpRename, OpExchange:
-		d1, err := s.dir(op.Dir)
-		if err != nil {
-			return err
-		}
-		d2, err := s.dir(op.Dir2)
-		if err != nil {
-			return err
-		}
-		a, ok := d1.live[op.Name]
-		if !ok || a != op.Ino {
-			return fmt.Errorf("powerfs: op %d: %s does not name inode %d", op.Seq, op.Name, op.Ino)
-		}
-		b, had := d2.live[op.Name2]
-		delete(d1.live, op.Name)
-		if op.Kind == OpExchange {
-			if !had {
-				return fmt.Errorf("powerfs: op %d: exchange with missing %s", op.Seq, op.Name2)
-			}
-			d1.live[op.Name] = b
-		}
-		d2.live[op.Name2] = a
+		return s.rename(op)
 	case OpWrite, OpTrunc:
-		in, err := s.file(op.Ino)
-		if err != nil {
-			return err
-		}
-		if op.Kind == OpWrite {
-			in.spans = addSpan(in.spans, Span{op.Off, op.Off + op.Len})
-		} else {
-			in.spans = addSpan(in.spans, Span{op.Size, faultvfs.ToEnd})
-		}
-		at := op.UndoAt
-		for _, sv := range op.Saved {
-			in.saved = append(in.saved, Undo{Span: sv, At: at})
-			at += sv[1] - sv[0]
-		}
-	case OpFsync:
-		in, err := s.file(op.Ino)
-		if err != nil {
-			return err
-		}
-		s.syncs++
-		if op.Sync != s.syncs {
-			return fmt.Errorf("powerfs: op %d: sync %d, want %d", op.Seq, op.Sync, s.syncs)
-		}
-		in.size, in.spans, in.saved = op.Size, nil, nil
-		if s.dirModel == DirExt4 {
-			s.entriesDurable(op.Ino, map[uint64]bool{})
-		}
-	case OpFsyncDir:
-		d, err := s.dir(op.Ino)
-		if err != nil {
-			return err
-		}
-		s.syncs++
-		if op.Sync != s.syncs {
-			return fmt.Errorf("powerfs: op %d: sync %d, want %d", op.Seq, op.Sync, s.syncs)
-		}
-		d.durable = maps.Clone(d.live)
+		return s.write(op)
+	case OpFsync, OpFsyncDir:
+		return s.sync(op)
 	case OpCut:
 		s.cut = &op
 	default:
 		return fmt.Errorf("powerfs: op %d: unknown kind %q", op.Seq, op.Kind)
+	}
+	return nil
+}
+
+// base records an entry that was on the backing folder at the mount:
+// durable from the start.
+func (s *state) base(op Op) error {
+	in := newInode(op.Type, op.Mode, op.Size)
+	if op.Dir == 0 {
+		s.root = op.Ino
+		s.inodes[op.Ino] = in
+		return nil
+	}
+	d, err := s.dir(op.Dir)
+	if err != nil {
+		return err
+	}
+	if old, ok := s.inodes[op.Ino]; ok {
+		in = old // a second name of a hard-linked file
+	}
+	s.inodes[op.Ino] = in
+	d.live[op.Name], d.durable[op.Name] = op.Ino, op.Ino
+	return nil
+}
+
+// add applies a create, mkdir or link: a live entry, durable only after
+// its directory's sync.
+func (s *state) add(op Op) error {
+	d, err := s.dir(op.Dir)
+	if err != nil {
+		return err
+	}
+	if op.Kind == OpLink {
+		if _, err := s.file(op.Ino); err != nil {
+			return err
+		}
+	} else {
+		typ := op.Type
+		if op.Kind == OpMkdir {
+			typ = TypeDir
+		}
+		s.inodes[op.Ino] = newInode(typ, op.Mode, 0)
+	}
+	d.live[op.Name] = op.Ino
+	return nil
+}
+
+// rename applies a rename, or an exchange of two names.
+func (s *state) rename(op Op) error {
+	d1, err := s.dir(op.Dir)
+	if err != nil {
+		return err
+	}
+	d2, err := s.dir(op.Dir2)
+	if err != nil {
+		return err
+	}
+	a, ok := d1.live[op.Name]
+	if !ok || a != op.Ino {
+		return fmt.Errorf("powerfs: op %d: %s does not name inode %d", op.Seq, op.Name, op.Ino)
+	}
+	b, had := d2.live[op.Name2]
+	delete(d1.live, op.Name)
+	if op.Kind == OpExchange {
+		if !had {
+			return fmt.Errorf("powerfs: op %d: exchange with missing %s", op.Seq, op.Name2)
+		}
+		d1.live[op.Name] = b
+	}
+	d2.live[op.Name2] = a
+	return nil
+}
+
+// write applies a write or a truncate: the range becomes unsynced, and
+// the pre-images the server saved are noted where they lie in the undo
+// file.
+func (s *state) write(op Op) error {
+	in, err := s.file(op.Ino)
+	if err != nil {
+		return err
+	}
+	if op.Kind == OpWrite {
+		in.spans = addSpan(in.spans, Span{op.Off, op.Off + op.Len})
+	} else {
+		in.spans = addSpan(in.spans, Span{op.Size, faultvfs.ToEnd})
+	}
+	at := op.UndoAt
+	for _, sv := range op.Saved {
+		in.saved = append(in.saved, Undo{Span: sv, At: at})
+		at += sv[1] - sv[0]
+	}
+	return nil
+}
+
+// sync applies a file's fsync (its data durable, and under ext4's model
+// its entries) or a directory's (its entries durable), counting syncs.
+func (s *state) sync(op Op) error {
+	s.syncs++
+	if op.Sync != s.syncs {
+		return fmt.Errorf("powerfs: op %d: sync %d, want %d", op.Seq, op.Sync, s.syncs)
+	}
+	if op.Kind == OpFsyncDir {
+		d, err := s.dir(op.Ino)
+		if err != nil {
+			return err
+		}
+		d.durable = maps.Clone(d.live)
+		return nil
+	}
+	in, err := s.file(op.Ino)
+	if err != nil {
+		return err
+	}
+	in.size, in.spans, in.saved = op.Size, nil, nil
+	if s.dirModel == DirExt4 {
+		s.entriesDurable(op.Ino, map[uint64]bool{})
 	}
 	return nil
 }
