@@ -44,7 +44,8 @@ type binRun struct {
 
 // runBinary runs bin with args in dir, in a process group of its own. A run
 // past limit is killed, group and all, and fails the test. during, when
-// set, runs beside the command with its process.
+// set, runs beside the command with its process, and has returned when
+// runBinary returns.
 func runBinary(t *testing.T, bin, dir string, limit time.Duration, during func(*os.Process), args ...string) binRun {
 	t.Helper()
 	c := exec.Command(bin, args...)
@@ -57,10 +58,19 @@ func runBinary(t *testing.T, bin, dir string, limit time.Duration, during func(*
 		t.Fatal(err)
 	}
 	hung := time.AfterFunc(limit, func() { syscall.Kill(-c.Process.Pid, syscall.SIGKILL) })
+	// during has returned before runBinary does, so what it wrote is the
+	// caller's to read.
+	done := make(chan struct{})
 	if during != nil {
-		go during(c.Process)
+		go func() {
+			defer close(done)
+			during(c.Process)
+		}()
+	} else {
+		close(done)
 	}
 	c.Wait()
+	<-done
 	if !hung.Stop() {
 		t.Fatalf("idemlab %s ran past %v and was killed:\n%s%s", strings.Join(args, " "), limit, out.String(), errb.String())
 	}
