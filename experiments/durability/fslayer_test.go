@@ -244,13 +244,12 @@ func TestPowerLayerRefused(t *testing.T) {
 	}
 	// A machine without FUSE: the fs layer is refused in one line that
 	// names what is missing; the VFS layer runs as ever.
-	defer func(f func() string) { fuseMissing = f }(fuseMissing)
-	fuseMissing = func() string { return "FUSE is missing: no /dev/fuse" }
-	_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerFS}})
+	without := scenario.Machine{FUSE: "FUSE is missing: no /dev/fuse"}
+	_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerFS}, Machine: without})
 	if want := "--power-layer fs: FUSE is missing: no /dev/fuse"; err == nil || err.Error() != want {
 		t.Errorf("without FUSE: %v, want %q", err, want)
 	}
-	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerVFS}}); err != nil {
+	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerVFS}, Machine: without}); err != nil {
 		t.Errorf("the VFS layer without FUSE: %v", err)
 	}
 }
