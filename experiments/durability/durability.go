@@ -173,6 +173,7 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 	if err := faultFlags(&in, overrides, from); err != nil {
 		return nil, err
 	}
+	in.machine = req.Machine
 	st, err := settingsOf(b, in, from)
 	if err != nil {
 		return nil, err

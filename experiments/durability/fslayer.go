@@ -28,10 +28,6 @@ type FSCut struct {
 // the ones the exact model predicts.
 var fsParams = powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
 
-// fuseMissing says what this machine lacks for the fs layer; a unit test
-// replaces it.
-var fuseMissing = powerfs.Missing
-
 // OnFS says whether condition c's power cuts are made by the filesystem.
 func (s Settings) OnFS(c Condition) bool {
 	return s.PowerLayer == engine.LayerFS && c.Kind == KindPower && !c.OnServer()
@@ -39,7 +35,8 @@ func (s Settings) OnFS(c Condition) bool {
 
 // layerSettings checks the power layer: the fs layer cuts under drop only,
 // at the named points and after the ACK (the filesystem's syncs are not
-// the VFS's, so no sync points), and needs FUSE on this machine.
+// the VFS's, so no sync points), and needs FUSE on the run's machine as
+// the plan request records it (in.machine), never as this machine probes.
 func layerSettings(in Input, name func(string) string, st *Settings) error {
 	switch in.PowerLayer {
 	case "", engine.LayerVFS:
@@ -54,7 +51,7 @@ func layerSettings(in Input, name func(string) string, st *Settings) error {
 	if in.SyncPoints {
 		return fmt.Errorf("%s %s: not with sync points (a filesystem's N-th fsync is not the VFS's N-th sync)", name("power_layer"), engine.LayerFS)
 	}
-	if why := fuseMissing(); why != "" {
+	if why := in.machine.FUSE; why != "" {
 		return fmt.Errorf("%s %s: %s", name("power_layer"), engine.LayerFS, why)
 	}
 	st.PowerLayer = engine.LayerFS

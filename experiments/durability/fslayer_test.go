@@ -244,13 +244,46 @@ func TestPowerLayerRefused(t *testing.T) {
 	}
 	// A machine without FUSE: the fs layer is refused in one line that
 	// names what is missing; the VFS layer runs as ever.
-	defer func(f func() string) { fuseMissing = f }(fuseMissing)
-	fuseMissing = func() string { return "FUSE is missing: no /dev/fuse" }
-	_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerFS}})
+	without := scenario.Machine{FUSE: "FUSE is missing: no /dev/fuse"}
+	_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerFS}, Machine: without})
 	if want := "--power-layer fs: FUSE is missing: no /dev/fuse"; err == nil || err.Error() != want {
 		t.Errorf("without FUSE: %v, want %q", err, want)
 	}
-	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerVFS}}); err != nil {
+	if _, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: engine.LayerVFS}, Machine: without}); err != nil {
 		t.Errorf("the VFS layer without FUSE: %v", err)
+	}
+}
+
+// TestPowerLayerFromTheRecordedMachine: the fs layer's plan is a function
+// of the plan request's machine fact alone (a run's probe, a folder's
+// record), so verify on any machine derives what the run planned: with
+// FUSE recorded the layer is fs, without it the plan is refused naming
+// the recorded reason, and the VFS layer is the same either way.
+func TestPowerLayerFromTheRecordedMachine(t *testing.T) {
+	const why = "FUSE is missing: recorded"
+	for _, tt := range []struct {
+		fuse, layer string
+		want        string // the settings' power_layer; "" with refused
+		refused     bool
+	}{
+		{"", engine.LayerFS, engine.LayerFS, false},
+		{why, engine.LayerFS, "", true},
+		{"", engine.LayerVFS, "", false},
+		{why, engine.LayerVFS, "", false},
+	} {
+		req := scenario.PlanRequest{Overrides: map[string]string{FlagPowerLayer: tt.layer}, Machine: scenario.Machine{FUSE: tt.fuse}}
+		p, err := New().Plan(context.Background(), req)
+		if tt.refused {
+			if err == nil || !strings.HasSuffix(err.Error(), why) {
+				t.Errorf("fuse %q, layer %s: %v, want a refusal naming %q", tt.fuse, tt.layer, err, why)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("fuse %q, layer %s: %v", tt.fuse, tt.layer, err)
+		}
+		if d := cmp.Diff(tt.want, p.Settings().(Settings).PowerLayer); d != "" {
+			t.Errorf("fuse %q, layer %s: power_layer (-want +got):\n%s", tt.fuse, tt.layer, d)
+		}
 	}
 }

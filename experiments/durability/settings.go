@@ -47,6 +47,9 @@ type Input struct {
 	// SynchronousCommits are PostgreSQL's synchronous_commit levels, on
 	// --backend postgres only; the default is all three.
 	SynchronousCommits []string `json:"synchronous_commits,omitempty"`
+	// machine is the run's machine as the plan request gives it, not a
+	// field of the input file.
+	machine scenario.Machine
 }
 
 // Condition is one pattern under one setting; its trials are a normal run

@@ -88,7 +88,7 @@ func joinScenario(ctx context.Context, cfg Config, parts []part, i int, in suite
 		}
 		ov[k] = v
 	}
-	plans, err := suite.PlanAll(ctx, []scenario.Scenario{s}, in, ov, parts[0].o.Folder)
+	plans, err := suite.PlanAll(ctx, []scenario.Scenario{s}, in, ov, parts[0].o.Folder, suite.RecordedMachine(parts[0].r.Environment))
 	if err != nil {
 		return results.ScenarioResult{}, nil, fmt.Errorf("%w: plan %s without --shard: %w", errclass.ErrHarness, rs.Name, err)
 	}

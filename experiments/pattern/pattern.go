@@ -231,7 +231,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 			return nil, fmt.Errorf("%s.faults: only power was asked for, and %s", Name, powerNotOnPostgres)
 		}
 	}
-	if err := st.AddFiles(ctx, files, in.Files, b, in.power); err != nil {
+	if err := st.addFiles(ctx, files, in.Files, b, in.power, req.Machine); err != nil {
 		return nil, err
 	}
 	for _, p := range st.Patterns {
@@ -245,10 +245,17 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 // AddFiles reads and checks the named pattern files on backend on, as
 // Plan does, and adds each with its conditions under s.Faults; power, when
 // set, replaces every file's power settings. Explore plans its article
-// patterns with it.
+// patterns with it: its files are not programs, so no machine fact is
+// asked for.
 func (s *Settings) AddFiles(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string) error {
+	return s.addFiles(ctx, files, names, on, power, scenario.Machine{})
+}
+
+// addFiles is AddFiles on the machine m the run's plan request records: a
+// program's power class needs its FUSE.
+func (s *Settings) addFiles(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string, m scenario.Machine) error {
 	for _, name := range names {
-		p, err := readPattern(ctx, files, name, on, power)
+		p, err := readPattern(ctx, files, name, on, power, m)
 		if err != nil {
 			return err
 		}
@@ -263,7 +270,7 @@ func (s *Settings) AddFiles(ctx context.Context, files scenario.Files, names []s
 	return nil
 }
 
-func readPattern(ctx context.Context, files scenario.Files, name string, on backend.Spec, power []string) (Pattern, error) {
+func readPattern(ctx context.Context, files scenario.Files, name string, on backend.Spec, power []string, m scenario.Machine) (Pattern, error) {
 	b, err := files.ReadFile(name)
 	if err != nil {
 		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
@@ -297,7 +304,7 @@ func readPattern(ctx context.Context, files scenario.Files, name string, on back
 		if !on.IsSQLite() {
 			return p, nil
 		}
-		if p.PowerNotApplicable = programPowerMissing(); p.PowerNotApplicable != "" {
+		if p.PowerNotApplicable = m.FUSE; p.PowerNotApplicable != "" {
 			return p, nil
 		}
 		p.Power = f.Power

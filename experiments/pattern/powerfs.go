@@ -56,10 +56,6 @@ import (
 // longer log is recorded by its SHA-256 and size.
 const MaxLoggedOps = 20000
 
-// programPowerMissing says what the machine lacks for a program's power
-// class; tests replace it.
-var programPowerMissing = powerfs.Missing
-
 // PowerFS is a program power trial's record of its filesystem cut.
 type PowerFS struct {
 	// Params are the cut's models: the trial's model, strict POSIX

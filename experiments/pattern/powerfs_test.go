@@ -42,14 +42,11 @@ func TestProgramPowerWhereFUSEIsMissing(t *testing.T) {
 		{"present", "", "power", []string{"power:DELETE/EXTRA"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			old := programPowerMissing
-			programPowerMissing = func() string { return tt.missing }
-			defer func() { programPowerMissing = old }()
 			ov := map[string]string{"pattern-file": file, "power": "DELETE/EXTRA"}
 			if tt.faults != "" {
 				ov["faults"] = tt.faults
 			}
-			p, err := Scenario{}.Plan(context.Background(), scenario.PlanRequest{Backend: backend.SQLite, Overrides: ov, Files: osFiles{}})
+			p, err := Scenario{}.Plan(context.Background(), scenario.PlanRequest{Backend: backend.SQLite, Overrides: ov, Files: osFiles{}, Machine: scenario.Machine{FUSE: tt.missing}})
 			if tt.usage {
 				if !errors.Is(err, errclass.ErrUsage) || !strings.Contains(err.Error(), "power: not applicable to a handler program: "+why) {
 					t.Fatalf("err %v, want a usage error naming %q", err, why)

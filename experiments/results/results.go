@@ -47,6 +47,7 @@ var format7 = []string{
 	"durability's settings gained power_layer (\"fs\" where the power cuts were made by the power-loss filesystem, absent for the VFS), and each of its power trials on the fs layer an observation field fs (the mount the first process ran on, the models, the powerfs op log and the cut's outcome, which verify derives again from the log) in place of the VFS's recovery report; a folder of format 6 or older has neither and derives as before",
 	"a handler program's power class on the power-loss filesystem (issue 29)",
 	"on SQLite a pattern file's command gets the power class where the machine has FUSE: each power trial runs the program with its database on a powerfs mount of its own and the setting in IDEMLAB_JOURNAL_MODE and IDEMLAB_SYNCHRONOUS, cuts at a point, after the ACK or at ack-open (the last point the discovery announced, counted as the ACK) under drop, keep and torn, and records powerfs (the op log or its SHA-256 and size, the models and the outcome), which verify derives again with powerfs.Plan; a pattern records power_not_applicable where FUSE is missing; a folder of version 6 or older gave a program no power condition, so its settings read as recorded",
+	"the environment gained fuse (\"available\", or the one-line reason the machine had no FUSE when the run was planned), and verify, merge and report plan a program's power class and the fs layer with it rather than with the machine they run on; a folder of format 6 or older has none and is planned as on a machine with FUSE, which it never needed",
 }
 
 // format6 is what version 6 changed, a clause per change.
@@ -185,7 +186,16 @@ type Environment struct {
 	// back, on a run on PostgreSQL.
 	PostgresVersion string `json:"postgres_version,omitempty"`
 	NumCPU          int    `json:"num_cpu"`
+	// FUSE is FUSEAvailable where the machine had FUSE when the run was
+	// planned, otherwise the one-line reason it had not; plans that depend
+	// on it (a program's power class, the fs layer) are derived again
+	// from this record, never from the machine verify runs on. A folder of
+	// format 6 or older has none.
+	FUSE string `json:"fuse,omitempty"`
 }
+
+// FUSEAvailable is Environment.FUSE on a machine that had FUSE.
+const FUSEAvailable = "available"
 
 // Inputs names the input file, its hash, and the copy the folder carries,
 // so a folder handed over alone can still be verified.

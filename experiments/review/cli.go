@@ -70,6 +70,9 @@ func RunVerify(ctx context.Context, cfg VerifyConfig) error {
 		if err := CheckRerunServer(cfg.Dir, pg, cfg.DSN, cfg.FindBinaries); err != nil {
 			return err
 		}
+		if err := CheckRerunMachine(ctx, cfg.Dir, out.Folder, cfg.Registry); err != nil {
+			return err
+		}
 	}
 	w := cfg.Stdout
 	for _, n := range out.Notices {

@@ -232,7 +232,7 @@ func (c *check) editedField(in suite.Input) (field, msg string) {
 		if !ok {
 			continue
 		}
-		plans, err := suite.PlanAll(c.ctx, []scenario.Scenario{s}, in, rs.Overrides, c.f)
+		plans, err := suite.PlanAll(c.ctx, []scenario.Scenario{s}, in, rs.Overrides, c.f, suite.RecordedMachine(c.f.Results.Environment))
 		if err != nil {
 			return rs.Name, fmt.Sprintf("gives no valid plan with the recorded overrides: %v", err)
 		}
@@ -412,7 +412,7 @@ func (c *check) scenarios(in suite.Input, haveInput bool) {
 // recorded overrides, and compares them with the recorded settings.
 func (c *check) settings(s scenario.Scenario, rs results.ScenarioResult, in suite.Input) {
 	base := results.Field("scenarios", results.Key(rs.Name))
-	plans, err := suite.PlanAll(c.ctx, []scenario.Scenario{s}, in, rs.Overrides, c.f)
+	plans, err := suite.PlanAll(c.ctx, []scenario.Scenario{s}, in, rs.Overrides, c.f, suite.RecordedMachine(c.f.Results.Environment))
 	if err != nil {
 		c.add(results.ResultsFile, base+".overrides", "the input and the recorded overrides give no valid plan: %v", err)
 		return

@@ -107,6 +107,17 @@ type PlanRequest struct {
 	// Files reads the files the plan names besides the input file; nil
 	// reads none.
 	Files Files
+	// Machine is what the run's machine had that a plan depends on: a
+	// run's planning reads it from this machine, verify, merge and report
+	// from the folder's record, so a plan never probes the machine.
+	Machine Machine
+}
+
+// Machine is a machine's fact a plan depends on.
+type Machine struct {
+	// FUSE is "" where the machine has FUSE (the power-loss filesystem
+	// mounts), otherwise the one-line reason it has not.
+	FUSE string
 }
 
 // Plan is a scenario ready to run.

@@ -29,6 +29,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/worker/powerfs"
 )
 
 // Options are the experiment command's settings.
@@ -152,6 +153,25 @@ type Planned struct {
 	Overrides map[string]string
 	// Backend is the backend it runs on.
 	Backend backend.Spec
+	// Machine is the machine's fact it was planned with.
+	Machine scenario.Machine
+}
+
+// ProbeMachine reads this machine's facts a plan depends on. Only a run's
+// planning (experiment, and verify --rerun's run) calls it; verify, merge
+// and report plan with the folder's record (RecordedMachine). Tests
+// replace it.
+var ProbeMachine = func() scenario.Machine { return scenario.Machine{FUSE: powerfs.Missing()} }
+
+// RecordedMachine is the machine's fact a folder records in its
+// environment. A folder of format 6 or older records none; it never
+// planned a program's power class or the fs layer, so it reads as a
+// machine with FUSE, which derives its settings as they were made.
+func RecordedMachine(env results.Environment) scenario.Machine {
+	if env.FUSE == results.FUSEAvailable {
+		return scenario.Machine{}
+	}
+	return scenario.Machine{FUSE: env.FUSE}
 }
 
 // PlanAll decodes each chosen scenario's section with the overrides that
@@ -159,9 +179,11 @@ type Planned struct {
 // flags choose. A flag that applies to none of them is an error, and so
 // is a scenario that cannot run on the chosen backend. The backend flags
 // are recorded with every scenario's overrides, since its settings say
-// which backend it ran on. files reads the further files a plan names.
-// Work a plan does on a database runs under ctx, so a signal stops it.
-func PlanAll(ctx context.Context, chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files) ([]Planned, error) {
+// which backend it ran on. files reads the further files a plan names;
+// m is the machine's fact the plans depend on (ProbeMachine for a run,
+// RecordedMachine for a folder). Work a plan does on a database runs
+// under ctx, so a signal stops it.
+func PlanAll(ctx context.Context, chosen []scenario.Scenario, in Input, overrides map[string]string, files scenario.Files, m scenario.Machine) ([]Planned, error) {
 	bflags, overrides := backend.Split(overrides)
 	spec, err := backend.Resolve(in.Backend, bflags)
 	if err != nil {
@@ -177,7 +199,7 @@ func PlanAll(ctx context.Context, chosen []scenario.Scenario, in Input, override
 				used[f.Name] = true
 			}
 		}
-		req := scenario.PlanRequest{Backend: spec, Section: in.Sections[s.Name()], Overrides: ov, Files: files}
+		req := scenario.PlanRequest{Backend: spec, Section: in.Sections[s.Name()], Overrides: ov, Files: files, Machine: m}
 		p, err := s.Plan(ctx, req)
 		if err != nil {
 			return nil, planError(ctx, s, req, in.Path, err)
@@ -188,7 +210,7 @@ func PlanAll(ctx context.Context, chosen []scenario.Scenario, in Input, override
 		if len(ov) == 0 {
 			ov = nil
 		}
-		out = append(out, Planned{Scenario: s, Plan: p, Overrides: ov, Backend: spec})
+		out = append(out, Planned{Scenario: s, Plan: p, Overrides: ov, Backend: spec, Machine: m})
 	}
 	var stray []string
 	for name := range overrides {
@@ -233,7 +255,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 		return nil, nil, err
 	}
 	files := &DiskFiles{src: opts.Files}
-	plans, err := PlanAll(ctx, chosen, in, opts.Overrides, files)
+	plans, err := PlanAll(ctx, chosen, in, opts.Overrides, files, ProbeMachine())
 	if err != nil {
 		if cause := ctx.Err(); cause != nil {
 			return nil, nil, fmt.Errorf("%w: stopped by a signal (%w) while planning; nothing was written to %s", errclass.ErrInterrupted, cause, opts.Out)
@@ -367,7 +389,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 	res := &results.Results{
 		Format: results.FormatVersion,
 		Tool:   results.ToolInfo(opts.Workdir), StartedAt: started.Format(time.RFC3339),
-		Environment: environment(srv),
+		Environment: environment(srv, plans),
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
 		Code:        code, Attachments: attachments, AttachmentsLeftOut: leftOut, Shard: part, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
@@ -386,10 +408,15 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 	return res, nil
 }
 
-// environment describes the machine and, on PostgreSQL, the server's
-// version as the parent read it back.
-func environment(srv *backend.Server) results.Environment {
+// environment describes the machine, with the fact the plans were made
+// with, and, on PostgreSQL, the server's version as the parent read it
+// back.
+func environment(srv *backend.Server, plans []Planned) results.Environment {
 	env := results.HostEnvironment()
+	env.FUSE = results.FUSEAvailable
+	if len(plans) > 0 && plans[0].Machine.FUSE != "" {
+		env.FUSE = plans[0].Machine.FUSE
+	}
 	if srv != nil {
 		env.PostgresVersion = srv.Info().ServerVersion
 	}
