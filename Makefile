@@ -26,11 +26,11 @@ experiment:
 
 # Benchmarks are figures, not pass/fail checks; see BENCHMARKS.md. One
 # sitting: the Go benchmarks (start-up, delivery, journal steps, the power
-# loss VFS), the peer's per-step figures, then the speed table, which runs
+# loss VFS and filesystem), the peer's per-step figures, then the speed table, which runs
 # the default experiment and the claim scenario with the built binary.
 bench: build
 	@log=$$(mktemp) && trap 'rm -f "$$log" "$$log.rc"' EXIT && \
-	{ $(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./experiments/... ./worker/batch/ ./worker/faultvfs/ 2>&1; a=$$?; \
+	{ $(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./experiments/... ./worker/batch/ ./worker/faultvfs/ ./worker/powerfs/ 2>&1; a=$$?; \
 	  $(GO) test -run '^$$' -bench 'Interleaved' -benchtime 100x -count 1 ./worker/ 2>&1; echo $$(( a | $$? )) >"$$log.rc"; } | tee "$$log" && \
 	test "$$(cat "$$log.rc")" = 0 && \
 	if command -v $(PYTHON) >/dev/null 2>&1; then \
