@@ -44,11 +44,28 @@ func (Scenario) Compare(st Settings, res results.ScenarioResult, extra Extra) sc
 		pc := pattern.Scenario{}.Compare(a, only(files, a), extra.Articles[i])
 		maps.Copy(c.Rows, pc.Rows)
 		maps.Copy(c.Outcomes, pc.Outcomes)
+		placeLevel(c.Rows, a)
 		if i == 0 {
 			c.Legend += "; " + pc.Legend
 		}
 	}
 	return c
+}
+
+// placeLevel puts the conditions of an article file raced under one
+// PostgreSQL level (pattern "separate-commit/serializable") in the row of
+// the file's pattern and fault ("separate-commit/concurrent"), where a
+// SQLite folder's race of that file stands, with the level as the cell's
+// setting.
+func placeLevel(rows map[string]scenario.Row, a pattern.Settings) {
+	level := a.Target().Isolation.String()
+	if level == "" {
+		return
+	}
+	for _, cond := range a.Conditions {
+		base := strings.TrimSuffix(cond.Pattern, "/"+level)
+		rows[cond.Name] = scenario.Row{Key: base + "/" + cond.Fault, Setting: level}
+	}
 }
 
 // exploreDatabase names the database the workers used: SQLite's pragmas,
