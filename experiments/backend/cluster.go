@@ -61,24 +61,9 @@ const serverUser = "postgres"
 // the folder removed.
 func StartCluster(ctx context.Context, tmp string, settings []string) (c *Cluster, err error) {
 	began := time.Now()
-	bin, err := FindBinaries()
+	c, uid, gid, self, err := newClusterDir(tmp)
 	if err != nil {
 		return nil, err
-	}
-	c = &Cluster{Bin: bin, User: ClusterUser}
-	if os.Geteuid() == 0 {
-		c.runAs = serverUser
-	}
-	uid, gid, err := c.owner()
-	if err != nil {
-		return nil, err
-	}
-	self, err := Self()
-	if err != nil {
-		return nil, err
-	}
-	if c.Dir, err = os.MkdirTemp(tmp, "idemlab-pg-"); err != nil {
-		return nil, fmt.Errorf("create the cluster's folder: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -195,6 +180,30 @@ func (c *Cluster) data() string {
 // AdminDSN connects to database db over the cluster's socket.
 func (c *Cluster) AdminDSN(db string) string {
 	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", c.Dir, c.User, db)
+}
+
+// newClusterDir is a cluster not yet made: the server's binaries, the
+// user it runs as, the uid and gid its folder must belong to, this run's
+// identity as its owner, and a new folder under tmp for it.
+func newClusterDir(tmp string) (c *Cluster, uid, gid int, self Owner, err error) {
+	bin, err := FindBinaries()
+	if err != nil {
+		return nil, 0, 0, self, err
+	}
+	c = &Cluster{Bin: bin, User: ClusterUser}
+	if os.Geteuid() == 0 {
+		c.runAs = serverUser
+	}
+	if uid, gid, err = c.owner(); err != nil {
+		return nil, 0, 0, self, err
+	}
+	if self, err = Self(); err != nil {
+		return nil, 0, 0, self, err
+	}
+	if c.Dir, err = os.MkdirTemp(tmp, "idemlab-pg-"); err != nil {
+		return nil, 0, 0, self, fmt.Errorf("create the cluster's folder: %w", err)
+	}
+	return c, uid, gid, self, nil
 }
 
 // owner is the uid and gid the cluster's folder must belong to.

@@ -118,24 +118,9 @@ func StartPowerCluster(ctx context.Context, tmp string, cfg PowerConfig) (p *Pow
 		return nil, errors.New(why)
 	}
 	began := time.Now()
-	bin, err := FindBinaries()
+	c, uid, gid, self, err := newClusterDir(tmp)
 	if err != nil {
 		return nil, err
-	}
-	c := &Cluster{Bin: bin, User: ClusterUser}
-	if os.Geteuid() == 0 {
-		c.runAs = serverUser
-	}
-	uid, gid, err := c.owner()
-	if err != nil {
-		return nil, err
-	}
-	self, err := Self()
-	if err != nil {
-		return nil, err
-	}
-	if c.Dir, err = os.MkdirTemp(tmp, "idemlab-pg-"); err != nil {
-		return nil, fmt.Errorf("create the cluster's folder: %w", err)
 	}
 	p = &PowerCluster{Cluster: c, cfg: cfg, backing: filepath.Join(c.Dir, powerBacking), mnt: c.data(), storeAt: filepath.Join(c.Dir, "store")}
 	defer func() {
