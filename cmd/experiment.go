@@ -89,6 +89,13 @@ and DIR/input.json (a copy of the input file).
 
 DIR must not exist, not even empty. The files are written into a hidden
 sibling folder that is renamed to DIR only when all of them are complete.
+A shard job (--shard i/n) is the exception, for engines that run a job
+again (a requeue, a retried pod, a re-run CI job): when DIR holds a folder
+that verifies as shard i/n of the same run (the same scenarios, input,
+files read, flags but --parallel, and executable hash), it prints "shard
+i/n already done in DIR" and runs nothing, exit 0 (1 if that run failed its
+expectations); one that finds DIR published while it ran discards its own
+results the same way. Anything else at DIR is still exit 2.
 Scenario flags override the scenario's section of the input file; each must
 belong to a chosen scenario ("idemlab list" shows them).
 
@@ -186,8 +193,15 @@ func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results,
 		Backend: opts.Backend, OnBackend: sayCleaned(opts.Streams.Err, opts.hooks.OnBackend),
 		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
 	}
+	part := shardJob(opts)
+	if _, lerr := os.Lstat(opts.Out); part != nil && lerr == nil {
+		return shardAlreadyDone(ctx, opts, exe, part, nil)
+	}
 	res, plans, err := suite.Run(ctx, so)
 	prog.Done(err)
+	if t := takenBy(err); part != nil && t != nil {
+		return shardAlreadyDone(ctx, opts, exe, part, t)
+	}
 	if res != nil {
 		printSummary(opts, res, plans)
 	}

@@ -91,7 +91,7 @@ func (o *Output) Commit() error {
 	}
 	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
 		o.kept = true
-		return fmt.Errorf("%w: --out %s: appeared during the run; results left in %s", errclass.ErrUsage, o.Final, o.Staging)
+		return &TakenError{Final: o.Final, Staging: o.Staging}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: move results into %s: %w", errclass.ErrHarness, o.Final, err)
@@ -102,6 +102,21 @@ func (o *Output) Commit() error {
 	}
 	return nil
 }
+
+// TakenError is Commit's error when another published the final name
+// first: a usage error that names --out and the staging folder holding
+// this run's results, which Commit keeps. A caller that finds the
+// published folder to be this very run's work may remove Staging.
+type TakenError struct {
+	Final, Staging string
+}
+
+func (e *TakenError) Error() string {
+	return fmt.Sprintf("%v: --out %s: appeared during the run; results left in %s", errclass.ErrUsage, e.Final, e.Staging)
+}
+
+// Unwrap makes the error a usage error (exit 2).
+func (e *TakenError) Unwrap() error { return errclass.ErrUsage }
 
 // Abort removes the staging folder, unless Commit kept it, having named
 // it in its error.
