@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +45,14 @@ records are joined unchanged, shard by shard (each shard keeps its own
 process ids and environment), and every verdict is derived again over all
 of them: a known-unsafe class must break in some shard, not in each.
 
+A shard job run again (an engine's retry or requeue) finds its folder
+there and exits 0, "shard i/n already done", so every engine may be
+at-least-once. On Slurm, from a folder on the shared file system that
+holds the built ./idemlab and input.json (the recipe the tests submit to
+a real single-host cluster):
+
+` + indent(slurmRecipe, "  ") + `
+
 ` + mergeExitHelp,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dirs = args
@@ -52,6 +61,17 @@ of them: a known-unsafe class must break in some shard, not in each.
 	}
 	c.Flags().StringVar(&opts.Out, "out", "", "merged results folder to create (must not exist)")
 	return c
+}
+
+// slurmRecipe is the README's Slurm recipe: a job array of the shards,
+// then the merge once every task ended well. merge --help prints it, the
+// README holds it verbatim, and TestslurmRecipe submits it as it is.
+const slurmRecipe = `shards=$(sbatch --parsable --array=1-4 --wrap './idemlab experiment --quiet --scenario explore --shard $SLURM_ARRAY_TASK_ID/4 --out shard-$SLURM_ARRAY_TASK_ID || [ $? = 1 ]')
+sbatch --dependency=afterok:$shards --wrap './idemlab merge --out merged shard-1 shard-2 shard-3 shard-4 && ./idemlab verify merged'`
+
+// indent puts prefix before every line of s.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
 
 func runMerge(ctx context.Context, opts *MergeOptions) error {

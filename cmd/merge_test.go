@@ -101,6 +101,14 @@ func mergeEqualsWhole(t *testing.T, name string, flags []string, n int) (string,
 	if r := execIn(t, Hooks{}, append([]string{"merge", "--out", merged}, shards...)...); r.code != 0 && r.code != 1 {
 		t.Fatalf("merge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	sameAsWhole(t, name, whole, merged, n)
+	return merged, shards
+}
+
+// sameAsWhole fails unless the folder merged from n shards gives what the
+// unsharded run gave, measurements aside, and verifies.
+func sameAsWhole(t *testing.T, name, whole, merged string, n int) {
+	t.Helper()
 	a, b := replayable(t, name, whole, merged)
 	type view struct {
 		Overrides  map[string]string
@@ -121,7 +129,6 @@ func mergeEqualsWhole(t *testing.T, name string, flags []string, n int) (string,
 	if r := execIn(t, Hooks{}, "verify", merged); r.code != 0 && r.code != 4 {
 		t.Errorf("verify merged: exit %d\n%s", r.code, r.stdout)
 	}
-	return merged, shards
 }
 
 func loadFolder(t *testing.T, dir string) *results.Folder {
