@@ -367,9 +367,12 @@ func TestSlurmRecipe(t *testing.T) {
 	if r := execIn(t, Hooks{}, "verify", merged); r.code != 0 {
 		t.Errorf("verify merged: exit %d\n%s", r.code, r.stdout)
 	}
+	// The unsharded run, by the jobs' binary in their folder.
 	whole := filepath.Join(t.TempDir(), "whole")
-	if r := execIn(t, Hooks{}, "experiment", "--quiet", "--scenario", "explore", "--input", filepath.Join(jobDir, "input.json"), "--out", whole); r.code != 0 {
-		t.Fatalf("unsharded: exit %d\n%s", r.code, r.stderr)
+	unsharded := exec.Command(filepath.Join(jobDir, "idemlab"), "experiment", "--quiet", "--scenario", "explore", "--out", whole)
+	unsharded.Dir = jobDir
+	if out, err := unsharded.CombinedOutput(); err != nil {
+		t.Fatalf("unsharded: %v\n%s", err, out)
 	}
 	sameAsWhole(t, "explore", whole, merged, 4)
 	t.Logf("and the unsharded run: %s", time.Since(start).Round(time.Second))
