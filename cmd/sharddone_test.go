@@ -1,16 +1,21 @@
 package cmd
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"idemlab/experiments/all"
+	"idemlab/experiments/explore"
 	"idemlab/experiments/results"
+	"idemlab/experiments/scenario"
 )
 
 // shardJobArgs is shard i/n of shardFlags' plan into out, with flags
@@ -66,6 +71,23 @@ func TestShardJobRunAgain(t *testing.T) {
 	if r := execIn(t, Hooks{}, append([]string{"experiment", "--quiet", "--out", whole}, shardFlags...)...); r.code != 0 && r.code != 1 {
 		t.Fatalf("unsharded: exit %d\n%s", r.code, r.stderr)
 	}
+	// A pattern's shard, then its pattern file edited.
+	pattern := filepath.Join(t.TempDir(), "pattern.json")
+	pb, err := os.ReadFile("../experiments/explore/articles/single-transaction.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pattern, pb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patternFlags := []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", pattern, "--faults", "points"}
+	patternDone := filepath.Join(t.TempDir(), "pattern-1")
+	if r := execIn(t, Hooks{}, shardJobArgs("1/2", patternDone, patternFlags...)...); r.code != 0 && r.code != 1 {
+		t.Fatalf("pattern shard 1/2: exit %d\n%s", r.code, r.stderr)
+	}
+	if err := os.WriteFile(pattern, append(pb, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		hooks Hooks
@@ -80,6 +102,7 @@ func TestShardJobRunAgain(t *testing.T) {
 		{"another seed", Hooks{}, shardJobArgs("1/2", done, flagsWith("--seed", "12")...), 2, "--seed 12"},
 		{"another input", Hooks{}, shardJobArgs("1/2", done, flagsWith("--input", other)...), 2, "its input hashes to"},
 		{"another executable", Hooks{Executable: rebuilt}, shardJobArgs("1/2", done), 2, "its executable hashed to"},
+		{"another pattern file", Hooks{}, shardJobArgs("1/2", patternDone, patternFlags...), 2, "the file " + pattern + " its plans read hashed to"},
 		{"a tampered folder", Hooks{}, shardJobArgs("1/2", tampered), 2, "it does not verify"},
 		{"a file", Hooks{}, shardJobArgs("1/2", file), 2, "it is not a folder"},
 		{"a run without --shard", Hooks{}, shardJobArgs("1/2", whole), 2, "it is a run without --shard"},
@@ -196,5 +219,39 @@ func TestShardJobKilledRunsAgain(t *testing.T) {
 	}
 	if r := execIn(t, Hooks{}, "verify", out); r.code != 0 && r.code != 4 {
 		t.Errorf("verify: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// strictExplore is explore with a check that fails every trial of
+// separate-commit with no fault: a run of it fails its expectations,
+// and verify with the same registry agrees.
+type strictExplore struct{ explore.Scenario }
+
+func (s strictExplore) Check(condition string, exp, obs json.RawMessage) (bool, []results.Difference, error) {
+	ok, d, err := s.Scenario.Check(condition, exp, obs)
+	if condition == "separate-commit/none" {
+		return false, append(d, results.Difference{Path: "strict", Expected: "nothing", Observed: "a trial"}), err
+	}
+	return ok, d, err
+}
+
+// TestShardJobRunAgainFailed: a shard job whose run failed its
+// expectations (exit 1, and still merged) is done too when run again,
+// and exits 1 as it did, saying why.
+func TestShardJobRunAgainFailed(t *testing.T) {
+	reg := slices.Clone(all.Scenarios())
+	for i, s := range reg {
+		if s.Name() == explore.Name {
+			reg[i] = scenario.Define[explore.Settings, explore.Extra](strictExplore{})
+		}
+	}
+	h := Hooks{Registry: reg}
+	out := filepath.Join(t.TempDir(), "shard-1")
+	if r := execIn(t, h, shardJobArgs("1/1", out)...); r.code != 1 {
+		t.Fatalf("shard 1/1 of a strict explore: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	r := execIn(t, h, shardJobArgs("1/1", out)...)
+	if r.code != 1 || !strings.Contains(r.stdout, "shard 1/1 already done in "+out) || !strings.Contains(r.stderr, "pass: false") {
+		t.Errorf("run again: exit %d, want 1, saying the shard was done with pass: false\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
