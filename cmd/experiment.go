@@ -22,10 +22,12 @@ import (
 )
 
 const experimentExitHelp = `Exit codes:
-  0    every expectation met
+  0    every expectation met; or, with --shard i/n, DIR already holds this shard of the same run
+       ("shard i/n already done in DIR"), and nothing ran
   1    an expectation failed, or a worker misbehaved (a finding): one line per failed condition on stderr;
        results written with "pass": false
-  2    usage or input error (bad flag, bad input file, --out exists); nothing is written
+  2    usage or input error (bad flag, bad input file, --out exists, and with --shard is not this
+       shard of the same run); nothing is written
   3    the harness itself failed (it could not start a worker or write the folder); nothing is written
   130  interrupted (Ctrl-C or SIGTERM); the workers are stopped and nothing is written`
 
@@ -96,6 +98,7 @@ files read, flags but --parallel, and executable hash), it prints "shard
 i/n already done in DIR" and runs nothing, exit 0 (1 if that run failed its
 expectations); one that finds DIR published while it ran discards its own
 results the same way. Anything else at DIR is still exit 2.
+
 Scenario flags override the scenario's section of the input file; each must
 belong to a chosen scenario ("idemlab list" shows them).
 
