@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
@@ -370,8 +371,8 @@ func (e *ConditionExtra) model(name string) *ModelExtra {
 // checkPlan checks that the trial is one its condition plans.
 func (f *folder) checkPlan(t *trialLine) bool {
 	var want []string
-	for _, k := range classesOf[t.c.Fault] {
-		want = append(want, kindOf[k])
+	for _, k := range engine.ClassesOf(t.c.Fault) {
+		want = append(want, engine.Label(engine.Pattern, k))
 	}
 	if !slices.Contains(want, t.o.Kind) {
 		f.c.Obs(t.l, "kind", "%q is not a trial of a %s condition (want %v)", t.o.Kind, t.c.Fault, want)
