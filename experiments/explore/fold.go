@@ -451,7 +451,7 @@ func (f *folder) account(pat Pattern, r ran, before State) {
 		f.c.Proc(p, "stdout", "the result: %v", err)
 		return
 	}
-	if msg := backend.CheckReadBack(f.st.requested(f.cond(p.Condition)), rb.Postgres); msg != "" {
+	if msg := backend.CheckReadBack(f.st.spec(f.cond(p.Condition)).Requested(), rb.Postgres); msg != "" {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
 }
@@ -483,10 +483,10 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 	if len(e.o.ProcessIDs) != processes {
 		f.c.Obs(e.l, "process_ids", "lists %d processes, the step runs %d", len(e.o.ProcessIDs), processes)
 	}
-	if !backend.IsTarget(f.st.backendName(), e.o.DB, DBName) || (db != "" && e.o.DB != db) {
-		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.st.backendName(), DBName), db)
+	if !backend.IsTarget(f.st.spec(Condition{}).Name, e.o.DB, DBName) || (db != "" && e.o.DB != db) {
+		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.st.spec(Condition{}).Name, DBName), db)
 	}
-	if want := f.st.requested(f.cond(e.o.Condition)); want != nil {
+	if want := f.st.spec(f.cond(e.o.Condition)).Requested(); want != nil {
 		if got := sessionParams(e.o.DB); !want.Matches(got) {
 			f.c.Obs(e.l, "db", "opens sessions with %s, but condition %s runs under %s", results.Compact(got), e.o.Condition, results.Compact(*want))
 		}
