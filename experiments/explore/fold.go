@@ -3,6 +3,7 @@ package explore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -310,7 +311,7 @@ func (f *folder) checkTrials(cf condFold) {
 	default:
 		want = cf.c.Trials
 	}
-	for _, i := range sortedInts(cf.trials) {
+	for _, i := range slices.Sorted(maps.Keys(cf.trials)) {
 		if !slices.Contains(want, i) {
 			f.c.Obs(cf.trials[i][0].l, "trial", "%d is not a trial of condition %s", i, cf.c.Name)
 		}
@@ -766,13 +767,4 @@ func (f *folder) kills(cf condFold) TimingObserved {
 		obs.Timing.PerTrial = append(obs.Timing.PerTrial, t)
 	}
 	return obs
-}
-
-func sortedInts[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -3,8 +3,8 @@ package explore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"idemlab/experiments/pattern"
@@ -241,7 +241,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 // add up to the trials.
 func checkHistogram(add func(path, exp, obs string), path string, allowed []string, trials int, h map[string]int) {
 	total := 0
-	for _, o := range sortedKeys(h) {
+	for _, o := range slices.Sorted(maps.Keys(h)) {
 		total += h[o]
 		if !slices.Contains(allowed, o) {
 			add(path+"."+o, "one of "+setString(allowed), fmt.Sprintf("%d trials", h[o]))
@@ -294,15 +294,6 @@ func pointShare(part *shard.Part, condition string, points, violating []string) 
 }
 
 func setString(xs []string) string { return "{" + strings.Join(xs, ", ") + "}" }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // FencedTakeover is what a fenced takeover over the window's points win
 // must record: every point's paused holder, run on, finds its lease lost,
