@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -247,7 +248,7 @@ func (f *folder) plan(points map[string][]string) []shard.Trial {
 	out := []shard.Trial{}
 	for _, c := range f.st.Conditions {
 		for _, t := range f.st.trials(c, nil, points[c.Pattern]) {
-			out = append(out, shard.Trial{Condition: c.Name, ID: t.ID()})
+			out = append(out, t.Listed())
 		}
 	}
 	return out
@@ -316,7 +317,7 @@ func (f *folder) checkTrials(cf condFold) {
 			f.c.Obs(cf.trials[i][0].l, "trial", "%d is not a trial of condition %s", i, cf.c.Name)
 		}
 		if cf.c.Kind != KindDiscovery {
-			f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: cf.c.Name, ID: shard.TrialID(cf.c.Name, i)}, Shard: cf.trials[i][0].l.Shard})
+			f.ran = append(f.ran, engine.Trial{Condition: cf.c.Name, Index: i}.Ran(cf.trials[i][0].l.Shard))
 		}
 	}
 	if cf.c.Kind != KindDiscovery {

@@ -1,12 +1,14 @@
 package explore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -281,13 +283,11 @@ func pointShare(part *shard.Part, condition string, points, violating []string) 
 		return points, violating
 	}
 	mine, mineViolating = []string{}, []string{}
-	for i, p := range points {
-		if !part.Runs(shard.TrialID(condition, i)) {
-			continue
-		}
-		mine = append(mine, p)
-		if slices.Contains(violating, p) {
-			mineViolating = append(mineViolating, p)
+	ts, _ := engine.Plan(context.Background(), 0, part, []engine.Set{{Class: engine.Points, Condition: condition}}, engine.Found{Points: points})
+	for _, t := range ts {
+		mine = append(mine, t.Point)
+		if slices.Contains(violating, t.Point) {
+			mineViolating = append(mineViolating, t.Point)
 		}
 	}
 	return mine, mineViolating

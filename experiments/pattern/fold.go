@@ -305,7 +305,7 @@ func (f *folder) line(l results.Line) {
 		return
 	}
 	if c.Fault != FaultNone {
-		f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: c.Name, ID: shard.TrialID(c.Name, o.Trial)}, Shard: l.Shard})
+		f.ran = append(f.ran, engine.Trial{Condition: c.Name, Index: o.Trial}.Ran(l.Shard))
 	}
 	ex := f.extra[c.Name]
 	ex.Trials++
@@ -757,7 +757,7 @@ func (f *folder) plan() []shard.Trial {
 				continue
 			}
 			for _, t := range f.st.plan(c, f.legacy, f.discovered(p)) {
-				out = append(out, shard.Trial{Condition: c.Name, ID: t.ID()})
+				out = append(out, t.Listed())
 			}
 		}
 	}
