@@ -43,3 +43,27 @@ func TestSpecSession(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecLevels: a run that covers every level runs them all, unless
+// the input or --isolation chose one.
+func TestSpecLevels(t *testing.T) {
+	var all []string
+	for _, l := range store.Isolations {
+		all = append(all, l.String())
+	}
+	tests := []struct {
+		name string
+		spec Spec
+		want []string
+	}{
+		{"default level", Spec{Name: store.BackendPostgres, Isolation: store.Isolations[0].String()}, all},
+		{"level chosen", Spec{Name: store.BackendPostgres, Isolation: store.Isolations[1].String(), IsolationChosen: true}, []string{store.Isolations[1].String()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.spec.Levels()); diff != "" {
+				t.Errorf("levels (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

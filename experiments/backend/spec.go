@@ -77,6 +77,19 @@ func (s Spec) Level() store.Isolation {
 	return l
 }
 
+// Levels are the isolation levels, by name, of a run on the spec that
+// covers every level (explore): every level, or the one the input's
+// section or --isolation chose.
+func (s Spec) Levels() []string {
+	var out []string
+	for _, l := range store.Isolations {
+		if !s.IsolationChosen || l == s.Level() {
+			out = append(out, l.String())
+		}
+	}
+	return out
+}
+
 // Session is what the spec asks of a session to schema on the database
 // base names.
 func (s Spec) Session(base, schema string) store.Session {

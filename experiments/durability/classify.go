@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -40,7 +41,7 @@ func Classify(f Facts) (outcome string, rowsLost int) {
 	if len(f.Integrity) != 1 || f.Integrity[0] != "ok" {
 		tags[TagCorrupt] = true
 	}
-	for _, tb := range sortedKeys(f.Before) {
+	for _, tb := range slices.Sorted(maps.Keys(f.Before)) {
 		rowsLost += lost(f.Before[tb], f.After[tb])
 	}
 	if rowsLost > 0 {
@@ -112,7 +113,7 @@ func missing(before, after []string) []string {
 // multisets; a table that lost nothing is left out.
 func LostRows(before, after Rows) Rows {
 	out := Rows{}
-	for _, tb := range sortedKeys(before) {
+	for _, tb := range slices.Sorted(maps.Keys(before)) {
 		if m := missing(before[tb], after[tb]); len(m) > 0 {
 			out[tb] = m
 		}

@@ -3,6 +3,7 @@ package durability
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -64,7 +65,7 @@ func cellsOf(st Settings, res results.ScenarioResult) []cell {
 		for _, tr := range order {
 			keys, points = append(keys, st.TrialKey(cond, tr.Point, tr.Seed)), append(points, tr.Point)
 		}
-		for _, k := range sortedKeys(obs) {
+		for _, k := range slices.Sorted(maps.Keys(obs)) {
 			if !slices.Contains(keys, k) {
 				pt, _, _ := strings.Cut(k, "#")
 				keys, points = append(keys, k), append(points, pt)

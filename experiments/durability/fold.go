@@ -109,7 +109,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 				discovered[cond.Name] = append(discovered[cond.Name], st.TrialKey(cond, tr.Point, tr.Seed))
 			}
 			for _, tr := range q.all[1:] {
-				folded.Plan = append(folded.Plan, shard.Trial{Condition: cond.Name, ID: st.TrialID(cond, tr)})
+				folded.Plan = append(folded.Plan, st.trial(cond, tr).Listed())
 			}
 		}
 		folded.Observed[cond.Name] = s.out
@@ -172,7 +172,7 @@ func (f *folder) trial(t trialLine) {
 		s.out[key] = tr
 	}
 	if !discovery {
-		f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: t.cond.Name, ID: f.st.TrialID(t.cond, TrialRef{Point: t.o.Point, Seed: seedOf(t.o)})}, Shard: t.l.Shard})
+		f.ran = append(f.ran, f.st.trial(t.cond, TrialRef{Point: t.o.Point, Seed: seedOf(t.o)}).Ran(t.l.Shard))
 	}
 }
 

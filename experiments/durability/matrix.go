@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -62,7 +63,7 @@ func BuildMatrix(st Settings, observed map[string]any) Matrix {
 		i := rowIdx[c.SettingName()+"/"+c.Kind]
 		// Seeds of one point, and the cuts inside syncs, share a cell,
 		// which shows the worst of them.
-		for _, k := range sortedKeys(trials) {
+		for _, k := range slices.Sorted(maps.Keys(trials)) {
 			pt, _, _ := strings.Cut(k, "#")
 			j, ok := colIdx[c.Pattern+"/"+matrixRow(pt)]
 			if sv := int(SeverityOf(trials[k].Outcome)); ok && sv > m.Severity[i][j] {

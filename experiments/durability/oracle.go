@@ -3,8 +3,8 @@ package durability
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"idemlab/experiments/results"
@@ -85,7 +85,7 @@ func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []res
 		return false, nil, fmt.Errorf("observed: %w", err)
 	}
 	var diffs []results.Difference
-	for _, k := range sortedKeys(exp) {
+	for _, k := range slices.Sorted(maps.Keys(exp)) {
 		o, ok := obs[k]
 		if !ok {
 			diffs = append(diffs, results.Difference{Path: "[" + k + "]", Expected: exp[k].String(), Observed: "(not tried)"})
@@ -93,7 +93,7 @@ func (Scenario) Check(_ string, expected, observed json.RawMessage) (bool, []res
 		}
 		diffs = append(diffs, Mismatch(k, exp[k], o)...)
 	}
-	for _, k := range sortedKeys(obs) {
+	for _, k := range slices.Sorted(maps.Keys(obs)) {
 		if _, ok := exp[k]; !ok {
 			diffs = append(diffs, results.Difference{Path: "[" + k + "]", Expected: "(no such trial in the model)", Observed: obs[k].Outcome})
 		}
@@ -112,7 +112,7 @@ func Mismatch(k string, w Want, o Trial) []results.Difference {
 		allowed, ok := w.Torn[o.Views]
 		switch {
 		case !ok:
-			add("views", "one of "+strings.Join(sortedKeys(w.Torn), " | "), o.Views)
+			add("views", "one of "+strings.Join(slices.Sorted(maps.Keys(w.Torn)), " | "), o.Views)
 		case !Allows(allowed, o.Outcome):
 			add("outcome", fmt.Sprintf("one of %v", allowed), o.Outcome)
 		}
@@ -160,14 +160,5 @@ func NamesChanged(recovered []string) []string {
 		out = append(out, r)
 	}
 	slices.Sort(out)
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

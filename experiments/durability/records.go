@@ -5,6 +5,8 @@ import (
 	wb "idemlab/worker/batch"
 	"idemlab/worker/faultvfs"
 	wr "idemlab/worker/redelivery"
+	"maps"
+	"slices"
 )
 
 // File names inside a trial's folder.
@@ -106,7 +108,7 @@ type Rows map[string][]string
 // Lines renders the rows as "table: row", tables in name order.
 func (r Rows) Lines() []string {
 	var out []string
-	for _, tb := range sortedKeys(r) {
+	for _, tb := range slices.Sorted(maps.Keys(r)) {
 		for _, row := range r[tb] {
 			out = append(out, tb+": "+row)
 		}

@@ -70,9 +70,6 @@ func (s Settings) mayHold(c Condition, point string) (bool, error) {
 	return MayHoldSend(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
 }
 
-// classes are the engine's fault classes of the crash kinds.
-var classes = map[string]engine.Kind{KindKill: engine.Points, KindPower: engine.Power, KindServer: engine.ServerCrash}
-
 // Run runs each condition through the engine, one trial at a time: the
 // normal run first, whose report names the crash points and whose log
 // counts the syncs, then the condition's sweep (Settings.sweep). A run
@@ -93,8 +90,9 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	}
 	for _, c := range p.s.Conditions {
 		sw := p.s.sweep(c)
+		class, _ := engine.KindOf(engine.Durability, c.Kind)
 		u := engine.Unit{Subject: subject{p: p, env: env, c: c}, Discovery: c.Name,
-			Sets: []engine.Set{{Class: classes[c.Kind], Condition: c.Name, Sweep: &sw}}}
+			Sets: []engine.Set{{Class: class, Condition: c.Name, Sweep: &sw}}}
 		if _, err := (engine.Run{Parallel: 1, Shard: p.s.Shard, Units: []engine.Unit{u}}).Execute(ctx); err != nil {
 			return err
 		}

@@ -159,8 +159,11 @@ type Settings struct {
 
 // TrialID is a trial's id in the plan, as the engine gives a swept trial
 // its id: "condition@key", the key as TrialKey gives it.
-func (s Settings) TrialID(c Condition, tr TrialRef) string {
-	return engine.Trial{Condition: c.Name, Key: s.TrialKey(c, tr.Point, tr.Seed)}.ID()
+func (s Settings) TrialID(c Condition, tr TrialRef) string { return s.trial(c, tr).ID() }
+
+// trial is trial tr of condition c as the engine plans it.
+func (s Settings) trial(c Condition, tr TrialRef) engine.Trial {
+	return engine.Trial{Condition: c.Name, Key: s.TrialKey(c, tr.Point, tr.Seed)}
 }
 
 // share keeps of a condition's trials in run order (Order) the normal

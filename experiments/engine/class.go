@@ -53,18 +53,55 @@ type Class struct {
 	// Plan lists the trials of one set, every one, before the shard
 	// filter, in index order.
 	Plan func(Input) []Trial
+	// Fault is the word a pattern file's run names the class by (its
+	// --faults); a word may name more than one class (random), and a
+	// class pattern files do not run has none.
+	Fault string
+	// Labels are what each vocabulary records of the class: the one place
+	// a recorded spelling of a class stands.
+	Labels Labels
 }
 
-// Classes is the registry: every fault class the engine knows, once.
+// Labels are a class's recorded spellings, by vocabulary: explore's
+// condition kinds (its built-in workers), pattern's observation kinds (a
+// pattern file's trials, under explore's articles too) and durability's
+// crash kinds. A vocabulary that never runs the class has none.
+type Labels struct {
+	Explore, Pattern, Durability string
+}
+
+// The vocabularies of Labels.
+const (
+	Explore    = "explore"
+	Pattern    = "pattern"
+	Durability = "durability"
+)
+
+// of is the label of vocabulary v; "" for one not named here.
+func (l Labels) of(v string) string {
+	switch v {
+	case Explore:
+		return l.Explore
+	case Pattern:
+		return l.Pattern
+	case Durability:
+		return l.Durability
+	}
+	return ""
+}
+
+// Classes is the registry: every fault class the engine knows, once, each
+// on one line with its plan, its word in a pattern file's faults and what
+// each scenario records of it.
 var Classes = []Class{
-	{Kind: None, Plan: planNone},
-	{Kind: Points, Plan: planPoints},
-	{Kind: CrashAtHit, Plan: planCrashAtHit},
-	{Kind: DelayKill, Scheduled: true, Plan: planDelayKill},
-	{Kind: Concurrent, Scheduled: true, Sequential: true, Plan: planConcurrent},
-	{Kind: Power, Plan: planPower},
-	{Kind: Takeover, Plan: planPoints},
-	{Kind: ServerCrash, Sequential: true, Plan: planPoints},
+	{Kind: None, Plan: planNone, Fault: "none", Labels: Labels{Explore: "discovery", Pattern: "discovery"}},
+	{Kind: Points, Plan: planPoints, Fault: "points", Labels: Labels{Explore: "sweep", Pattern: "point", Durability: "kill"}},
+	{Kind: CrashAtHit, Plan: planCrashAtHit, Fault: "random", Labels: Labels{Explore: "crash-after-hits", Pattern: "crash-after-hits"}},
+	{Kind: DelayKill, Scheduled: true, Plan: planDelayKill, Fault: "random", Labels: Labels{Explore: "timing-kill", Pattern: "kill"}},
+	{Kind: Concurrent, Scheduled: true, Sequential: true, Plan: planConcurrent, Fault: "concurrent", Labels: Labels{Explore: "timing-race", Pattern: "race"}},
+	{Kind: Power, Plan: planPower, Fault: "power", Labels: Labels{Pattern: "power", Durability: "power"}},
+	{Kind: Takeover, Plan: planPoints, Labels: Labels{Explore: "takeover"}},
+	{Kind: ServerCrash, Sequential: true, Plan: planPoints, Labels: Labels{Durability: "server"}},
 }
 
 // Lookup is the registered class of kind k.
@@ -81,6 +118,34 @@ func Lookup(k Kind) (Class, bool) {
 func Scheduled(k Kind) bool {
 	c, _ := Lookup(k)
 	return c.Scheduled
+}
+
+// Label is what vocabulary v records of the class of kind k; "" where v
+// never runs it.
+func Label(v string, k Kind) string {
+	c, _ := Lookup(k)
+	return c.Labels.of(v)
+}
+
+// KindOf is the class vocabulary v records as label.
+func KindOf(v, label string) (Kind, bool) {
+	i := slices.IndexFunc(Classes, func(c Class) bool { return label != "" && c.Labels.of(v) == label })
+	if i < 0 {
+		return "", false
+	}
+	return Classes[i].Kind, true
+}
+
+// ClassesOf are the classes a pattern file's fault word names, in the
+// registry's order.
+func ClassesOf(fault string) []Kind {
+	var out []Kind
+	for _, c := range Classes {
+		if fault != "" && c.Fault == fault {
+			out = append(out, c.Kind)
+		}
+	}
+	return out
 }
 
 func planNone(in Input) []Trial {

@@ -14,7 +14,8 @@
 // condition, its trial indices, the discovered points and the kill window.
 // Scenarios record their own labels for the classes (explore's
 // "timing-kill", pattern's "kill", durability's "server" for
-// ServerCrash), each in one table that maps from Kind. A set may plan by
+// ServerCrash), spelled once, on the class's line (Labels), as is the
+// word a pattern file's faults name it by (Fault). A set may plan by
 // a Sweep instead of its class's plan (sweep.go): every point the
 // discovery passed, extra points and the syncs it made, each with its
 // seeds, keyed "condition@point[#seed]", as durability plans.

@@ -38,6 +38,14 @@ func (t Trial) ID() string {
 	return shard.TrialID(t.Condition, t.Index)
 }
 
+// Listed is the trial as a fold lists it in the whole plan
+// (scenario.Folded.Plan).
+func (t Trial) Listed() shard.Trial { return shard.Trial{Condition: t.Condition, ID: t.ID()} }
+
+// Ran is the trial as a fold lists it among those the records hold
+// (scenario.Folded.Ran), from a line of shard sh.
+func (t Trial) Ran(sh int) shard.Ran { return shard.Ran{Trial: t.Listed(), Shard: sh} }
+
 // Set is what a scenario asks of one class in one condition. A
 // condition may hold several sets (pattern's random class is a
 // CrashAtHit set and a DelayKill set under one name).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"idemlab/experiments/pattern"
@@ -143,7 +144,7 @@ func histogramWords(h map[string]int, n int, unit string) string {
 		return "no " + unit
 	}
 	var parts []string
-	for _, o := range byCount(sortedKeys(h)) {
+	for _, o := range byCount(slices.Sorted(maps.Keys(h))) {
 		parts = append(parts, fmt.Sprintf("%s in %d/%d", o, h[o], n))
 	}
 	return strings.Join(parts, ", ") + " " + unit

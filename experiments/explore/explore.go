@@ -17,10 +17,12 @@ import (
 	"errors"
 	"fmt"
 	"idemlab/worker/protocol"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/scenario"
@@ -141,17 +143,17 @@ const (
 	KindTakeover = "takeover"
 )
 
-// classOf is the engine's fault class of each kind: the one table that
-// maps the engine's classes to the kinds explore records.
-var classOf = map[string]engine.Kind{
-	KindDiscovery: engine.None, KindSweep: engine.Points, KindHits: engine.CrashAtHit,
-	KindKill: engine.DelayKill, KindRace: engine.Concurrent, KindTakeover: engine.Takeover,
+// class is the engine's fault class of the condition's kind, which the
+// engine's registry spells (engine.Labels.Explore).
+func (c Condition) class() engine.Kind {
+	k, _ := engine.KindOf(engine.Explore, c.Kind)
+	return k
 }
 
 // set is what the condition asks of the engine; a race with kills kills
 // its racers after seeded delays.
 func (c Condition) set() engine.Set {
-	s := engine.Set{Class: classOf[c.Kind], Condition: c.Name, Indices: c.Trials, Racers: c.Racers}
+	s := engine.Set{Class: c.class(), Condition: c.Name, Indices: c.Trials, Racers: c.Racers}
 	if c.Kills {
 		s.RaceFault = engine.DelayKill
 	}
@@ -180,7 +182,7 @@ type Condition struct {
 // rather than the seed: its kind's engine class is scheduled (the kills
 // after a delay and the races). The oracle records it
 // (scenario.Expected.Scheduled).
-func (c Condition) Timing() bool { return engine.Scheduled(classOf[c.Kind]) }
+func (c Condition) Timing() bool { return engine.Scheduled(c.class()) }
 
 // Scenario is the explore scenario, written against its own settings
 // (scenario.Define adapts it). A test replaces the oracle by embedding it
@@ -280,6 +282,85 @@ func (Scenario) planSQLite(section json.RawMessage, overrides map[string]string)
 	st := NewSettings(in, only)
 	st.Shard = part
 	return &plan{s: st}, nil
+}
+
+// planPostgres plans the exploration on PostgreSQL: the concurrent deliveries
+// alone, K racers released at once for every K of the input's racers and
+// every pattern that races there, under every isolation level, or the one
+// level the input's backend section or --isolation chose.
+func (sc Scenario) planPostgres(b backend.Spec, section json.RawMessage, overrides map[string]string) (*plan, error) {
+	for _, f := range []string{"trials", "only-trial", "shard"} {
+		if _, ok := overrides[f]; ok {
+			return nil, fmt.Errorf("--%s: explore on PostgreSQL runs its races alone, which are neither trials nor sharded; leave it out with --backend %s", f, b.Name)
+		}
+	}
+	p, err := sc.planSQLite(section, overrides)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{s: postgresSettings(p.s, b, b.Levels())}, nil
+}
+
+// postgresSettings turns SQLite's settings into PostgreSQL's: the
+// patterns of sq that race there and their race conditions, one per level
+// and K.
+func postgresSettings(sq Settings, b backend.Spec, levels []string) Settings {
+	st := sq
+	st.Trials, st.HitTrials, st.KillTrials = 0, 0, 0
+	st.MaxAttempts = PostgresMaxAttempts
+	st.SQLite = sqlitedb.Settings{}
+	st.Backend, st.SynchronousCommit = b.Name, b.SynchronousCommit
+	st.Isolations = append([]string{}, levels...)
+	st.NotRun = NotOnPostgres
+	st.Patterns, st.Conditions = nil, nil
+	rounds := make([]int, st.Rounds)
+	for i := range rounds {
+		rounds[i] = i
+	}
+	for _, ps := range sq.Patterns {
+		p, _ := LookupPattern(ps.Name)
+		if p.racerOn(b.Name) == "" {
+			continue
+		}
+		st.Patterns = append(st.Patterns, settingOf(p))
+		if st.Rounds == 0 {
+			continue
+		}
+		for _, level := range levels {
+			for _, k := range st.Racers {
+				st.Conditions = append(st.Conditions, Condition{
+					Name: fmt.Sprintf("%s/%s/%s-%d", p.Name, level, KindRace, k), Pattern: p.Name,
+					Kind: KindRace, Trials: slices.Clone(rounds), Racers: k, Isolation: level,
+				})
+			}
+		}
+	}
+	return st
+}
+
+// PostgresMaxAttempts is how often a racer on PostgreSQL runs a delivery
+// that met 40001 or 40P01: the server's word that the transaction must be
+// run again, which a busy file on SQLite is not, so the input's
+// max_attempts (SQLite's) does not bound it; the claim scenario's bound.
+const PostgresMaxAttempts = 50
+
+// NotOnPostgres is what explore runs on SQLite alone, and why: one line
+// each, recorded in the settings and printed by the report.
+var NotOnPostgres = []NotRun{
+	{"crash-point sweep, crash-after-hits and timed kills", "they crash the worker at each point, which redelivery --backend postgres already does for both redelivery patterns and the pattern scenario does for the article files; explore's are per SQLite file"},
+	{"races with killed racers", "a killed racer's backend can hold its row lock after the client died (the lock that outlives its client), which is a measure of its own, not a race"},
+	{"batch-rerun-all", "it keeps no table, so the backend changes nothing"},
+	{"claim-ttl's probe inside the TTL", "the claim scenario runs the TTL claim on PostgreSQL, rounds 1-8 under each level; its pattern file races here"},
+	{"lease-batch and its takeovers", "its workers read and write SQLite files only"},
+}
+
+// spec is the backend condition c runs on: SQLite, or the settings'
+// PostgreSQL under c's isolation level.
+func (st Settings) spec(c Condition) backend.Spec {
+	if st.Backend == "" {
+		return backend.SQLite
+	}
+	return backend.Spec{Name: st.Backend, Isolation: c.Isolation, SynchronousCommit: st.SynchronousCommit}
 }
 
 // checkOnlyTrial refuses an --only-trial index that is not a trial of the

@@ -138,7 +138,7 @@ func (formatSix) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Pla
 	p.s = newSettings(in, st.OnlyTrial, Patterns())
 	p.s.Shard = st.Shard
 	if !req.Backend.IsSQLite() {
-		p.s = postgresSettings(p.s, req.Backend, levelsOf(req.Backend))
+		p.s = postgresSettings(p.s, req.Backend, req.Backend.Levels())
 	}
 	return p, nil
 }

@@ -3,10 +3,12 @@ package explore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -246,7 +248,7 @@ func (f *folder) plan(points map[string][]string) []shard.Trial {
 	out := []shard.Trial{}
 	for _, c := range f.st.Conditions {
 		for _, t := range f.st.trials(c, nil, points[c.Pattern]) {
-			out = append(out, shard.Trial{Condition: c.Name, ID: t.ID()})
+			out = append(out, t.Listed())
 		}
 	}
 	return out
@@ -310,12 +312,12 @@ func (f *folder) checkTrials(cf condFold) {
 	default:
 		want = cf.c.Trials
 	}
-	for _, i := range sortedInts(cf.trials) {
+	for _, i := range slices.Sorted(maps.Keys(cf.trials)) {
 		if !slices.Contains(want, i) {
 			f.c.Obs(cf.trials[i][0].l, "trial", "%d is not a trial of condition %s", i, cf.c.Name)
 		}
 		if cf.c.Kind != KindDiscovery {
-			f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: cf.c.Name, ID: shard.TrialID(cf.c.Name, i)}, Shard: cf.trials[i][0].l.Shard})
+			f.ran = append(f.ran, engine.Trial{Condition: cf.c.Name, Index: i}.Ran(cf.trials[i][0].l.Shard))
 		}
 	}
 	if cf.c.Kind != KindDiscovery {
@@ -451,7 +453,7 @@ func (f *folder) account(pat Pattern, r ran, before State) {
 		f.c.Proc(p, "stdout", "the result: %v", err)
 		return
 	}
-	if msg := backend.CheckReadBack(f.st.requested(f.cond(p.Condition)), rb.Postgres); msg != "" {
+	if msg := backend.CheckReadBack(f.st.spec(f.cond(p.Condition)).Requested(), rb.Postgres); msg != "" {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
 }
@@ -483,10 +485,10 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 	if len(e.o.ProcessIDs) != processes {
 		f.c.Obs(e.l, "process_ids", "lists %d processes, the step runs %d", len(e.o.ProcessIDs), processes)
 	}
-	if !backend.IsTarget(f.st.backendName(), e.o.DB, DBName) || (db != "" && e.o.DB != db) {
-		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.st.backendName(), DBName), db)
+	if !backend.IsTarget(f.st.spec(Condition{}).Name, e.o.DB, DBName) || (db != "" && e.o.DB != db) {
+		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.st.spec(Condition{}).Name, DBName), db)
 	}
-	if want := f.st.requested(f.cond(e.o.Condition)); want != nil {
+	if want := f.st.spec(f.cond(e.o.Condition)).Requested(); want != nil {
 		if got := sessionParams(e.o.DB); !want.Matches(got) {
 			f.c.Obs(e.l, "db", "opens sessions with %s, but condition %s runs under %s", results.Compact(got), e.o.Condition, results.Compact(*want))
 		}
@@ -766,13 +768,4 @@ func (f *folder) kills(cf condFold) TimingObserved {
 		obs.Timing.PerTrial = append(obs.Timing.PerTrial, t)
 	}
 	return obs
-}
-
-func sortedInts[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -1,12 +1,14 @@
 package explore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -241,7 +243,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 // add up to the trials.
 func checkHistogram(add func(path, exp, obs string), path string, allowed []string, trials int, h map[string]int) {
 	total := 0
-	for _, o := range sortedKeys(h) {
+	for _, o := range slices.Sorted(maps.Keys(h)) {
 		total += h[o]
 		if !slices.Contains(allowed, o) {
 			add(path+"."+o, "one of "+setString(allowed), fmt.Sprintf("%d trials", h[o]))
@@ -281,28 +283,17 @@ func pointShare(part *shard.Part, condition string, points, violating []string) 
 		return points, violating
 	}
 	mine, mineViolating = []string{}, []string{}
-	for i, p := range points {
-		if !part.Runs(shard.TrialID(condition, i)) {
-			continue
-		}
-		mine = append(mine, p)
-		if slices.Contains(violating, p) {
-			mineViolating = append(mineViolating, p)
+	ts, _ := engine.Plan(context.Background(), 0, part, []engine.Set{{Class: engine.Points, Condition: condition}}, engine.Found{Points: points})
+	for _, t := range ts {
+		mine = append(mine, t.Point)
+		if slices.Contains(violating, t.Point) {
+			mineViolating = append(mineViolating, t.Point)
 		}
 	}
 	return mine, mineViolating
 }
 
 func setString(xs []string) string { return "{" + strings.Join(xs, ", ") + "}" }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // FencedTakeover is what a fenced takeover over the window's points win
 // must record: every point's paused holder, run on, finds its lease lost,

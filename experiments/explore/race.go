@@ -121,7 +121,7 @@ func (f *folder) racer(pat Pattern, c Condition, x ran, tf *TimingFigures) bool 
 	if cl.Settings != f.st.SQLite {
 		f.c.Proc(p, "stdout", "the racer read back %s, the settings require %s", results.Compact(cl.Settings), results.Compact(f.st.SQLite))
 	}
-	if msg := backend.CheckReadBack(f.st.requested(c), cl.Postgres); msg != "" {
+	if msg := backend.CheckReadBack(f.st.spec(c).Requested(), cl.Postgres); msg != "" {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
 	if (cl.Error != "") != (x.step.ExitCode == protocol.ExitWorkerError) || (cl.Error == "") != (cl.ErrorClass == "") {

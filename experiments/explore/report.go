@@ -3,6 +3,7 @@ package explore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,7 +183,7 @@ func trialTables(res results.ScenarioResult) (rt, bt scenario.Table, err error) 
 			o := rc.timing
 			trials, violating, hist = o.Trials, o.Timing.ViolatingTrials, o.Timing.Histogram
 			ends := []string{}
-			for _, k := range sortedKeys(o.Timing.RacerEnds) {
+			for _, k := range slices.Sorted(maps.Keys(o.Timing.RacerEnds)) {
 				ends = append(ends, fmt.Sprintf("%s %d", k, o.Timing.RacerEnds[k]))
 			}
 			bt.Rows = append(bt.Rows, []string{c.Name, fmt.Sprint(o.Timing.Kills), fmt.Sprint(o.Timing.Landed), strings.Join(ends, ", "), fmt.Sprint(o.Timing.BusyErrors), fmt.Sprint(o.Timing.SerializationErrors), fmt.Sprint(o.Timing.Retries)})
@@ -190,7 +191,7 @@ func trialTables(res results.ScenarioResult) (rt, bt scenario.Table, err error) 
 			continue
 		}
 		outs := []string{}
-		for _, k := range sortedKeys(hist) {
+		for _, k := range slices.Sorted(maps.Keys(hist)) {
 			outs = append(outs, fmt.Sprintf("%s %d", k, hist[k]))
 		}
 		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), strings.Join(outs, ", "), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
@@ -235,7 +236,7 @@ func levelTable(st Settings, res results.ScenarioResult) (scenario.Table, error)
 				}
 				o := v.timing
 				outs := []string{}
-				for _, k := range byCount(sortedKeys(o.Timing.Histogram)) {
+				for _, k := range byCount(slices.Sorted(maps.Keys(o.Timing.Histogram))) {
 					outs = append(outs, fmt.Sprintf("%s ×%d", k, o.Timing.Histogram[k]))
 				}
 				row = append(row, fmt.Sprintf("%d/%d: %s; %d retried %s", o.Timing.ViolatingTrials, o.Trials, strings.Join(outs, ", "), o.Timing.SerializationErrors, harness.Mark(c.Pass)))

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/pattern"
@@ -88,10 +87,6 @@ func (s subject) Deliver(ctx context.Context, t engine.Trial) (engine.Found, err
 	case engine.Takeover:
 		return engine.Found{}, runTakeover(ctx, s.env, s.st, s.pat, c, t.Index, t.Point)
 	case engine.Concurrent:
-		if s.st.Backend != "" {
-			srv := s.env.Backend.WithSpec(backend.Spec{Name: s.st.Backend, Isolation: c.Isolation, SynchronousCommit: s.st.SynchronousCommit})
-			return engine.Found{}, runRaceOn(ctx, s.env, srv, s.st, s.pat, c, t.Index)
-		}
 		kills := t.KillsUS
 		if kills == nil {
 			kills = make([]int64, t.Racers)
@@ -297,24 +292,27 @@ func readRows(ctx context.Context, env scenario.Env, pat Pattern, db string) (St
 	return pat.ReadOn(ctx, st)
 }
 
-// runRace runs one round: the racers behind the barrier on a prepared
-// file, some killed after the release, then a recovery.
+// runRace runs one round: the racers behind the barrier on a fresh
+// database (raceDB), on SQLite some killed after the release, then the
+// recovery: one process on SQLite, the pattern's whole recovery on
+// PostgreSQL.
 func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int, kills []int64) error {
-	dir, err := os.MkdirTemp(env.TempDir, "idemlab-explore-")
+	t, err := raceDB(ctx, env, st, pat, c, i)
 	if err != nil {
-		return fmt.Errorf("%w: create database folder: %w", errclass.ErrHarness, err)
+		return err
 	}
-	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, DBName)
-	if err := pat.Prepare(ctx, db); err != nil {
-		return fmt.Errorf("%w: %s round %d: prepare the file: %w", errclass.ErrHarness, c.Name, i, err)
-	}
+	defer t.close()
 	racers := make([]harness.Racer, c.Racers)
+	var toks []string
 	for r := range racers {
+		fl, tok := t.sender()
+		if tok != "" {
+			toks = append(toks, tok)
+		}
 		racers[r] = harness.Racer{
 			Spec: harness.Spec{
 				Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d racer %02d", i, r),
-				Worker: pat.Racer, Args: RacerArgs(st, pat, Files{DB: db}),
+				Worker: pat.racerOn(st.Backend), Args: RacerArgs(st, pat, fl),
 				Exits: []int{protocol.ExitACK, protocol.ExitWorkerError},
 			},
 			KillAfterRelease: time.Duration(kills[r]) * time.Microsecond,
@@ -324,20 +322,59 @@ func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c 
 	if err != nil {
 		return fmt.Errorf("%s round %d: %w", c.Name, i, err)
 	}
-	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRacers, DB: db}
+	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRacers, DB: t.files.DB, Receiver: t.files.Receiver, Senders: toks}
 	for _, p := range procs {
 		o.ProcessIDs = append(o.ProcessIDs, p.Record.ID)
 	}
 	if c.Kills {
 		o.KillDelaysUS = kills
 	}
-	if _, err := observe(ctx, env, pat, nil, o); err != nil {
+	rows, err := observe(ctx, env, pat, t, o)
+	if err != nil {
 		return err
+	}
+	if st.Backend != "" {
+		return runRecovery(ctx, env, st, pat, t, c, i, rows)
 	}
 	rec := harness.Spec{
 		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d recovery", i),
-		Worker: pat.Worker, Args: pat.Args(st, Files{DB: db}),
+		Worker: pat.Worker, Args: pat.Args(st, t.files),
 	}
-	_, _, err = runStep(ctx, env, pat, nil, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: db})
+	_, _, err = runStep(ctx, env, pat, nil, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: t.files.DB})
 	return err
+}
+
+// raceDB is a race round's database with the pattern's tables, empty, so
+// the racers start from one state and the first statement after the
+// release is theirs: a prepared file on SQLite; on PostgreSQL a schema of
+// its own, and the pattern's receiver where it sends.
+func raceDB(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int) (*trialEnv, error) {
+	if st.Backend == "" {
+		dir, err := os.MkdirTemp(env.TempDir, "idemlab-explore-")
+		if err != nil {
+			return nil, fmt.Errorf("%w: create database folder: %w", errclass.ErrHarness, err)
+		}
+		t := &trialEnv{dir: dir, files: Files{DB: filepath.Join(dir, DBName)}}
+		if err := pat.Prepare(ctx, t.files.DB); err != nil {
+			t.close()
+			return nil, fmt.Errorf("%w: %s round %d: prepare the file: %w", errclass.ErrHarness, c.Name, i, err)
+		}
+		return t, nil
+	}
+	srv := env.Backend.WithSpec(st.spec(c))
+	db, err := srv.Fresh(ctx, "explore")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s round %d: %w", errclass.ErrHarness, c.Name, i, err)
+	}
+	if err := srv.Setup(ctx, db, pat.Tables(store.Postgres{})); err != nil {
+		return nil, fmt.Errorf("%s round %d: %w", c.Name, i, err)
+	}
+	t := &trialEnv{files: Files{DB: db.Target}}
+	if pat.Sends {
+		if t.rcv, err = receiver.Start(receiver.Config{Fence: pat.Fenced}); err != nil {
+			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		}
+		t.files.Receiver = t.rcv.URL
+	}
+	return t, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
@@ -304,7 +305,7 @@ func (f *folder) line(l results.Line) {
 		return
 	}
 	if c.Fault != FaultNone {
-		f.ran = append(f.ran, shard.Ran{Trial: shard.Trial{Condition: c.Name, ID: shard.TrialID(c.Name, o.Trial)}, Shard: l.Shard})
+		f.ran = append(f.ran, engine.Trial{Condition: c.Name, Index: o.Trial}.Ran(l.Shard))
 	}
 	ex := f.extra[c.Name]
 	ex.Trials++
@@ -370,8 +371,8 @@ func (e *ConditionExtra) model(name string) *ModelExtra {
 // checkPlan checks that the trial is one its condition plans.
 func (f *folder) checkPlan(t *trialLine) bool {
 	var want []string
-	for _, k := range classesOf[t.c.Fault] {
-		want = append(want, kindOf[k])
+	for _, k := range engine.ClassesOf(t.c.Fault) {
+		want = append(want, engine.Label(engine.Pattern, k))
 	}
 	if !slices.Contains(want, t.o.Kind) {
 		f.c.Obs(t.l, "kind", "%q is not a trial of a %s condition (want %v)", t.o.Kind, t.c.Fault, want)
@@ -756,7 +757,7 @@ func (f *folder) plan() []shard.Trial {
 				continue
 			}
 			for _, t := range f.st.plan(c, f.legacy, f.discovered(p)) {
-				out = append(out, shard.Trial{Condition: c.Name, ID: t.ID()})
+				out = append(out, t.Listed())
 			}
 		}
 	}

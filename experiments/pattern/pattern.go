@@ -147,7 +147,7 @@ type Condition struct {
 // seed: one of its fault's engine classes is scheduled (random's kills
 // after a delay, the concurrent deliveries).
 func (c Condition) Scheduled() bool {
-	return slices.ContainsFunc(classesOf[c.Fault], engine.Scheduled)
+	return slices.ContainsFunc(engine.ClassesOf(c.Fault), engine.Scheduled)
 }
 
 // FaultNone is the condition of a delivery without any fault: a pattern
@@ -432,29 +432,28 @@ type plan struct{ s Settings }
 
 func (p *plan) Settings() any { return p.s }
 
-// Processes estimates the run's processes for progress. The points are
-// known only after discovery, so it counts two per step (before and
-// after), and a first delivery and one redelivery per trial.
+// Processes counts the run's processes for progress (Settings.Processes).
 func (p *plan) Processes() int { return p.s.Processes() }
 
-// Processes is the estimate of the settings' processes (plan.Processes).
+// Processes counts the settings' processes from the plan the engine runs:
+// each pattern's discovery, then every trial of the run's part, planned
+// from the points the file's steps give (two a step; a program's are
+// known only once its discovery ran, so none). A race runs its racers and
+// a recovery, any other trial a first delivery and one redelivery; a
+// handler that stops early passes fewer points, and a trial that
+// redelivers more than once runs more.
 func (s Settings) Processes() int {
 	n := 0
 	for _, pt := range s.Patterns {
 		n++ // discovery
-		points := 2 * len(pt.File.Handler)
-		for _, f := range s.Faults {
-			switch f {
-			case wp.FaultPoints:
-				n += 2 * points
-			case wp.FaultRandom:
-				n += 2 * (s.HitTrials + s.KillTrials)
-			case wp.FaultConcurrent:
-				for _, k := range s.Racers {
-					n += 2 * s.Rounds * (k + 1)
-				}
-			case wp.FaultPower:
-				n += 2 * len(pt.Power) * len(PowerModels) * (points + 2)
+		found := engine.Found{Points: make([]string, 2*len(pt.File.Handler))}
+		for _, c := range s.Conditions {
+			if c.Pattern != pt.File.Name {
+				continue
+			}
+			ts, _ := engine.Plan(context.Background(), s.Seed, s.Shard, s.sets(c, false), found)
+			for _, t := range ts {
+				n += 2 + max(0, t.Racers-1)
 			}
 		}
 	}

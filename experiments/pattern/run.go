@@ -36,20 +36,6 @@ const (
 	KindPower     = "power"
 )
 
-// kindOf is the kind an observation records of each engine class, and
-// classesOf the engine classes of each fault a pattern file names: the
-// one place pattern spells the engine's classes its own way.
-var (
-	kindOf = map[engine.Kind]string{
-		engine.None: KindDiscovery, engine.Points: KindPoint, engine.CrashAtHit: KindHits,
-		engine.DelayKill: KindKill, engine.Concurrent: KindRace, engine.Power: KindPower,
-	}
-	classesOf = map[string][]engine.Kind{
-		FaultNone: {engine.None}, wp.FaultPoints: {engine.Points}, wp.FaultRandom: {engine.CrashAtHit, engine.DelayKill},
-		wp.FaultConcurrent: {engine.Concurrent}, wp.FaultPower: {engine.Power},
-	}
-)
-
 // PointACK is the power trial whose cut comes after the first delivery
 // acknowledged, with nothing of it left to redeliver.
 const PointACK = engine.PointACK
@@ -225,13 +211,11 @@ func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, fi
 // sets are what condition c asks of the engine: the random class's
 // crashes at a hit, then its kills numbered after them; a concurrent
 // condition's rounds per racer count, first without crashes, then with;
-// legacy plans power as a folder of format 4 or older.
+// any other fault each of its classes (engine.ClassesOf), planned from the
+// discovery alone (the points, power). legacy plans power as a folder of
+// format 4 or older.
 func (s Settings) sets(c Condition, legacy bool) []engine.Set {
 	switch c.Fault {
-	case wp.FaultPoints:
-		return []engine.Set{{Class: engine.Points, Condition: c.Name}}
-	case wp.FaultPower:
-		return []engine.Set{{Class: engine.Power, Condition: c.Name, Legacy: legacy}}
 	case wp.FaultRandom:
 		return []engine.Set{
 			{Class: engine.CrashAtHit, Condition: c.Name, Indices: engine.Count(0, s.HitTrials)},
@@ -248,7 +232,13 @@ func (s Settings) sets(c Condition, legacy bool) []engine.Set {
 		}
 		return out
 	}
-	return nil
+	var out []engine.Set
+	for _, k := range engine.ClassesOf(c.Fault) {
+		if k != engine.None {
+			out = append(out, engine.Set{Class: k, Condition: c.Name, Legacy: legacy})
+		}
+	}
+	return out
 }
 
 // plan lists condition c's trials, every shard's, from the discovered
@@ -324,7 +314,7 @@ func KillWindowUS(pat Pattern, durationMS float64, pointsUS []int64) int64 {
 func (r *runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, error) {
 	rc := *r
 	rc.ctx = ctx
-	o := Observation{Trial: t.Index, Kind: kindOf[t.Class], Point: t.Point, Model: t.Model, K: t.K, KillUS: t.KillUS, Racers: t.Racers, RaceCrashK: t.CrashK}
+	o := Observation{Trial: t.Index, Kind: engine.Label(engine.Pattern, t.Class), Point: t.Point, Model: t.Model, K: t.K, KillUS: t.KillUS, Racers: t.Racers, RaceCrashK: t.CrashK}
 	d, err := rc.trial(r.conds[t.Condition], o, nil)
 	if err != nil || t.Class != engine.None {
 		return engine.Found{}, err
