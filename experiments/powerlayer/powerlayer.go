@@ -16,12 +16,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/worker/powerfs"
+	"idemlab/worker/protocol"
 )
 
 // Record is what a trial on the filesystem layer keeps of its cut: the
@@ -32,6 +37,9 @@ type Record struct {
 	Params  powerfs.Params  `json:"params"`
 	Log     []powerfs.Op    `json:"log"`
 	Outcome powerfs.Outcome `json:"outcome"`
+	// ServerProcessID is the line of raw-processes.jsonl that records
+	// the mount's server; 0 in folders made before it was recorded.
+	ServerProcessID int `json:"server_process_id,omitempty"`
 }
 
 // Trial is one mount over a trial's folder.
@@ -39,7 +47,22 @@ type Trial struct {
 	m          *powerfs.Mount
 	mnt, store string
 	params     powerfs.Params
+	rec        Recording
+	// serverID is the server's process line once it is recorded.
+	serverID int
 }
+
+// Recording says where the server's process line goes: the run's
+// recorder, and the scenario, condition and label the line carries. A
+// zero Recording records nothing.
+type Recording struct {
+	Recorder                   *results.Recorder
+	Scenario, Condition, Label string
+}
+
+// RecordTo has the server recorded in raw-processes.jsonl when it ends,
+// as every process the run starts is.
+func (t *Trial) RecordTo(r Recording) { t.rec = r }
 
 // startTimeout bounds the wait for the server's "mounted".
 const startTimeout = 30 * time.Second
@@ -81,6 +104,9 @@ func (t *Trial) Mount() string { return t.mnt }
 // the store, and the outcome.
 func (t *Trial) Cut(pgids ...int) (Record, error) {
 	o, err := t.m.Cut(pgids...)
+	if rerr := t.recordServer(); rerr != nil {
+		return Record{}, errors.Join(err, rerr)
+	}
 	if err != nil {
 		return Record{}, fmt.Errorf("power layer fs: cut: %w", err)
 	}
@@ -88,7 +114,43 @@ func (t *Trial) Cut(pgids ...int) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("power layer fs: read the op log: %w", err)
 	}
-	return Record{Params: t.params, Log: log, Outcome: o}, nil
+	return Record{Params: t.params, Log: log, Outcome: o, ServerProcessID: t.serverID}, nil
+}
+
+// ServerRole ends the label of a server's process line.
+const ServerRole = "power-loss server"
+
+// recordServer appends the server's process line once it has ended, once.
+func (t *Trial) recordServer() error {
+	if t.rec.Recorder == nil || t.serverID != 0 {
+		return nil
+	}
+	end, st, killed, ok := t.m.Ended()
+	if !ok {
+		return nil
+	}
+	started, ended, ms := harness.Window(t.m.Started(), end)
+	argv := t.m.Argv()
+	p := results.ProcessRecord{Scenario: t.rec.Scenario, Condition: t.rec.Condition,
+		Label: strings.TrimSpace(t.rec.Label + " " + ServerRole), Worker: powerfs.WorkerName,
+		Argv: argv, Env: map[string]string{}, PID: t.m.Pid(),
+		StartedAt: started, EndedAt: ended, DurationMS: ms, ExitCode: -1, Stderr: t.m.Stderr(),
+		ExecutableSHA256: t.rec.Recorder.ExecutableSHA256("", argv[0])}
+	if st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.Signal = ws.Signal().String()
+		} else {
+			p.ExitCode = st.ExitCode()
+		}
+	}
+	if killed {
+		p.KilledBy = "harness"
+	}
+	if err := t.rec.Recorder.AppendProcess(&p); err != nil {
+		return fmt.Errorf("power layer fs: record the server: %w", err)
+	}
+	t.serverID = p.ID
+	return nil
 }
 
 // Close unmounts, if a cut has not already, and removes the mount point
@@ -99,7 +161,7 @@ func (t *Trial) Close() error {
 	if err == nil {
 		err = os.Remove(t.mnt)
 	}
-	return errors.Join(err, os.RemoveAll(t.store))
+	return errors.Join(err, t.recordServer(), os.RemoveAll(t.store))
 }
 
 // Sweep clears the stale mounts a killed harness left (powerfs.Sweep),
@@ -141,4 +203,39 @@ func diffOutcome(want, got powerfs.Outcome) (field, text string) {
 		}
 	}
 	return "", ""
+}
+
+// CheckServer checks the process line p that a trial's record names as
+// its mount's server: the server worker, serving mount under the record's
+// models, ended by itself with exit 0 (a server that crashed or had to be
+// killed did not make the cut or the unmount it was asked for). It
+// returns the first field that is wrong, or "".
+func CheckServer(p results.Process, r Record, mount string) (field, text string) {
+	if p.Worker != powerfs.WorkerName {
+		return "worker", fmt.Sprintf("is %q, but the record names it as its mount's server (%s)", p.Worker, powerfs.WorkerName)
+	}
+	want := map[string]string{"-mnt": mount, "-model": r.Params.Model, "-dir-model": r.Params.DirModel}
+	for _, flag := range []string{"-mnt", "-model", "-dir-model"} {
+		if got, ok := argOf(p.Argv, flag); !ok || got != want[flag] {
+			return "argv", fmt.Sprintf("gives %s %q, but the trial's mount and models say %q", flag, got, want[flag])
+		}
+	}
+	if p.ExitCode != 0 || p.Signal != "" {
+		by := ""
+		if p.KilledBy != "" {
+			by = ", killed by the " + p.KilledBy
+		}
+		return "exit_code", fmt.Sprintf("%s%s: the server did not end by itself after the cut or the unmount", protocol.Ending(p.ExitCode, p.Signal, p.Stderr), by)
+	}
+	return "", ""
+}
+
+// argOf finds the value after flag in argv.
+func argOf(argv []string, flag string) (string, bool) {
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == flag {
+			return argv[i+1], true
+		}
+	}
+	return "", false
 }

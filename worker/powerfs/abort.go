@@ -50,6 +50,7 @@ var live = struct {
 // unmount), and the wait ends after abortWait whatever happens, saying
 // why. It never blocks longer.
 func (m *Mount) kill() error {
+	m.setKilled()
 	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
 	if m.waitExit(exitWait) {
 		return nil
@@ -60,6 +61,17 @@ func (m *Mount) kill() error {
 	}
 	return fmt.Errorf("powerfs: the server (pid %d) did not exit %s after SIGKILL and the connection's abort (%s)",
 		m.cmd.Process.Pid, exitWait+abortWait, how)
+}
+
+// setKilled notes a kill of a server that has not been reaped yet.
+func (m *Mount) setKilled() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-m.exited:
+	default:
+		m.killed = true
+	}
 }
 
 // waitExit waits up to d for the server to be reaped.
@@ -143,6 +155,7 @@ func AbortAll() []string {
 	live.Unlock()
 	var said []string
 	for _, m := range ms {
+		m.setKilled()
 		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
 		how := abortConn(m.Mountpoint, m.dev)
 		said = append(said, fmt.Sprintf("powerfs: aborted the mount %s (server pid %d): %s; detach: %s",

@@ -72,7 +72,34 @@ type Mount struct {
 	// dev is the mount's device, read at its "mounted": it names the
 	// connection to abort after the mount is detached (abort.go).
 	dev uint64
+	// started and ended are when the server started and was reaped;
+	// killed says the parent SIGKILLed it.
+	started, ended time.Time
+	killed         bool
 }
+
+// Ended is the server's end, for its process record: when it was reaped,
+// how it ended, and whether the parent killed it; ok is false while it
+// has not been reaped.
+func (m *Mount) Ended() (end time.Time, st *os.ProcessState, killed, ok bool) {
+	select {
+	case <-m.exited:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.ended, m.cmd.ProcessState, m.killed, true
+	default:
+		return time.Time{}, nil, false, false
+	}
+}
+
+// Started is when the server was started.
+func (m *Mount) Started() time.Time { return m.started }
+
+// Argv is the server's command line.
+func (m *Mount) Argv() []string { return m.cmd.Args }
+
+// Stderr is what the server wrote on its stderr; read it once it ended.
+func (m *Mount) Stderr() string { return m.stderr.String() }
 
 // CutEvent is the server's word that the mount froze at a sync.
 type CutEvent struct {
@@ -115,6 +142,7 @@ func Start(ctx context.Context, exe string, cfg Config) (*Mount, error) {
 		return nil, err
 	}
 	t0 := time.Now()
+	m.started = t0
 	if err := m.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -171,6 +199,7 @@ func (m *Mount) read(out io.Reader) {
 		}
 	}
 	m.waitErr = m.cmd.Wait()
+	m.ended = time.Now()
 	live.Lock()
 	delete(live.m, m)
 	live.Unlock()
