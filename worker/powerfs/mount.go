@@ -23,14 +23,16 @@ import (
 // Missing says in one line what this machine lacks to serve a mount, or ""
 // when nothing is missing.
 func Missing() string {
-	return missing(machine{devFuse: "/dev/fuse", filesystems: "/proc/filesystems", euid: os.Geteuid(), lookPath: exec.LookPath})
+	return missing(machine{devFuse: "/dev/fuse", filesystems: "/proc/filesystems", fuseConf: "/etc/fuse.conf", euid: os.Geteuid(), lookPath: exec.LookPath})
 }
 
 // machine is where Missing looks.
 type machine struct {
 	devFuse, filesystems string
-	euid                 int
-	lookPath             func(string) (string, error)
+	// fuseConf is fusermount3's configuration, read when not root.
+	fuseConf string
+	euid     int
+	lookPath func(string) (string, error)
 }
 
 func missing(m machine) string {
@@ -44,8 +46,26 @@ func missing(m machine) string {
 		if _, err := m.lookPath("fusermount3"); err != nil {
 			return "FUSE is missing: not root and no fusermount3 on PATH"
 		}
+		if !allowsOther(m.fuseConf) {
+			return "FUSE is missing: not root, and " + m.fuseConf + " does not set user_allow_other, which a mount open to other users (allow_other) needs"
+		}
 	}
 	return ""
+}
+
+// allowsOther says whether fusermount3's configuration at path lets a
+// user mount with allow_other.
+func allowsOther(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "user_allow_other" {
+			return true
+		}
+	}
+	return false
 }
 
 // Mount is the parent's handle on one serving process and its mount. The
