@@ -113,11 +113,22 @@ func (g *group) wait() (werr error, left []procstat.Stat) {
 	return werr, left
 }
 
+// LingerGrace is how long the group of a leader that has exited may take
+// to empty by itself before what is left of it counts as having outlived
+// the leader: a process the leader signalled as it exited (`trap 'kill 0'
+// EXIT`) is still dying, not lingering.
+const LingerGrace = 500 * time.Millisecond
+
 // reapGroup kills the process group pgid, whose leader has been waited
 // for, until no live process of it is left or the timeout passes. It
-// returns the live processes it found before the first kill.
+// returns the live processes it found before the first kill, once the
+// group had LingerGrace to empty by itself.
 func reapGroup(pgid int, timeout time.Duration) []procstat.Stat {
 	first := groupStats(pgid)
+	for end := time.Now().Add(LingerGrace); len(first) > 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+		first = groupStats(pgid)
+	}
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
 		return first
 	}
