@@ -114,7 +114,7 @@ func (f *folder) checkFS(t trialLine) {
 	// before it was recorded name none.
 	if id := t.o.FS.ServerProcessID; id != 0 {
 		if p, ok := f.c.Use(f.rec, t.l, id); ok {
-			if field, text := powerlayer.CheckServer(p, t.o.FS.Record, t.o.FS.Mount); field != "" {
+			if field, text := powerlayer.CheckServer(p, t.o.FS.Mount, t.o.FS.Params); field != "" {
 				f.c.Proc(p, field, "%s", text)
 			}
 		}

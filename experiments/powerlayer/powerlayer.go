@@ -122,20 +122,32 @@ const ServerRole = "power-loss server"
 
 // recordServer appends the server's process line once it has ended, once.
 func (t *Trial) recordServer() error {
-	if t.rec.Recorder == nil || t.serverID != 0 {
+	if t.serverID != 0 {
 		return nil
 	}
-	end, st, killed, ok := t.m.Ended()
+	id, err := RecordServer(t.m, t.rec)
+	t.serverID = id
+	return err
+}
+
+// RecordServer appends the process line of m's server to r's recorder,
+// once the server has been reaped, and returns the line's id: 0 when r
+// records nothing or the server has not ended.
+func RecordServer(m *powerfs.Mount, r Recording) (int, error) {
+	if r.Recorder == nil {
+		return 0, nil
+	}
+	end, st, killed, ok := m.Ended()
 	if !ok {
-		return nil
+		return 0, nil
 	}
-	started, ended, ms := harness.Window(t.m.Started(), end)
-	argv := t.m.Argv()
-	p := results.ProcessRecord{Scenario: t.rec.Scenario, Condition: t.rec.Condition,
-		Label: strings.TrimSpace(t.rec.Label + " " + ServerRole), Worker: powerfs.WorkerName,
-		Argv: argv, Env: map[string]string{}, PID: t.m.Pid(),
-		StartedAt: started, EndedAt: ended, DurationMS: ms, ExitCode: -1, Stderr: t.m.Stderr(),
-		ExecutableSHA256: t.rec.Recorder.ExecutableSHA256("", argv[0])}
+	started, ended, ms := harness.Window(m.Started(), end)
+	argv := m.Argv()
+	p := results.ProcessRecord{Scenario: r.Scenario, Condition: r.Condition,
+		Label: strings.TrimSpace(r.Label + " " + ServerRole), Worker: powerfs.WorkerName,
+		Argv: argv, Env: map[string]string{}, PID: m.Pid(),
+		StartedAt: started, EndedAt: ended, DurationMS: ms, ExitCode: -1, Stderr: m.Stderr(),
+		ExecutableSHA256: r.Recorder.ExecutableSHA256("", argv[0])}
 	if st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			p.Signal = ws.Signal().String()
@@ -146,11 +158,10 @@ func (t *Trial) recordServer() error {
 	if killed {
 		p.KilledBy = "harness"
 	}
-	if err := t.rec.Recorder.AppendProcess(&p); err != nil {
-		return fmt.Errorf("power layer fs: record the server: %w", err)
+	if err := r.Recorder.AppendProcess(&p); err != nil {
+		return 0, fmt.Errorf("power layer fs: record the server: %w", err)
 	}
-	t.serverID = p.ID
-	return nil
+	return p.ID, nil
 }
 
 // Close unmounts, if a cut has not already, and removes the mount point
@@ -206,16 +217,21 @@ func diffOutcome(want, got powerfs.Outcome) (field, text string) {
 }
 
 // CheckServer checks the process line p that a trial's record names as
-// its mount's server: the server worker, serving mount under the record's
-// models, ended by itself with exit 0 (a server that crashed or had to be
-// killed did not make the cut or the unmount it was asked for). It
-// returns the first field that is wrong, or "".
-func CheckServer(p results.Process, r Record, mount string) (field, text string) {
+// its mount's server: the server worker, serving mount under the models
+// params (not checked when params names no model), ended by itself with
+// exit 0 (a server that crashed or had to be killed did not make the cut
+// or the unmount it was asked for). It returns the first field that is
+// wrong, or "".
+func CheckServer(p results.Process, mount string, params powerfs.Params) (field, text string) {
 	if p.Worker != powerfs.WorkerName {
 		return "worker", fmt.Sprintf("is %q, but the record names it as its mount's server (%s)", p.Worker, powerfs.WorkerName)
 	}
-	want := map[string]string{"-mnt": mount, "-model": r.Params.Model, "-dir-model": r.Params.DirModel}
-	for _, flag := range []string{"-mnt", "-model", "-dir-model"} {
+	want := map[string]string{"-mnt": mount, "-model": params.Model, "-dir-model": params.DirModel}
+	flags := []string{"-mnt", "-model", "-dir-model"}
+	if params.Model == "" {
+		flags = flags[:1]
+	}
+	for _, flag := range flags {
 		if got, ok := argOf(p.Argv, flag); !ok || got != want[flag] {
 			return "argv", fmt.Sprintf("gives %s %q, but the trial's mount and models say %q", flag, got, want[flag])
 		}
