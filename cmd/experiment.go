@@ -189,6 +189,7 @@ func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results,
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer teardownDeadline(ctx, opts.Streams.Err)()
 	prog := progress.New(opts.Streams.Err, opts.Quiet, "experiment")
 	so := suite.Options{
 		Registry: opts.hooks.Registry, Out: opts.Out, InputPath: opts.Input, Scenarios: opts.Scenarios,

@@ -395,3 +395,41 @@ s.close()`, 2000*12000 - harness.StrayCap},
 		})
 	}
 }
+
+// TestLingeringHandlerIsAFinding: a hostile handler that double-forks a
+// process which outlives it (its parent shell exits at once, so nothing
+// waits for it) is a finding on the delivery, named by its process group:
+// the run exits 1 with its folder written, verify derives the same
+// verdict (exit 4), and nothing of it is left running.
+func TestLingeringHandlerIsAFinding(t *testing.T) {
+	needPython(t)
+	bin := idemlabBinary(t)
+	input, _ := filepath.Abs(goodInput)
+	dir := handlerDir(t, []string{"sh", "-c", "(sleep 600 & echo $! >> pids); python3 separate_commit.py; exit $?"}, nil)
+	out := filepath.Join(dir, "results")
+	r := runBinary(t, bin, dir, 3*time.Minute, nil, "experiment", "--quiet", "--scenario", "pattern", "--input", input, "--pattern-file", "pattern.json", "--faults", "points", "--out", out)
+	assertNothingLeft(t, out, dir)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "were still running after it exited") {
+		t.Errorf("stderr does not say what outlived the handler:\n%s", r.stderr)
+	}
+	lingered := 0
+	for _, p := range jsonLines(t, filepath.Join(out, "raw-processes.jsonl")) {
+		l, ok := p["lingered"].(map[string]any)
+		if !ok {
+			continue
+		}
+		lingered++
+		if l["group"] != p["pid"] {
+			t.Errorf("%v: lingered group %v, want its own pid %v", p["label"], l["group"], p["pid"])
+		}
+	}
+	if lingered == 0 {
+		t.Error("no process line records what outlived it")
+	}
+	if v := runBinary(t, bin, dir, time.Minute, nil, "verify", out); v.code != 4 {
+		t.Errorf("verify: exit %d, want 4 (consistent, the run failed):\n%s%s", v.code, v.stdout, v.stderr)
+	}
+}

@@ -96,6 +96,50 @@ func TestProgramPowerOnTheFilesystem(t *testing.T) {
 	if v := execIn(t, Hooks{}, "verify", out); v.code != 0 {
 		t.Fatalf("verify exit %d:\n%s%s", v.code, v.stdout, v.stderr)
 	}
+	// Each trial's mounts' servers are process lines of their own, which
+	// its record names; a server's line edited fails verify.
+	procLines := strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(out, "raw-processes.jsonl")))), "\n")
+	servers := map[float64]int{}
+	for i, l := range procLines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["worker"] == powerfs.WorkerName {
+			servers[m["id"].(float64)] = i
+		}
+	}
+	named := 0
+	for _, o := range obs {
+		if n := len(o.PowerFS.ServerProcessIDs); n < 1 || n > 2 {
+			t.Errorf("trial %d of %s names %d servers, want 1 or 2", o.Trial, o.Condition, n)
+		}
+		for _, id := range o.PowerFS.ServerProcessIDs {
+			if _, ok := servers[float64(id)]; !ok {
+				t.Errorf("trial %d of %s names server line %d, which is not a %s line", o.Trial, o.Condition, id, powerfs.WorkerName)
+			}
+			named++
+		}
+	}
+	if named != len(servers) || named == 0 {
+		t.Errorf("the records name %d servers, raw-processes.jsonl holds %d", named, len(servers))
+	}
+	for _, i := range servers {
+		var m map[string]any
+		_ = json.Unmarshal([]byte(procLines[i]), &m)
+		m["exit_code"] = 3
+		b, _ := json.Marshal(m)
+		edited := append([]string{}, procLines...)
+		edited[i] = string(b)
+		dir := copyFolder(t, out)
+		if err := os.WriteFile(filepath.Join(dir, "raw-processes.jsonl"), []byte(strings.Join(edited, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if v := execIn(t, Hooks{}, "verify", dir); v.code == 0 || !strings.Contains(v.stdout, "exit_code") {
+			t.Errorf("a server's exit edited: verify exit %d, want a finding on exit_code:\n%s%s", v.code, v.stdout, v.stderr)
+		}
+		break
+	}
 
 	// Edits: each must fail verify naming the field.
 	edit := func(match func(o powerObs) bool, change func(m map[string]any) bool) []string {

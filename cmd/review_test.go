@@ -203,6 +203,10 @@ func TestVerifyCatchesEveryEdit(t *testing.T) {
 			return m
 		}), "(process 1): ended_at: is 2000-01-01T00:00:00Z, before started_at"},
 		{"negative duration", "raw-processes.jsonl", proc(4, func(m map[string]any) map[string]any { m["duration_ms"] = -5.0; return m }), "(process 4): duration_ms: is -5"},
+		{"a process that outlived its leader", "raw-processes.jsonl", proc(4, func(m map[string]any) map[string]any {
+			m["lingered"] = map[string]any{"group": m["pid"], "processes": []any{map[string]any{"pid": 5.0, "comm": "sleep"}}}
+			return m
+		}), "(process 4): lingered: 1 process(es) of its group"},
 		{"run started in 1999", "results.json", res(func(m map[string]any) { m["started_at"] = "1999-01-01T00:00:00Z" }), "results.json: started_at: is 1999-01-01T00:00:00Z"},
 		{"run finished before its processes", "results.json", res(func(m map[string]any) {
 			// Both times moved back, so the run finishes 5 s before

@@ -110,4 +110,13 @@ func (f *folder) checkFS(t trialLine) {
 	if field, text := powerlayer.Check(t.o.FS.Record); field != "" {
 		f.c.Obs(t.l, "fs."+field, "%s", text)
 	}
+	// The mount's server is a process line of its own; folders made
+	// before it was recorded name none.
+	if id := t.o.FS.ServerProcessID; id != 0 {
+		if p, ok := f.c.Use(f.rec, t.l, id); ok {
+			if field, text := powerlayer.CheckServer(p, t.o.FS.Mount, t.o.FS.Params); field != "" {
+				f.c.Proc(p, field, "%s", text)
+			}
+		}
+	}
 }

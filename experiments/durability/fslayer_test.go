@@ -225,6 +225,80 @@ func TestFSLayerTamper(t *testing.T) {
 			}
 		})
 	}
+	// The mount's server has a process line of its own, which the trial's
+	// record names; an edit of either is found in raw-processes.jsonl.
+	var o Observation
+	if err := json.Unmarshal(out.Records.Observations[line].Raw, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.FS == nil {
+		t.Fatal("the normal run has no fs record")
+	}
+	server := slices.IndexFunc(out.Records.Processes, func(p results.Process) bool { return p.ID == o.FS.ServerProcessID })
+	if server < 0 {
+		t.Fatalf("the trial's record names no server process line (server_process_id %d)", o.FS.ServerProcessID)
+	}
+	if p := out.Records.Processes[server]; p.Worker != powerfs.WorkerName || p.PID == 0 || p.ExitCode != 0 {
+		t.Fatalf("the server's line: worker %q, pid %d, exit %d", p.Worker, p.PID, p.ExitCode)
+	}
+	t.Run("folder made before servers were recorded", func(t *testing.T) {
+		rec := scenariotest.Edit(t, out.Records, true, line, func(m map[string]any) {
+			delete(m["fs"].(map[string]any), "server_process_id")
+		})
+		var procs []results.Process
+		for _, p := range rec.Processes {
+			if p.Worker != powerfs.WorkerName {
+				procs = append(procs, p)
+			}
+		}
+		var obs []results.Line
+		for i, l := range rec.Observations {
+			if i != line {
+				// The other trials' records name their servers too.
+				l = scenariotest.Edit(t, rec, true, i, func(m map[string]any) {
+					delete(m["fs"].(map[string]any), "server_process_id")
+				}).Observations[i]
+			}
+			obs = append(obs, l)
+		}
+		if findings := scenario.Evaluate(New(), flags, out.Settings, results.NewRecords(obs, procs)).AllFindings(); len(findings) > 0 {
+			t.Errorf("an fs-layer folder without server lines has findings: %v", findings)
+		}
+	})
+	for _, tt := range []struct {
+		name, field string
+		obs         bool
+		edit        func(m map[string]any)
+	}{
+		{"server_process_id removed", "no observation refers to this process", true, func(m map[string]any) {
+			delete(m["fs"].(map[string]any), "server_process_id")
+		}},
+		{"server exit", "exit_code", false, func(m map[string]any) { m["exit_code"] = 3 }},
+		{"server killed", "exit_code", false, func(m map[string]any) { m["exit_code"], m["signal"] = -1, "killed" }},
+		{"server's mount", "argv", false, func(m map[string]any) {
+			argv := m["argv"].([]any)
+			for i := range argv[:len(argv)-1] {
+				if argv[i] == "-mnt" {
+					argv[i+1] = "/elsewhere"
+				}
+			}
+		}},
+		{"server's worker", "worker", false, func(m map[string]any) { m["worker"] = "durability.first" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			index := server
+			if tt.obs {
+				index = line
+			}
+			rec := scenariotest.Edit(t, out.Records, tt.obs, index, tt.edit)
+			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
+				return f.File == results.ProcessesFile && strings.Contains(f.String(), tt.field)
+			}) {
+				t.Errorf("no finding in %s naming %s; got %v", results.ProcessesFile, tt.field, findings)
+			}
+		})
+	}
 }
 
 func TestPowerLayerRefused(t *testing.T) {

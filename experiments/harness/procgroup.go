@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"idemlab/experiments/procstat"
+	"idemlab/experiments/results"
 )
 
 // Every worker, the harness's own and a user's program, runs in a process
@@ -98,9 +99,9 @@ func (g *group) kill() error {
 
 // wait waits for the leader, then kills what is left of its group and
 // waits until the group is empty, then until its output has been read.
-// It returns the leader's exit as exec.Cmd.Wait does, and how many of the
-// group's processes outlived the leader and were killed.
-func (g *group) wait() (werr error, left int) {
+// It returns the leader's exit as exec.Cmd.Wait does, and the group's
+// processes that outlived the leader, as they were before the kill.
+func (g *group) wait() (werr error, left []procstat.Stat) {
 	werr = g.cmd.Wait()
 	left = reapGroup(g.cmd.Process.Pid, GroupReapTimeout)
 	deadline := time.Now().Add(GroupDrainTimeout)
@@ -112,14 +113,25 @@ func (g *group) wait() (werr error, left int) {
 	return werr, left
 }
 
+// LingerGrace is how long the group of a leader that has exited may take
+// to empty by itself before what is left of it counts as having outlived
+// the leader: a process the leader signalled as it exited (`trap 'kill 0'
+// EXIT`) is still dying, not lingering.
+const LingerGrace = 500 * time.Millisecond
+
 // reapGroup kills the process group pgid, whose leader has been waited
 // for, until no live process of it is left or the timeout passes. It
-// says how many live processes it found the first time.
-func reapGroup(pgid int, timeout time.Duration) int {
-	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
-		return 0
+// returns the live processes it found before the first kill, once the
+// group had LingerGrace to empty by itself.
+func reapGroup(pgid int, timeout time.Duration) []procstat.Stat {
+	first := groupStats(pgid)
+	for end := time.Now().Add(LingerGrace); len(first) > 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+		first = groupStats(pgid)
 	}
-	first := len(GroupMembers(pgid))
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
+		return first
+	}
 	end := time.Now().Add(timeout)
 	for delay := time.Millisecond; time.Now().Before(end); delay = min(2*delay, 50*time.Millisecond) {
 		// Killed members become zombies until their new parent reaps
@@ -138,21 +150,43 @@ func reapGroup(pgid int, timeout time.Duration) int {
 // GroupMembers lists the live processes (not zombies) of process group
 // pgid, from /proc.
 func GroupMembers(pgid int) []int {
+	var pids []int
+	for _, st := range groupStats(pgid) {
+		pids = append(pids, st.PID)
+	}
+	return pids
+}
+
+// groupStats reads the live processes of process group pgid from /proc.
+func groupStats(pgid int) []procstat.Stat {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var pids []int
+	var out []procstat.Stat
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		if st, err := procstat.Read(pid); err == nil && st.PGRP == pgid && st.Live() {
-			pids = append(pids, pid)
+			out = append(out, st)
 		}
 	}
-	return pids
+	return out
+}
+
+// lingered is the record of what outlived the leader pid of its group,
+// nil when nothing did.
+func lingered(pid int, left []procstat.Stat) *results.Lingered {
+	if len(left) == 0 {
+		return nil
+	}
+	l := &results.Lingered{Group: pid, Processes: []results.LingeringProcess{}}
+	for _, st := range left {
+		l.Processes = append(l.Processes, results.LingeringProcess{PID: st.PID, Comm: st.Comm})
+	}
+	return l
 }
 
 // Alive says whether process pid is alive (a zombie is not).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
+	"idemlab/experiments/results"
 )
 
 func init() {
@@ -107,19 +109,29 @@ func TestProgramWrapperKilledAtPoint(t *testing.T) {
 // TestProgramHangs: each way a program held the harness past its timeout
 // before now ends the run within it, and leaves nothing of its group.
 func TestProgramHangs(t *testing.T) {
+	// lingers names the command of the first pid the program writes when
+	// its leader exits by itself while that process still runs: the record
+	// names it, in the leader's group. Where the harness kills the group,
+	// nothing is named.
 	tests := []struct {
-		name string
-		argv []string
-		exit int
+		name    string
+		argv    []string
+		exit    int
+		lingers string
 	}{
 		// A grandchild keeps stdout open after the leader exits.
-		{"grandchild holds stdout", []string{"sh", "-c", "sleep 600 & echo $! > pid; exit 0"}, 0},
+		{"grandchild holds stdout", []string{"sh", "-c", "sleep 600 & echo $! > pid; exit 0"}, 0, "sleep"},
 		// A grandchild keeps stdout open and the leader hangs.
-		{"grandchild holds stdout, leader hangs", []string{"sh", "-c", "sleep 600 & echo $! > pid; echo $$ >> pid; sleep 600"}, -1},
+		{"grandchild holds stdout, leader hangs", []string{"sh", "-c", "sleep 600 & echo $! > pid; echo $$ >> pid; sleep 600"}, -1, ""},
 		// `kill 0` reaches the program's own group, not the harness's.
-		{"trap kill 0", []string{"sh", "-c", "trap 'kill 0' EXIT; sleep 600 & echo $! > pid; exit 0"}, -1},
-		// A grandchild waits on the points socket.
-		{"grandchild waits on the socket", []string{"sh", "-c", "sh -c 'echo $$ > pid; echo point p >&3; read a <&3; sleep 600' & while [ ! -s pid ]; do sleep 0.01; done; exit 0"}, 0},
+		{"trap kill 0", []string{"sh", "-c", "trap 'kill 0' EXIT; sleep 600 & echo $! > pid; exit 0"}, -1, ""},
+		// A grandchild waits on the points socket (and may have started
+		// its sleep when the leader exits).
+		{"grandchild waits on the socket", []string{"sh", "-c", "sh -c 'echo $$ > pid; echo point p >&3; read a <&3; sleep 600' & while [ ! -s pid ]; do sleep 0.01; done; exit 0"}, 0, "sh"},
+		// A double fork: the grandchild's parent exits, and it lingers.
+		{"double fork", []string{"sh", "-c", "(sleep 600 & echo $! > pid); exit 0"}, 0, "sleep"},
+		// A child the leader waits for is gone before it exits.
+		{"child waited for", []string{"sh", "-c", "sleep 0.01 & echo $! > pid; wait; exit 0"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +149,26 @@ func TestProgramHangs(t *testing.T) {
 			if run.Record.ExitCode != tt.exit {
 				t.Errorf("exit %d, want %d", run.Record.ExitCode, tt.exit)
 			}
-			assertGroupGone(t, run.Record.PID, pidsIn(t, filepath.Join(dir, "pid"))...)
+			pids := pidsIn(t, filepath.Join(dir, "pid"))
+			got := run.Record.Lingered
+			switch {
+			case tt.lingers == "" && got != nil:
+				t.Errorf("lingered %+v, want nothing", got)
+			case tt.lingers != "" && got == nil:
+				t.Errorf("lingered: nothing, want %s (pid %d)", tt.lingers, pids[0])
+			case tt.lingers != "":
+				if got.Group != run.Record.PID {
+					t.Errorf("lingered group %d, want the leader's, %d", got.Group, run.Record.PID)
+				}
+				// A forked shell may not have exec'd its command yet: its
+				// name is then the shell's.
+				if !slices.ContainsFunc(got.Processes, func(p results.LingeringProcess) bool {
+					return p.PID == pids[0] && (p.Comm == tt.lingers || p.Comm == "sh")
+				}) {
+					t.Errorf("lingered %+v, want pid %d (%s) among them", got.Processes, pids[0], tt.lingers)
+				}
+			}
+			assertGroupGone(t, run.Record.PID, pids...)
 		})
 	}
 }

@@ -142,7 +142,7 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 		defer close(points)
 		r.converse(conn, p, run, k, start, first)
 	}()
-	werr, _ := g.wait()
+	werr, left := g.wait()
 	k.end()
 	stopTimers()
 	first.stop()
@@ -166,6 +166,8 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 	}
 	if k.reason() != "" {
 		run.Record.KilledBy = "harness"
+	} else if ctx.Err() == nil {
+		run.Record.Lingered = lingered(run.Record.PID, left)
 	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {

@@ -169,7 +169,7 @@ func childEnv(set map[string]string) []string {
 // the context ended (kept in the chain, so errors.Is(err,
 // context.Canceled) holds).
 func (h *Handle) Wait() (*Proc, error) {
-	werr, _ := h.g.wait()
+	werr, left := h.g.wait()
 	h.mu.Lock()
 	close(h.done)
 	killed := h.killed
@@ -201,6 +201,10 @@ func (h *Handle) Wait() (*Proc, error) {
 	}
 	if killed {
 		rec.KilledBy = "harness"
+	} else if h.ctx.Err() == nil {
+		// What the harness's kill of the group reached is not the
+		// worker's doing; what outlived a leader that ended by itself is.
+		rec.Lingered = lingered(rec.PID, left)
 	}
 	if h.r.Recorder != nil {
 		if err := h.r.Recorder.AppendProcess(&rec); err != nil {

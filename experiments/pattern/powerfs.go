@@ -36,6 +36,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,6 +46,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/errclass"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/seed"
 	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
@@ -71,6 +73,11 @@ type PowerFS struct {
 	Outcome powerfs.Outcome `json:"outcome"`
 	// MountMS is how long the trial's first mount took.
 	MountMS float64 `json:"mount_ms"`
+	// ServerProcessIDs are the lines of raw-processes.jsonl of the
+	// trial's mounts' servers: the first delivery's, which made the cut,
+	// then the redeliveries', if any; absent in folders made before they
+	// were recorded.
+	ServerProcessIDs []int `json:"server_process_ids,omitempty"`
 }
 
 // ProgramPowerParams are the cut's models of program power trial o.
@@ -113,10 +120,26 @@ func ackOpenCut(pat Pattern, o Observation, d Delivery) bool {
 	return pat.File.IsProgram() && o.Kind == KindPower && o.Point == PointACKOpen && d.Number == 1 && d.KilledAt != ""
 }
 
-// fsTrial is one program power trial's folders and mount.
+// fsTrial is one program power trial's folders and mount; rec is where
+// its servers' process lines go, and pf the record that names them.
 type fsTrial struct {
 	backing, mnt, store string
 	m                   *powerfs.Mount
+	rec                 powerlayer.Recording
+	pf                  *PowerFS
+}
+
+// recordServer records the ended server of m and names it in the trial's
+// record.
+func (f *fsTrial) recordServer(m *powerfs.Mount) error {
+	id, err := powerlayer.RecordServer(m, f.rec)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	if id != 0 && f.pf != nil {
+		f.pf.ServerProcessIDs = append(f.pf.ServerProcessIDs, id)
+	}
+	return nil
 }
 
 func newFSTrial(dir string) *fsTrial {
@@ -140,6 +163,10 @@ func (f *fsTrial) cut(o *Observation, p powerfs.Params) error {
 	m := f.m
 	f.m = nil
 	out, err := m.Cut()
+	f.pf = &PowerFS{}
+	if rerr := f.recordServer(m); rerr != nil {
+		return rerr
+	}
 	if err != nil {
 		return fmt.Errorf("%w: power cut: %w", errclass.ErrHarness, err)
 	}
@@ -147,14 +174,14 @@ func (f *fsTrial) cut(o *Observation, p powerfs.Params) error {
 	if err != nil {
 		return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
 	}
-	rec := &PowerFS{Params: p, Outcome: out, MountMS: float64(m.MountTook.Microseconds()) / 1000, LogOps: len(ops)}
+	rec := &PowerFS{Params: p, Outcome: out, MountMS: float64(m.MountTook.Microseconds()) / 1000, LogOps: len(ops), ServerProcessIDs: f.pf.ServerProcessIDs}
 	if rec.LogSHA256, err = OpsSHA256(ops); err != nil {
 		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	if len(ops) <= MaxLoggedOps {
 		rec.Log = ops
 	}
-	o.PowerFS = rec
+	o.PowerFS, f.pf = rec, rec
 	return nil
 }
 
@@ -165,7 +192,7 @@ func (f *fsTrial) close() error {
 	}
 	m := f.m
 	f.m = nil
-	return m.Close()
+	return errors.Join(m.Close(), f.recordServer(m))
 }
 
 // OpsSHA256 is the SHA-256 of ops as their JSON array, which a record
@@ -186,6 +213,7 @@ func OpsSHA256(ops []powerfs.Op) (string, error) {
 // mount, cuts, and mounts the rebuilt folder again for the redeliveries.
 func (t *trial) powerFirst() ([]delivered, error) {
 	p := ProgramPowerParams(t.r.s, *t.o)
+	t.fs.rec = powerlayer.Recording{Recorder: t.r.env.Recorder, Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d", t.o.Trial)}
 	if err := t.fs.start(t.r.ctx, t.r.env.Runner.Executable, p, 1); err != nil {
 		return nil, err
 	}
@@ -236,6 +264,30 @@ func (f *folder) checkPowerFS(t *trialLine) {
 	}
 	if field := firstDiff(want, r.Outcome); field != "" {
 		f.c.Obs(t.l, "powerfs.outcome"+field, "differs from what powerfs.Plan derives from the trial's op log and models (%s)", strings.TrimSpace(cmp.Diff(want, r.Outcome)))
+	}
+	f.checkServers(t, r)
+}
+
+// checkServers checks the process lines of the trial's mounts' servers,
+// which its record names: the first made the cut under the trial's models,
+// a second served the redeliveries. A folder made before they were
+// recorded names none.
+func (f *folder) checkServers(t *trialLine, r *PowerFS) {
+	if len(r.ServerProcessIDs) > 2 {
+		f.c.Obs(t.l, "powerfs.server_process_ids", "names %d servers, but a trial mounts at most twice", len(r.ServerProcessIDs))
+	}
+	for i, id := range r.ServerProcessIDs {
+		p, ok := f.c.Use(f.rec, t.l, id)
+		if !ok {
+			continue
+		}
+		params := r.Params
+		if i > 0 {
+			params = powerfs.Params{} // the redeliveries' mount cuts nothing
+		}
+		if field, text := powerlayer.CheckServer(p, filepath.Dir(t.o.DB), params); field != "" {
+			f.c.Proc(p, field, "%s", text)
+		}
 	}
 }
 

@@ -16,12 +16,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"idemlab/experiments/harness"
+	"idemlab/experiments/results"
 	"idemlab/worker/powerfs"
+	"idemlab/worker/protocol"
 )
 
 // Record is what a trial on the filesystem layer keeps of its cut: the
@@ -32,6 +37,9 @@ type Record struct {
 	Params  powerfs.Params  `json:"params"`
 	Log     []powerfs.Op    `json:"log"`
 	Outcome powerfs.Outcome `json:"outcome"`
+	// ServerProcessID is the line of raw-processes.jsonl that records
+	// the mount's server; 0 in folders made before it was recorded.
+	ServerProcessID int `json:"server_process_id,omitempty"`
 }
 
 // Trial is one mount over a trial's folder.
@@ -39,7 +47,22 @@ type Trial struct {
 	m          *powerfs.Mount
 	mnt, store string
 	params     powerfs.Params
+	rec        Recording
+	// serverID is the server's process line once it is recorded.
+	serverID int
 }
+
+// Recording says where the server's process line goes: the run's
+// recorder, and the scenario, condition and label the line carries. A
+// zero Recording records nothing.
+type Recording struct {
+	Recorder                   *results.Recorder
+	Scenario, Condition, Label string
+}
+
+// RecordTo has the server recorded in raw-processes.jsonl when it ends,
+// as every process the run starts is.
+func (t *Trial) RecordTo(r Recording) { t.rec = r }
 
 // startTimeout bounds the wait for the server's "mounted".
 const startTimeout = 30 * time.Second
@@ -81,6 +104,9 @@ func (t *Trial) Mount() string { return t.mnt }
 // the store, and the outcome.
 func (t *Trial) Cut(pgids ...int) (Record, error) {
 	o, err := t.m.Cut(pgids...)
+	if rerr := t.recordServer(); rerr != nil {
+		return Record{}, errors.Join(err, rerr)
+	}
 	if err != nil {
 		return Record{}, fmt.Errorf("power layer fs: cut: %w", err)
 	}
@@ -88,7 +114,54 @@ func (t *Trial) Cut(pgids ...int) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("power layer fs: read the op log: %w", err)
 	}
-	return Record{Params: t.params, Log: log, Outcome: o}, nil
+	return Record{Params: t.params, Log: log, Outcome: o, ServerProcessID: t.serverID}, nil
+}
+
+// ServerRole ends the label of a server's process line.
+const ServerRole = "power-loss server"
+
+// recordServer appends the server's process line once it has ended, once.
+func (t *Trial) recordServer() error {
+	if t.serverID != 0 {
+		return nil
+	}
+	id, err := RecordServer(t.m, t.rec)
+	t.serverID = id
+	return err
+}
+
+// RecordServer appends the process line of m's server to r's recorder,
+// once the server has been reaped, and returns the line's id: 0 when r
+// records nothing or the server has not ended.
+func RecordServer(m *powerfs.Mount, r Recording) (int, error) {
+	if r.Recorder == nil {
+		return 0, nil
+	}
+	end, st, killed, ok := m.Ended()
+	if !ok {
+		return 0, nil
+	}
+	started, ended, ms := harness.Window(m.Started(), end)
+	argv := m.Argv()
+	p := results.ProcessRecord{Scenario: r.Scenario, Condition: r.Condition,
+		Label: strings.TrimSpace(r.Label + " " + ServerRole), Worker: powerfs.WorkerName,
+		Argv: argv, Env: map[string]string{}, PID: m.Pid(),
+		StartedAt: started, EndedAt: ended, DurationMS: ms, ExitCode: -1, Stderr: m.Stderr(),
+		ExecutableSHA256: r.Recorder.ExecutableSHA256("", argv[0])}
+	if st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.Signal = ws.Signal().String()
+		} else {
+			p.ExitCode = st.ExitCode()
+		}
+	}
+	if killed {
+		p.KilledBy = "harness"
+	}
+	if err := r.Recorder.AppendProcess(&p); err != nil {
+		return 0, fmt.Errorf("power layer fs: record the server: %w", err)
+	}
+	return p.ID, nil
 }
 
 // Close unmounts, if a cut has not already, and removes the mount point
@@ -99,7 +172,7 @@ func (t *Trial) Close() error {
 	if err == nil {
 		err = os.Remove(t.mnt)
 	}
-	return errors.Join(err, os.RemoveAll(t.store))
+	return errors.Join(err, t.recordServer(), os.RemoveAll(t.store))
 }
 
 // Sweep clears the stale mounts a killed harness left (powerfs.Sweep),
@@ -141,4 +214,44 @@ func diffOutcome(want, got powerfs.Outcome) (field, text string) {
 		}
 	}
 	return "", ""
+}
+
+// CheckServer checks the process line p that a trial's record names as
+// its mount's server: the server worker, serving mount under the models
+// params (not checked when params names no model), ended by itself with
+// exit 0 (a server that crashed or had to be killed did not make the cut
+// or the unmount it was asked for). It returns the first field that is
+// wrong, or "".
+func CheckServer(p results.Process, mount string, params powerfs.Params) (field, text string) {
+	if p.Worker != powerfs.WorkerName {
+		return "worker", fmt.Sprintf("is %q, but the record names it as its mount's server (%s)", p.Worker, powerfs.WorkerName)
+	}
+	want := map[string]string{"-mnt": mount, "-model": params.Model, "-dir-model": params.DirModel}
+	flags := []string{"-mnt", "-model", "-dir-model"}
+	if params.Model == "" {
+		flags = flags[:1]
+	}
+	for _, flag := range flags {
+		if got, ok := argOf(p.Argv, flag); !ok || got != want[flag] {
+			return "argv", fmt.Sprintf("gives %s %q, but the trial's mount and models say %q", flag, got, want[flag])
+		}
+	}
+	if p.ExitCode != 0 || p.Signal != "" {
+		by := ""
+		if p.KilledBy != "" {
+			by = ", killed by the " + p.KilledBy
+		}
+		return "exit_code", fmt.Sprintf("%s%s: the server did not end by itself after the cut or the unmount", protocol.Ending(p.ExitCode, p.Signal, p.Stderr), by)
+	}
+	return "", ""
+}
+
+// argOf finds the value after flag in argv.
+func argOf(argv []string, flag string) (string, bool) {
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == flag {
+			return argv[i+1], true
+		}
+	}
+	return "", false
 }

@@ -40,6 +40,26 @@ type ProcessRecord struct {
 	// such as /usr/bin/python3, or the script itself when argv[0] names
 	// one). Absent in folders before format 5.
 	ExecutableSHA256 string `json:"executable_sha256,omitempty"`
+	// Lingered is what of the process's group was still running when the
+	// process, the group's leader, exited by itself; absent when nothing
+	// was, when the harness killed the group, and in folders made before
+	// it was recorded.
+	Lingered *Lingered `json:"lingered,omitempty"`
+}
+
+// Lingered names the processes that outlived their group's leader: the
+// group the harness made for the process (it leads it, so the group's id
+// is the process's pid), and each member alive when the leader had
+// exited, before the harness killed them.
+type Lingered struct {
+	Group     int                `json:"group"`
+	Processes []LingeringProcess `json:"processes"`
+}
+
+// LingeringProcess is one process that outlived its group's leader.
+type LingeringProcess struct {
+	PID  int    `json:"pid"`
+	Comm string `json:"comm"`
 }
 
 // Recorder appends observations and process records as JSON lines. It is

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"idemlab/worker/protocol"
@@ -171,6 +172,37 @@ func Window(p Process) (start, end time.Time, ok bool) {
 	s, err1 := time.Parse(time.RFC3339Nano, p.StartedAt)
 	e, err2 := time.Parse(time.RFC3339Nano, p.EndedAt)
 	return s, e, err1 == nil && err2 == nil
+}
+
+// Lingering judges, in every scenario's records, the processes that
+// outlived their group's leader: each is a finding on the process that
+// led the group, since a worker's processes end with it (one that lingers
+// after its delivery ended, a double fork, can go on changing what the
+// parent then reads). The group must be the one the harness made for the
+// process, which the process leads. It is pure: the run and verify call
+// it alike.
+func Lingering(r Records) []Finding {
+	var c Checker
+	for _, p := range r.Processes {
+		l := p.Lingered
+		if l == nil {
+			continue
+		}
+		if l.Group != p.PID {
+			c.Proc(p, "lingered.group", "is %d, but the group the harness made for this process is led by it, pid %d", l.Group, p.PID)
+		}
+		if len(l.Processes) == 0 {
+			c.Proc(p, "lingered.processes", "is empty: a lingered record names the processes that outlived the leader")
+			continue
+		}
+		names := make([]string, len(l.Processes))
+		for i, q := range l.Processes {
+			names[i] = fmt.Sprintf("pid %d (%s)", q.PID, q.Comm)
+		}
+		c.Proc(p, "lingered", "%d process(es) of its group %d were still running after it exited: %s; the harness killed them. A worker's processes end with it",
+			len(l.Processes), l.Group, strings.Join(names, ", "))
+	}
+	return c.Findings
 }
 
 // Windows checks every process's times, in every scenario's records: a

@@ -29,8 +29,9 @@ func Evaluate(s Scenario, overrides map[string]string, settings json.RawMessage,
 		return res
 	}
 	folded, findings := s.Fold(settings, rec)
-	// Every process's times are checked alike, whatever the scenario.
-	findings = append(results.Windows(rec), findings...)
+	// Every process's times, and what outlived it of its group, are
+	// checked alike, whatever the scenario.
+	findings = append(append(results.Windows(rec), results.Lingering(rec)...), findings...)
 	byCond := map[string][]results.Finding{}
 	known := map[string]bool{}
 	for _, e := range exp {

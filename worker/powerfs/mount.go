@@ -23,14 +23,16 @@ import (
 // Missing says in one line what this machine lacks to serve a mount, or ""
 // when nothing is missing.
 func Missing() string {
-	return missing(machine{devFuse: "/dev/fuse", filesystems: "/proc/filesystems", euid: os.Geteuid(), lookPath: exec.LookPath})
+	return missing(machine{devFuse: "/dev/fuse", filesystems: "/proc/filesystems", fuseConf: "/etc/fuse.conf", euid: os.Geteuid(), lookPath: exec.LookPath})
 }
 
 // machine is where Missing looks.
 type machine struct {
 	devFuse, filesystems string
-	euid                 int
-	lookPath             func(string) (string, error)
+	// fuseConf is fusermount3's configuration, read when not root.
+	fuseConf string
+	euid     int
+	lookPath func(string) (string, error)
 }
 
 func missing(m machine) string {
@@ -44,8 +46,26 @@ func missing(m machine) string {
 		if _, err := m.lookPath("fusermount3"); err != nil {
 			return "FUSE is missing: not root and no fusermount3 on PATH"
 		}
+		if !allowsOther(m.fuseConf) {
+			return "FUSE is missing: not root, and " + m.fuseConf + " does not set user_allow_other, which a mount open to other users (allow_other) needs"
+		}
 	}
 	return ""
+}
+
+// allowsOther says whether fusermount3's configuration at path lets a
+// user mount with allow_other.
+func allowsOther(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "user_allow_other" {
+			return true
+		}
+	}
+	return false
 }
 
 // Mount is the parent's handle on one serving process and its mount. The
@@ -69,7 +89,37 @@ type Mount struct {
 	// MountTook is how long the mount took, from the start of the process
 	// to its "mounted".
 	MountTook time.Duration
+	// dev is the mount's device, read at its "mounted": it names the
+	// connection to abort after the mount is detached (abort.go).
+	dev uint64
+	// started and ended are when the server started and was reaped;
+	// killed says the parent SIGKILLed it.
+	started, ended time.Time
+	killed         bool
 }
+
+// Ended is the server's end, for its process record: when it was reaped,
+// how it ended, and whether the parent killed it; ok is false while it
+// has not been reaped.
+func (m *Mount) Ended() (end time.Time, st *os.ProcessState, killed, ok bool) {
+	select {
+	case <-m.exited:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.ended, m.cmd.ProcessState, m.killed, true
+	default:
+		return time.Time{}, nil, false, false
+	}
+}
+
+// Started is when the server was started.
+func (m *Mount) Started() time.Time { return m.started }
+
+// Argv is the server's command line.
+func (m *Mount) Argv() []string { return m.cmd.Args }
+
+// Stderr is what the server wrote on its stderr; read it once it ended.
+func (m *Mount) Stderr() string { return m.stderr.String() }
 
 // CutEvent is the server's word that the mount froze at a sync.
 type CutEvent struct {
@@ -101,6 +151,9 @@ func Start(ctx context.Context, exe string, cfg Config) (*Mount, error) {
 	m.cmd = exec.Command(exe, append([]string{"worker", WorkerName}, cfg.Args()...)...)
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	m.cmd.Stderr = &m.stderr
+	// A process of the server's group that outlives it keeps the pipes
+	// open; the wait for the server ends anyway.
+	m.cmd.WaitDelay = exitWait
 	if m.stdin, err = m.cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -109,19 +162,31 @@ func Start(ctx context.Context, exe string, cfg Config) (*Mount, error) {
 		return nil, err
 	}
 	t0 := time.Now()
+	m.started = t0
 	if err := m.cmd.Start(); err != nil {
 		return nil, err
 	}
+	live.Lock()
+	live.m[m] = true
+	live.Unlock()
 	go m.read(out)
 	select {
 	case <-m.mounted:
 		m.MountTook = time.Since(t0)
+		if ms, err := Mounts(); err == nil {
+			for _, mi := range ms {
+				if mi.Mountpoint == cfg.Mountpoint {
+					m.dev = mi.Dev
+				}
+			}
+		}
 		return m, nil
 	case <-m.exited:
 		return nil, fmt.Errorf("powerfs: the server exited before mounting: %v: %s", m.waitErr, strings.TrimSpace(m.stderr.String()))
 	case <-ctx.Done():
-		m.kill()
-		return nil, ctx.Err()
+		// The server may be mid-mount, with go-fuse's request to its own
+		// mount in flight: kill is bounded (abort.go).
+		return nil, errors.Join(ctx.Err(), m.kill(), Detach(cfg.Mountpoint))
 	}
 }
 
@@ -154,6 +219,10 @@ func (m *Mount) read(out io.Reader) {
 		}
 	}
 	m.waitErr = m.cmd.Wait()
+	m.ended = time.Now()
+	live.Lock()
+	delete(live.m, m)
+	live.Unlock()
 	close(m.exited)
 }
 
@@ -163,11 +232,6 @@ func (m *Mount) Cuts() <-chan CutEvent { return m.cuts }
 
 // Pid is the serving process.
 func (m *Mount) Pid() int { return m.cmd.Process.Pid }
-
-func (m *Mount) kill() {
-	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-	<-m.exited
-}
 
 // Cut is the power cut: it SIGKILLs the process groups pgids, the group of
 // the process whose sync froze the mount, and those of every process that
@@ -185,17 +249,20 @@ func (m *Mount) Cut(pgids ...int) (Outcome, error) {
 	m.mu.Unlock()
 	KillUsers(m.Mountpoint, m.Pid(), pgids...)
 	_, _ = io.WriteString(m.stdin, CmdCut+"\n")
-	select {
-	case <-m.exited:
-	case <-time.After(30 * time.Second):
-		m.kill()
+	var killErr error
+	if !m.waitExit(30 * time.Second) {
+		killErr = m.kill()
 	}
 	m.mu.Lock()
 	done := m.last == EventDone
 	m.mu.Unlock()
 	if !done {
 		if err := Detach(m.Mountpoint); err != nil {
-			return Outcome{}, err
+			return Outcome{}, errors.Join(err, killErr)
+		}
+		if killErr != nil {
+			// A server that is still alive may still write the folder.
+			return Outcome{}, killErr
 		}
 		o, err := Recover(m.Backing, m.Store, m.Params)
 		if err != nil {
@@ -219,20 +286,22 @@ func (m *Mount) Cut(pgids ...int) (Outcome, error) {
 // after a pass. A server that died or does not answer is killed and its
 // mount detached. The mount is gone when it returns, or it says why not.
 func (m *Mount) Close() error {
+	var killErr error
 	select {
 	case <-m.exited:
 	default:
 		KillUsers(m.Mountpoint, m.Pid())
 		_, _ = io.WriteString(m.stdin, CmdUnmount+"\n")
 		_ = m.stdin.Close()
-		select {
-		case <-m.exited:
-		case <-time.After(10 * time.Second):
-			m.kill()
+		if !m.waitExit(10 * time.Second) {
+			killErr = m.kill()
 		}
 	}
 	if err := Detach(m.Mountpoint); err != nil {
-		return err
+		return errors.Join(err, killErr)
+	}
+	if killErr != nil {
+		return killErr
 	}
 	if IsMounted(m.Mountpoint) {
 		return fmt.Errorf("powerfs: %s is still mounted", m.Mountpoint)
@@ -320,6 +389,20 @@ type MountInfo struct {
 	Mountpoint string
 	// Server is the serving process named in the source field.
 	Server int
+	// Dev is the mount's device number as the kernel encodes it, which
+	// names its connection under /sys/fs/fuse/connections.
+	Dev uint64
+}
+
+// parseDev reads mountinfo's "MAJOR:MINOR" as the kernel's dev_t.
+func parseDev(s string) uint64 {
+	maj, min, ok := strings.Cut(s, ":")
+	a, err1 := strconv.ParseUint(maj, 10, 32)
+	b, err2 := strconv.ParseUint(min, 10, 32)
+	if !ok || err1 != nil || err2 != nil {
+		return 0
+	}
+	return a<<20 | b
 }
 
 // Mounts lists the powerfs mounts /proc/self/mountinfo shows.
@@ -341,7 +424,7 @@ func Mounts() ([]MountInfo, error) {
 		if sep < 5 || sep+2 >= len(f) || f[sep+1] != "fuse."+FSName {
 			continue
 		}
-		mi := MountInfo{Mountpoint: unescape(f[4])}
+		mi := MountInfo{Mountpoint: unescape(f[4]), Dev: parseDev(f[2])}
 		if pid, ok := strings.CutPrefix(f[sep+2], FSName+":"); ok {
 			mi.Server, _ = strconv.Atoi(pid)
 		}

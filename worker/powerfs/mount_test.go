@@ -3,6 +3,8 @@ package powerfs_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"idemlab/worker"
 	"idemlab/worker/powerfs"
 )
 
@@ -442,5 +445,89 @@ func TestCutKillsUsers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		_ = user.Process.Kill()
 		t.Fatal("the user outlived the cut")
+	}
+}
+
+// TestKilledServerThatCannotExit: a server whose own request to its mount
+// is in flight when it is killed (go-fuse's poll hack at the mount) cannot
+// exit by itself. Every wait for it is bounded: Start cancelled at the
+// mount, and Close, each return within the bound, with the server reaped
+// and nothing mounted.
+func TestKilledServerThatCannotExit(t *testing.T) {
+	requireFUSE(t)
+	const bound = 20 * time.Second
+	for _, c := range []struct {
+		name, breakage string
+		run            func(cfg powerfs.Config) (pid int, err error)
+	}{
+		{"Start cancelled at the mount", breakSelfHangSilent, func(cfg powerfs.Config) (int, error) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			server := make(chan int, 1)
+			go func() {
+				defer cancel()
+				for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+					ms, _ := powerfs.Mounts()
+					for _, mi := range ms {
+						if mi.Mountpoint == cfg.Mountpoint {
+							// The server's request to its mount is in flight
+							// within 5 s of the mount; then cancel.
+							time.Sleep(200 * time.Millisecond)
+							server <- mi.Server
+							return
+						}
+					}
+				}
+				server <- 0
+			}()
+			_, err := powerfs.Start(ctx, "", cfg)
+			if !errors.Is(err, context.Canceled) {
+				return 0, fmt.Errorf("Start: %v, want it cancelled", err)
+			}
+			return <-server, nil
+		}},
+		{"Close", breakSelfHang, func(cfg powerfs.Config) (int, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			m, err := powerfs.Start(ctx, "", cfg)
+			if err != nil {
+				return 0, err
+			}
+			return m.Pid(), m.Close()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(worker.EnvBreak, c.breakage)
+			cfg := trial(t, powerfs.Params{})
+			type result struct {
+				pid int
+				err error
+			}
+			done := make(chan result, 1)
+			t0 := time.Now()
+			go func() {
+				pid, err := c.run(cfg)
+				done <- result{pid, err}
+			}()
+			select {
+			case r := <-done:
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				t.Logf("returned in %v", time.Since(t0).Round(time.Millisecond))
+				if r.pid == 0 {
+					t.Fatal("no server seen")
+				}
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d", r.pid)); err == nil {
+					t.Errorf("the server (pid %d) is still there", r.pid)
+				}
+				if powerfs.IsMounted(cfg.Mountpoint) {
+					t.Errorf("%s is still mounted", cfg.Mountpoint)
+				}
+			case <-time.After(bound):
+				t.Errorf("still waiting for the server after %v; aborting: %q", bound, powerfs.AbortAll())
+				<-done
+			}
+		})
 	}
 }

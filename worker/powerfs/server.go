@@ -180,6 +180,9 @@ func serve(cfg Config, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if afterMount != nil {
+		afterMount(s)
+	}
 	s.event(EventMounted)
 	in := bufio.NewScanner(stdin)
 	cmd := CmdUnmount
@@ -210,6 +213,10 @@ func serve(cfg Config, stdin io.Reader, stdout io.Writer) error {
 
 // recoverCut is the server's cut; a test replaces it with a broken one.
 var recoverCut = Recover
+
+// afterMount, if set, runs once the mount is up, before the server says
+// so; only a test's broken server sets it.
+var afterMount func(*server)
 
 // baseline logs every entry of the backing folder as durable.
 func (s *server) baseline() error {
