@@ -1,0 +1,248 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"idemlab/worker/natswire"
+)
+
+// EnvNATSServer names the idemlab-nats binary to run; without it the
+// harness looks beside its own executable, then on PATH.
+const EnvNATSServer = "IDEMLAB_NATS_SERVER"
+
+// NATSBinary is the broker binary's name (cmd/idemlab-nats).
+const NATSBinary = "idemlab-nats"
+
+// ServeWorker is the broker process's worker name; it matches
+// worker/natsserver.WorkerName, which this package must not import.
+const ServeWorker = "nats.serve"
+
+// ReadyTimeout bounds the wait for the broker's ready line.
+const ReadyTimeout = 15 * time.Second
+
+// DefaultNATS are the settings of the redelivery scenario's --broker
+// nats: a one-second AckWait, the server's default two-minute dedup
+// window and sync interval, and a consumer that waits three AckWaits for
+// a message.
+func DefaultNATS() Settings {
+	return Settings{
+		Name: NATS, Stream: "EVENTS", Subject: "events.completed", Consumer: "deliver",
+		AckWaitMS: 1000, MaxDeliver: 5, DuplicateWindowMS: 120_000, FetchWaitMS: 3000,
+	}
+}
+
+type natsBroker struct{}
+
+func (natsBroker) Name() string { return NATS }
+
+func (natsBroker) Caps() Caps {
+	return Caps{Redelivers: true, DeliveryCount: true, Dedup: true, Kill: true}
+}
+
+// FindNATSServer finds the idemlab-nats binary.
+func FindNATSServer() (string, error) {
+	if p := os.Getenv(EnvNATSServer); p != "" {
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), NATSBinary)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(NATSBinary); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("--broker nats runs the %s binary, found neither in $%s, beside this executable nor on PATH: build it with `go build -o bin/ . ./cmd/idemlab-nats` and run bin/idemlab", NATSBinary, EnvNATSServer)
+}
+
+// natsTrial is one running broker process.
+type natsTrial struct {
+	s     Settings
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	errb  bytes.Buffer
+	ready struct {
+		URL          string  `json:"url"`
+		PID          int     `json:"pid"`
+		Version      string  `json:"version"`
+		Store        string  `json:"store_dir"`
+		SyncInterval string  `json:"sync_interval"`
+		ReadyMS      float64 `json:"ready_ms"`
+	}
+	store    string
+	mu       sync.Mutex
+	conn     *natswire.Conn
+	waited   chan struct{}
+	waitErr  error
+	stopOnce sync.Once
+}
+
+// Start runs "idemlab-nats worker nats.serve" in a process group of its
+// own, with a store folder of its own under dir, waits for its ready
+// line, and creates the stream and the durable pull consumer.
+func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, error) {
+	exe, err := FindNATSServer()
+	if err != nil {
+		return nil, err
+	}
+	store, err := os.MkdirTemp(dir, "idemlab-jetstream-")
+	if err != nil {
+		return nil, err
+	}
+	t := &natsTrial{s: s, store: store, waited: make(chan struct{})}
+	argv := []string{"worker", ServeWorker, "-store", store}
+	if s.SyncInterval != "" {
+		argv = append(argv, "-sync", s.SyncInterval)
+	}
+	t.cmd = exec.Command(exe, argv...)
+	// Its own group, so a kill reaches only it; and it dies with its
+	// parent, so no broker outlives a killed run.
+	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	t.cmd.Stderr = &t.errb
+	if t.stdin, err = t.cmd.StdinPipe(); err != nil {
+		os.RemoveAll(store)
+		return nil, err
+	}
+	out, err := t.cmd.StdoutPipe()
+	if err != nil {
+		os.RemoveAll(store)
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		os.RemoveAll(store)
+		return nil, fmt.Errorf("start %s: %w", exe, err)
+	}
+	go func() {
+		t.waitErr = t.cmd.Wait()
+		close(t.waited)
+	}()
+	line := make(chan []byte, 1)
+	go func() {
+		b, _ := bufio.NewReader(out).ReadBytes('\n')
+		line <- b
+		io.Copy(io.Discard, out)
+	}()
+	fail := func(err error) (Trial, error) {
+		return nil, errors.Join(err, t.Close())
+	}
+	select {
+	case b := <-line:
+		if err := json.Unmarshal(b, &t.ready); err != nil || t.ready.URL == "" {
+			<-t.waited
+			return fail(fmt.Errorf("the broker printed no ready line (%q): %v; stderr: %s", b, t.waitErr, t.errb.Bytes()))
+		}
+	case <-time.After(ReadyTimeout):
+		return fail(fmt.Errorf("the broker was not ready after %s", ReadyTimeout))
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	if t.conn, err = natswire.Dial(t.ready.URL, natswire.APITimeout); err != nil {
+		return fail(err)
+	}
+	if err := t.conn.CreateStream(natswire.StreamConfig{
+		Name: s.Stream, Subjects: []string{s.Subject}, Storage: "file", Replicas: 1, Duplicates: s.DuplicateWindow(),
+	}); err != nil {
+		return fail(err)
+	}
+	if err := t.conn.CreateConsumer(s.Stream, natswire.ConsumerConfig{
+		Durable: s.Consumer, AckPolicy: "explicit", DeliverPolicy: "all", AckWait: s.AckWait(), MaxDeliver: s.MaxDeliver,
+	}); err != nil {
+		return fail(err)
+	}
+	return t, nil
+}
+
+func (t *natsTrial) URL() string      { return t.ready.URL }
+func (t *natsTrial) StoreDir() string { return t.store }
+
+func (t *natsTrial) Server() Server {
+	return Server{PID: t.ready.PID, Version: t.ready.Version, SyncInterval: t.ready.SyncInterval, ReadyMS: t.ready.ReadyMS}
+}
+
+func (t *natsTrial) Publish(msgID string, data []byte) (Published, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ack, err := t.conn.PublishMsg(t.s.Subject, msgID, data)
+	return Published{MsgID: msgID, Stream: ack.Stream, Seq: ack.Seq, Duplicate: ack.Duplicate}, err
+}
+
+func (t *natsTrial) State() (State, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ss, err := t.conn.StreamInfo(t.s.Stream)
+	if err != nil {
+		return State{}, err
+	}
+	cs, err := t.conn.ConsumerInfo(t.s.Stream, t.s.Consumer)
+	if err != nil {
+		return State{}, err
+	}
+	return State{
+		Messages: ss.Msgs, LastSeq: ss.LastSeq, Delivered: cs.Delivered.Consumer, AckFloor: cs.AckFloor.Stream,
+		NumAckPending: cs.NumAckPending, NumRedelivered: cs.NumRedelivered, NumPending: cs.NumPending,
+	}, nil
+}
+
+// ConsumerArgv is the flags worker/redelivery's consumer takes.
+func (t *natsTrial) ConsumerArgv() []string {
+	return ConsumerArgv(t.s, t.ready.URL)
+}
+
+// ConsumerArgv renders a consumer process's broker flags; the fold renders
+// them again from the settings and the recorded URL.
+func ConsumerArgv(s Settings, url string) []string {
+	return []string{"-nats-url", url, "-stream", s.Stream, "-consumer", s.Consumer,
+		"-fetch-wait", strconv.FormatInt(s.FetchWaitMS, 10) + "ms"}
+}
+
+func (t *natsTrial) Kill() error {
+	if t.conn != nil {
+		t.conn.Close()
+	}
+	if t.cmd.Process == nil {
+		return nil
+	}
+	err := syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		err = nil
+	}
+	<-t.waited
+	return err
+}
+
+// Close closes the broker's stdin, which stops it; a broker that is not
+// gone within two seconds is killed. Then its store folder is removed.
+func (t *natsTrial) Close() error {
+	var err error
+	t.stopOnce.Do(func() {
+		if t.conn != nil {
+			t.conn.Close()
+		}
+		t.stdin.Close()
+		select {
+		case <-t.waited:
+		case <-time.After(2 * time.Second):
+			err = t.Kill()
+		}
+		// Whatever is left in the group goes too.
+		if t.cmd.Process != nil {
+			syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		err = errors.Join(err, os.RemoveAll(t.store))
+	})
+	return err
+}
