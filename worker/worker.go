@@ -39,6 +39,9 @@ var registry = map[string]Func{
 	explore.LeaseName:     explore.LeaseMain,
 	pattern.WorkerName:    pattern.Main,
 	powerfs.WorkerName:    powerfs.Main,
+
+	// --broker nats: the consumer that fetches from JetStream.
+	redelivery.ConsumerName: redelivery.ConsumeMain,
 }
 
 // Names lists the registered workers, sorted.

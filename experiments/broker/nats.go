@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -205,8 +204,7 @@ func (t *natsTrial) ConsumerArgv() []string {
 // ConsumerArgv renders a consumer process's broker flags; the fold renders
 // them again from the settings and the recorded URL.
 func ConsumerArgv(s Settings, url string) []string {
-	return []string{"-nats-url", url, "-stream", s.Stream, "-consumer", s.Consumer,
-		"-fetch-wait", strconv.FormatInt(s.FetchWaitMS, 10) + "ms"}
+	return natswire.Sub{URL: url, Stream: s.Stream, Consumer: s.Consumer, FetchWait: s.FetchWait()}.Argv()
 }
 
 func (t *natsTrial) Kill() error {

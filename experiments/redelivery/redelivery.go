@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/broker"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
@@ -112,6 +113,9 @@ type Settings struct {
 	// ServerSettings are the server settings a --server-crash run applies
 	// and reads back after every crash.
 	ServerSettings map[string]string `json:"server_settings,omitempty"`
+	// Broker is the broker that redelivers, with every setting; nil is
+	// the harness's own redelivery (--broker none).
+	Broker *broker.Settings `json:"broker,omitempty"`
 }
 
 // asyncCommit says whether a commit's ACK may come before its WAL is on
@@ -151,7 +155,10 @@ func (Scenario) Summary() string {
 }
 
 func (Scenario) Flags() []scenario.Flag {
-	return []scenario.Flag{{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"}}
+	return []scenario.Flag{
+		{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"},
+		{Name: FlagBroker, Usage: "redelivery: who redelivers, none (the harness, default) or nats (a JetStream server per condition; needs the idemlab-nats binary)"},
+	}
 }
 
 // Caps: every run has it, on SQLite and on PostgreSQL.
@@ -197,6 +204,16 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 		st.Conditions = append(st.Conditions, ServerCrashConditions()...)
 		st.ServerSettings = ServerCrashSettings
 	}
+	if name := ov[FlagBroker]; name != "" && name != broker.None {
+		if _, err := broker.Lookup(name); err != nil {
+			return nil, fmt.Errorf("--%s: %w", FlagBroker, err)
+		}
+		if crash {
+			return nil, fmt.Errorf("--%s with --%s: the server-crash conditions run with the harness's redelivery only", FlagBroker, FlagServerCrash)
+		}
+		bs := broker.DefaultNATS()
+		st.Broker = &bs
+	}
 	return &plan{s: st}, nil
 }
 
@@ -223,6 +240,8 @@ type Observation struct {
 	// only.
 	AfterServerCrash *wr.State         `json:"after_server_crash,omitempty"`
 	ServerSettings   map[string]string `json:"server_settings,omitempty"`
+	// Broker is the broker's word after this delivery, with --broker.
+	Broker *BrokerObservation `json:"broker,omitempty"`
 }
 
 // Run delivers each condition's event twice and records what each delivery
@@ -234,7 +253,11 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		}
 	}
 	for _, c := range p.s.Conditions {
-		if err := p.runCondition(ctx, env, c); err != nil {
+		run := p.runCondition
+		if p.s.Broker != nil {
+			run = p.runBroker
+		}
+		if err := run(ctx, env, c); err != nil {
 			return err
 		}
 	}

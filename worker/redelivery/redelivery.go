@@ -71,6 +71,8 @@ type Result struct {
 	Outcome  Outcome           `json:"outcome"`
 	Settings sqlitedb.Settings `json:"settings,omitzero"`
 	Postgres *store.PGSettings `json:"postgres,omitempty"`
+	// Broker is the broker's word, from redelivery.consume only.
+	Broker *Consumed `json:"broker,omitempty"`
 }
 
 // ErrUnknownPattern is returned for a pattern name that is not defined.

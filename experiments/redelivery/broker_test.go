@@ -1,0 +1,158 @@
+package redelivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/backend"
+	"idemlab/experiments/broker"
+	"idemlab/experiments/broker/brokertest"
+	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenariotest"
+	"idemlab/worker/store"
+)
+
+var natsFlag = map[string]string{FlagBroker: broker.NATS}
+
+// TestBrokerTableEqualsHarness runs article 000 on a real JetStream
+// server, one per condition, and checks the table of rows after each
+// delivery against the harness-redelivered oracle (Expect without a
+// broker): separate commits leave two jobs, the single transaction one.
+// The broker's word is checked by the broker oracle through Evaluate.
+func TestBrokerTableEqualsHarness(t *testing.T) {
+	brokertest.Need(t)
+	out := scenariotest.Run(t, New(), section, natsFlag)
+	if len(out.Findings) > 0 {
+		t.Fatalf("findings: %v", out.Findings)
+	}
+	for _, c := range out.Result.Conditions {
+		if !c.Pass {
+			t.Errorf("%s: %+v", c.Name, c.Differences)
+		}
+	}
+	harness := map[string][]counts{}
+	for _, c := range Conditions() {
+		harness[c.Name] = pick(Expect(settings, c))
+	}
+	got := map[string][]counts{}
+	for _, c := range out.Result.Conditions {
+		var obs []Delivery
+		if err := json.Unmarshal(c.Observed, &obs); err != nil {
+			t.Fatal(err)
+		}
+		got[c.Name] = pick(obs)
+	}
+	if diff := cmp.Diff(harness, got); diff != "" {
+		t.Errorf("broker table differs from the harness's (-harness +broker):\n%s", diff)
+	}
+	if jobs := got["separate-commit/crash-after-job-commit"][1].Jobs; jobs != 2 {
+		t.Errorf("separate commits on the broker left %d jobs, want the duplicate (2)", jobs)
+	}
+	t.Run("tamper", func(t *testing.T) { brokerTamper(t, out) })
+}
+
+// brokerTamper edits one recorded broker fact at a time; each edit must
+// fail the evaluation, naming the field.
+func brokerTamper(t *testing.T, out scenariotest.Outcome) {
+	// Observation and process 2 are separate-commit/crash-after-job-commit's
+	// delivery 1 (crashed), 3 its redelivery.
+	state := func(k string, v any) func(m map[string]any) {
+		return func(m map[string]any) { m["broker"].(map[string]any)["state"].(map[string]any)[k] = v }
+	}
+	stdout := func(from, to string) func(m map[string]any) {
+		return func(m map[string]any) {
+			s := m["stdout"].(string)
+			if !strings.Contains(s, from) {
+				t.Fatalf("stdout %s holds no %s", s, from)
+			}
+			m["stdout"] = strings.Replace(s, from, to, 1)
+		}
+	}
+	tests := []struct {
+		name  string
+		obs   bool
+		index int
+		edit  func(m map[string]any)
+		field string
+	}{
+		{"ack pending", true, 2, state("num_ack_pending", 0.0), "broker.state.num_ack_pending"},
+		{"ack floor", true, 3, state("ack_floor_stream_seq", 0.0), "broker.state.ack_floor_stream_seq"},
+		{"delivered", true, 1, state("delivered_consumer_seq", 2.0), "broker.state.delivered_consumer_seq"},
+		{"publish duplicate", true, 0, func(m map[string]any) {
+			m["broker"].(map[string]any)["published"].(map[string]any)["duplicate"] = true
+		}, "broker.published.duplicate"},
+		{"publish msg id", true, 0, func(m map[string]any) {
+			m["broker"].(map[string]any)["published"].(map[string]any)["msg_id"] = "other"
+		}, "broker.published"},
+		{"server dropped", true, 0, func(m map[string]any) { delete(m["broker"].(map[string]any), "server") }, "broker.server"},
+		{"broker url", true, 3, func(m map[string]any) { m["broker"].(map[string]any)["url"] = "nats://127.0.0.1:1" }, "argv"},
+		{"delivery count", false, 3, stdout(`"num_delivered":2`, `"num_delivered":1`), "broker.consumer.num_delivered"},
+		{"redelivered flag", false, 3, stdout(`"redelivered":true`, `"redelivered":false`), "redelivered"},
+		{"ack answer", false, 3, stdout(`"ack":{"answered":true}`, `"ack":{"answered":false}`), "broker.consumer.acked"},
+		{"fetched", false, 1, stdout(`"fetched":false`, `"fetched":true`), "broker.consumer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
+			res := scenario.Evaluate(New(), natsFlag, out.Settings, rec)
+			var said []string
+			for _, f := range res.AllFindings() {
+				said = append(said, f.String())
+			}
+			for _, c := range res.Conditions {
+				for _, d := range c.Differences {
+					said = append(said, fmt.Sprintf("%s %s", c.Name, d.Path))
+				}
+			}
+			if res.Pass && len(said) == 0 {
+				t.Fatal("edit passed unnoticed")
+			}
+			if !strings.Contains(strings.Join(said, "\n"), tt.field) {
+				t.Errorf("nothing names %q; got:\n%s", tt.field, strings.Join(said, "\n"))
+			}
+		})
+	}
+}
+
+// TestBrokerFlag: the default is no broker and leaves the settings as they
+// were; a broker no one knows, or one with --server-crash, is refused.
+func TestBrokerFlag(t *testing.T) {
+	plan := func(spec backend.Spec, ov map[string]string) (Settings, error) {
+		p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(section), Overrides: ov})
+		if err != nil {
+			return Settings{}, err
+		}
+		return p.Settings().(Settings), nil
+	}
+	for _, ov := range []map[string]string{nil, {FlagBroker: broker.None}} {
+		st, err := plan(backend.SQLite, ov)
+		if err != nil || st.Broker != nil || strings.Contains(string(scenario.Marshal(st)), `"broker"`) {
+			t.Errorf("%v: broker %+v, %v; want none and no broker in the settings", ov, st.Broker, err)
+		}
+	}
+	st, err := plan(backend.SQLite, natsFlag)
+	if want := broker.DefaultNATS(); err != nil || st.Broker == nil || *st.Broker != want {
+		t.Errorf("--broker nats: %+v, %v; want %+v", st.Broker, err, want)
+	}
+	if st.Broker != nil && st.Broker.FetchWait() <= st.Broker.AckWait() {
+		t.Errorf("fetch wait %s is not longer than AckWait %s: a redelivery could be missed", st.Broker.FetchWait(), st.Broker.AckWait())
+	}
+	pg := backend.Spec{Name: store.BackendPostgres, Isolation: "read committed", SynchronousCommit: "on"}
+	for _, tt := range []struct {
+		spec backend.Spec
+		ov   map[string]string
+		want string
+	}{
+		{backend.SQLite, map[string]string{FlagBroker: "rabbitmq"}, "unknown broker"},
+		{pg, map[string]string{FlagBroker: broker.NATS, FlagServerCrash: "true"}, "server-crash"},
+	} {
+		if _, err := plan(tt.spec, tt.ov); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want an error containing %q", tt.ov, err, tt.want)
+		}
+	}
+}

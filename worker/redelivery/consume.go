@@ -1,0 +1,142 @@
+package redelivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"idemlab/worker/natswire"
+	"idemlab/worker/protocol"
+	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
+)
+
+// ConsumerName is the registry name of the consumer that takes the event
+// from a real broker: it fetches one message from a durable pull
+// consumer, delivers it as redelivery.deliver does, and acks after the
+// work, synchronously.
+const ConsumerName = "redelivery.consume"
+
+// AckTimeout bounds the wait for the server's answer to an ack.
+const AckTimeout = 2 * time.Second
+
+// ConsumeArgs are a consumer's arguments: a delivery's, and where to
+// fetch from.
+type ConsumeArgs struct {
+	Deliver Args
+	Sub     natswire.Sub
+}
+
+// Argv is the command line after the worker name.
+func (a ConsumeArgs) Argv() []string { return append(a.Deliver.Argv(), a.Sub.Argv()...) }
+
+// ParseConsumeArgs reads the command line Argv renders.
+func ParseConsumeArgs(argv []string) (ConsumeArgs, error) {
+	var a ConsumeArgs
+	fs := flag.NewFlagSet(ConsumerName, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	check := a.Deliver.Bind(fs)
+	sub := a.Sub.Bind(fs)
+	if err := fs.Parse(argv); err != nil {
+		return a, err
+	}
+	return a, errors.Join(check(), sub())
+}
+
+// Consumed is the broker's word on one consumer process: whether a
+// message came, what its ack subject said of it, and what the server
+// answered to the ack.
+type Consumed struct {
+	Fetched bool `json:"fetched"`
+	// MsgID is the message's Nats-Msg-Id header.
+	MsgID string         `json:"msg_id,omitempty"`
+	Meta  *natswire.Meta `json:"meta,omitempty"`
+	// Redelivered is the broker's flag: a delivery count above 1.
+	Redelivered bool                `json:"redelivered"`
+	Ack         *natswire.AckAnswer `json:"ack,omitempty"`
+}
+
+// Acked says whether the server accepted the ack: it answered, with no
+// status and nothing in the answer.
+func (c Consumed) Acked() bool {
+	return c.Ack != nil && c.Ack.Answered && c.Ack.Status == 0 && c.Ack.Data == ""
+}
+
+// ConsumeMain is the registered worker "redelivery.consume". No message
+// within the fetch wait is an ACK with nothing done; a crash point ends
+// the process before its ack, as a consumer's crash does.
+func ConsumeMain(call *protocol.Call) int {
+	a, err := ParseConsumeArgs(call.Args)
+	if err != nil {
+		return call.Usage(err)
+	}
+	c, err := natswire.Dial(a.Sub.URL, natswire.APITimeout)
+	if err != nil {
+		return call.Fail(err)
+	}
+	defer c.Close()
+	m, err := c.Next(a.Sub.Stream, a.Sub.Consumer, a.Sub.FetchWait)
+	if err != nil {
+		return call.Fail(err)
+	}
+	res := Result{Pattern: a.Deliver.Pattern, Broker: &Consumed{}}
+	if m == nil {
+		return call.Finish(res, protocol.ExitACK)
+	}
+	got := res.Broker
+	got.Fetched, got.MsgID = true, m.Header[natswire.HeaderMsgID]
+	meta, err := natswire.ParseMeta(m.Reply)
+	if err != nil {
+		return call.Fail(err)
+	}
+	got.Meta, got.Redelivered = &meta, meta.NumDelivered > 1
+	var ev Event
+	if err := json.Unmarshal(m.Data, &ev); err != nil || ev != a.Deliver.Event {
+		return call.Fail(fmt.Errorf("the message holds %q (%v), the arguments name event %+v", m.Data, err, a.Deliver.Event))
+	}
+	if err := deliverOnce(call, a.Deliver, &res); err != nil {
+		return call.Fail(err)
+	}
+	ans, err := c.AckSync(m, AckTimeout)
+	if err != nil {
+		return call.Fail(fmt.Errorf("ack: %w", err))
+	}
+	got.Ack = &ans
+	return call.Finish(res, protocol.ExitACK)
+}
+
+// deliverOnce opens the database, delivers the event once with the
+// call's crash points and fills res with the outcome and the settings
+// read back.
+func deliverOnce(call *protocol.Call, a Args, res *Result) error {
+	ctx := context.Background()
+	opts, err := sqlitedb.FromEnv(Options(a.DB))
+	if err != nil {
+		return err
+	}
+	st, rb, err := store.Open(ctx, a.Backend, a.DB, opts)
+	if err != nil {
+		return err
+	}
+	if err := EnsureSchema(ctx, st.DB); err != nil {
+		st.Close()
+		return err
+	}
+	out, err := DeliverOn(ctx, st, a.Pattern, a.Event, call.Points)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	res.Outcome, res.Postgres = out, rb.Postgres
+	if rb.SQLite != nil {
+		res.Settings = *rb.SQLite
+	}
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	return nil
+}
