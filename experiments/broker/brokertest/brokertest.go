@@ -35,15 +35,27 @@ func Main(m interface{ Run() int }) int {
 	return m.Run()
 }
 
-func build(exe string) error {
+func build(exe string) error { return Build(exe, "./cmd/idemlab-nats") }
+
+// Root is the module's root folder.
+func Root() (string, error) {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return fmt.Errorf("no go toolchain: %w", err)
+		return "", fmt.Errorf("no go toolchain: %w", err)
 	}
-	cmd := exec.Command("go", "build", "-o", exe, "./cmd/idemlab-nats")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	return filepath.Dir(strings.TrimSpace(string(gomod))), nil
+}
+
+// Build builds the package pkg (relative to the module's root) into exe.
+func Build(exe, pkg string) error {
+	root, err := Root()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", exe, pkg)
+	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/idemlab-nats: %w\n%s", err, out)
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return nil
 }
