@@ -120,6 +120,9 @@ type Trial interface {
 	ConsumerArgv() []string
 	// Kill SIGKILLs the broker's process group and reaps it.
 	Kill() error
+	// Restart SIGKILLs the broker and starts it again on the same store;
+	// Server then describes the new process.
+	Restart(ctx context.Context) error
 	// Close stops the broker, reaps it and removes its store folder.
 	Close() error
 }

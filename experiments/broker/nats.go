@@ -82,6 +82,7 @@ type natsTrial struct {
 		SyncInterval string  `json:"sync_interval"`
 		ReadyMS      float64 `json:"ready_ms"`
 	}
+	exe      string
 	store    string
 	mu       sync.Mutex
 	conn     *natswire.Conn
@@ -102,32 +103,53 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	if err != nil {
 		return nil, err
 	}
-	t := &natsTrial{s: s, store: store, waited: make(chan struct{})}
-	argv := []string{"worker", ServeWorker, "-store", store}
-	if s.SyncInterval != "" {
-		argv = append(argv, "-sync", s.SyncInterval)
+	t := &natsTrial{s: s, exe: exe, store: store}
+	if err := t.launch(ctx); err != nil {
+		return nil, errors.Join(err, t.Close())
 	}
-	t.cmd = exec.Command(exe, argv...)
+	if err := t.conn.CreateStream(natswire.StreamConfig{
+		Name: s.Stream, Subjects: []string{s.Subject}, Storage: "file", Replicas: 1, Duplicates: s.DuplicateWindow(),
+	}); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	if err := t.conn.CreateConsumer(s.Stream, natswire.ConsumerConfig{
+		Durable: s.Consumer, AckPolicy: "explicit", DeliverPolicy: "all", AckWait: s.AckWait(), MaxDeliver: s.MaxDeliver,
+	}); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	return t, nil
+}
+
+// launch starts the broker process on the trial's store, waits for its
+// ready line and connects.
+func (t *natsTrial) launch(ctx context.Context) error {
+	argv := []string{"worker", ServeWorker, "-store", t.store}
+	if t.s.SyncInterval != "" {
+		argv = append(argv, "-sync", t.s.SyncInterval)
+	}
+	t.cmd = exec.Command(t.exe, argv...)
+	t.waited = make(chan struct{})
+	t.errb.Reset()
 	// Its own group, so a kill reaches only it; and it dies with its
 	// parent, so no broker outlives a killed run.
 	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	t.cmd.Stderr = &t.errb
+	var err error
 	if t.stdin, err = t.cmd.StdinPipe(); err != nil {
-		os.RemoveAll(store)
-		return nil, err
+		return err
 	}
 	out, err := t.cmd.StdoutPipe()
 	if err != nil {
-		os.RemoveAll(store)
-		return nil, err
+		return err
 	}
 	if err := t.cmd.Start(); err != nil {
-		os.RemoveAll(store)
-		return nil, fmt.Errorf("start %s: %w", exe, err)
+		t.cmd = nil
+		return fmt.Errorf("start %s: %w", t.exe, err)
 	}
+	waited := t.waited
 	go func() {
 		t.waitErr = t.cmd.Wait()
-		close(t.waited)
+		close(waited)
 	}()
 	line := make(chan []byte, 1)
 	go func() {
@@ -135,34 +157,28 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 		line <- b
 		io.Copy(io.Discard, out)
 	}()
-	fail := func(err error) (Trial, error) {
-		return nil, errors.Join(err, t.Close())
-	}
+	t.ready.URL = ""
 	select {
 	case b := <-line:
 		if err := json.Unmarshal(b, &t.ready); err != nil || t.ready.URL == "" {
-			<-t.waited
-			return fail(fmt.Errorf("the broker printed no ready line (%q): %v; stderr: %s", b, t.waitErr, t.errb.Bytes()))
+			<-waited
+			return fmt.Errorf("the broker printed no ready line (%q): %v; stderr: %s", b, t.waitErr, t.errb.Bytes())
 		}
 	case <-time.After(ReadyTimeout):
-		return fail(fmt.Errorf("the broker was not ready after %s", ReadyTimeout))
+		return fmt.Errorf("the broker was not ready after %s", ReadyTimeout)
 	case <-ctx.Done():
-		return fail(ctx.Err())
+		return ctx.Err()
 	}
-	if t.conn, err = natswire.Dial(t.ready.URL, natswire.APITimeout); err != nil {
-		return fail(err)
+	t.conn, err = natswire.Dial(t.ready.URL, natswire.APITimeout)
+	return err
+}
+
+// Restart kills the broker and starts it again on the same store.
+func (t *natsTrial) Restart(ctx context.Context) error {
+	if err := t.Kill(); err != nil {
+		return err
 	}
-	if err := t.conn.CreateStream(natswire.StreamConfig{
-		Name: s.Stream, Subjects: []string{s.Subject}, Storage: "file", Replicas: 1, Duplicates: s.DuplicateWindow(),
-	}); err != nil {
-		return fail(err)
-	}
-	if err := t.conn.CreateConsumer(s.Stream, natswire.ConsumerConfig{
-		Durable: s.Consumer, AckPolicy: "explicit", DeliverPolicy: "all", AckWait: s.AckWait(), MaxDeliver: s.MaxDeliver,
-	}); err != nil {
-		return fail(err)
-	}
-	return t, nil
+	return t.launch(ctx)
 }
 
 func (t *natsTrial) URL() string      { return t.ready.URL }
@@ -210,8 +226,9 @@ func ConsumerArgv(s Settings, url string) []string {
 func (t *natsTrial) Kill() error {
 	if t.conn != nil {
 		t.conn.Close()
+		t.conn = nil
 	}
-	if t.cmd.Process == nil {
+	if t.cmd == nil || t.cmd.Process == nil {
 		return nil
 	}
 	err := syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
@@ -230,14 +247,14 @@ func (t *natsTrial) Close() error {
 		if t.conn != nil {
 			t.conn.Close()
 		}
-		t.stdin.Close()
-		select {
-		case <-t.waited:
-		case <-time.After(2 * time.Second):
-			err = t.Kill()
-		}
-		// Whatever is left in the group goes too.
-		if t.cmd.Process != nil {
+		if t.cmd != nil && t.cmd.Process != nil {
+			t.stdin.Close()
+			select {
+			case <-t.waited:
+			case <-time.After(2 * time.Second):
+				err = t.Kill()
+			}
+			// Whatever is left in the group goes too.
 			syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
 		}
 		err = errors.Join(err, os.RemoveAll(t.store))

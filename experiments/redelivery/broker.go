@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
+	"time"
 
 	"idemlab/experiments/broker"
 	"idemlab/experiments/errclass"
@@ -20,15 +22,70 @@ import (
 // runs do) or nats (a JetStream server per condition).
 const FlagBroker = "broker"
 
+// FlagBrokerFaults adds BrokerFaultConditions to a --broker run.
+const FlagBrokerFaults = "broker-faults"
+
+// The broker faults.
+const (
+	// FaultKillAfterPublish SIGKILLs the broker once it has acked the
+	// publish, and starts it again on the same store.
+	FaultKillAfterPublish = "kill-after-publish"
+	// FaultRepublishInWindow publishes the event again with the same
+	// Nats-Msg-Id at once, inside the dedup window, as a publisher that
+	// crashed before it recorded the publish ack would.
+	FaultRepublishInWindow = "republish-in-window"
+	// FaultRepublishAfterWindow publishes it again after the condition's
+	// dedup window.
+	FaultRepublishAfterWindow = "republish-after-window"
+	// FaultSlowWork makes delivery 1 work on for HoldMS, longer than
+	// AckWait, after its commits and before its ack; delivery 2 is started
+	// beside it.
+	FaultSlowWork = "ack-wait-shorter-than-work"
+)
+
+// ShortWindowMS is the dedup window of the republish-after-window
+// condition, and WindowMarginMS how long after it the republish comes.
+const (
+	ShortWindowMS  = 300
+	WindowMarginMS = 200
+)
+
+// BrokerFaultConditions are the conditions --broker-faults adds, on the
+// separate commits, whose duplicate a second delivery would show.
+func BrokerFaultConditions(b broker.Settings) []Condition {
+	return []Condition{
+		{Name: "separate-commit/broker-killed-after-publish", Pattern: wr.SeparateCommit, BrokerFault: FaultKillAfterPublish},
+		{Name: "separate-commit/republish-in-window", Pattern: wr.SeparateCommit, BrokerFault: FaultRepublishInWindow},
+		{Name: "separate-commit/republish-after-window", Pattern: wr.SeparateCommit, BrokerFault: FaultRepublishAfterWindow, DuplicateWindowMS: ShortWindowMS},
+		{Name: "separate-commit/" + FaultSlowWork, Pattern: wr.SeparateCommit, BrokerFault: FaultSlowWork, HoldMS: 2 * b.AckWaitMS},
+	}
+}
+
+// trialSettings are the broker settings of condition c's trial.
+func (s Settings) trialSettings(c Condition) broker.Settings {
+	b := *s.Broker
+	if c.DuplicateWindowMS > 0 {
+		b.DuplicateWindowMS = c.DuplicateWindowMS
+	}
+	return b
+}
+
 // BrokerDelivery is the broker's word on one delivery: what the consumer
 // process was told (a delivery that crashed before its ack told nothing),
 // and the stream's and consumer's state the parent read once the process
 // had exited.
 type BrokerDelivery struct {
 	Consumer *ConsumerFacts `json:"consumer,omitempty"`
-	// Published is the publish ack, on delivery 1.
-	Published *PublishFacts `json:"published,omitempty"`
-	State     broker.State  `json:"state"`
+	// Published is the publish ack, on delivery 1; Republished the
+	// second publish's, and Restarted whether the broker was killed and
+	// started again, on a fault's delivery 1.
+	Published   *PublishFacts `json:"published,omitempty"`
+	Republished *PublishFacts `json:"republished,omitempty"`
+	Restarted   bool          `json:"restarted,omitempty"`
+	// Concurrent says the delivery's process started before the previous
+	// delivery's had ended.
+	Concurrent bool         `json:"concurrent,omitempty"`
+	State      broker.State `json:"state"`
 }
 
 // ConsumerFacts are what a consumer that reached its ack reported.
@@ -49,55 +106,107 @@ type PublishFacts struct {
 // server at url.
 func (s Settings) ConsumeArgs(c Condition, db, url string) wr.ConsumeArgs {
 	b := *s.Broker
-	return wr.ConsumeArgs{Deliver: s.Args(c, db), Sub: natswire.Sub{URL: url, Stream: b.Stream, Consumer: b.Consumer, FetchWait: b.FetchWait()}}
+	a := wr.ConsumeArgs{Deliver: s.Args(c, db), Sub: natswire.Sub{URL: url, Stream: b.Stream, Consumer: b.Consumer, FetchWait: b.FetchWait()}}
+	return a
 }
 
-// expectBroker is the oracle on a broker. The rows and points come from
-// the same model as the harness's redelivery: delivery 2 is the model's
-// redelivery. What differs is who redelivers: the broker delivers again
-// only an event whose first consumer crashed before its ack, after
-// AckWait, with the delivery count 2; an acked event is not redelivered,
-// and delivery 2's consumer waits FetchWait (longer than AckWait) for
-// nothing and leaves the rows as they were. Either way the rows after
-// delivery 2 are the model's, so the table equals the harness's.
+// consumeArgs are delivery d's arguments: a slow condition's delivery 1
+// holds.
+func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs {
+	a := s.ConsumeArgs(c, db, url)
+	if d == 1 {
+		a.Hold = time.Duration(c.HoldMS) * time.Millisecond
+	}
+	return a
+}
+
+// expectBroker is the oracle on a broker. It simulates the broker's
+// queue from the settings and runs each delivery that gets a message
+// through the same commit model as the harness's redelivery, so the rows
+// equal the harness's wherever the event is delivered twice:
+//   - a consumer gets the message whose earlier consumer died before its
+//     ack (the broker redelivers it after AckWait, its count raised), or
+//     else the next message never delivered, or else nothing: an acked
+//     message is not delivered again, and a consumer that gets nothing
+//     leaves the rows as they were;
+//   - a republish inside the dedup window is answered as a duplicate of
+//     sequence 1; one after the window is a second message, delivered
+//     with a count of 1 (not a redelivery), which the pattern's processed
+//     check must absorb;
+//   - a broker SIGKILLed after its publish ack loses nothing: the store's
+//     writes are in the page cache, which outlives the process;
+//   - a consumer that works longer than AckWait has its message
+//     redelivered to the next consumer while it works; its late ack is
+//     accepted, as nats-server answers an ack of a message acked already
+//     (nats-server #5113).
 func expectBroker(s Settings, c Condition) []Delivery {
-	ms := wr.Deliveries(c.Pattern, c.CrashAt, s.Deliveries)
-	out := make([]Delivery, 0, len(ms))
-	delivered, acked := uint64(0), false
-	for i, m := range ms {
-		d := Delivery{Delivery: i + 1, ExitCode: protocol.ExitACK, FollowUpJobs: m.After.Jobs, ProcessedEvents: m.After.Processed, CrashedAt: m.CrashedAt, Points: m.Points}
-		b := &BrokerDelivery{}
-		if i == 0 {
-			b.Published = &PublishFacts{Seq: 1}
+	var model wr.Model
+	fresh := []uint64{1}
+	b := &BrokerDelivery{Published: &PublishFacts{Seq: 1}, Restarted: c.BrokerFault == FaultKillAfterPublish}
+	switch c.BrokerFault {
+	case FaultRepublishInWindow:
+		b.Republished = &PublishFacts{Seq: 1, Duplicate: true}
+	case FaultRepublishAfterWindow:
+		b.Republished = &PublishFacts{Seq: 2}
+		fresh = append(fresh, 2)
+	}
+	st := broker.State{Messages: uint64(len(fresh)), LastSeq: uint64(len(fresh))}
+	count := map[uint64]uint64{}
+	var unacked uint64
+	rows := wr.Counts{}
+	out := make([]Delivery, 0, s.Deliveries)
+	for i := range s.Deliveries {
+		if i > 0 {
+			b = &BrokerDelivery{Concurrent: c.BrokerFault == FaultSlowWork}
 		}
+		d := Delivery{Delivery: i + 1, ExitCode: protocol.ExitACK, Points: []string{}, Broker: b}
+		var seq uint64
 		switch {
-		case acked:
-			prev := out[i-1]
-			d.FollowUpJobs, d.ProcessedEvents, d.Points = prev.FollowUpJobs, prev.ProcessedEvents, []string{}
+		case unacked > 0:
+			seq, unacked = unacked, 0
+		case c.BrokerFault == FaultSlowWork && i == 1:
+			seq = 1
+		case len(fresh) > 0:
+			seq, fresh = fresh[0], fresh[1:]
+		}
+		if seq == 0 {
 			b.Consumer = &ConsumerFacts{}
-		case m.CrashedAt != "":
-			d.ExitCode = protocol.ExitCrash
-			delivered++
-		default:
-			delivered++
-			acked = true
-			b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: delivered, Redelivered: delivered > 1, Acked: true}
-		}
-		b.State = broker.State{Messages: 1, LastSeq: 1, Delivered: delivered}
-		if acked {
-			b.State.AckFloor = 1
 		} else {
-			b.State.NumAckPending = 1
+			at := ""
+			if i == 0 {
+				at = c.CrashAt
+			}
+			m := model.Deliver(c.Pattern, at)
+			rows, d.Points, d.CrashedAt = m.After, m.Points, m.CrashedAt
+			count[seq]++
+			st.Delivered++
+			if m.CrashedAt != "" {
+				d.ExitCode, unacked = protocol.ExitCrash, seq
+			} else {
+				b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: count[seq], Redelivered: count[seq] > 1, Acked: true}
+				st.AckFloor = max(st.AckFloor, seq)
+			}
 		}
-		d.Broker = b
+		d.FollowUpJobs, d.ProcessedEvents = rows.Jobs, rows.Processed
+		st.NumAckPending, st.NumPending = 0, uint64(len(fresh))
+		if unacked > 0 {
+			st.NumAckPending = 1
+		}
+		b.State = st
 		out = append(out, d)
+	}
+	if c.BrokerFault == FaultSlowWork {
+		// Both ran before the parent read anything: each line holds the
+		// state after both.
+		out[0].Broker.State = out[1].Broker.State
 	}
 	return out
 }
 
 // runBroker delivers one condition's event through a broker of its own:
-// start it, publish the event with its id as Nats-Msg-Id, run a consumer
-// process per delivery, and read the broker's state after each.
+// start it, publish the event with its id as Nats-Msg-Id, apply the
+// condition's fault, run a consumer process per delivery, and read the
+// broker's state after each.
 func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) error {
 	b, err := broker.Lookup(p.s.Broker.Name)
 	if err != nil {
@@ -112,32 +221,61 @@ func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) err
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	tr, err := b.Start(ctx, *p.s.Broker, dir)
+	tr, err := b.Start(ctx, p.s.trialSettings(c), dir)
 	if err != nil {
 		return fmt.Errorf("%w: %s: start the broker: %w", errclass.ErrHarness, c.Name, err)
 	}
 	defer tr.Close()
-	data, err := json.Marshal(p.s.Event())
-	if err != nil {
-		return err
-	}
-	pub, err := tr.Publish(p.s.EventID, data)
-	if err != nil {
-		return fmt.Errorf("%w: %s: publish: %w", errclass.ErrHarness, c.Name, err)
+	first := &BrokerObservation{}
+	if err := p.publish(ctx, tr, c, first); err != nil {
+		return fmt.Errorf("%w: %s: %w", errclass.ErrHarness, c.Name, err)
 	}
 	db := fresh.Target
-	for d := 1; d <= p.s.Deliveries; d++ {
-		spec := harness.Spec{
+	spec := func(d int) harness.Spec {
+		s := harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("delivery %d", d),
-			Worker: wr.ConsumerName, Args: p.s.ConsumeArgs(c, db, tr.URL()).Argv(),
+			Worker: wr.ConsumerName, Args: p.s.consumeArgs(c, d, db, tr.URL()).Argv(),
 		}
 		if d == 1 {
-			spec.CrashAt = c.CrashAt
+			s.CrashAt = c.CrashAt
 		}
-		proc, err := env.Runner.Run(ctx, spec)
-		if err != nil {
-			return fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
+		return s
+	}
+	// A slow condition's two deliveries run side by side: the second
+	// waits for the broker's redelivery while the first works on.
+	var procs []*harness.Proc
+	together := 1
+	if c.BrokerFault == FaultSlowWork {
+		together = 2
+	}
+	for d := 1; d <= p.s.Deliveries; d += together {
+		var hs []*harness.Handle
+		for k := range together {
+			if k > 0 {
+				if err := fetched(ctx, tr, uint64(d+k-1), p.s.Broker.FetchWait()); err != nil {
+					return fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d+k-1, err)
+				}
+			}
+			h, err := env.Runner.Start(ctx, spec(d+k))
+			if err != nil {
+				return fmt.Errorf("%s delivery %d: %w", c.Name, d+k, err)
+			}
+			hs = append(hs, h)
 		}
+		// Each is waited for on its own, so each record's end is its own.
+		waited := make([]*harness.Proc, len(hs))
+		errs := make([]error, len(hs))
+		var wg sync.WaitGroup
+		for k, h := range hs {
+			wg.Go(func() { waited[k], errs[k] = h.Wait() })
+		}
+		wg.Wait()
+		for k, err := range errs {
+			if err != nil {
+				return fmt.Errorf("%s delivery %d: %w", c.Name, d+k, err)
+			}
+		}
+		procs = append(procs, waited...)
 		rows, err := readState(ctx, fresh)
 		if err != nil {
 			return fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d, err)
@@ -146,15 +284,79 @@ func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) err
 		if err != nil {
 			return fmt.Errorf("%w: %s delivery %d: the broker's state: %w", errclass.ErrHarness, c.Name, d, err)
 		}
-		o := Observation{Scenario: Name, Condition: c.Name, Delivery: d, ProcessID: proc.Record.ID, DB: db, Rows: rows,
-			Broker: &BrokerObservation{URL: tr.URL(), State: st}}
-		if d == 1 {
-			srv := tr.Server()
-			o.Broker.Published, o.Broker.Server = &pub, &srv
+		for k := range together {
+			o := Observation{Scenario: Name, Condition: c.Name, Delivery: d + k, ProcessID: procs[d+k-1].Record.ID, DB: db, Rows: rows,
+				Broker: &BrokerObservation{URL: tr.URL(), State: st}}
+			if d+k == 1 {
+				first.URL, first.State = tr.URL(), st
+				o.Broker = first
+			}
+			if err := env.Recorder.Observe(o); err != nil {
+				return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+			}
 		}
-		if err := env.Recorder.Observe(o); err != nil {
-			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+	}
+	return nil
+}
+
+// fetched waits until the broker says it has made n deliveries, so a
+// consumer started beside a working one cannot take the first delivery.
+func fetched(ctx context.Context, tr broker.Trial, n uint64, limit time.Duration) error {
+	for end := time.Now().Add(limit); ; {
+		st, err := tr.State()
+		if err != nil {
+			return err
 		}
+		if st.Delivered >= n {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("the broker made %d deliveries in %s, want %d", st.Delivered, limit, n)
+		}
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// publish publishes the condition's event and applies its fault: a
+// restart of the broker, or a second publish with the same message id.
+// What the broker answered goes into o.
+func (p *plan) publish(ctx context.Context, tr broker.Trial, c Condition, o *BrokerObservation) error {
+	data, err := json.Marshal(p.s.Event())
+	if err != nil {
+		return err
+	}
+	pub, err := tr.Publish(p.s.EventID, data)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	o.Published = &pub
+	srv := tr.Server()
+	o.Server = &srv
+	switch c.BrokerFault {
+	case FaultKillAfterPublish:
+		if err := tr.Restart(ctx); err != nil {
+			return fmt.Errorf("restart the broker: %w", err)
+		}
+		again := tr.Server()
+		o.Restarted = &again
+	case FaultRepublishAfterWindow:
+		wait := time.Duration(p.s.trialSettings(c).DuplicateWindowMS+WindowMarginMS) * time.Millisecond
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		fallthrough
+	case FaultRepublishInWindow:
+		again, err := tr.Publish(p.s.EventID, data)
+		if err != nil {
+			return fmt.Errorf("republish: %w", err)
+		}
+		o.Republished = &again
 	}
 	return nil
 }
@@ -169,6 +371,10 @@ type BrokerObservation struct {
 	// broker process said when it was ready.
 	Published *broker.Published `json:"published,omitempty"`
 	Server    *broker.Server    `json:"server,omitempty"`
+	// Republished and Restarted are a fault's, on delivery 1: the second
+	// publish's ack, and the restarted broker's ready line.
+	Republished *broker.Published `json:"republished,omitempty"`
+	Restarted   *broker.Server    `json:"restarted,omitempty"`
 }
 
 // foldBroker derives a broker delivery's facts from its observation and
@@ -198,8 +404,26 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 		if o.Server == nil {
 			f.c.Obs(ln.l, "broker.server", "missing: delivery 1 records what the broker said when it was ready")
 		}
-	} else if o.Published != nil || o.Server != nil {
+		if r := o.Republished; r != nil {
+			if r.MsgID != f.st.EventID || r.Stream != f.st.Broker.Stream {
+				f.c.Obs(ln.l, "broker.republished", "is message %q on stream %q; the settings publish %q on %q", r.MsgID, r.Stream, f.st.EventID, f.st.Broker.Stream)
+			}
+			b.Republished = &PublishFacts{Seq: r.Seq, Duplicate: r.Duplicate}
+		}
+		b.Restarted = o.Restarted != nil
+		if o.Restarted != nil && o.Server != nil && o.Restarted.PID == o.Server.PID {
+			f.c.Obs(ln.l, "broker.restarted.pid", "is %d, the first broker's: a restart is a new process", o.Restarted.PID)
+		}
+	} else if o.Published != nil || o.Server != nil || o.Republished != nil || o.Restarted != nil {
 		f.c.Obs(ln.l, "broker", "delivery %d records a publish or a server start; only delivery 1 does", ln.o.Delivery)
+	}
+	start, err1 := time.Parse(time.RFC3339Nano, p.StartedAt)
+	end, err2 := time.Parse(time.RFC3339Nano, p.EndedAt)
+	if prev, ok := f.ends[ln.o.Condition]; ok && err1 == nil {
+		b.Concurrent = start.Before(prev)
+	}
+	if err2 == nil {
+		f.ends[ln.o.Condition] = end
 	}
 	if rep != nil {
 		switch c := rep.Broker; {

@@ -156,3 +156,74 @@ func TestBrokerFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerFaults runs --broker-faults on real brokers: the oracle
+// (through Evaluate) judges every figure and broker fact; the test names
+// the fact each condition is about, so a change to the oracle that drops
+// one is caught here too.
+func TestBrokerFaults(t *testing.T) {
+	brokertest.Need(t)
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: backend.SQLite, Section: json.RawMessage(section),
+		Overrides: map[string]string{FlagBroker: broker.NATS, FlagBrokerFaults: "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Settings().(Settings)
+	st.Conditions = BrokerFaultConditions(*st.Broker)
+	out := scenariotest.RunPlan(t, New(), &plan{s: st}, nil, nil)
+	if len(out.Findings) > 0 {
+		t.Fatalf("findings: %v", out.Findings)
+	}
+	got := map[string][]Delivery{}
+	for _, c := range out.Result.Conditions {
+		if !c.Pass {
+			t.Errorf("%s: %+v", c.Name, c.Differences)
+		}
+		var obs []Delivery
+		if err := json.Unmarshal(c.Observed, &obs); err != nil {
+			t.Fatal(err)
+		}
+		got[c.Name] = obs
+	}
+	type fact struct {
+		Jobs                     int
+		Messages                 uint64
+		Restarted                bool
+		Republished              *PublishFacts
+		SecondFetched            bool
+		SecondCount              uint64
+		SecondConcurrent         bool
+		FirstAcked, SecondAcked  bool
+		FirstRedelivered, Second bool
+	}
+	pickFact := func(ds []Delivery) fact {
+		d1, d2 := ds[0].Broker, ds[1].Broker
+		f := fact{Jobs: ds[1].FollowUpJobs, Messages: d2.State.Messages, Restarted: d1.Restarted, Republished: d1.Republished, SecondConcurrent: d2.Concurrent}
+		if c := d1.Consumer; c != nil {
+			f.FirstAcked, f.FirstRedelivered = c.Acked, c.Redelivered
+		}
+		if c := d2.Consumer; c != nil {
+			f.SecondFetched, f.SecondCount, f.SecondAcked, f.Second = c.Fetched, c.NumDelivered, c.Acked, c.Redelivered
+		}
+		return f
+	}
+	want := map[string]fact{
+		// Nothing acked is lost to a SIGKILL: the message is delivered once.
+		"separate-commit/broker-killed-after-publish": {Jobs: 1, Messages: 1, Restarted: true, FirstAcked: true},
+		// Inside the window the republish is a duplicate of sequence 1.
+		"separate-commit/republish-in-window": {Jobs: 1, Messages: 1, Republished: &PublishFacts{Seq: 1, Duplicate: true}, FirstAcked: true},
+		// After it, a second message, delivered once, absorbed by the
+		// processed check: still one job.
+		"separate-commit/republish-after-window": {Jobs: 1, Messages: 2, Republished: &PublishFacts{Seq: 2}, FirstAcked: true, SecondFetched: true, SecondCount: 1, SecondAcked: true},
+		// Working past AckWait: redelivered while the first still works,
+		// the two run concurrently, and the late ack is answered.
+		"separate-commit/" + FaultSlowWork: {Jobs: 1, Messages: 1, FirstAcked: true, SecondFetched: true, SecondCount: 2, SecondAcked: true, Second: true, SecondConcurrent: true},
+	}
+	gotFacts := map[string]fact{}
+	for name, ds := range got {
+		gotFacts[name] = pickFact(ds)
+	}
+	if diff := cmp.Diff(want, gotFacts); diff != "" {
+		t.Errorf("broker facts (-want +got):\n%s", diff)
+	}
+}

@@ -1,6 +1,8 @@
 package redelivery
 
 import (
+	"time"
+
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -31,6 +33,8 @@ type folder struct {
 	per      map[string]*condState
 	dbs      map[string]string
 	readBack *Extra
+	// ends is each condition's last delivery's end, with --broker.
+	ends map[string]time.Time
 }
 
 // condState is one condition's deliveries so far and the rows the last
@@ -58,7 +62,7 @@ type line struct {
 // worker's claims about what it did (job inserted, already processed, the
 // pragmas it read back) are checked against the rows before and after.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}}
+	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}, ends: map[string]time.Time{}}
 	for _, cond := range st.Conditions {
 		f.conds[cond.Name] = cond
 	}
@@ -157,7 +161,7 @@ func (f *folder) serverCrash(ln line, d *Delivery) {
 // point and points.
 func (f *folder) process(ln line, p results.Process, d *Delivery) {
 	if f.st.Broker != nil && ln.o.Broker != nil {
-		f.c.Argv(p, wr.ConsumerName, f.st.ConsumeArgs(ln.cond, ln.o.DB, ln.o.Broker.URL).Argv())
+		f.c.Argv(p, wr.ConsumerName, f.st.consumeArgs(ln.cond, ln.o.Delivery, ln.o.DB, ln.o.Broker.URL).Argv())
 	} else {
 		f.c.Argv(p, wr.WorkerName, f.st.Args(ln.cond, ln.o.DB).Argv())
 	}

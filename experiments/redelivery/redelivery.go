@@ -59,6 +59,13 @@ type Condition struct {
 	// crash point or after its ACK, and lets it recover before the
 	// redelivery (--server-crash).
 	ServerCrash bool `json:"server_crash,omitempty"`
+	// BrokerFault is what the harness does to the broker or what the
+	// consumer does slowly (--broker-faults); DuplicateWindowMS, when set,
+	// is the condition's own dedup window, and HoldMS how long delivery 1
+	// works on after its commits.
+	BrokerFault       string `json:"broker_fault,omitempty"`
+	DuplicateWindowMS int64  `json:"duplicate_window_ms,omitempty"`
+	HoldMS            int64  `json:"hold_ms,omitempty"`
 }
 
 // Conditions are the article's four conditions plus single-transaction
@@ -78,9 +85,9 @@ func Conditions() []Condition {
 // the separate commits' duplicate point, or after its ACK.
 func ServerCrashConditions() []Condition {
 	return []Condition{
-		{"separate-commit/crash-after-job-commit/server-crash", wr.SeparateCommit, wr.PointAfterJobCommit, true},
-		{"separate-commit/ack/server-crash", wr.SeparateCommit, "", true},
-		{"single-transaction/ack/server-crash", wr.SingleTransaction, "", true},
+		{Name: "separate-commit/crash-after-job-commit/server-crash", Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit, ServerCrash: true},
+		{Name: "separate-commit/ack/server-crash", Pattern: wr.SeparateCommit, ServerCrash: true},
+		{Name: "single-transaction/ack/server-crash", Pattern: wr.SingleTransaction, ServerCrash: true},
 	}
 }
 
@@ -157,6 +164,7 @@ func (Scenario) Summary() string {
 func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{
 		{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"},
+		{Name: FlagBrokerFaults, Bool: true, Usage: "redelivery, with --broker nats: add conditions that kill the broker after the publish ack, republish inside and after the dedup window, and work longer than AckWait"},
 		{Name: FlagBroker, Usage: "redelivery: who redelivers, none (the harness, default) or nats (a JetStream server per condition; needs the idemlab-nats binary)"},
 	}
 }
@@ -213,6 +221,15 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 		}
 		bs := broker.DefaultNATS()
 		st.Broker = &bs
+	}
+	faults, _, err := scenario.BoolFlag(ov, FlagBrokerFaults)
+	switch {
+	case err != nil:
+		return nil, err
+	case faults && st.Broker == nil:
+		return nil, fmt.Errorf("--%s needs a broker: add --%s %s", FlagBrokerFaults, FlagBroker, broker.NATS)
+	case faults:
+		st.Conditions = append(st.Conditions, BrokerFaultConditions(*st.Broker)...)
 	}
 	return &plan{s: st}, nil
 }

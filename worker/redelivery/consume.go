@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"idemlab/worker/natswire"
@@ -29,10 +30,19 @@ const AckTimeout = 2 * time.Second
 type ConsumeArgs struct {
 	Deliver Args
 	Sub     natswire.Sub
+	// Hold is how long the consumer goes on working after the delivery's
+	// commits, before its ack: a slow handler.
+	Hold time.Duration
 }
 
 // Argv is the command line after the worker name.
-func (a ConsumeArgs) Argv() []string { return append(a.Deliver.Argv(), a.Sub.Argv()...) }
+func (a ConsumeArgs) Argv() []string {
+	argv := append(a.Deliver.Argv(), a.Sub.Argv()...)
+	if a.Hold > 0 {
+		argv = append(argv, "-hold", strconv.FormatInt(a.Hold.Milliseconds(), 10)+"ms")
+	}
+	return argv
+}
 
 // ParseConsumeArgs reads the command line Argv renders.
 func ParseConsumeArgs(argv []string) (ConsumeArgs, error) {
@@ -41,6 +51,7 @@ func ParseConsumeArgs(argv []string) (ConsumeArgs, error) {
 	fs.SetOutput(io.Discard)
 	check := a.Deliver.Bind(fs)
 	sub := a.Sub.Bind(fs)
+	fs.DurationVar(&a.Hold, "hold", 0, "work on this long after the commits, before the ack")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
@@ -58,6 +69,10 @@ type Consumed struct {
 	// Redelivered is the broker's flag: a delivery count above 1.
 	Redelivered bool                `json:"redelivered"`
 	Ack         *natswire.AckAnswer `json:"ack,omitempty"`
+	// FetchedMS and AckedMS are when the message came and when the ack's
+	// answer did, in ms from the consumer's start: timings, not judged.
+	FetchedMS float64 `json:"fetched_ms,omitempty"`
+	AckedMS   float64 `json:"acked_ms,omitempty"`
 }
 
 // Acked says whether the server accepted the ack: it answered, with no
@@ -70,6 +85,8 @@ func (c Consumed) Acked() bool {
 // within the fetch wait is an ACK with nothing done; a crash point ends
 // the process before its ack, as a consumer's crash does.
 func ConsumeMain(call *protocol.Call) int {
+	t0 := time.Now()
+	since := func() float64 { return float64(time.Since(t0).Microseconds()) / 1000 }
 	a, err := ParseConsumeArgs(call.Args)
 	if err != nil {
 		return call.Usage(err)
@@ -88,7 +105,7 @@ func ConsumeMain(call *protocol.Call) int {
 		return call.Finish(res, protocol.ExitACK)
 	}
 	got := res.Broker
-	got.Fetched, got.MsgID = true, m.Header[natswire.HeaderMsgID]
+	got.Fetched, got.MsgID, got.FetchedMS = true, m.Header[natswire.HeaderMsgID], since()
 	meta, err := natswire.ParseMeta(m.Reply)
 	if err != nil {
 		return call.Fail(err)
@@ -101,11 +118,12 @@ func ConsumeMain(call *protocol.Call) int {
 	if err := deliverOnce(call, a.Deliver, &res); err != nil {
 		return call.Fail(err)
 	}
+	time.Sleep(a.Hold)
 	ans, err := c.AckSync(m, AckTimeout)
 	if err != nil {
 		return call.Fail(fmt.Errorf("ack: %w", err))
 	}
-	got.Ack = &ans
+	got.Ack, got.AckedMS = &ans, since()
 	return call.Finish(res, protocol.ExitACK)
 }
 
