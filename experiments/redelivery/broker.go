@@ -41,7 +41,16 @@ const (
 	// AckWait, after its commits and before its ack; delivery 2 is started
 	// beside it.
 	FaultSlowWork = "ack-wait-shorter-than-work"
+	// FaultInProgress is FaultSlowWork with delivery 1 telling the broker
+	// every half AckWait that it is still working (+WPI).
+	FaultInProgress = "in-progress"
+	// FaultMaxDeliver crashes delivery 1 under a MaxDeliver of 1: the
+	// broker gives the event up.
+	FaultMaxDeliver = "max-deliver-1"
 )
+
+// besides says whether a fault's delivery 2 runs beside delivery 1.
+func besides(fault string) bool { return fault == FaultSlowWork || fault == FaultInProgress }
 
 // ShortWindowMS is the dedup window of the republish-after-window
 // condition, and WindowMarginMS how long after it the republish comes.
@@ -58,6 +67,8 @@ func BrokerFaultConditions(b broker.Settings) []Condition {
 		{Name: "separate-commit/republish-in-window", Pattern: wr.SeparateCommit, BrokerFault: FaultRepublishInWindow},
 		{Name: "separate-commit/republish-after-window", Pattern: wr.SeparateCommit, BrokerFault: FaultRepublishAfterWindow, DuplicateWindowMS: ShortWindowMS},
 		{Name: "separate-commit/" + FaultSlowWork, Pattern: wr.SeparateCommit, BrokerFault: FaultSlowWork, HoldMS: 2 * b.AckWaitMS},
+		{Name: "separate-commit/" + FaultInProgress, Pattern: wr.SeparateCommit, BrokerFault: FaultInProgress, HoldMS: 2 * b.AckWaitMS, ProgressMS: b.AckWaitMS / 2},
+		{Name: "separate-commit/crash-after-job-commit/" + FaultMaxDeliver, Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit, BrokerFault: FaultMaxDeliver, MaxDeliver: 1},
 	}
 }
 
@@ -66,6 +77,9 @@ func (s Settings) trialSettings(c Condition) broker.Settings {
 	b := *s.Broker
 	if c.DuplicateWindowMS > 0 {
 		b.DuplicateWindowMS = c.DuplicateWindowMS
+	}
+	if c.MaxDeliver > 0 {
+		b.MaxDeliver = c.MaxDeliver
 	}
 	return b
 }
@@ -94,6 +108,8 @@ type ConsumerFacts struct {
 	NumDelivered uint64 `json:"num_delivered,omitempty"`
 	Redelivered  bool   `json:"redelivered"`
 	Acked        bool   `json:"acked"`
+	// InProgress counts the answered in-progress notices.
+	InProgress int `json:"in_progress,omitempty"`
 }
 
 // PublishFacts are the stream's answer to the harness's publish.
@@ -116,6 +132,7 @@ func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs
 	a := s.ConsumeArgs(c, db, url)
 	if d == 1 {
 		a.Hold = time.Duration(c.HoldMS) * time.Millisecond
+		a.Progress = time.Duration(c.ProgressMS) * time.Millisecond
 	}
 	return a
 }
@@ -138,8 +155,16 @@ func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs
 //   - a consumer that works longer than AckWait has its message
 //     redelivered to the next consumer while it works; its late ack is
 //     accepted, as nats-server answers an ack of a message acked already
-//     (nats-server #5113).
+//     (nats-server #5113). One that says +WPI every half AckWait is not
+//     redelivered, and the consumer beside it gets nothing;
+//   - a message delivered MaxDeliver times and not acked is given up
+//     after AckWait: no consumer gets it again and it is no longer
+//     pending, but the ack floor CONSUMER.INFO reports stays below it:
+//     nats-server moves its in-memory floor, and the info reads the
+//     store's, which only acks move. (The first version of this oracle
+//     predicted the floor past it; the broker said otherwise.)
 func expectBroker(s Settings, c Condition) []Delivery {
+	limit := uint64(s.trialSettings(c).MaxDeliver)
 	var model wr.Model
 	fresh := []uint64{1}
 	b := &BrokerDelivery{Published: &PublishFacts{Seq: 1}, Restarted: c.BrokerFault == FaultKillAfterPublish}
@@ -157,10 +182,13 @@ func expectBroker(s Settings, c Condition) []Delivery {
 	out := make([]Delivery, 0, s.Deliveries)
 	for i := range s.Deliveries {
 		if i > 0 {
-			b = &BrokerDelivery{Concurrent: c.BrokerFault == FaultSlowWork}
+			b = &BrokerDelivery{Concurrent: besides(c.BrokerFault)}
 		}
 		d := Delivery{Delivery: i + 1, ExitCode: protocol.ExitACK, Points: []string{}, Broker: b}
 		var seq uint64
+		if unacked > 0 && limit > 0 && count[unacked] >= limit {
+			unacked = 0
+		}
 		switch {
 		case unacked > 0:
 			seq, unacked = unacked, 0
@@ -184,6 +212,9 @@ func expectBroker(s Settings, c Condition) []Delivery {
 				d.ExitCode, unacked = protocol.ExitCrash, seq
 			} else {
 				b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: count[seq], Redelivered: count[seq] > 1, Acked: true}
+				if i == 0 {
+					b.Consumer.InProgress = wr.Notices(time.Duration(c.HoldMS)*time.Millisecond, time.Duration(c.ProgressMS)*time.Millisecond)
+				}
 				st.AckFloor = max(st.AckFloor, seq)
 			}
 		}
@@ -195,7 +226,7 @@ func expectBroker(s Settings, c Condition) []Delivery {
 		b.State = st
 		out = append(out, d)
 	}
-	if c.BrokerFault == FaultSlowWork {
+	if besides(c.BrokerFault) {
 		// Both ran before the parent read anything: each line holds the
 		// state after both.
 		out[0].Broker.State = out[1].Broker.State
@@ -245,7 +276,7 @@ func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) err
 	// waits for the broker's redelivery while the first works on.
 	var procs []*harness.Proc
 	together := 1
-	if c.BrokerFault == FaultSlowWork {
+	if besides(c.BrokerFault) {
 		together = 2
 	}
 	for d := 1; d <= p.s.Deliveries; d += together {
@@ -432,7 +463,7 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 		case c.Fetched && (c.Meta == nil || c.MsgID != f.st.EventID || c.Meta.Stream != f.st.Broker.Stream || c.Meta.Consumer != f.st.Broker.Consumer):
 			f.c.Proc(*p, "stdout", "%s fetched message %q (%s), not the settings' %q from %s/%s", p.Label, c.MsgID, results.Compact(c.Meta), f.st.EventID, f.st.Broker.Stream, f.st.Broker.Consumer)
 		case c.Fetched:
-			b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: c.Meta.NumDelivered, Redelivered: c.Redelivered, Acked: c.Acked()}
+			b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: c.Meta.NumDelivered, Redelivered: c.Redelivered, Acked: c.Acked(), InProgress: c.InProgress}
 			if c.Redelivered != (c.Meta.NumDelivered > 1) {
 				f.c.Proc(*p, "stdout", "%s says redelivered=%v with a delivery count of %d", p.Label, c.Redelivered, c.Meta.NumDelivered)
 			}

@@ -195,12 +195,17 @@ func TestBrokerFaults(t *testing.T) {
 		SecondConcurrent         bool
 		FirstAcked, SecondAcked  bool
 		FirstRedelivered, Second bool
+		FirstInProgress          int
+		Processed                int
+		AckPending               int
+		AckFloor                 uint64
 	}
 	pickFact := func(ds []Delivery) fact {
 		d1, d2 := ds[0].Broker, ds[1].Broker
-		f := fact{Jobs: ds[1].FollowUpJobs, Messages: d2.State.Messages, Restarted: d1.Restarted, Republished: d1.Republished, SecondConcurrent: d2.Concurrent}
+		f := fact{Jobs: ds[1].FollowUpJobs, Processed: ds[1].ProcessedEvents, Messages: d2.State.Messages, Restarted: d1.Restarted, Republished: d1.Republished,
+			SecondConcurrent: d2.Concurrent, AckPending: d2.State.NumAckPending, AckFloor: d2.State.AckFloor}
 		if c := d1.Consumer; c != nil {
-			f.FirstAcked, f.FirstRedelivered = c.Acked, c.Redelivered
+			f.FirstAcked, f.FirstRedelivered, f.FirstInProgress = c.Acked, c.Redelivered, c.InProgress
 		}
 		if c := d2.Consumer; c != nil {
 			f.SecondFetched, f.SecondCount, f.SecondAcked, f.Second = c.Fetched, c.NumDelivered, c.Acked, c.Redelivered
@@ -209,15 +214,22 @@ func TestBrokerFaults(t *testing.T) {
 	}
 	want := map[string]fact{
 		// Nothing acked is lost to a SIGKILL: the message is delivered once.
-		"separate-commit/broker-killed-after-publish": {Jobs: 1, Messages: 1, Restarted: true, FirstAcked: true},
+		"separate-commit/broker-killed-after-publish": {Jobs: 1, Processed: 1, Messages: 1, Restarted: true, FirstAcked: true, AckFloor: 1},
 		// Inside the window the republish is a duplicate of sequence 1.
-		"separate-commit/republish-in-window": {Jobs: 1, Messages: 1, Republished: &PublishFacts{Seq: 1, Duplicate: true}, FirstAcked: true},
+		"separate-commit/republish-in-window": {Jobs: 1, Processed: 1, Messages: 1, Republished: &PublishFacts{Seq: 1, Duplicate: true}, FirstAcked: true, AckFloor: 1},
 		// After it, a second message, delivered once, absorbed by the
 		// processed check: still one job.
-		"separate-commit/republish-after-window": {Jobs: 1, Messages: 2, Republished: &PublishFacts{Seq: 2}, FirstAcked: true, SecondFetched: true, SecondCount: 1, SecondAcked: true},
+		"separate-commit/republish-after-window": {Jobs: 1, Processed: 1, Messages: 2, Republished: &PublishFacts{Seq: 2}, FirstAcked: true, SecondFetched: true, SecondCount: 1, SecondAcked: true, AckFloor: 2},
 		// Working past AckWait: redelivered while the first still works,
 		// the two run concurrently, and the late ack is answered.
-		"separate-commit/" + FaultSlowWork: {Jobs: 1, Messages: 1, FirstAcked: true, SecondFetched: true, SecondCount: 2, SecondAcked: true, Second: true, SecondConcurrent: true},
+		"separate-commit/" + FaultSlowWork: {Jobs: 1, Processed: 1, Messages: 1, FirstAcked: true, SecondFetched: true, SecondCount: 2, SecondAcked: true, Second: true, SecondConcurrent: true, AckFloor: 1},
+		// The same work saying +WPI every half AckWait is not redelivered:
+		// the consumer beside it gets nothing.
+		"separate-commit/" + FaultInProgress: {Jobs: 1, Processed: 1, Messages: 1, FirstAcked: true, FirstInProgress: 3, SecondConcurrent: true, AckFloor: 1},
+		// MaxDeliver 1: the crashed delivery is not redelivered; the job
+		// stays without its processed record, the event is no longer
+		// pending, and the reported ack floor stays at 0.
+		"separate-commit/crash-after-job-commit/" + FaultMaxDeliver: {Jobs: 1, Processed: 0, Messages: 1},
 	}
 	gotFacts := map[string]fact{}
 	for name, ds := range got {

@@ -66,6 +66,10 @@ type Condition struct {
 	BrokerFault       string `json:"broker_fault,omitempty"`
 	DuplicateWindowMS int64  `json:"duplicate_window_ms,omitempty"`
 	HoldMS            int64  `json:"hold_ms,omitempty"`
+	// ProgressMS is how often delivery 1 says it is still working, and
+	// MaxDeliver, when set, the condition's own limit of deliveries.
+	ProgressMS int64 `json:"progress_ms,omitempty"`
+	MaxDeliver int   `json:"max_deliver,omitempty"`
 }
 
 // Conditions are the article's four conditions plus single-transaction

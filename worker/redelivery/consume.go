@@ -33,6 +33,9 @@ type ConsumeArgs struct {
 	// Hold is how long the consumer goes on working after the delivery's
 	// commits, before its ack: a slow handler.
 	Hold time.Duration
+	// Progress, when positive, is how often the consumer tells the broker
+	// it is still working (+WPI) during Hold.
+	Progress time.Duration
 }
 
 // Argv is the command line after the worker name.
@@ -40,6 +43,9 @@ func (a ConsumeArgs) Argv() []string {
 	argv := append(a.Deliver.Argv(), a.Sub.Argv()...)
 	if a.Hold > 0 {
 		argv = append(argv, "-hold", strconv.FormatInt(a.Hold.Milliseconds(), 10)+"ms")
+	}
+	if a.Progress > 0 {
+		argv = append(argv, "-progress", strconv.FormatInt(a.Progress.Milliseconds(), 10)+"ms")
 	}
 	return argv
 }
@@ -52,6 +58,7 @@ func ParseConsumeArgs(argv []string) (ConsumeArgs, error) {
 	check := a.Deliver.Bind(fs)
 	sub := a.Sub.Bind(fs)
 	fs.DurationVar(&a.Hold, "hold", 0, "work on this long after the commits, before the ack")
+	fs.DurationVar(&a.Progress, "progress", 0, "during -hold, tell the broker this often that the work goes on")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
@@ -73,6 +80,8 @@ type Consumed struct {
 	// answer did, in ms from the consumer's start: timings, not judged.
 	FetchedMS float64 `json:"fetched_ms,omitempty"`
 	AckedMS   float64 `json:"acked_ms,omitempty"`
+	// InProgress counts the in-progress notices the server answered.
+	InProgress int `json:"in_progress,omitempty"`
 }
 
 // Acked says whether the server accepted the ack: it answered, with no
@@ -118,7 +127,9 @@ func ConsumeMain(call *protocol.Call) int {
 	if err := deliverOnce(call, a.Deliver, &res); err != nil {
 		return call.Fail(err)
 	}
-	time.Sleep(a.Hold)
+	if got.InProgress, err = hold(c, m, a.Hold, a.Progress); err != nil {
+		return call.Fail(err)
+	}
 	ans, err := c.AckSync(m, AckTimeout)
 	if err != nil {
 		return call.Fail(fmt.Errorf("ack: %w", err))
@@ -157,4 +168,37 @@ func deliverOnce(call *protocol.Call, a Args, res *Result) error {
 		return fmt.Errorf("close database: %w", err)
 	}
 	return nil
+}
+
+// hold works on for d; with a positive every, it sends an in-progress
+// notice every that often while more than every is left, and counts the
+// ones the server answered.
+func hold(c *natswire.Conn, m *natswire.Msg, d, every time.Duration) (int, error) {
+	if every <= 0 {
+		time.Sleep(d)
+		return 0, nil
+	}
+	n := 0
+	for left := d; left > 0; left -= every {
+		time.Sleep(min(every, left))
+		if left <= every {
+			break
+		}
+		ans, err := c.InProgress(m, AckTimeout)
+		if err != nil {
+			return n, fmt.Errorf("in progress: %w", err)
+		}
+		if ans.Answered && ans.Status == 0 {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Notices is how many in-progress notices a hold of d sends every every.
+func Notices(d, every time.Duration) int {
+	if every <= 0 || d <= 0 {
+		return 0
+	}
+	return int((d - 1) / every)
 }
