@@ -70,18 +70,11 @@ func FindNATSServer() (string, error) {
 
 // natsTrial is one running broker process.
 type natsTrial struct {
-	s     Settings
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	errb  bytes.Buffer
-	ready struct {
-		URL          string  `json:"url"`
-		PID          int     `json:"pid"`
-		Version      string  `json:"version"`
-		Store        string  `json:"store_dir"`
-		SyncInterval string  `json:"sync_interval"`
-		ReadyMS      float64 `json:"ready_ms"`
-	}
+	s        Settings
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	errb     bytes.Buffer
+	ready    natswire.Ready
 	exe      string
 	store    string
 	mu       sync.Mutex

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"idemlab/worker/natswire"
 )
 
 // WorkerName is the argv name the broker process runs under:
@@ -44,20 +46,6 @@ func (a Args) Argv() []string {
 		argv = append(argv, "-sync", a.Sync)
 	}
 	return argv
-}
-
-// Ready is the one line the broker prints on its standard output once it
-// accepts connections: the parent's handshake.
-type Ready struct {
-	URL     string `json:"url"`
-	PID     int    `json:"pid"`
-	Version string `json:"version"`
-	Store   string `json:"store_dir"`
-	// SyncInterval is what the server was configured with: "always", a
-	// duration, or "default" with the server's default duration.
-	SyncInterval string `json:"sync_interval"`
-	// ReadyMS is from the process's start of Main to ready.
-	ReadyMS float64 `json:"ready_ms"`
 }
 
 // DefaultSyncInterval is the file store's sync interval when none is set;
@@ -108,7 +96,7 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		s.Shutdown()
 		return 1
 	}
-	r := Ready{URL: s.ClientURL(), PID: os.Getpid(), Version: server.VERSION, Store: a.Store, SyncInterval: sync,
+	r := natswire.Ready{URL: s.ClientURL(), PID: os.Getpid(), Version: server.VERSION, Store: a.Store, SyncInterval: sync,
 		ReadyMS: float64(time.Since(t0).Microseconds()) / 1000}
 	line, _ := json.Marshal(r)
 	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {

@@ -26,38 +26,44 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("jetstream: %s (code %d, err_code %d)", e.Description, e.Code, e.ErrCode)
 }
 
-// api sends a JetStream API request and decodes its answer into out,
-// returning the answer's raw bytes too.
-func (c *Conn) api(subject string, req, out any) (json.RawMessage, error) {
+// api sends a JetStream API request and decodes its answer into out.
+func (c *Conn) api(subject string, req, out any) error {
 	var data []byte
 	if req != nil {
 		var err error
 		if data, err = json.Marshal(req); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	m, err := c.Request(subject, nil, data, APITimeout)
+	return c.call(subject, nil, data, out)
+}
+
+// call sends a request to JetStream (an API subject, or a stream's subject
+// for a publish) and decodes its answer into out, or its error answer into
+// an APIError.
+func (c *Conn) call(subject string, header map[string]string, data []byte, out any) error {
+	m, err := c.Request(subject, header, data, APITimeout)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", subject, err)
+		return fmt.Errorf("%s: %w", subject, err)
 	}
 	if m.Status == 503 {
-		return nil, fmt.Errorf("%s: no responders: is JetStream enabled?", subject)
+		return fmt.Errorf("%s: no responders: is JetStream enabled, and does a stream take the subject?", subject)
 	}
 	var e struct {
 		Error *APIError `json:"error"`
 	}
 	if err := json.Unmarshal(m.Data, &e); err != nil {
-		return nil, fmt.Errorf("%s: answer %q: %w", subject, m.Data, err)
+		return fmt.Errorf("%s: answer %q: %w", subject, m.Data, err)
 	}
 	if e.Error != nil {
-		return m.Data, e.Error
+		return e.Error
 	}
 	if out != nil {
 		if err := json.Unmarshal(m.Data, out); err != nil {
-			return m.Data, fmt.Errorf("%s: %w", subject, err)
+			return fmt.Errorf("%s: %w", subject, err)
 		}
 	}
-	return m.Data, nil
+	return nil
 }
 
 // StreamConfig is the part of a stream's configuration idemlab sets.
@@ -105,8 +111,7 @@ type ConsumerState struct {
 
 // CreateStream creates (or finds identical) a stream.
 func (c *Conn) CreateStream(cfg StreamConfig) error {
-	_, err := c.api("$JS.API.STREAM.CREATE."+cfg.Name, cfg, nil)
-	return err
+	return c.api("$JS.API.STREAM.CREATE."+cfg.Name, cfg, nil)
 }
 
 // CreateConsumer creates a durable consumer on stream.
@@ -115,8 +120,7 @@ func (c *Conn) CreateConsumer(stream string, cfg ConsumerConfig) error {
 		Stream string         `json:"stream_name"`
 		Config ConsumerConfig `json:"config"`
 	}{stream, cfg}
-	_, err := c.api("$JS.API.CONSUMER.DURABLE.CREATE."+stream+"."+cfg.Durable, req, nil)
-	return err
+	return c.api("$JS.API.CONSUMER.DURABLE.CREATE."+stream+"."+cfg.Durable, req, nil)
 }
 
 // StreamInfo reads a stream's state.
@@ -124,14 +128,14 @@ func (c *Conn) StreamInfo(stream string) (StreamState, error) {
 	var out struct {
 		State StreamState `json:"state"`
 	}
-	_, err := c.api("$JS.API.STREAM.INFO."+stream, nil, &out)
+	err := c.api("$JS.API.STREAM.INFO."+stream, nil, &out)
 	return out.State, err
 }
 
 // ConsumerInfo reads a consumer's state.
 func (c *Conn) ConsumerInfo(stream, consumer string) (ConsumerState, error) {
 	var out ConsumerState
-	_, err := c.api("$JS.API.CONSUMER.INFO."+stream+"."+consumer, nil, &out)
+	err := c.api("$JS.API.CONSUMER.INFO."+stream+"."+consumer, nil, &out)
 	return out, err
 }
 
@@ -146,23 +150,8 @@ type PubAck struct {
 // for the stream's publish ack.
 func (c *Conn) PublishMsg(subject, msgID string, data []byte) (PubAck, error) {
 	var ack PubAck
-	m, err := c.Request(subject, map[string]string{HeaderMsgID: msgID}, data, APITimeout)
-	if err != nil {
-		return ack, fmt.Errorf("publish %s: %w", subject, err)
-	}
-	if m.Status == 503 {
-		return ack, fmt.Errorf("publish %s: no stream listens", subject)
-	}
-	var e struct {
-		Error *APIError `json:"error"`
-	}
-	if err := json.Unmarshal(m.Data, &e); err != nil {
-		return ack, fmt.Errorf("publish %s: answer %q: %w", subject, m.Data, err)
-	}
-	if e.Error != nil {
-		return ack, e.Error
-	}
-	return ack, json.Unmarshal(m.Data, &ack)
+	err := c.call(subject, map[string]string{HeaderMsgID: msgID}, data, &ack)
+	return ack, err
 }
 
 // Meta is what a JetStream message's reply subject says about it.

@@ -38,3 +38,19 @@ func (s *Sub) Bind(fs *flag.FlagSet) (check func() error) {
 		return nil
 	}
 }
+
+// Ready is the one line a broker process (idemlab-nats worker nats.serve)
+// prints on its standard output once it accepts connections: the
+// parent's handshake. It lives here so that both sides share it without
+// idemlab linking the server.
+type Ready struct {
+	URL     string `json:"url"`
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	Store   string `json:"store_dir"`
+	// SyncInterval is what the server was configured with: "always", a
+	// duration, or "default" with the server's default duration.
+	SyncInterval string `json:"sync_interval"`
+	// ReadyMS is from the start of the broker's main to ready.
+	ReadyMS float64 `json:"ready_ms"`
+}
