@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/worker/natswire"
 )
 
@@ -28,6 +30,36 @@ const NATSBinary = "idemlab-nats"
 // ServeWorker is the broker process's worker name; it matches
 // worker/natsserver.WorkerName, which this package must not import.
 const ServeWorker = "nats.serve"
+
+// StorePrefix starts every trial's store folder's name.
+const StorePrefix = "idemlab-jetstream-"
+
+// OwnerFile, in a store folder, records the process that made it.
+const OwnerFile = "idemlab-owner"
+
+// SweepStores removes the store folders under dir whose owner is gone: a
+// harness killed by SIGKILL runs no cleanup, and its brokers die with it
+// (Pdeathsig, and their standard input's end) but leave their stores. A
+// folder without an owner record is left alone: it may be one being made
+// this moment. It returns the folders it removed.
+func SweepStores(dir string, self backend.Owner) []string {
+	var removed []string
+	dirs, _ := filepath.Glob(filepath.Join(dir, StorePrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, OwnerFile))
+		if err != nil {
+			continue
+		}
+		o, err := backend.ParseOwner(strings.TrimSpace(string(b)))
+		if err != nil || !o.Gone(self) {
+			continue
+		}
+		if os.RemoveAll(d) == nil {
+			removed = append(removed, d)
+		}
+	}
+	return removed
+}
 
 // ReadyTimeout bounds the wait for the broker's ready line.
 const ReadyTimeout = 15 * time.Second
@@ -92,9 +124,17 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	if err != nil {
 		return nil, err
 	}
-	store, err := os.MkdirTemp(dir, "idemlab-jetstream-")
+	self, err := backend.Self()
 	if err != nil {
 		return nil, err
+	}
+	SweepStores(dir, self)
+	store, err := os.MkdirTemp(dir, StorePrefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(store, OwnerFile), []byte(self.String()+"\n"), 0o644); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(store))
 	}
 	t := &natsTrial{s: s, exe: exe, store: store}
 	if err := t.launch(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/broker"
 	"idemlab/experiments/broker/brokertest"
 )
@@ -18,6 +19,8 @@ import (
 // TestRunLeavesNothing runs the built idemlab with --broker nats, which
 // finds idemlab-nats beside itself, to its end and interrupted by SIGINT
 // half-way; either way no broker process and no store folder is left.
+// Killed by SIGKILL, it runs no cleanup: its broker dies with it and its
+// store stays, until the next run's sweep removes it.
 func TestRunLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds idemlab and runs it")
@@ -37,12 +40,9 @@ func TestRunLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, interrupt := range []bool{false, true} {
-		name := "to the end"
-		if interrupt {
-			name = "interrupted"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, how := range []string{"to the end", "interrupted", "killed"} {
+		interrupt := how != "to the end"
+		t.Run(how, func(t *testing.T) {
 			tmp := t.TempDir()
 			cmd := exec.Command(filepath.Join(bin, "idemlab"), "experiment", "--quiet", "--scenario", "redelivery", "--broker", broker.NATS,
 				"--input", filepath.Join(root, "input.json"), "--out", filepath.Join(tmp, "out"))
@@ -55,13 +55,17 @@ func TestRunLeavesNothing(t *testing.T) {
 			want := 0
 			if interrupt {
 				want = 130
+				sig := os.Interrupt
+				if how == "killed" {
+					want, sig = -1, os.Kill
+				}
 				if !waitFor(func() bool { return len(stores(t, tmp)) > 0 }, 20*time.Second) {
 					cmd.Process.Kill()
 					cmd.Wait()
 					t.Fatalf("no broker store appeared in %s; stderr:\n%s", tmp, stderr.String())
 				}
 				time.Sleep(200 * time.Millisecond)
-				cmd.Process.Signal(os.Interrupt)
+				cmd.Process.Signal(sig)
 			}
 			err := cmd.Wait()
 			code := 0
@@ -72,10 +76,27 @@ func TestRunLeavesNothing(t *testing.T) {
 			if code != want {
 				t.Errorf("exit %d (%v), want %d; stderr:\n%s", code, err, want, stderr.String())
 			}
+			exe := filepath.Join(bin, broker.NATSBinary)
+			if how == "killed" {
+				if !waitFor(func() bool { return len(running(exe)) == 0 }, 5*time.Second) {
+					t.Errorf("the broker outlived its killed parent: %v", running(exe))
+				}
+				left := stores(t, tmp)
+				if len(left) == 0 {
+					t.Fatal("no store left by a killed run: the sweep below proves nothing")
+				}
+				self, err := backend.Self()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if swept := broker.SweepStores(tmp, self); len(swept) != len(left) {
+					t.Errorf("the sweep removed %v, the run left %v", swept, left)
+				}
+			}
 			if left := stores(t, tmp); len(left) > 0 {
 				t.Errorf("store folders left: %v", left)
 			}
-			if pids := running(filepath.Join(bin, broker.NATSBinary)); len(pids) > 0 {
+			if pids := running(exe); len(pids) > 0 {
 				t.Errorf("broker processes left: %v", pids)
 				for _, p := range pids {
 					syscall.Kill(p, syscall.SIGKILL)
