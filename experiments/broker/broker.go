@@ -52,6 +52,10 @@ type Settings struct {
 	SyncInterval string `json:"sync_interval,omitempty"`
 	// FetchWaitMS is how long a consumer process waits for a message.
 	FetchWaitMS int64 `json:"fetch_wait_ms"`
+	// URL, when set, is a NATS server of the user's (--broker-url): no
+	// server is started, killed or restarted; each trial makes its own
+	// stream there and deletes it at its end.
+	URL string `json:"url,omitempty"`
 }
 
 // AckWait is the setting as a duration.

@@ -102,13 +102,15 @@ func FindNATSServer() (string, error) {
 
 // natsTrial is one running broker process.
 type natsTrial struct {
-	s        Settings
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	errb     bytes.Buffer
-	ready    natswire.Ready
-	exe      string
-	store    string
+	s     Settings
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	errb  bytes.Buffer
+	ready natswire.Ready
+	exe   string
+	store string
+	// external is a trial on the user's server (Settings.URL).
+	external bool
 	mu       sync.Mutex
 	conn     *natswire.Conn
 	waited   chan struct{}
@@ -120,6 +122,9 @@ type natsTrial struct {
 // own, with a store folder of its own under dir, waits for its ready
 // line, and creates the stream and the durable pull consumer.
 func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, error) {
+	if s.URL != "" {
+		return attach(s)
+	}
 	exe, err := FindNATSServer()
 	if err != nil {
 		return nil, err
@@ -140,17 +145,44 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	if err := t.launch(ctx); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
-	if err := t.conn.CreateStream(natswire.StreamConfig{
-		Name: s.Stream, Subjects: []string{s.Subject}, Storage: "file", Replicas: 1, Duplicates: s.DuplicateWindow(),
-	}); err != nil {
-		return nil, errors.Join(err, t.Close())
-	}
-	if err := t.conn.CreateConsumer(s.Stream, natswire.ConsumerConfig{
-		Durable: s.Consumer, AckPolicy: "explicit", DeliverPolicy: "all", AckWait: s.AckWait(), MaxDeliver: s.MaxDeliver,
-	}); err != nil {
+	if err := t.create(); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
 	return t, nil
+}
+
+// ErrNotOwned is a kill or restart of a server idemlab did not start.
+var ErrNotOwned = errors.New("--broker-url names a server idemlab does not own: it cannot kill or restart it")
+
+// attach is a trial on the user's server at s.URL: a stream of its own,
+// deleted first if an earlier run left it, and at the trial's end.
+func attach(s Settings) (Trial, error) {
+	t := &natsTrial{s: s, external: true}
+	var err error
+	if t.conn, err = natswire.Dial(s.URL, natswire.APITimeout); err != nil {
+		return nil, err
+	}
+	t.ready = natswire.Ready{URL: s.URL, Version: t.conn.Version, SyncInterval: "the server's own"}
+	if err := t.conn.DeleteStream(s.Stream); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	if err := t.create(); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	return t, nil
+}
+
+// create makes the trial's stream and durable pull consumer.
+func (t *natsTrial) create() error {
+	s := t.s
+	if err := t.conn.CreateStream(natswire.StreamConfig{
+		Name: s.Stream, Subjects: []string{s.Subject}, Storage: "file", Replicas: 1, Duplicates: s.DuplicateWindow(),
+	}); err != nil {
+		return err
+	}
+	return t.conn.CreateConsumer(s.Stream, natswire.ConsumerConfig{
+		Durable: s.Consumer, AckPolicy: "explicit", DeliverPolicy: "all", AckWait: s.AckWait(), MaxDeliver: s.MaxDeliver,
+	})
 }
 
 // launch starts the broker process on the trial's store, waits for its
@@ -208,6 +240,9 @@ func (t *natsTrial) launch(ctx context.Context) error {
 
 // Restart kills the broker and starts it again on the same store.
 func (t *natsTrial) Restart(ctx context.Context) error {
+	if t.external {
+		return ErrNotOwned
+	}
 	if err := t.Kill(); err != nil {
 		return err
 	}
@@ -257,6 +292,9 @@ func ConsumerArgv(s Settings, url string) []string {
 }
 
 func (t *natsTrial) Kill() error {
+	if t.external {
+		return ErrNotOwned
+	}
 	if t.conn != nil {
 		t.conn.Close()
 		t.conn = nil
@@ -277,6 +315,10 @@ func (t *natsTrial) Kill() error {
 func (t *natsTrial) Close() error {
 	var err error
 	t.stopOnce.Do(func() {
+		if t.external {
+			err = errors.Join(t.conn.DeleteStream(t.s.Stream), t.conn.Close())
+			return
+		}
 		if t.conn != nil {
 			t.conn.Close()
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,9 +73,21 @@ func BrokerFaultConditions(b broker.Settings) []Condition {
 	}
 }
 
-// trialSettings are the broker settings of condition c's trial.
+// FlagBrokerURL names a NATS server of the user's instead of one per
+// condition.
+const FlagBrokerURL = "broker-url"
+
+// trialSettings are the broker settings of condition c's trial. On a
+// user's server (--broker-url) each condition has a stream, subject and
+// consumer named after its place in the settings, so no two trials share
+// one and none touches the user's own.
 func (s Settings) trialSettings(c Condition) broker.Settings {
 	b := *s.Broker
+	if b.URL != "" {
+		k := slices.IndexFunc(s.Conditions, func(x Condition) bool { return x.Name == c.Name }) + 1
+		b.Stream = fmt.Sprintf("IDEMLAB_REDELIVERY_%d", k)
+		b.Subject = fmt.Sprintf("idemlab.redelivery.%d", k)
+	}
 	if c.DuplicateWindowMS > 0 {
 		b.DuplicateWindowMS = c.DuplicateWindowMS
 	}
@@ -121,7 +134,7 @@ type PublishFacts struct {
 // ConsumeArgs are a broker delivery's worker arguments for the trial's
 // server at url.
 func (s Settings) ConsumeArgs(c Condition, db, url string) wr.ConsumeArgs {
-	b := *s.Broker
+	b := s.trialSettings(c)
 	a := wr.ConsumeArgs{Deliver: s.Args(c, db), Sub: natswire.Sub{URL: url, Stream: b.Stream, Consumer: b.Consumer, FetchWait: b.FetchWait()}}
 	return a
 }
@@ -423,12 +436,16 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 		return
 	}
 	b := &BrokerDelivery{State: o.State}
+	ts := f.st.trialSettings(ln.cond)
+	if f.st.Broker.URL != "" && o.URL != f.st.Broker.URL {
+		f.c.Obs(ln.l, "broker.url", "is %q, but the run used the server --%s named, %q", o.URL, FlagBrokerURL, f.st.Broker.URL)
+	}
 	if ln.o.Delivery == 1 {
 		switch pub := o.Published; {
 		case pub == nil:
 			f.c.Obs(ln.l, "broker.published", "missing: delivery 1 records the publish ack")
-		case pub.MsgID != f.st.EventID || pub.Stream != f.st.Broker.Stream:
-			f.c.Obs(ln.l, "broker.published", "is message %q on stream %q; the settings publish %q on %q", pub.MsgID, pub.Stream, f.st.EventID, f.st.Broker.Stream)
+		case pub.MsgID != f.st.EventID || pub.Stream != ts.Stream:
+			f.c.Obs(ln.l, "broker.published", "is message %q on stream %q; the settings publish %q on %q", pub.MsgID, pub.Stream, f.st.EventID, ts.Stream)
 		default:
 			b.Published = &PublishFacts{Seq: pub.Seq, Duplicate: pub.Duplicate}
 		}
@@ -436,8 +453,8 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 			f.c.Obs(ln.l, "broker.server", "missing: delivery 1 records what the broker said when it was ready")
 		}
 		if r := o.Republished; r != nil {
-			if r.MsgID != f.st.EventID || r.Stream != f.st.Broker.Stream {
-				f.c.Obs(ln.l, "broker.republished", "is message %q on stream %q; the settings publish %q on %q", r.MsgID, r.Stream, f.st.EventID, f.st.Broker.Stream)
+			if r.MsgID != f.st.EventID || r.Stream != ts.Stream {
+				f.c.Obs(ln.l, "broker.republished", "is message %q on stream %q; the settings publish %q on %q", r.MsgID, r.Stream, f.st.EventID, ts.Stream)
 			}
 			b.Republished = &PublishFacts{Seq: r.Seq, Duplicate: r.Duplicate}
 		}
@@ -460,8 +477,8 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 		switch c := rep.Broker; {
 		case c == nil:
 			f.c.Proc(*p, "stdout", "%s acknowledged without the broker's word", p.Label)
-		case c.Fetched && (c.Meta == nil || c.MsgID != f.st.EventID || c.Meta.Stream != f.st.Broker.Stream || c.Meta.Consumer != f.st.Broker.Consumer):
-			f.c.Proc(*p, "stdout", "%s fetched message %q (%s), not the settings' %q from %s/%s", p.Label, c.MsgID, results.Compact(c.Meta), f.st.EventID, f.st.Broker.Stream, f.st.Broker.Consumer)
+		case c.Fetched && (c.Meta == nil || c.MsgID != f.st.EventID || c.Meta.Stream != ts.Stream || c.Meta.Consumer != ts.Consumer):
+			f.c.Proc(*p, "stdout", "%s fetched message %q (%s), not the settings' %q from %s/%s", p.Label, c.MsgID, results.Compact(c.Meta), f.st.EventID, ts.Stream, ts.Consumer)
 		case c.Fetched:
 			b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: c.Meta.NumDelivered, Redelivered: c.Redelivered, Acked: c.Acked(), InProgress: c.InProgress}
 			if c.Redelivered != (c.Meta.NumDelivered > 1) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -14,6 +15,7 @@ import (
 	"idemlab/experiments/broker/brokertest"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
+	"idemlab/worker/natswire"
 	"idemlab/worker/store"
 )
 
@@ -237,5 +239,65 @@ func TestBrokerFaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, gotFacts); diff != "" {
 		t.Errorf("broker facts (-want +got):\n%s", diff)
+	}
+}
+
+// TestBrokerURL runs the article's conditions and the faults on a server
+// the test starts as the user's: each condition's stream is made there
+// and deleted, the user's own stream keeps its message, and the kill is
+// left out, saying why.
+func TestBrokerURL(t *testing.T) {
+	brokertest.Need(t)
+	b, err := broker.Lookup(broker.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := b.Start(context.Background(), broker.DefaultNATS(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer users.Close()
+	if _, err := users.Publish("theirs", nil); err != nil {
+		t.Fatal(err)
+	}
+	ov := map[string]string{FlagBroker: broker.NATS, FlagBrokerURL: users.URL(), FlagBrokerFaults: "true"}
+	p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: backend.SQLite, Section: json.RawMessage(section), Overrides: ov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Settings().(Settings)
+	if len(st.BrokerLeftOut) != 1 || !strings.Contains(st.BrokerLeftOut[0], "broker-killed-after-publish") {
+		t.Errorf("left out %q, want the broker's kill", st.BrokerLeftOut)
+	}
+	// The article's crash and a fault run; the rest are the same code.
+	var keep []Condition
+	for _, c := range st.Conditions {
+		if c.Name == "separate-commit/crash-after-job-commit" || c.BrokerFault == FaultRepublishInWindow {
+			keep = append(keep, c)
+		}
+	}
+	st.Conditions = keep
+	out := scenariotest.RunPlan(t, New(), &plan{s: st}, nil, ov)
+	if len(out.Findings) > 0 {
+		t.Fatalf("findings: %v", out.Findings)
+	}
+	for _, c := range out.Result.Conditions {
+		if !c.Pass {
+			t.Errorf("%s: %+v", c.Name, c.Differences)
+		}
+	}
+	c, err := natswire.Dial(users.URL(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, cond := range keep {
+		name := st.trialSettings(cond).Stream
+		if _, err := c.StreamInfo(name); err == nil {
+			t.Errorf("stream %s is still on the user's server", name)
+		}
+	}
+	if s, err := users.State(); err != nil || s.Messages != 1 {
+		t.Errorf("the user's stream holds %+v (%v), want its one message", s, err)
 	}
 }

@@ -127,6 +127,9 @@ type Settings struct {
 	// Broker is the broker that redelivers, with every setting; nil is
 	// the harness's own redelivery (--broker none).
 	Broker *broker.Settings `json:"broker,omitempty"`
+	// BrokerLeftOut names the broker conditions the run could not run,
+	// and why.
+	BrokerLeftOut []string `json:"broker_left_out,omitempty"`
 }
 
 // asyncCommit says whether a commit's ACK may come before its WAL is on
@@ -169,6 +172,7 @@ func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{
 		{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"},
 		{Name: FlagBrokerFaults, Bool: true, Usage: "redelivery, with --broker nats: add conditions that kill the broker after the publish ack, republish inside and after the dedup window, and work longer than AckWait"},
+		{Name: FlagBrokerURL, Usage: "redelivery, with --broker nats: a NATS server of your own (nats://host:port) instead of one per condition; each condition makes a stream IDEMLAB_REDELIVERY_<n> there and deletes it; no broker kill then"},
 		{Name: FlagBroker, Usage: "redelivery: who redelivers, none (the harness, default) or nats (a JetStream server per condition; needs the idemlab-nats binary)"},
 	}
 }
@@ -224,7 +228,11 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 			return nil, fmt.Errorf("--%s with --%s: the server-crash conditions run with the harness's redelivery only", FlagBroker, FlagServerCrash)
 		}
 		bs := broker.DefaultNATS()
+		bs.URL = ov[FlagBrokerURL]
 		st.Broker = &bs
+	}
+	if ov[FlagBrokerURL] != "" && st.Broker == nil {
+		return nil, fmt.Errorf("--%s needs --%s %s", FlagBrokerURL, FlagBroker, broker.NATS)
 	}
 	faults, _, err := scenario.BoolFlag(ov, FlagBrokerFaults)
 	switch {
@@ -233,7 +241,13 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 	case faults && st.Broker == nil:
 		return nil, fmt.Errorf("--%s needs a broker: add --%s %s", FlagBrokerFaults, FlagBroker, broker.NATS)
 	case faults:
-		st.Conditions = append(st.Conditions, BrokerFaultConditions(*st.Broker)...)
+		for _, c := range BrokerFaultConditions(*st.Broker) {
+			if c.BrokerFault == FaultKillAfterPublish && st.Broker.URL != "" {
+				st.BrokerLeftOut = append(st.BrokerLeftOut, c.Name+": --"+FlagBrokerURL+" names a server idemlab does not own, and it kills no one's server")
+				continue
+			}
+			st.Conditions = append(st.Conditions, c)
+		}
 	}
 	return &plan{s: st}, nil
 }

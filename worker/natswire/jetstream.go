@@ -123,6 +123,16 @@ func (c *Conn) CreateConsumer(stream string, cfg ConsumerConfig) error {
 	return c.api("$JS.API.CONSUMER.DURABLE.CREATE."+stream+"."+cfg.Durable, req, nil)
 }
 
+// DeleteStream deletes a stream; one that does not exist is no error.
+func (c *Conn) DeleteStream(stream string) error {
+	err := c.api("$JS.API.STREAM.DELETE."+stream, nil, nil)
+	var e *APIError
+	if errors.As(err, &e) && e.Code == 404 {
+		return nil
+	}
+	return err
+}
+
 // StreamInfo reads a stream's state.
 func (c *Conn) StreamInfo(stream string) (StreamState, error) {
 	var out struct {
