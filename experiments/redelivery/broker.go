@@ -43,7 +43,7 @@ const (
 	// beside it.
 	FaultSlowWork = "ack-wait-shorter-than-work"
 	// FaultInProgress is FaultSlowWork with delivery 1 telling the broker
-	// every half AckWait that it is still working (+WPI).
+	// every quarter AckWait that it is still working (+WPI).
 	FaultInProgress = "in-progress"
 	// FaultMaxDeliver crashes delivery 1 under a MaxDeliver of 1: the
 	// broker gives the event up.
@@ -68,7 +68,7 @@ func BrokerFaultConditions(b broker.Settings) []Condition {
 		{Name: "separate-commit/republish-in-window", Pattern: wr.SeparateCommit, BrokerFault: FaultRepublishInWindow},
 		{Name: "separate-commit/republish-after-window", Pattern: wr.SeparateCommit, BrokerFault: FaultRepublishAfterWindow, DuplicateWindowMS: ShortWindowMS},
 		{Name: "separate-commit/" + FaultSlowWork, Pattern: wr.SeparateCommit, BrokerFault: FaultSlowWork, HoldMS: 2 * b.AckWaitMS},
-		{Name: "separate-commit/" + FaultInProgress, Pattern: wr.SeparateCommit, BrokerFault: FaultInProgress, HoldMS: 2 * b.AckWaitMS, ProgressMS: b.AckWaitMS / 2},
+		{Name: "separate-commit/" + FaultInProgress, Pattern: wr.SeparateCommit, BrokerFault: FaultInProgress, HoldMS: 2 * b.AckWaitMS, ProgressMS: b.AckWaitMS / 4},
 		{Name: "separate-commit/crash-after-job-commit/" + FaultMaxDeliver, Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit, BrokerFault: FaultMaxDeliver, MaxDeliver: 1},
 	}
 }
@@ -168,7 +168,7 @@ func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs
 //   - a consumer that works longer than AckWait has its message
 //     redelivered to the next consumer while it works; its late ack is
 //     accepted, as nats-server answers an ack of a message acked already
-//     (nats-server #5113). One that says +WPI every half AckWait is not
+//     (nats-server #5113). One that says +WPI every quarter AckWait is not
 //     redelivered, and the consumer beside it gets nothing;
 //   - a message delivered MaxDeliver times and not acked is given up
 //     after AckWait: no consumer gets it again and it is no longer
