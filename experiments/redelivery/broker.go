@@ -294,15 +294,23 @@ func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) err
 	}
 	for d := 1; d <= p.s.Deliveries; d += together {
 		var hs []*harness.Handle
+		// A delivery started and then abandoned is still waited for, so
+		// no consumer outlives the error.
+		abandon := func(err error) error {
+			for _, h := range hs {
+				h.Wait()
+			}
+			return err
+		}
 		for k := range together {
 			if k > 0 {
 				if err := fetched(ctx, tr, uint64(d+k-1), p.s.Broker.FetchWait()); err != nil {
-					return fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d+k-1, err)
+					return abandon(fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d+k-1, err))
 				}
 			}
 			h, err := env.Runner.Start(ctx, spec(d+k))
 			if err != nil {
-				return fmt.Errorf("%s delivery %d: %w", c.Name, d+k, err)
+				return abandon(fmt.Errorf("%s delivery %d: %w", c.Name, d+k, err))
 			}
 			hs = append(hs, h)
 		}
