@@ -48,6 +48,9 @@ const (
 	// FaultMaxDeliver crashes delivery 1 under a MaxDeliver of 1: the
 	// broker gives the event up.
 	FaultMaxDeliver = "max-deliver-1"
+	// FaultAckFirst acks delivery 1 as soon as it comes, before the work,
+	// and crashes it after the job's commit: at most once.
+	FaultAckFirst = "ack-first"
 )
 
 // besides says whether a fault's delivery 2 runs beside delivery 1.
@@ -70,6 +73,7 @@ func BrokerFaultConditions(b broker.Settings) []Condition {
 		{Name: "separate-commit/" + FaultSlowWork, Pattern: wr.SeparateCommit, BrokerFault: FaultSlowWork, HoldMS: 2 * b.AckWaitMS},
 		{Name: "separate-commit/" + FaultInProgress, Pattern: wr.SeparateCommit, BrokerFault: FaultInProgress, HoldMS: 2 * b.AckWaitMS, ProgressMS: b.AckWaitMS / 4},
 		{Name: "separate-commit/crash-after-job-commit/" + FaultMaxDeliver, Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit, BrokerFault: FaultMaxDeliver, MaxDeliver: 1},
+		{Name: "separate-commit/crash-after-job-commit/" + FaultAckFirst, Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit, BrokerFault: FaultAckFirst},
 	}
 }
 
@@ -146,6 +150,7 @@ func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs
 	if d == 1 {
 		a.Hold = time.Duration(c.HoldMS) * time.Millisecond
 		a.Progress = time.Duration(c.ProgressMS) * time.Millisecond
+		a.AckFirst = c.BrokerFault == FaultAckFirst
 	}
 	return a
 }
@@ -176,6 +181,9 @@ func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs
 //     nats-server moves its in-memory floor, and the info reads the
 //     store's, which only acks move. (The first version of this oracle
 //     predicted the floor past it; the broker said otherwise.)
+//   - a consumer that acks as soon as the message comes and then crashes
+//     loses the event: the broker counts it acked and never delivers it
+//     again, and the rows stay as the crash left them.
 func expectBroker(s Settings, c Condition) []Delivery {
 	limit := uint64(s.trialSettings(c).MaxDeliver)
 	var model wr.Model
@@ -221,9 +229,14 @@ func expectBroker(s Settings, c Condition) []Delivery {
 			rows, d.Points, d.CrashedAt = m.After, m.Points, m.CrashedAt
 			count[seq]++
 			st.Delivered++
-			if m.CrashedAt != "" {
+			switch {
+			case m.CrashedAt != "" && i == 0 && c.BrokerFault == FaultAckFirst:
+				// Acked before the work: the crash loses the event.
+				d.ExitCode = protocol.ExitCrash
+				st.AckFloor = max(st.AckFloor, seq)
+			case m.CrashedAt != "":
 				d.ExitCode, unacked = protocol.ExitCrash, seq
-			} else {
+			default:
 				b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: count[seq], Redelivered: count[seq] > 1, Acked: true}
 				if i == 0 {
 					b.Consumer.InProgress = wr.Notices(time.Duration(c.HoldMS)*time.Millisecond, time.Duration(c.ProgressMS)*time.Millisecond)

@@ -235,6 +235,9 @@ func TestBrokerFaults(t *testing.T) {
 		// stays without its processed record, the event is no longer
 		// pending, and the reported ack floor stays at 0.
 		"separate-commit/crash-after-job-commit/" + FaultMaxDeliver: {Jobs: 1, Processed: 0, Messages: 1},
+		// Ack first, then crash: the broker counts the event acked and
+		// never delivers it again; the job stands without its record.
+		"separate-commit/crash-after-job-commit/" + FaultAckFirst: {Jobs: 1, Processed: 0, Messages: 1, AckFloor: 1},
 	}
 	gotFacts := map[string]fact{}
 	for name, ds := range got {

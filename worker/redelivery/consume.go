@@ -36,6 +36,9 @@ type ConsumeArgs struct {
 	// Progress, when positive, is how often the consumer tells the broker
 	// it is still working (+WPI) during Hold.
 	Progress time.Duration
+	// AckFirst acks as soon as the message comes, before the work: at
+	// most once.
+	AckFirst bool
 }
 
 // Argv is the command line after the worker name.
@@ -46,6 +49,9 @@ func (a ConsumeArgs) Argv() []string {
 	}
 	if a.Progress > 0 {
 		argv = append(argv, "-progress", strconv.FormatInt(a.Progress.Milliseconds(), 10)+"ms")
+	}
+	if a.AckFirst {
+		argv = append(argv, "-ack-first")
 	}
 	return argv
 }
@@ -59,6 +65,7 @@ func ParseConsumeArgs(argv []string) (ConsumeArgs, error) {
 	sub := a.Sub.Bind(fs)
 	fs.DurationVar(&a.Hold, "hold", 0, "work on this long after the commits, before the ack")
 	fs.DurationVar(&a.Progress, "progress", 0, "during -hold, tell the broker this often that the work goes on")
+	fs.BoolVar(&a.AckFirst, "ack-first", false, "ack before the work (at most once)")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
@@ -124,17 +131,30 @@ func ConsumeMain(call *protocol.Call) int {
 	if err := json.Unmarshal(m.Data, &ev); err != nil || ev != a.Deliver.Event {
 		return call.Fail(fmt.Errorf("the message holds %q (%v), the arguments name event %+v", m.Data, err, a.Deliver.Event))
 	}
+	ack := func() error {
+		ans, err := c.AckSync(m, AckTimeout)
+		if err != nil {
+			return fmt.Errorf("ack: %w", err)
+		}
+		got.Ack, got.AckedMS = &ans, since()
+		return nil
+	}
+	if a.AckFirst {
+		if err := ack(); err != nil {
+			return call.Fail(err)
+		}
+	}
 	if err := deliverOnce(call, a.Deliver, &res); err != nil {
 		return call.Fail(err)
 	}
 	if got.InProgress, err = hold(c, m, a.Hold, a.Progress); err != nil {
 		return call.Fail(err)
 	}
-	ans, err := c.AckSync(m, AckTimeout)
-	if err != nil {
-		return call.Fail(fmt.Errorf("ack: %w", err))
+	if !a.AckFirst {
+		if err := ack(); err != nil {
+			return call.Fail(err)
+		}
 	}
-	got.Ack, got.AckedMS = &ans, since()
 	return call.Finish(res, protocol.ExitACK)
 }
 
