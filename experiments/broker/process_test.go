@@ -20,7 +20,8 @@ import (
 // finds idemlab-nats beside itself, to its end and interrupted by SIGINT
 // half-way; either way no broker process and no store folder is left.
 // Killed by SIGKILL, it runs no cleanup: its broker dies with it and its
-// store stays, until the next run's sweep removes it.
+// store stays, until the next run's sweep removes it. The finished run's
+// folder reruns to the same figures.
 func TestRunLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds idemlab and runs it")
@@ -77,6 +78,16 @@ func TestRunLeavesNothing(t *testing.T) {
 				t.Errorf("exit %d (%v), want %d; stderr:\n%s", code, err, want, stderr.String())
 			}
 			exe := filepath.Join(bin, broker.NATSBinary)
+			if how == "to the end" {
+				// verify --rerun runs the folder again, on brokers of its
+				// own, and finds every figure and verdict reproduced.
+				v := exec.Command(filepath.Join(bin, "idemlab"), "verify", "--rerun", filepath.Join(tmp, "out"))
+				v.Env = cmd.Env
+				out, err := v.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "rerun: redelivery reproduced") {
+					t.Errorf("verify --rerun: %v\n%s", err, out)
+				}
+			}
 			if how == "killed" {
 				if !waitFor(func() bool { return len(running(exe)) == 0 }, 5*time.Second) {
 					t.Errorf("the broker outlived its killed parent: %v", running(exe))
