@@ -40,8 +40,10 @@ var registry = map[string]Func{
 	pattern.WorkerName:    pattern.Main,
 	powerfs.WorkerName:    powerfs.Main,
 
-	// --broker nats: the consumer that fetches from JetStream.
-	redelivery.ConsumerName: redelivery.ConsumeMain,
+	// --broker nats: the consumer that fetches from JetStream, and the
+	// publisher that records its publish in an outbox row.
+	redelivery.ConsumerName:  redelivery.ConsumeMain,
+	redelivery.PublisherName: redelivery.PublishMain,
 }
 
 // Names lists the registered workers, sorted.

@@ -31,12 +31,14 @@ const (
 	// FaultKillAfterPublish SIGKILLs the broker once it has acked the
 	// publish, and starts it again on the same store.
 	FaultKillAfterPublish = "kill-after-publish"
-	// FaultRepublishInWindow publishes the event again with the same
-	// Nats-Msg-Id at once, inside the dedup window, as a publisher that
-	// crashed before it recorded the publish ack would.
+	// FaultRepublishInWindow has the event published by a publisher
+	// process that crashes after the broker's publish ack, before it
+	// records the publish in its outbox row; a second publisher, finding
+	// no row, publishes it again with the same Nats-Msg-Id at once,
+	// inside the dedup window.
 	FaultRepublishInWindow = "republish-in-window"
-	// FaultRepublishAfterWindow publishes it again after the condition's
-	// dedup window.
+	// FaultRepublishAfterWindow is the same with the second publisher
+	// after the condition's dedup window.
 	FaultRepublishAfterWindow = "republish-after-window"
 	// FaultSlowWork makes delivery 1 work on for HoldMS, longer than
 	// AckWait, after its commits and before its ack; delivery 2 is started
@@ -52,6 +54,12 @@ const (
 	// and crashes it after the job's commit: at most once.
 	FaultAckFirst = "ack-first"
 )
+
+// republishes says whether a fault's event is published by publisher
+// processes rather than by the harness.
+func republishes(fault string) bool {
+	return fault == FaultRepublishInWindow || fault == FaultRepublishAfterWindow
+}
 
 // besides says whether a fault's delivery 2 runs beside delivery 1.
 func besides(fault string) bool { return fault == FaultSlowWork || fault == FaultInProgress }
@@ -113,6 +121,9 @@ type BrokerDelivery struct {
 	Published   *PublishFacts `json:"published,omitempty"`
 	Republished *PublishFacts `json:"republished,omitempty"`
 	Restarted   bool          `json:"restarted,omitempty"`
+	// Publishers are a republish condition's publisher processes, in
+	// order, on delivery 1.
+	Publishers []PublisherFacts `json:"publishers,omitempty"`
 	// Concurrent says the delivery's process started before the previous
 	// delivery's had ended.
 	Concurrent bool         `json:"concurrent,omitempty"`
@@ -127,6 +138,22 @@ type ConsumerFacts struct {
 	Acked        bool   `json:"acked"`
 	// InProgress counts the answered in-progress notices.
 	InProgress int `json:"in_progress,omitempty"`
+}
+
+// PublisherFacts are what one publisher process did: how it ended and,
+// when it got that far, the stream's answer to its publish.
+type PublisherFacts struct {
+	Publisher int    `json:"publisher"`
+	ExitCode  int    `json:"exit_code"`
+	CrashedAt string `json:"crashed_at,omitempty"`
+	Skipped   bool   `json:"skipped,omitempty"`
+	Seq       uint64 `json:"seq,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+}
+
+// publishArgs are a publisher's arguments in condition c's trial.
+func (s Settings) publishArgs(c Condition, db, url string) wr.PublishArgs {
+	return wr.PublishArgs{DB: db, Backend: s.Backend, Event: s.Event(), URL: url, Subject: s.trialSettings(c).Subject}
 }
 
 // PublishFacts are the stream's answer to the harness's publish.
@@ -189,12 +216,14 @@ func expectBroker(s Settings, c Condition) []Delivery {
 	var model wr.Model
 	fresh := []uint64{1}
 	b := &BrokerDelivery{Published: &PublishFacts{Seq: 1}, Restarted: c.BrokerFault == FaultKillAfterPublish}
-	switch c.BrokerFault {
-	case FaultRepublishInWindow:
-		b.Republished = &PublishFacts{Seq: 1, Duplicate: true}
-	case FaultRepublishAfterWindow:
-		b.Republished = &PublishFacts{Seq: 2}
-		fresh = append(fresh, 2)
+	if republishes(c.BrokerFault) {
+		second := PublisherFacts{Publisher: 2, ExitCode: protocol.ExitACK, Seq: 1, Duplicate: true}
+		if c.BrokerFault == FaultRepublishAfterWindow {
+			second = PublisherFacts{Publisher: 2, ExitCode: protocol.ExitACK, Seq: 2}
+			fresh = append(fresh, 2)
+		}
+		b.Published = nil
+		b.Publishers = []PublisherFacts{{Publisher: 1, ExitCode: protocol.ExitCrash, CrashedAt: wr.PointAfterPublishAck}, second}
 	}
 	st := broker.State{Messages: uint64(len(fresh)), LastSeq: uint64(len(fresh))}
 	count := map[uint64]uint64{}
@@ -283,11 +312,17 @@ func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) err
 		return fmt.Errorf("%w: %s: start the broker: %w", errclass.ErrHarness, c.Name, err)
 	}
 	defer tr.Close()
+	db := fresh.Target
 	first := &BrokerObservation{}
-	if err := p.publish(ctx, tr, c, first); err != nil {
+	if republishes(c.BrokerFault) {
+		srv := tr.Server()
+		first.Server = &srv
+		if err := p.publishers(ctx, env, tr, c, db); err != nil {
+			return err
+		}
+	} else if err := p.publish(ctx, tr, c, first); err != nil {
 		return fmt.Errorf("%w: %s: %w", errclass.ErrHarness, c.Name, err)
 	}
-	db := fresh.Target
 	spec := func(d int) harness.Spec {
 		s := harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("delivery %d", d),
@@ -386,9 +421,40 @@ func fetched(ctx context.Context, tr broker.Trial, n uint64, limit time.Duration
 	}
 }
 
+// publishers runs a republish condition's two publisher processes: the
+// first crashes after the broker's publish ack, before its outbox row;
+// the second, after the condition's dedup window or at once, finds no row
+// and publishes again. Each gets an observation line of its own.
+func (p *plan) publishers(ctx context.Context, env scenario.Env, tr broker.Trial, c Condition, db string) error {
+	for n := 1; n <= 2; n++ {
+		spec := harness.Spec{
+			Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("publisher %d", n),
+			Worker: wr.PublisherName, Args: p.s.publishArgs(c, db, tr.URL()).Argv(),
+		}
+		if n == 1 {
+			spec.CrashAt = wr.PointAfterPublishAck
+		} else if c.BrokerFault == FaultRepublishAfterWindow {
+			wait := time.Duration(p.s.trialSettings(c).DuplicateWindowMS+WindowMarginMS) * time.Millisecond
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		proc, err := env.Runner.Run(ctx, spec)
+		if err != nil {
+			return fmt.Errorf("%s publisher %d: %w", c.Name, n, err)
+		}
+		o := Observation{Scenario: Name, Condition: c.Name, Publisher: n, ProcessID: proc.Record.ID, DB: db, Broker: &BrokerObservation{URL: tr.URL()}}
+		if err := env.Recorder.Observe(o); err != nil {
+			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+		}
+	}
+	return nil
+}
+
 // publish publishes the condition's event and applies its fault: a
-// restart of the broker, or a second publish with the same message id.
-// What the broker answered goes into o.
+// restart of the broker. What the broker answered goes into o.
 func (p *plan) publish(ctx context.Context, tr broker.Trial, c Condition, o *BrokerObservation) error {
 	data, err := json.Marshal(p.s.Event())
 	if err != nil {
@@ -408,20 +474,6 @@ func (p *plan) publish(ctx context.Context, tr broker.Trial, c Condition, o *Bro
 		}
 		again := tr.Server()
 		o.Restarted = &again
-	case FaultRepublishAfterWindow:
-		wait := time.Duration(p.s.trialSettings(c).DuplicateWindowMS+WindowMarginMS) * time.Millisecond
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		fallthrough
-	case FaultRepublishInWindow:
-		again, err := tr.Publish(p.s.EventID, data)
-		if err != nil {
-			return fmt.Errorf("republish: %w", err)
-		}
-		o.Republished = &again
 	}
 	return nil
 }
@@ -462,7 +514,11 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 		f.c.Obs(ln.l, "broker.url", "is %q, but the run used the server --%s named, %q", o.URL, FlagBrokerURL, f.st.Broker.URL)
 	}
 	if ln.o.Delivery == 1 {
+		if republishes(ln.cond.BrokerFault) {
+			b.Publishers = f.pubs[ln.o.Condition]
+		}
 		switch pub := o.Published; {
+		case pub == nil && republishes(ln.cond.BrokerFault):
 		case pub == nil:
 			f.c.Obs(ln.l, "broker.published", "missing: delivery 1 records the publish ack")
 		case pub.MsgID != f.st.EventID || pub.Stream != ts.Stream:
@@ -510,4 +566,42 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 		}
 	}
 	d.Broker = b
+}
+
+// publisher folds a publisher's observation line: its process's command
+// line, crash point and exit, and its report's publish ack.
+func (f *folder) publisher(ln line) {
+	o := ln.o
+	if !republishes(ln.cond.BrokerFault) || o.Publisher > 2 || o.Broker == nil {
+		f.c.Obs(ln.l, "publisher", "%d, but only the two publishers of a republish condition with a broker record one", o.Publisher)
+		return
+	}
+	if want := len(f.pubs[o.Condition]) + 1; o.Publisher != want {
+		f.c.Obs(ln.l, "publisher", "is %d, want %d: publishers are recorded in order from 1", o.Publisher, want)
+	}
+	pf := PublisherFacts{Publisher: o.Publisher}
+	p, ok := f.c.Use(f.rec, ln.l, o.ProcessID)
+	if !ok {
+		f.pubs[o.Condition] = append(f.pubs[o.Condition], pf)
+		return
+	}
+	f.c.Argv(p, wr.PublisherName, f.st.publishArgs(ln.cond, o.DB, o.Broker.URL).Argv())
+	env := map[string]string{}
+	if o.Publisher == 1 {
+		env[protocol.EnvCrashAt] = wr.PointAfterPublishAck
+	}
+	f.c.Env(p, env)
+	pf.ExitCode = p.ExitCode
+	if rep, ok := f.c.Report(p); ok {
+		pf.CrashedAt = rep.CrashedAt
+		if p.ExitCode == protocol.ExitACK {
+			var r wr.PublishResult
+			if err := results.DecodeStrict(rep.Result, &r); err != nil {
+				f.c.Proc(p, "stdout", "the report's result is not a publish result: %v", err)
+			} else if pf.Skipped = r.Skipped; r.Ack != nil {
+				pf.Seq, pf.Duplicate = r.Ack.Seq, r.Ack.Duplicate
+			}
+		}
+	}
+	f.pubs[o.Condition] = append(f.pubs[o.Condition], pf)
 }

@@ -16,6 +16,7 @@ import (
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
 	"idemlab/worker/natswire"
+	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/store"
 )
@@ -192,7 +193,7 @@ func TestBrokerFaults(t *testing.T) {
 		Jobs                     int
 		Messages                 uint64
 		Restarted                bool
-		Republished              *PublishFacts
+		Publishers               []PublisherFacts
 		SecondFetched            bool
 		SecondCount              uint64
 		SecondConcurrent         bool
@@ -205,7 +206,7 @@ func TestBrokerFaults(t *testing.T) {
 	}
 	pickFact := func(ds []Delivery) fact {
 		d1, d2 := ds[0].Broker, ds[1].Broker
-		f := fact{Jobs: ds[1].FollowUpJobs, Processed: ds[1].ProcessedEvents, Messages: d2.State.Messages, Restarted: d1.Restarted, Republished: d1.Republished,
+		f := fact{Jobs: ds[1].FollowUpJobs, Processed: ds[1].ProcessedEvents, Messages: d2.State.Messages, Restarted: d1.Restarted, Publishers: d1.Publishers,
 			SecondConcurrent: d2.Concurrent, AckPending: d2.State.NumAckPending, AckFloor: d2.State.AckFloor}
 		if c := d1.Consumer; c != nil {
 			f.FirstAcked, f.FirstRedelivered, f.FirstInProgress = c.Acked, c.Redelivered, c.InProgress
@@ -215,16 +216,19 @@ func TestBrokerFaults(t *testing.T) {
 		}
 		return f
 	}
+	crashed := PublisherFacts{Publisher: 1, ExitCode: protocol.ExitCrash, CrashedAt: wr.PointAfterPublishAck}
 	// The notices a hold of 2 AckWaits sends every quarter AckWait.
 	notices := wr.Notices(2*st.Broker.AckWait(), st.Broker.AckWait()/4)
 	want := map[string]fact{
 		// Nothing acked is lost to a SIGKILL: the message is delivered once.
 		"separate-commit/broker-killed-after-publish": {Jobs: 1, Processed: 1, Messages: 1, Restarted: true, FirstAcked: true, AckFloor: 1},
-		// Inside the window the republish is a duplicate of sequence 1.
-		"separate-commit/republish-in-window": {Jobs: 1, Processed: 1, Messages: 1, Republished: &PublishFacts{Seq: 1, Duplicate: true}, FirstAcked: true, AckFloor: 1},
+		// The first publisher crashes after the publish ack, before its
+		// outbox row; the second republishes. Inside the window its
+		// publish is a duplicate of sequence 1.
+		"separate-commit/republish-in-window": {Jobs: 1, Processed: 1, Messages: 1, Publishers: []PublisherFacts{crashed, {Publisher: 2, Seq: 1, Duplicate: true}}, FirstAcked: true, AckFloor: 1},
 		// After it, a second message, delivered once, absorbed by the
 		// processed check: still one job.
-		"separate-commit/republish-after-window": {Jobs: 1, Processed: 1, Messages: 2, Republished: &PublishFacts{Seq: 2}, FirstAcked: true, SecondFetched: true, SecondCount: 1, SecondAcked: true, AckFloor: 2},
+		"separate-commit/republish-after-window": {Jobs: 1, Processed: 1, Messages: 2, Publishers: []PublisherFacts{crashed, {Publisher: 2, Seq: 2}}, FirstAcked: true, SecondFetched: true, SecondCount: 1, SecondAcked: true, AckFloor: 2},
 		// Working past AckWait: redelivered while the first still works,
 		// the two run concurrently, and the late ack is answered.
 		"separate-commit/" + FaultSlowWork: {Jobs: 1, Processed: 1, Messages: 1, FirstAcked: true, SecondFetched: true, SecondCount: 2, SecondAcked: true, Second: true, SecondConcurrent: true, AckFloor: 1},
@@ -245,6 +249,45 @@ func TestBrokerFaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, gotFacts); diff != "" {
 		t.Errorf("broker facts (-want +got):\n%s", diff)
+	}
+	// The second publisher's answer, edited, fails the evaluation naming
+	// the publisher's field; so does its crash env removed.
+	edited := 0
+	for i, pr := range out.Records.Processes {
+		if pr.Condition != "separate-commit/republish-in-window" {
+			continue
+		}
+		var edit func(m map[string]any)
+		field := ""
+		switch pr.Label {
+		case "publisher 2":
+			edit = func(m map[string]any) {
+				m["stdout"] = strings.Replace(m["stdout"].(string), `"duplicate":true`, `"duplicate":false`, 1)
+			}
+			field = "broker.publishers[1].duplicate"
+		case "publisher 1":
+			edit, field = func(m map[string]any) { m["env"] = map[string]any{} }, "env"
+		default:
+			continue
+		}
+		edited++
+		rec := scenariotest.Edit(t, out.Records, false, i, edit)
+		res := scenario.Evaluate(New(), nil, out.Settings, rec)
+		var said []string
+		for _, f := range res.AllFindings() {
+			said = append(said, f.String())
+		}
+		for _, c := range res.Conditions {
+			for _, d := range c.Differences {
+				said = append(said, fmt.Sprintf("%s %s", c.Name, d.Path))
+			}
+		}
+		if !strings.Contains(strings.Join(said, "\n"), field) {
+			t.Errorf("%s edited: nothing names %q; got:\n%s", pr.Label, field, strings.Join(said, "\n"))
+		}
+	}
+	if edited != 2 {
+		t.Errorf("edited %d publisher processes, want 2", edited)
 	}
 }
 

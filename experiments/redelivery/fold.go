@@ -35,6 +35,8 @@ type folder struct {
 	readBack *Extra
 	// ends is each condition's last delivery's end, with --broker.
 	ends map[string]time.Time
+	// pubs are each republish condition's publishers so far.
+	pubs map[string][]PublisherFacts
 }
 
 // condState is one condition's deliveries so far and the rows the last
@@ -62,7 +64,7 @@ type line struct {
 // worker's claims about what it did (job inserted, already processed, the
 // pragmas it read back) are checked against the rows before and after.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}, ends: map[string]time.Time{}}
+	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}, ends: map[string]time.Time{}, pubs: map[string][]PublisherFacts{}}
 	for _, cond := range st.Conditions {
 		f.conds[cond.Name] = cond
 	}
@@ -96,6 +98,10 @@ func (f *folder) read(l results.Line) (line, bool) {
 	var ok bool
 	if ln.cond, ok = f.conds[ln.o.Condition]; !ok {
 		f.c.Obs(l, "condition", "%q is not a condition in the settings", ln.o.Condition)
+		return ln, false
+	}
+	if ln.o.Publisher != 0 {
+		f.publisher(ln)
 		return ln, false
 	}
 	ln.s = f.per[ln.o.Condition]

@@ -264,6 +264,8 @@ type Observation struct {
 	Scenario  string `json:"scenario"`
 	Condition string `json:"condition"`
 	Delivery  int    `json:"delivery"`
+	// Publisher is a publisher process's line (1, 2), whose Delivery is 0.
+	Publisher int    `json:"publisher,omitempty"`
 	ProcessID int    `json:"process_id"`
 	DB        string `json:"db"`
 	// Rows are both tables as the parent read them; a table the file did
