@@ -13,6 +13,7 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/broker"
 	"idemlab/experiments/broker/brokertest"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
 	"idemlab/worker/natswire"
@@ -103,21 +104,12 @@ func brokerTamper(t *testing.T, out scenariotest.Outcome) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
-			res := scenario.Evaluate(New(), natsFlag, out.Settings, rec)
-			var said []string
-			for _, f := range res.AllFindings() {
-				said = append(said, f.String())
-			}
-			for _, c := range res.Conditions {
-				for _, d := range c.Differences {
-					said = append(said, fmt.Sprintf("%s %s", c.Name, d.Path))
-				}
-			}
-			if res.Pass && len(said) == 0 {
+			said := whatFails(scenario.Evaluate(New(), natsFlag, out.Settings, rec))
+			if said == "" {
 				t.Fatal("edit passed unnoticed")
 			}
-			if !strings.Contains(strings.Join(said, "\n"), tt.field) {
-				t.Errorf("nothing names %q; got:\n%s", tt.field, strings.Join(said, "\n"))
+			if !strings.Contains(said, tt.field) {
+				t.Errorf("nothing names %q; got:\n%s", tt.field, said)
 			}
 		})
 	}
@@ -272,18 +264,8 @@ func TestBrokerFaults(t *testing.T) {
 		}
 		edited++
 		rec := scenariotest.Edit(t, out.Records, false, i, edit)
-		res := scenario.Evaluate(New(), nil, out.Settings, rec)
-		var said []string
-		for _, f := range res.AllFindings() {
-			said = append(said, f.String())
-		}
-		for _, c := range res.Conditions {
-			for _, d := range c.Differences {
-				said = append(said, fmt.Sprintf("%s %s", c.Name, d.Path))
-			}
-		}
-		if !strings.Contains(strings.Join(said, "\n"), field) {
-			t.Errorf("%s edited: nothing names %q; got:\n%s", pr.Label, field, strings.Join(said, "\n"))
+		if said := whatFails(scenario.Evaluate(New(), nil, out.Settings, rec)); !strings.Contains(said, field) {
+			t.Errorf("%s edited: nothing names %q; got:\n%s", pr.Label, field, said)
 		}
 	}
 	if edited != 2 {
@@ -349,4 +331,19 @@ func TestBrokerURL(t *testing.T) {
 	if s, err := users.State(); err != nil || s.Messages != 1 {
 		t.Errorf("the user's stream holds %+v (%v), want its one message", s, err)
 	}
+}
+
+// whatFails lists an evaluation's findings and each failed condition's
+// difference paths, one a line; empty when nothing failed.
+func whatFails(res results.ScenarioResult) string {
+	var said []string
+	for _, f := range res.AllFindings() {
+		said = append(said, f.String())
+	}
+	for _, c := range res.Conditions {
+		for _, d := range c.Differences {
+			said = append(said, fmt.Sprintf("%s %s", c.Name, d.Path))
+		}
+	}
+	return strings.Join(said, "\n")
 }

@@ -12,8 +12,6 @@ import (
 
 	"idemlab/worker/natswire"
 	"idemlab/worker/protocol"
-	"idemlab/worker/sqlitedb"
-	"idemlab/worker/store"
 )
 
 // ConsumerName is the registry name of the consumer that takes the event
@@ -163,12 +161,8 @@ func ConsumeMain(call *protocol.Call) int {
 // read back.
 func deliverOnce(call *protocol.Call, a Args, res *Result) error {
 	ctx := context.Background()
-	opts, err := sqlitedb.FromEnv(Options(a.DB))
-	if err != nil {
-		return err
-	}
-	st, rb, err := store.Open(ctx, a.Backend, a.DB, opts)
-	if err != nil {
+	st, rb, usage, err := open(ctx, a.Backend, a.DB)
+	if err = errors.Join(usage, err); err != nil {
 		return err
 	}
 	if err := EnsureSchema(ctx, st.DB); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"idemlab/worker/natswire"
 	"idemlab/worker/protocol"
-	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 )
 
@@ -78,11 +77,10 @@ func PublishMain(call *protocol.Call) int {
 		return call.Usage(err)
 	}
 	ctx := context.Background()
-	opts, err := sqlitedb.FromEnv(Options(a.DB))
-	if err != nil {
-		return call.Usage(err)
+	st, _, usage, err := open(ctx, a.Backend, a.DB)
+	if usage != nil {
+		return call.Usage(usage)
 	}
-	st, _, err := store.Open(ctx, a.Backend, a.DB, opts)
 	if err != nil {
 		return call.Fail(err)
 	}
