@@ -39,6 +39,11 @@ var registry = map[string]Func{
 	explore.LeaseName:     explore.LeaseMain,
 	pattern.WorkerName:    pattern.Main,
 	powerfs.WorkerName:    powerfs.Main,
+
+	// --broker nats: the consumer that fetches from JetStream, and the
+	// publisher that records its publish in an outbox row.
+	redelivery.ConsumerName:  redelivery.ConsumeMain,
+	redelivery.PublisherName: redelivery.PublishMain,
 }
 
 // Names lists the registered workers, sorted.

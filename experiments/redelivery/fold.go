@@ -1,6 +1,8 @@
 package redelivery
 
 import (
+	"time"
+
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -31,6 +33,10 @@ type folder struct {
 	per      map[string]*condState
 	dbs      map[string]string
 	readBack *Extra
+	// ends is each condition's last delivery's end, with --broker.
+	ends map[string]time.Time
+	// pubs are each republish condition's publishers so far.
+	pubs map[string][]PublisherFacts
 }
 
 // condState is one condition's deliveries so far and the rows the last
@@ -58,7 +64,7 @@ type line struct {
 // worker's claims about what it did (job inserted, already processed, the
 // pragmas it read back) are checked against the rows before and after.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}}
+	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}, ends: map[string]time.Time{}, pubs: map[string][]PublisherFacts{}}
 	for _, cond := range st.Conditions {
 		f.conds[cond.Name] = cond
 	}
@@ -92,6 +98,10 @@ func (f *folder) read(l results.Line) (line, bool) {
 	var ok bool
 	if ln.cond, ok = f.conds[ln.o.Condition]; !ok {
 		f.c.Obs(l, "condition", "%q is not a condition in the settings", ln.o.Condition)
+		return ln, false
+	}
+	if ln.o.Publisher != 0 {
+		f.publisher(ln)
 		return ln, false
 	}
 	ln.s = f.per[ln.o.Condition]
@@ -156,7 +166,11 @@ func (f *folder) serverCrash(ln line, d *Delivery) {
 // environment, its exit, and its report, which gives the delivery's crash
 // point and points.
 func (f *folder) process(ln line, p results.Process, d *Delivery) {
-	f.c.Argv(p, wr.WorkerName, f.st.Args(ln.cond, ln.o.DB).Argv())
+	if f.st.Broker != nil && ln.o.Broker != nil {
+		f.c.Argv(p, wr.ConsumerName, f.st.consumeArgs(ln.cond, ln.o.Delivery, ln.o.DB, ln.o.Broker.URL).Argv())
+	} else {
+		f.c.Argv(p, wr.WorkerName, f.st.Args(ln.cond, ln.o.DB).Argv())
+	}
 	env := map[string]string{}
 	if ln.o.Delivery == 1 && ln.cond.CrashAt != "" {
 		env[protocol.EnvCrashAt] = ln.cond.CrashAt
@@ -172,11 +186,14 @@ func (f *folder) process(ln line, p results.Process, d *Delivery) {
 	}
 	d.CrashedAt, d.Points = rep.CrashedAt, rep.Points
 	if p.ExitCode != protocol.ExitACK {
+		f.foldBroker(ln, &p, nil, d)
 		return
 	}
-	if rb := f.checkClaim(ln, p, rep); rb != nil && f.readBack == nil {
+	rb, r := f.checkClaim(ln, p, rep)
+	if rb != nil && f.readBack == nil {
 		f.readBack = rb
 	}
+	f.foldBroker(ln, &p, r, d)
 }
 
 // checkRows checks the rows' contents against the settings: a job or a
@@ -204,13 +221,19 @@ func (f *folder) checkRows(ln line) {
 // checkClaim cross-checks an acknowledging worker's report with the rows
 // the parent read before and after it, and returns the settings it says
 // its connection read back.
-func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *Extra {
+func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) (*Extra, *wr.Result) {
 	var r wr.Result
 	if err := results.DecodeStrict(rep.Result, &r); err != nil {
 		f.c.Proc(p, "stdout", "the report's result is not a delivery result: %v", err)
-		return nil
+		return nil, nil
 	}
 	before, after := ln.s.prev, ln.o.Rows
+	if r.Broker != nil && !r.Broker.Fetched {
+		if len(after.FollowUpJobs) != len(before.FollowUpJobs) || len(after.ProcessedEvents) != len(before.ProcessedEvents) {
+			f.c.Proc(p, "stdout", "%s fetched no message, but the rows went %d/%d → %d/%d", p.Label, len(before.FollowUpJobs), len(before.ProcessedEvents), len(after.FollowUpJobs), len(after.ProcessedEvents))
+		}
+		return nil, &r
+	}
 	if r.Pattern != ln.cond.Pattern {
 		f.c.Proc(p, "stdout", "the worker says it ran %s, the condition is %s", r.Pattern, ln.cond.Pattern)
 	}
@@ -227,5 +250,5 @@ func (f *folder) checkClaim(ln line, p results.Process, rep protocol.Report) *Ex
 	if r.Outcome.AlreadyProcessed != (len(before.ProcessedEvents) > 0) {
 		f.c.Proc(p, "stdout", "%s reported already_processed=%v, but processed_events held %d rows before it", p.Label, r.Outcome.AlreadyProcessed, len(before.ProcessedEvents))
 	}
-	return &Extra{SQLiteReadBack: r.Settings, PostgresReadBack: r.Postgres}
+	return &Extra{SQLiteReadBack: r.Settings, PostgresReadBack: r.Postgres}, &r
 }

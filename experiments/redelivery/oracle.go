@@ -18,6 +18,8 @@ type Delivery struct {
 	// AfterServerCrash is what the tables held once the crashed server
 	// had recovered; a server-crash condition's delivery 1 only.
 	AfterServerCrash *CrashRows `json:"after_server_crash,omitempty"`
+	// Broker is the broker's word, with --broker.
+	Broker *BrokerDelivery `json:"broker,omitempty"`
 }
 
 // CrashRows are the rows left after the server's crash and recovery.
@@ -48,6 +50,9 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 // the disk, ACK or not: the server comes back as before it, and the
 // redelivery is a first delivery.
 func Expect(s Settings, c Condition) []Delivery {
+	if s.Broker != nil {
+		return expectBroker(s, c)
+	}
 	ms := wr.Deliveries(c.Pattern, c.CrashAt, s.Deliveries)
 	lost := c.ServerCrash && s.asyncCommit()
 	if lost {

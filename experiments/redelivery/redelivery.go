@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/broker"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
@@ -58,6 +59,17 @@ type Condition struct {
 	// crash point or after its ACK, and lets it recover before the
 	// redelivery (--server-crash).
 	ServerCrash bool `json:"server_crash,omitempty"`
+	// BrokerFault is what the harness does to the broker or what the
+	// consumer does slowly (--broker-faults); DuplicateWindowMS, when set,
+	// is the condition's own dedup window, and HoldMS how long delivery 1
+	// works on after its commits.
+	BrokerFault       string `json:"broker_fault,omitempty"`
+	DuplicateWindowMS int64  `json:"duplicate_window_ms,omitempty"`
+	HoldMS            int64  `json:"hold_ms,omitempty"`
+	// ProgressMS is how often delivery 1 says it is still working, and
+	// MaxDeliver, when set, the condition's own limit of deliveries.
+	ProgressMS int64 `json:"progress_ms,omitempty"`
+	MaxDeliver int   `json:"max_deliver,omitempty"`
 }
 
 // Conditions are the article's four conditions plus single-transaction
@@ -77,9 +89,9 @@ func Conditions() []Condition {
 // the separate commits' duplicate point, or after its ACK.
 func ServerCrashConditions() []Condition {
 	return []Condition{
-		{"separate-commit/crash-after-job-commit/server-crash", wr.SeparateCommit, wr.PointAfterJobCommit, true},
-		{"separate-commit/ack/server-crash", wr.SeparateCommit, "", true},
-		{"single-transaction/ack/server-crash", wr.SingleTransaction, "", true},
+		{Name: "separate-commit/crash-after-job-commit/server-crash", Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit, ServerCrash: true},
+		{Name: "separate-commit/ack/server-crash", Pattern: wr.SeparateCommit, ServerCrash: true},
+		{Name: "single-transaction/ack/server-crash", Pattern: wr.SingleTransaction, ServerCrash: true},
 	}
 }
 
@@ -112,6 +124,12 @@ type Settings struct {
 	// ServerSettings are the server settings a --server-crash run applies
 	// and reads back after every crash.
 	ServerSettings map[string]string `json:"server_settings,omitempty"`
+	// Broker is the broker that redelivers, with every setting; nil is
+	// the harness's own redelivery (--broker none).
+	Broker *broker.Settings `json:"broker,omitempty"`
+	// BrokerLeftOut names the broker conditions the run could not run,
+	// and why.
+	BrokerLeftOut []string `json:"broker_left_out,omitempty"`
 }
 
 // asyncCommit says whether a commit's ACK may come before its WAL is on
@@ -151,7 +169,12 @@ func (Scenario) Summary() string {
 }
 
 func (Scenario) Flags() []scenario.Flag {
-	return []scenario.Flag{{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"}}
+	return []scenario.Flag{
+		{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"},
+		{Name: FlagBrokerFaults, Bool: true, Usage: "redelivery, with --broker nats: add conditions that kill the broker after the publish ack, republish inside and after the dedup window, and work longer than AckWait"},
+		{Name: FlagBrokerURL, Usage: "redelivery, with --broker nats: a NATS server of your own (nats://host:port) instead of one per condition; each condition makes a stream IDEMLAB_REDELIVERY_<n> there and deletes it; no broker kill then"},
+		{Name: FlagBroker, Usage: "redelivery: who redelivers, none (the harness, default) or nats (a JetStream server per condition; needs the idemlab-nats binary)"},
+	}
 }
 
 // Caps: every run has it, on SQLite and on PostgreSQL.
@@ -197,6 +220,35 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 		st.Conditions = append(st.Conditions, ServerCrashConditions()...)
 		st.ServerSettings = ServerCrashSettings
 	}
+	if name := ov[FlagBroker]; name != "" && name != broker.None {
+		if _, err := broker.Lookup(name); err != nil {
+			return nil, fmt.Errorf("--%s: %w", FlagBroker, err)
+		}
+		if crash {
+			return nil, fmt.Errorf("--%s with --%s: the server-crash conditions run with the harness's redelivery only", FlagBroker, FlagServerCrash)
+		}
+		bs := broker.DefaultNATS()
+		bs.URL = ov[FlagBrokerURL]
+		st.Broker = &bs
+	}
+	if ov[FlagBrokerURL] != "" && st.Broker == nil {
+		return nil, fmt.Errorf("--%s needs --%s %s", FlagBrokerURL, FlagBroker, broker.NATS)
+	}
+	faults, _, err := scenario.BoolFlag(ov, FlagBrokerFaults)
+	switch {
+	case err != nil:
+		return nil, err
+	case faults && st.Broker == nil:
+		return nil, fmt.Errorf("--%s needs a broker: add --%s %s", FlagBrokerFaults, FlagBroker, broker.NATS)
+	case faults:
+		for _, c := range BrokerFaultConditions(*st.Broker) {
+			if c.BrokerFault == FaultKillAfterPublish && st.Broker.URL != "" {
+				st.BrokerLeftOut = append(st.BrokerLeftOut, c.Name+": --"+FlagBrokerURL+" names a server idemlab does not own, and it kills no one's server")
+				continue
+			}
+			st.Conditions = append(st.Conditions, c)
+		}
+	}
 	return &plan{s: st}, nil
 }
 
@@ -212,6 +264,8 @@ type Observation struct {
 	Scenario  string `json:"scenario"`
 	Condition string `json:"condition"`
 	Delivery  int    `json:"delivery"`
+	// Publisher is a publisher process's line (1, 2), whose Delivery is 0.
+	Publisher int    `json:"publisher,omitempty"`
 	ProcessID int    `json:"process_id"`
 	DB        string `json:"db"`
 	// Rows are both tables as the parent read them; a table the file did
@@ -223,6 +277,8 @@ type Observation struct {
 	// only.
 	AfterServerCrash *wr.State         `json:"after_server_crash,omitempty"`
 	ServerSettings   map[string]string `json:"server_settings,omitempty"`
+	// Broker is the broker's word after this delivery, with --broker.
+	Broker *BrokerObservation `json:"broker,omitempty"`
 }
 
 // Run delivers each condition's event twice and records what each delivery
@@ -234,7 +290,11 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		}
 	}
 	for _, c := range p.s.Conditions {
-		if err := p.runCondition(ctx, env, c); err != nil {
+		run := p.runCondition
+		if p.s.Broker != nil {
+			run = p.runBroker
+		}
+		if err := run(ctx, env, c); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/broker/brokertest"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/results"
@@ -20,7 +21,13 @@ import (
 	"idemlab/worker/store"
 )
 
-func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
+// TestMain builds the idemlab-nats binary for the broker's tests, in the
+// test process only: a re-executed worker dispatches before Run.
+func TestMain(m *testing.M) { worker.TestMain(withBroker{m}, breaks) }
+
+type withBroker struct{ m *testing.M }
+
+func (w withBroker) Run() int { return brokertest.Main(w.m) }
 
 const section = `{"event_id": "agent-run-042:completed", "job_key": "review-agent-run-042"}`
 

@@ -49,6 +49,16 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 	} else {
 		sec.Settings = append(sec.Settings, [2]string{"PostgreSQL", backend.Describe(*st.Postgres, x.PostgresReadBack)})
 	}
+	if b := st.Broker; b != nil {
+		where := "a JetStream server per condition (idemlab-nats)"
+		if b.URL != "" {
+			where = b.URL + " (yours: no kill, no restart)"
+		}
+		sec.Settings = append(sec.Settings, [2]string{"broker", fmt.Sprintf("%s, %s; ack_wait %d ms, max_deliver %d, duplicate_window %d ms, fetch_wait %d ms", b.Name, where, b.AckWaitMS, b.MaxDeliver, b.DuplicateWindowMS, b.FetchWaitMS)})
+		for _, l := range st.BrokerLeftOut {
+			sec.Settings = append(sec.Settings, [2]string{"not run", l})
+		}
+	}
 	t := scenario.Table{
 		Title:  "rows follow_up_jobs / processed_events (exit code) after each delivery",
 		Header: []string{"condition", "delivery 1", "delivery 2", "ok"},

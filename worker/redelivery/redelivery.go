@@ -71,6 +71,8 @@ type Result struct {
 	Outcome  Outcome           `json:"outcome"`
 	Settings sqlitedb.Settings `json:"settings,omitzero"`
 	Postgres *store.PGSettings `json:"postgres,omitempty"`
+	// Broker is the broker's word, from redelivery.consume only.
+	Broker *Consumed `json:"broker,omitempty"`
 }
 
 // ErrUnknownPattern is returned for a pattern name that is not defined.
@@ -198,11 +200,10 @@ func Main(call *protocol.Call) int {
 		return call.Usage(err)
 	}
 	ctx := context.Background()
-	opts, err := sqlitedb.FromEnv(Options(a.DB))
-	if err != nil {
-		return call.Usage(err)
+	st, rb, usage, err := open(ctx, a.Backend, a.DB)
+	if usage != nil {
+		return call.Usage(usage)
 	}
-	st, rb, err := store.Open(ctx, a.Backend, a.DB, opts)
 	if err != nil {
 		return call.Fail(err)
 	}
@@ -222,4 +223,16 @@ func Main(call *protocol.Call) int {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
 	return call.Finish(res, protocol.ExitACK)
+}
+
+// open opens a worker's database with the connection settings the
+// environment asks for. usage is the environment's error, err the
+// database's.
+func open(ctx context.Context, backend, db string) (st store.Store, rb store.ReadBack, usage, err error) {
+	opts, usage := sqlitedb.FromEnv(Options(db))
+	if usage != nil {
+		return st, rb, usage, nil
+	}
+	st, rb, err = store.Open(ctx, backend, db, opts)
+	return st, rb, nil, err
 }
