@@ -64,7 +64,7 @@ func (sc Scenario) planPostgres(b backend.Spec, section json.RawMessage, overrid
 	if err != nil {
 		return nil, err
 	}
-	return &plan{s: postgresSettings(p.s, b, levelsOf(b))}, nil
+	return &plan{s: postgresSettings(p.s, b, levelsOf(b)), parallel: p.parallel}, nil
 }
 
 // levelsOf are the isolation levels a run on b covers: every level, or
