@@ -7,6 +7,7 @@ package review
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -498,7 +499,7 @@ func (c *check) rederived(path string) (int, bool) {
 // derivedDiffs are the differences of the recorded settings from the
 // derived ones, (recorded as A, derived as B), less a parallel an older
 // folder records inside them (movedParallel).
-func derivedDiffs(recorded, derived []byte) []results.FieldDiff {
+func derivedDiffs(recorded, derived json.RawMessage) []results.FieldDiff {
 	var out []results.FieldDiff
 	for _, d := range results.DiffPaths("", derived, recorded) {
 		if !movedParallel("", d) {
