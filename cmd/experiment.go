@@ -49,7 +49,9 @@ type ExperimentOptions struct {
 	JUnit       string
 	// Backend says where a PostgreSQL run's database lives.
 	Backend backend.Options
-	hooks   Hooks
+	// Parallel is --parallel; 0 when not given.
+	Parallel int
+	hooks    Hooks
 }
 
 // overrideFlag records the raw text of a scenario flag, so the scenario
@@ -120,6 +122,7 @@ and the failures.
 	c.Flags().BoolVar(&opts.Verbose, "verbose", false, "print the full expected-vs-observed diff of each failed condition")
 	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE on every exit, with its status (see README for a jq line)")
 	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE on every exit, one test case per condition")
+	c.Flags().IntVar(&opts.Parallel, "parallel", 0, fmt.Sprintf("explore, pattern, durability: trials and races run at once, 1 to %d (default: the input's parallel, else runtime.GOMAXPROCS, the CPUs this process may use); recorded beside the settings, not in them, so shards run with different values merge", scenario.MaxParallel))
 	bindBackendFlags(c, opts)
 	c.Flags().StringArrayVar(&opts.Scenarios, "scenario", nil, fmt.Sprintf("scenario to run, repeatable (default all but the opt-in ones: %s)", strings.Join(defaultNames(h.Registry), ", ")))
 	// A flag several scenarios take is bound once; its help names them all.
@@ -183,6 +186,9 @@ func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results,
 	if opts.Out == "" {
 		return nil, fmt.Errorf("%w: --out is required, e.g. --out results-local", errclass.ErrUsage)
 	}
+	if opts.Parallel < 0 || opts.Parallel > scenario.MaxParallel {
+		return nil, fmt.Errorf("%w: --parallel %d: want 1 to %d", errclass.ErrUsage, opts.Parallel, scenario.MaxParallel)
+	}
 	exe, wd, err := selfAndWorkdir(opts.hooks.Executable)
 	if err != nil {
 		return nil, err
@@ -194,7 +200,7 @@ func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results,
 	so := suite.Options{
 		Registry: opts.hooks.Registry, Out: opts.Out, InputPath: opts.Input, Scenarios: opts.Scenarios,
 		Overrides: opts.Overrides, Executable: exe, Workdir: wd, TempDir: opts.hooks.TempDir,
-		Backend: opts.Backend, OnBackend: sayCleaned(opts.Streams.Err, opts.hooks.OnBackend),
+		Backend: opts.Backend, Parallel: opts.Parallel, OnBackend: sayCleaned(opts.Streams.Err, opts.hooks.OnBackend),
 		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
 	}
 	part := shardJob(opts)

@@ -117,8 +117,10 @@ func TestRealSlice(t *testing.T) {
 		}
 	})
 
-	// Line 0 and processes 0 and 1 are DELETE/NORMAL's normal run, cut
-	// after the ACK; line 3 and processes 6 and 7 its cut after the commit.
+	// Line 0 and processes 0 and 1 of DELETE/NORMAL are its normal run,
+	// cut after the ACK; its line 3 and processes 6 and 7 its cut after
+	// the commit. The conditions run side by side, so the index is the
+	// condition's own (at), each condition's lines in its trials' order.
 	tampers := []struct {
 		name   string
 		obs    bool
@@ -166,7 +168,7 @@ func TestRealSlice(t *testing.T) {
 	}
 	for _, tt := range tampers {
 		t.Run("tamper "+tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
+			rec := scenariotest.Edit(t, out.Records, tt.obs, at(t, out, tt.obs, tt.index), tt.edit)
 			findings := scenario.Evaluate(New(), slice, out.Settings, rec).AllFindings()
 			for _, f := range findings {
 				if f.File == tt.file && strings.Contains(f.String(), tt.inText) {
@@ -255,4 +257,32 @@ func TestPlanAcceptsAnyCase(t *testing.T) {
 			t.Errorf("Plan(%s, %v) settings (-canonical +got):\n%s", tt.section, tt.ov, diff)
 		}
 	}
+}
+
+// at is the index in the records of DELETE/NORMAL's observation (obs) or
+// process line n.
+func at(tb testing.TB, out scenariotest.Outcome, obs bool, n int) int {
+	tb.Helper()
+	cond := ConditionName(PatternSingle, "DELETE", "NORMAL", KindPower)
+	var conds []string
+	if obs {
+		for _, l := range out.Records.Observations {
+			conds = append(conds, l.Condition)
+		}
+	} else {
+		for _, p := range out.Records.Processes {
+			conds = append(conds, p.Condition)
+		}
+	}
+	for i, c := range conds {
+		if c != cond {
+			continue
+		}
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	tb.Fatalf("%s has no line %d", cond, n)
+	return -1
 }

@@ -70,10 +70,31 @@ func (s Settings) mayHold(c Condition, point string) (bool, error) {
 	return MayHoldSend(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
 }
 
+// Parallel: on SQLite through the fault VFS, the conditions side by side,
+// as many as ParallelOf (the input has no parallel of its own); each
+// trial has its own folder and file, and its cut is made by the seed and
+// the point, not by timing. One condition's trials still run one after
+// another, in the order the fold checks (the normal run discovers the
+// points the rest follow). One at a time where a trial holds what the
+// others share: a condition on the PostgreSQL server (a server crash
+// freezes the server's writers and takes it down under every other
+// session), and a cut in the power-loss filesystem, whose FUSE mount and
+// server each trial starts and stops, and which has only ever been
+// measured one at a time.
+func (p *plan) Parallel(flag int) int {
+	for _, c := range p.s.Conditions {
+		if c.OnServer() || p.s.OnFS(c) {
+			return 1
+		}
+	}
+	return scenario.ParallelOf(flag, 0)
+}
+
 // Run runs each condition through the engine, one trial at a time: the
 // normal run first, whose report names the crash points and whose log
-// counts the syncs, then the condition's sweep (Settings.sweep). A run
-// with server crashes first sets backend.CrashSettings on the cluster.
+// counts the syncs, then the condition's sweep (Settings.sweep); as many
+// conditions at once as the slots allow (Parallel). A run with server
+// crashes first sets backend.CrashSettings on the cluster.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	if len(p.s.ServerSettings) > 0 {
 		if env.Backend == nil {
@@ -88,16 +109,18 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 	}
+	var conditions []func(context.Context) error
 	for _, c := range p.s.Conditions {
 		sw := p.s.sweep(c)
 		class, _ := engine.KindOf(engine.Durability, c.Kind)
 		u := engine.Unit{Subject: subject{p: p, env: env, c: c}, Discovery: c.Name,
 			Sets: []engine.Set{{Class: class, Condition: c.Name, Sweep: &sw}}}
-		if _, err := (engine.Run{Parallel: 1, Shard: p.s.Shard, Units: []engine.Unit{u}}).Execute(ctx); err != nil {
+		conditions = append(conditions, func(ctx context.Context) error {
+			_, err := engine.Run{Parallel: 1, Shard: p.s.Shard, Units: []engine.Unit{u}}.Execute(ctx)
 			return err
-		}
+		})
 	}
-	return nil
+	return harness.RunJobs(ctx, env.SlotsOf(p.Parallel(0)).N(), conditions)
 }
 
 // subject is one condition's trials as the engine delivers them: the

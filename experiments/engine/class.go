@@ -48,7 +48,11 @@ type Class struct {
 	// seed and the points decide it and a rerun replays it exactly.
 	Scheduled bool
 	// Sequential: its trials run one at a time, after every parallel
-	// class's, since each already runs processes at once.
+	// class's, since they share one thing that cannot be shared: a
+	// ServerCrash trial takes the run's one database server down. A race
+	// (Concurrent) is not: its racers start and are released together
+	// whatever else runs, and the OS's interleaving of them is what it
+	// measures, so races run side by side with the other trials.
 	Sequential bool
 	// Plan lists the trials of one set, every one, before the shard
 	// filter, in index order.
@@ -98,7 +102,7 @@ var Classes = []Class{
 	{Kind: Points, Plan: planPoints, Fault: "points", Labels: Labels{Explore: "sweep", Pattern: "point", Durability: "kill"}},
 	{Kind: CrashAtHit, Plan: planCrashAtHit, Fault: "random", Labels: Labels{Explore: "crash-after-hits", Pattern: "crash-after-hits"}},
 	{Kind: DelayKill, Scheduled: true, Plan: planDelayKill, Fault: "random", Labels: Labels{Explore: "timing-kill", Pattern: "kill"}},
-	{Kind: Concurrent, Scheduled: true, Sequential: true, Plan: planConcurrent, Fault: "concurrent", Labels: Labels{Explore: "timing-race", Pattern: "race"}},
+	{Kind: Concurrent, Scheduled: true, Plan: planConcurrent, Fault: "concurrent", Labels: Labels{Explore: "timing-race", Pattern: "race"}},
 	{Kind: Power, Plan: planPower, Fault: "power", Labels: Labels{Pattern: "power", Durability: "power"}},
 	{Kind: Takeover, Plan: planPoints, Labels: Labels{Explore: "takeover"}},
 	{Kind: ServerCrash, Sequential: true, Plan: planPoints, Labels: Labels{Durability: "server"}},

@@ -23,9 +23,11 @@
 // A trial is a typed Trial: its class, condition and index, whose id is
 // shard.TrialID(condition, index), and what its class does to the first
 // delivery (a point, a hit, a delay, racers, a power model). Plan applies
-// the shard filter; Run.Execute runs the discovery, then the parallel
-// classes through harness.RunJobs, then the sequential ones, and returns
-// the trials it ran.
+// the shard filter; Run.Execute runs the discoveries side by side, then
+// the parallel classes' trials (races among them) through
+// harness.RunJobs, each delivery in one of the run's slots
+// (harness.Slots, which several runs may share), then the sequential
+// ones one at a time, and returns the trials it ran.
 //
 // An oracle is the scenario's own judge of what its trials recorded
 // (explore's allowed outcomes, a pattern's invariants); it reads the

@@ -27,8 +27,12 @@ type Unit struct {
 
 // Run is one run of the engine over units.
 type Run struct {
-	Seed     uint64
+	Seed uint64
+	// Parallel is how many deliveries run at once when Slots is nil.
 	Parallel int
+	// Slots, when set, bounds the deliveries instead, shared with the
+	// other runs given the same slots.
+	Slots *harness.Slots
 	// Shard is the part of the plan this run runs; nil runs it all.
 	Shard *shard.Part
 	Units []Unit
@@ -60,24 +64,43 @@ func Plan(ctx context.Context, seed uint64, part *shard.Part, sets []Set, found 
 	return out, nil
 }
 
-// Execute runs every unit's discovery, then every parallel class's trials,
-// Parallel at a time through harness.RunJobs, then the sequential classes'
+// Execute runs every unit's discovery, side by side, then every trial
+// of a parallel class (races too: each is one job, its racers started and
+// released together), a slot each, then the sequential classes' trials
 // one at a time, unit by unit in order. It returns the trials it ran, the
-// discoveries first.
+// discoveries first, in unit order.
 func (r Run) Execute(ctx context.Context) ([]Trial, error) {
+	slots := r.Slots
+	if slots == nil {
+		slots = harness.NewSlots(r.Parallel)
+	}
+	deliver := func(subj Subject, t Trial, found *Found) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return slots.Do(ctx, func(ctx context.Context) error {
+				f, err := subj.Deliver(ctx, t)
+				if found != nil {
+					*found = f
+				}
+				return err
+			})
+		}
+	}
 	var ran []Trial
-	planned := make([][]Trial, len(r.Units))
+	found := make([]Found, len(r.Units))
+	var discoveries []func(context.Context) error
 	for u, unit := range r.Units {
-		var found Found
 		if unit.Discovery != "" {
 			t := Trial{Class: None, Condition: unit.Discovery}
-			f, err := unit.Subject.Deliver(ctx, t)
-			if err != nil {
-				return ran, err
-			}
-			ran, found = append(ran, t), f
+			discoveries = append(discoveries, deliver(unit.Subject, t, &found[u]))
+			ran = append(ran, t)
 		}
-		ts, err := Plan(ctx, r.Seed, r.Shard, unit.Sets, found)
+	}
+	if err := harness.RunJobs(ctx, slots.N(), discoveries); err != nil {
+		return nil, err
+	}
+	planned := make([][]Trial, len(r.Units))
+	for u, unit := range r.Units {
+		ts, err := Plan(ctx, r.Seed, r.Shard, unit.Sets, found[u])
 		if err != nil {
 			return ran, err
 		}
@@ -87,22 +110,18 @@ func (r Run) Execute(ctx context.Context) ([]Trial, error) {
 	for u, ts := range planned {
 		for _, t := range ts {
 			if c, _ := Lookup(t.Class); !c.Sequential {
-				subj := r.Units[u].Subject
-				jobs = append(jobs, func(ctx context.Context) error {
-					_, err := subj.Deliver(ctx, t)
-					return err
-				})
+				jobs = append(jobs, deliver(r.Units[u].Subject, t, nil))
 				ran = append(ran, t)
 			}
 		}
 	}
-	if err := harness.RunJobs(ctx, r.Parallel, jobs); err != nil {
+	if err := harness.RunJobs(ctx, slots.N(), jobs); err != nil {
 		return ran, err
 	}
 	for u, ts := range planned {
 		for _, t := range ts {
 			if c, _ := Lookup(t.Class); c.Sequential {
-				if _, err := r.Units[u].Subject.Deliver(ctx, t); err != nil {
+				if err := deliver(r.Units[u].Subject, t, nil)(ctx); err != nil {
 					return ran, err
 				}
 				ran = append(ran, t)

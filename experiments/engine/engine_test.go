@@ -3,13 +3,16 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"idemlab/experiments/harness"
 	"idemlab/experiments/seed"
 	"idemlab/experiments/shard"
 )
@@ -179,13 +182,14 @@ func (r *recorder) Deliver(_ context.Context, t Trial) (Found, error) {
 	return r.found, nil
 }
 
-// TestExecute: discovery first, then the parallel classes, then the
-// sequential ones, unit by unit; the trials returned are those delivered.
+// TestExecute: the discoveries first, then the parallel classes, races
+// among them, then the sequential ones, unit by unit; the trials returned
+// are those delivered.
 func TestExecute(t *testing.T) {
 	a := &recorder{found: Found{Points: []string{"p", "q"}, WindowUS: 9}}
 	b := &recorder{found: Found{Points: []string{"r"}}}
 	run := Run{Seed: 5, Parallel: 1, Units: []Unit{
-		{Subject: a, Discovery: "a/none", Sets: []Set{{Class: Concurrent, Condition: "a/race", Indices: Count(0, 1), Racers: 2}, {Class: Points, Condition: "a/points"}}},
+		{Subject: a, Discovery: "a/none", Sets: []Set{{Class: ServerCrash, Condition: "a/server"}, {Class: Concurrent, Condition: "a/race", Indices: Count(0, 1), Racers: 2}, {Class: Points, Condition: "a/points"}}},
 		{Subject: b, Discovery: "b/none", Sets: []Set{{Class: DelayKill, Condition: "b/kill", Indices: Count(0, 1)}}},
 	}}
 	ran, err := run.Execute(context.Background())
@@ -194,9 +198,10 @@ func TestExecute(t *testing.T) {
 	}
 	want := []Trial{
 		{Class: None, Condition: "a/none"}, {Class: None, Condition: "b/none"},
+		{Class: Concurrent, Condition: "a/race", Racers: 2},
 		{Class: Points, Condition: "a/points", Point: "p"}, {Class: Points, Condition: "a/points", Index: 1, Point: "q"},
 		{Class: DelayKill, Condition: "b/kill", KillUS: seed.KillDelayUS(5, "b/kill", 0, 0)},
-		{Class: Concurrent, Condition: "a/race", Racers: 2},
+		{Class: ServerCrash, Condition: "a/server", Point: "p"}, {Class: ServerCrash, Condition: "a/server", Index: 1, Point: "q"},
 	}
 	if diff := cmp.Diff(want, ran); diff != "" {
 		t.Errorf("ran (-want +got):\n%s", diff)
@@ -208,7 +213,111 @@ func TestExecute(t *testing.T) {
 	if _, err := run.Execute(context.Background()); err == nil {
 		t.Error("a subject's failure did not stop the run")
 	}
-	if slices.ContainsFunc(a.got, func(t Trial) bool { return t.Class == Concurrent }) {
-		t.Error("the races ran after a parallel trial failed")
+	if slices.ContainsFunc(a.got, func(t Trial) bool { return t.Class == ServerCrash }) {
+		t.Error("the sequential class ran after a parallel trial failed")
+	}
+}
+
+// gauge is a subject whose every delivery takes a while, counting how
+// many deliveries of the gauges sharing its counts run at once.
+type gauge struct {
+	mu *sync.Mutex
+	// now counts the deliveries running, by class, peak the most of
+	// every class at once.
+	now  map[Kind]int
+	peak *int
+	// during counts, per class, the deliveries that ran while another of
+	// the same class was running.
+	during map[Kind]int
+	found  Found
+}
+
+func newGauges(n int) []*gauge {
+	var mu sync.Mutex
+	var peak int
+	now, during := map[Kind]int{}, map[Kind]int{}
+	out := make([]*gauge, n)
+	for i := range out {
+		out[i] = &gauge{mu: &mu, now: now, peak: &peak, during: during, found: Found{Points: []string{"a", "b", "c"}}}
+	}
+	return out
+}
+
+func (g *gauge) Deliver(_ context.Context, t Trial) (Found, error) {
+	g.mu.Lock()
+	g.now[t.Class]++
+	all := 0
+	for _, n := range g.now {
+		all += n
+	}
+	*g.peak = max(*g.peak, all)
+	g.mu.Unlock()
+	time.Sleep(15 * time.Millisecond)
+	g.mu.Lock()
+	if g.now[t.Class] > 1 {
+		g.during[t.Class]++
+	}
+	g.now[t.Class]--
+	g.mu.Unlock()
+	return g.found, nil
+}
+
+// TestExecuteSideBySide: the runs that share slots keep at most that many
+// deliveries going together, and use them: discoveries go side by side,
+// and so do races and points; a sequential class's trials never do. With
+// one slot nothing overlaps.
+func TestExecuteSideBySide(t *testing.T) {
+	tests := []struct {
+		slots    int
+		overlaps bool
+	}{{1, false}, {3, true}}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.slots, " slots"), func(t *testing.T) {
+			gs := newGauges(4)
+			slots := harness.NewSlots(tc.slots)
+			runs := make([]func(context.Context) error, 2)
+			for r := range runs {
+				var units []Unit
+				for _, g := range gs[2*r : 2*r+2] {
+					units = append(units, Unit{Subject: g, Discovery: fmt.Sprint("u", r, "/none"), Sets: []Set{
+						{Class: Concurrent, Condition: fmt.Sprint("u", r, "/race"), Indices: Count(0, 2), Racers: 2},
+						{Class: Points, Condition: fmt.Sprint("u", r, "/points")},
+					}})
+				}
+				runs[r] = func(ctx context.Context) error {
+					_, err := Run{Slots: slots, Units: units}.Execute(ctx)
+					return err
+				}
+			}
+			if err := harness.RunJobs(context.Background(), len(runs), runs); err != nil {
+				t.Fatal(err)
+			}
+			g := gs[0]
+			if *g.peak > tc.slots {
+				t.Errorf("%d deliveries ran at once in %d slots", *g.peak, tc.slots)
+			}
+			for _, k := range []Kind{None, Points} {
+				if got := g.during[k] > 0; got != tc.overlaps {
+					t.Errorf("%s deliveries overlapped each other: %v, want %v (%d slots)", k, got, tc.overlaps, tc.slots)
+				}
+			}
+		})
+	}
+	races := newGauges(1)
+	run := Run{Slots: harness.NewSlots(3), Units: []Unit{{Subject: races[0], Sets: []Set{{Class: Concurrent, Condition: "r/race", Indices: Count(0, 4), Racers: 2}}}}}
+	if _, err := run.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if races[0].during[Concurrent] == 0 || *races[0].peak > 3 {
+		t.Errorf("the races of one run ran up to %d at once in 3 slots, none beside another", *races[0].peak)
+	}
+	gs := newGauges(1)
+	run = Run{Slots: harness.NewSlots(4), Units: []Unit{{Subject: gs[0], Discovery: "s/none", Sets: []Set{{Class: ServerCrash, Condition: "s/server"}}}}}
+	ran, err := run.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 4 || *gs[0].peak != 1 {
+		t.Errorf("ran %d trials, up to %d at once; want a discovery and 3 server crashes, one at a time", len(ran), *gs[0].peak)
 	}
 }

@@ -72,8 +72,8 @@ func (articleFiles) ReadFile(name string) ([]byte, error) {
 }
 
 // articleSettings are the pattern scenario's settings of the article files
-// as explore runs them on backend on: its seed, event, racers, rounds and
-// parallelism, its random trials per pattern split as its own are. On
+// as explore runs them on backend on: its seed, event, racers and rounds,
+// its random trials per pattern split as its own are. On
 // SQLite, one set of settings; on PostgreSQL, one per isolation level of
 // the run, with the races alone, each pattern named after its level
 // ("separate-commit/serializable") as explore names its races there.
@@ -82,7 +82,7 @@ func articleSettings(ctx context.Context, st Settings, on backend.Spec) ([]patte
 	base := pattern.Settings{
 		EventID: st.EventID, Faults: articleFaults(st), Seed: st.Seed,
 		HitTrials: (n + 1) / 2, KillTrials: n / 2,
-		Racers: slices.Clone(st.Racers), Rounds: st.Rounds, Parallel: st.Parallel,
+		Racers: slices.Clone(st.Racers), Rounds: st.Rounds,
 		KnownUnsafeRule: pattern.RuleSomeSetting,
 	}
 	var names []string

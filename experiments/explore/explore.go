@@ -60,7 +60,8 @@ type Input struct {
 	Racers []int `json:"racers"`
 	// Rounds is the number of races per pattern, racer count and kill mode.
 	Rounds int `json:"rounds"`
-	// Parallel is how many trials run at once.
+	// Parallel is how many trials run at once; 0 or absent leaves it to
+	// --parallel and the machine (scenario.ParallelOf).
 	Parallel int `json:"parallel"`
 	// MaxAttempts is how often a racer tries a busy delivery.
 	MaxAttempts int `json:"max_attempts"`
@@ -70,17 +71,19 @@ type Input struct {
 
 // Settings are recorded with the scenario; verify derives them again.
 type Settings struct {
-	EventID     string `json:"event_id"`
-	JobKey      string `json:"job_key"`
-	Seed        uint64 `json:"seed"`
-	Trials      int    `json:"trials_per_pattern"`
-	HitTrials   int    `json:"crash_after_hits_trials"`
-	KillTrials  int    `json:"kill_trials"`
-	Racers      []int  `json:"racers"`
-	Rounds      int    `json:"rounds"`
-	Parallel    int    `json:"parallel"`
-	MaxAttempts int    `json:"max_attempts"`
-	Items       int    `json:"items"`
+	EventID    string `json:"event_id"`
+	JobKey     string `json:"job_key"`
+	Seed       uint64 `json:"seed"`
+	Trials     int    `json:"trials_per_pattern"`
+	HitTrials  int    `json:"crash_after_hits_trials"`
+	KillTrials int    `json:"kill_trials"`
+	Racers     []int  `json:"racers"`
+	Rounds     int    `json:"rounds"`
+	// Parallel is what folders made before it moved out of the settings
+	// recorded (results.ScenarioResult.Parallel); a run leaves it 0.
+	Parallel    int `json:"parallel,omitempty"`
+	MaxAttempts int `json:"max_attempts"`
+	Items       int `json:"items"`
 	// OnlyTrial, when 0 or more, runs that one index of every random
 	// condition that has it, and no sweep or takeover, to replay a
 	// violation alone; -1 runs them all.
@@ -281,7 +284,7 @@ func (Scenario) planSQLite(section json.RawMessage, overrides map[string]string)
 	}
 	st := NewSettings(in, only)
 	st.Shard = part
-	return &plan{s: st}, nil
+	return &plan{s: st, parallel: in.Parallel}, nil
 }
 
 // planPostgres plans the exploration on PostgreSQL: the concurrent deliveries
@@ -298,7 +301,7 @@ func (sc Scenario) planPostgres(b backend.Spec, section json.RawMessage, overrid
 	if err != nil {
 		return nil, err
 	}
-	return &plan{s: postgresSettings(p.s, b, b.Levels())}, nil
+	return &plan{s: postgresSettings(p.s, b, b.Levels()), parallel: p.parallel}, nil
 }
 
 // postgresSettings turns SQLite's settings into PostgreSQL's: the
@@ -396,8 +399,8 @@ func (in Input) Validate() error {
 		return fmt.Errorf("explore.trials: %d, want 0 to %d", in.Trials, MaxTrials)
 	case in.Rounds < 0 || in.Rounds > MaxRounds:
 		return fmt.Errorf("explore.rounds: %d, want 0 to %d", in.Rounds, MaxRounds)
-	case in.Parallel < 1 || in.Parallel > 64:
-		return fmt.Errorf("explore.parallel: %d, want 1 to 64", in.Parallel)
+	case in.Parallel < 0 || in.Parallel > scenario.MaxParallel:
+		return fmt.Errorf("explore.parallel: %d, want 1 to %d, or 0 for as many as the machine runs", in.Parallel, scenario.MaxParallel)
 	case in.MaxAttempts < 1 || in.MaxAttempts > 100:
 		return fmt.Errorf("explore.max_attempts: %d, want 1 to 100", in.MaxAttempts)
 	case in.Items < 1 || in.Items > MaxItems:
@@ -431,7 +434,7 @@ func newSettings(in Input, only int, pats []Pattern) Settings {
 	st := Settings{
 		EventID: in.EventID, JobKey: in.JobKey, Seed: in.Seed, Trials: in.Trials,
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
-		Racers: append([]int{}, in.Racers...), Rounds: in.Rounds, Parallel: in.Parallel,
+		Racers: append([]int{}, in.Racers...), Rounds: in.Rounds,
 		MaxAttempts: in.MaxAttempts, Items: in.Items, OnlyTrial: only, SQLite: wr.RequestedSQLite(),
 	}
 	if st.Racers == nil {
@@ -487,9 +490,16 @@ func newSettings(in Input, only int, pats []Pattern) Settings {
 	return st
 }
 
-type plan struct{ s Settings }
+type plan struct {
+	s Settings
+	// parallel is the input section's parallel, 0 when it sets none.
+	parallel int
+}
 
 func (p *plan) Settings() any { return p.s }
+
+// Parallel: every trial and race side by side, as many as ParallelOf.
+func (p *plan) Parallel(flag int) int { return scenario.ParallelOf(flag, p.parallel) }
 
 // Processes counts from each pattern's points and trial size: exact,
 // but for a kill on the batch journal, which runs a resolve only if the

@@ -31,7 +31,8 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		want      string
 	}{
 		{`{"event_id": "", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2}`, nil, "explore.event_id: must not be empty"},
-		{`{"event_id": "e", "job_key": "k", "parallel": 0, "max_attempts": 1}`, nil, "explore.parallel: 0"},
+		{`{"event_id": "e", "job_key": "k", "parallel": -1, "max_attempts": 1}`, nil, "explore.parallel: -1"},
+		{`{"event_id": "e", "job_key": "k", "parallel": 65, "max_attempts": 1}`, nil, "explore.parallel: 65"},
 		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2, "racers": [1]}`, nil, "explore.racers[0]: 1, want 2 to"},
 		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2, "racers": [2, 2]}`, nil, "explore.racers[1]: 2 is listed twice"},
 		{`{"event_id": "e", "job_key": "k", "parallel": 1, "max_attempts": 1, "items": 2, "trails": 3}`, nil, "explore.trails: unknown field"},
@@ -323,7 +324,13 @@ func TestWrongAllowedSetFails(t *testing.T) {
 func findObs(tb testing.TB, rec results.Records, cond string, trial int, step string) int {
 	tb.Helper()
 	for i, l := range rec.Observations {
-		var o Observation
+		// The head alone: the article files' lines, run side by side
+		// with the built-in patterns', are the pattern scenario's shape.
+		var o struct {
+			Condition string `json:"condition"`
+			Trial     int    `json:"trial"`
+			Step      string `json:"step"`
+		}
 		decode(tb, l.Raw, &o)
 		if o.Condition == cond && o.Trial == trial && o.Step == step {
 			return i

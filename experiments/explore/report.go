@@ -76,7 +76,7 @@ func SweepMatrix(res results.ScenarioResult) (Matrix, error) {
 // sweep matrix, the random trials, the races, the takeovers and the
 // replayable violations, with the commands that replay them.
 func (Scenario) Report(st Settings, all results.ScenarioResult, extra Extra) (scenario.Section, error) {
-	sec := scenario.Section{Verdict: scenario.ModelVerdict(all.Pass), Settings: settingsRows(st)}
+	sec := scenario.Section{Verdict: scenario.ModelVerdict(all.Pass), Settings: settingsRows(st, all.Parallel)}
 	files, res, err := articleResult(all)
 	if err != nil {
 		return sec, err
@@ -124,7 +124,19 @@ func (Scenario) Report(st Settings, all results.ScenarioResult, extra Extra) (sc
 	return sec, reportArticles(st, files, extra, &sec)
 }
 
-func settingsRows(st Settings) [][2]string {
+// parallelWords is how many trials ran at once; a merged folder records
+// none, since each shard ran as many as its machine did.
+func parallelWords(n int) string {
+	if n == 0 {
+		return "not recorded (each shard ran as many as its machine did)"
+	}
+	return fmt.Sprint(n)
+}
+
+// settingsRows are the settings as the report shows them, with the trials
+// run at once: parallel, as results.json records it beside the settings,
+// or an older folder's settings.
+func settingsRows(st Settings, parallel int) [][2]string {
 	if st.Backend != "" {
 		return [][2]string{
 			{"event", st.EventID + " / " + st.JobKey},
@@ -139,7 +151,7 @@ func settingsRows(st Settings) [][2]string {
 		{"seed", fmt.Sprint(st.Seed)},
 		{"random trials per pattern", fmt.Sprintf("%d (%d crash at a seeded hit, %d killed after a seeded delay)", st.Trials, st.HitTrials, st.KillTrials)},
 		{"races", fmt.Sprintf("%d rounds each of %v racers, with and without kills", st.Rounds, st.Racers)},
-		{"parallel trials", fmt.Sprint(st.Parallel)},
+		{"parallel trials", parallelWords(max(parallel, st.Parallel))},
 		{"SQLite", fmt.Sprintf("journal_mode=%s, synchronous=%s, busy_timeout=%d ms", st.SQLite.JournalMode, st.SQLite.Synchronous, st.SQLite.BusyTimeoutMS)},
 	}
 	if st.OnlyTrial >= 0 {

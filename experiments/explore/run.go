@@ -52,15 +52,18 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		}
 		units = append(units, u)
 	}
-	if _, err := (engine.Run{Seed: st.Seed, Parallel: st.Parallel, Shard: st.Shard, Units: units}).Execute(ctx); err != nil {
+	// The built-in patterns' run and each article file's run go side by
+	// side, sharing the slots: together they keep p.Parallel trials
+	// going, and none waits for another's discovery or last race.
+	env.Slots = env.SlotsOf(p.Parallel(0))
+	runs := []func(context.Context) error{func(ctx context.Context) error {
+		_, err := engine.Run{Seed: st.Seed, Slots: env.Slots, Shard: st.Shard, Units: units}.Execute(ctx)
 		return err
-	}
+	}}
 	for _, a := range st.articles() {
-		if err := pattern.Run(ctx, articleEnv(env, st, a), a, Name); err != nil {
-			return err
-		}
+		runs = append(runs, func(ctx context.Context) error { return pattern.Run(ctx, articleEnv(env, st, a), a, Name) })
 	}
-	return nil
+	return harness.RunJobs(ctx, len(runs), runs)
 }
 
 // subject is a pattern's built-in workers as the engine's subject.

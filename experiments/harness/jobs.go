@@ -48,3 +48,30 @@ feed:
 	}
 	return ctx.Err()
 }
+
+// Slots bounds how many jobs run at once across every caller that shares
+// it: the engine runs of one scenario (explore's built-in patterns and its
+// article files) each take a slot per delivery, so together they keep at
+// most N children's trials going, however many runs are under way.
+type Slots struct {
+	ch chan struct{}
+}
+
+// NewSlots is n slots, at least one.
+func NewSlots(n int) *Slots {
+	return &Slots{ch: make(chan struct{}, max(1, n))}
+}
+
+// N is how many jobs may run at once.
+func (s *Slots) N() int { return cap(s.ch) }
+
+// Do runs f in a slot once one is free; a cancelled ctx gives up the wait.
+func (s *Slots) Do(ctx context.Context, f func(context.Context) error) error {
+	select {
+	case s.ch <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.ch }()
+	return f(ctx)
+}

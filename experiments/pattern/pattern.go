@@ -50,7 +50,8 @@ type Input struct {
 	Racers []int `json:"racers"`
 	// Rounds is the number of races per racer count and kill mode.
 	Rounds int `json:"rounds"`
-	// Parallel is how many trials run at once.
+	// Parallel is how many trials run at once; 0 or absent leaves it to
+	// --parallel and the machine (scenario.ParallelOf).
 	Parallel int `json:"parallel"`
 	// power, from --power, replaces every file's power settings: a
 	// replay of one power condition cuts under its setting alone.
@@ -67,7 +68,9 @@ type Settings struct {
 	KillTrials int      `json:"kill_trials"`
 	Racers     []int    `json:"racers"`
 	Rounds     int      `json:"rounds"`
-	Parallel   int      `json:"parallel"`
+	// Parallel is what folders made before it moved out of the settings
+	// recorded (results.ScenarioResult.Parallel); a run leaves it 0.
+	Parallel int `json:"parallel,omitempty"`
 	// Shard is the part of the trials this run runs (--shard); nil runs
 	// them all. The discovery runs run in every part.
 	Shard      *shard.Part `json:"shard,omitempty"`
@@ -218,7 +221,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 		Shard:   part,
 		EventID: in.EventID, Faults: in.Faults, Seed: in.Seed,
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
-		Racers: in.Racers, Rounds: in.Rounds, Parallel: in.Parallel,
+		Racers: in.Racers, Rounds: in.Rounds,
 		KnownUnsafeRule: RuleSomeSetting,
 	}
 	if !b.IsSQLite() {
@@ -239,7 +242,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 			return nil, progPowerNotApplicable(p.PowerNotApplicable)
 		}
 	}
-	return &plan{s: st}, nil
+	return &plan{s: st, parallel: in.Parallel}, nil
 }
 
 // AddFiles reads and checks the named pattern files on backend on, as
@@ -348,7 +351,7 @@ func conditionsOf(p Pattern, faults []string) []Condition {
 // DefaultInput is the section an input file without one gets: a pattern
 // is named with --pattern-file, so the file need not mention it.
 func DefaultInput() Input {
-	return Input{EventID: "evt-1", Seed: 1, Trials: 20, Racers: []int{2, 4, 8}, Rounds: 3, Parallel: 2}
+	return Input{EventID: "evt-1", Seed: 1, Trials: 20, Racers: []int{2, 4, 8}, Rounds: 3}
 }
 
 func (in *Input) override(ov map[string]string) error {
@@ -417,8 +420,8 @@ func (in *Input) validate() error {
 		return fmt.Errorf("%s.trials: %d, want 0 to %d", Name, in.Trials, MaxTrials)
 	case in.Rounds < 0 || in.Rounds > MaxRounds:
 		return fmt.Errorf("%s.rounds: %d, want 0 to %d", Name, in.Rounds, MaxRounds)
-	case in.Parallel < 1 || in.Parallel > MaxParallel:
-		return fmt.Errorf("%s.parallel: %d, want 1 to %d", Name, in.Parallel, MaxParallel)
+	case in.Parallel < 0 || in.Parallel > MaxParallel:
+		return fmt.Errorf("%s.parallel: %d, want 1 to %d, or 0 for as many as the machine runs", Name, in.Parallel, MaxParallel)
 	}
 	for i, k := range in.Racers {
 		if k < 2 || k > MaxRacers {
@@ -428,7 +431,11 @@ func (in *Input) validate() error {
 	return nil
 }
 
-type plan struct{ s Settings }
+type plan struct {
+	s Settings
+	// parallel is the input section's parallel, 0 when it sets none.
+	parallel int
+}
 
 func (p *plan) Settings() any { return p.s }
 

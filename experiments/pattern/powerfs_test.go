@@ -94,7 +94,7 @@ func TestFirstDiffNamesTheField(t *testing.T) {
 			got.Entries = append([]powerfs.Entry{}, base.Entries...)
 			got.Files = append([]powerfs.File{}, base.Files...)
 			tt.edit(&got)
-			if f := firstDiff(base, got); f != tt.want {
+			if f, _ := firstDiff(base, got); f != tt.want {
 				t.Errorf("firstDiff = %q, want %q", f, tt.want)
 			}
 		})

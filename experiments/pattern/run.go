@@ -148,13 +148,20 @@ type Delivery struct {
 }
 
 // Run discovers each pattern's points, then runs its fault classes.
-func (p *plan) Run(ctx context.Context, env scenario.Env) error { return Run(ctx, env, p.s, Name) }
+func (p *plan) Run(ctx context.Context, env scenario.Env) error {
+	env.Slots = env.SlotsOf(p.Parallel(0))
+	return Run(ctx, env, p.s, Name)
+}
+
+// Parallel: every trial and race side by side, as many as ParallelOf.
+func (p *plan) Parallel(flag int) int { return scenario.ParallelOf(flag, p.parallel) }
 
 // Run runs the settings' pattern files through the engine with the
 // pattern-file subject, each process and observation recorded under the
 // scenario named as: pattern's own, or explore's for the article patterns
 // it runs from their files. The fold, the oracle and the report read the
-// records the same either way.
+// records the same either way. Every pattern's trials go side by side in
+// env's slots (or, without, as many as the machine runs).
 func Run(ctx context.Context, env scenario.Env, s Settings, as string) error {
 	p := &plan{s: s}
 	dir, err := os.MkdirTemp(env.TempDir, "idemlab-pattern-")
@@ -170,6 +177,7 @@ func Run(ctx context.Context, env scenario.Env, s Settings, as string) error {
 			return err
 		}
 	}
+	var units []engine.Unit
 	for i, pat := range p.s.Patterns {
 		file := filepath.Join(dir, fmt.Sprintf("pattern-%d.json", i+1))
 		b, err := json.Marshal(pat.File)
@@ -179,14 +187,20 @@ func Run(ctx context.Context, env scenario.Env, s Settings, as string) error {
 		if err != nil {
 			return fmt.Errorf("%w: write the pattern for the workers: %w", errclass.ErrHarness, err)
 		}
-		if err := p.runPattern(ctx, env, pat, file, as); err != nil {
+		u, err := p.unit(env, pat, file, as)
+		if err != nil {
 			return err
 		}
+		units = append(units, u)
 	}
-	return nil
+	slots := env.SlotsOf(scenario.ParallelOf(0, s.Parallel))
+	_, err = engine.Run{Seed: p.s.Seed, Slots: slots, Shard: p.s.Shard, Units: units}.Execute(ctx)
+	return err
 }
 
-func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, file, as string) error {
+// unit is one pattern as the engine's unit: its discovery, then its
+// conditions' sets.
+func (p *plan) unit(env scenario.Env, pat Pattern, file, as string) (engine.Unit, error) {
 	conds := map[string]Condition{}
 	u := engine.Unit{Discovery: pat.File.Name + "/" + FaultNone}
 	for _, c := range p.s.Conditions {
@@ -199,13 +213,12 @@ func (p *plan) runPattern(ctx context.Context, env scenario.Env, pat Pattern, fi
 	if pat.File.IsProgram() {
 		dir, err := filepath.Abs(pat.Dir)
 		if err != nil {
-			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+			return u, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		r.progDir = dir
 	}
 	u.Subject = r
-	_, err := engine.Run{Seed: p.s.Seed, Parallel: p.s.Parallel, Shard: p.s.Shard, Units: []engine.Unit{u}}.Execute(ctx)
-	return err
+	return u, nil
 }
 
 // sets are what condition c asks of the engine: the random class's

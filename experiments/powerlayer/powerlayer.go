@@ -20,9 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/worker/powerfs"
@@ -209,8 +206,15 @@ func diffOutcome(want, got powerfs.Outcome) (field, text string) {
 		{"outcome.entries", want.Entries, got.Entries},
 		{"outcome.files", want.Files, got.Files},
 	} {
-		if d := cmp.Diff(f.want, f.got, cmpopts.EquateEmpty()); d != "" {
-			return f.name, "the log replayed (powerfs.Plan) gives another cut (-plan +recorded):\n" + d
+		var lines []string
+		for _, d := range results.DiffPaths(f.name, f.want, f.got) {
+			// An empty list and none are the same cut.
+			if !emptyJSON(d.A) || !emptyJSON(d.B) {
+				lines = append(lines, fmt.Sprintf("%s: plan %s, recorded %s", d.Path, d.A, d.B))
+			}
+		}
+		if len(lines) > 0 {
+			return f.name, "the log replayed (powerfs.Plan) gives another cut:\n" + strings.Join(lines, "\n")
 		}
 	}
 	return "", ""
@@ -254,4 +258,10 @@ func argOf(argv []string, flag string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// emptyJSON says whether a DiffPaths value is nothing: absent, null or an
+// empty list or object.
+func emptyJSON(v string) bool {
+	return v == "(absent)" || v == "null" || v == "[]" || v == "{}"
 }

@@ -266,7 +266,14 @@ type ScenarioResult struct {
 	// section, by flag name without dashes.
 	Overrides map[string]string `json:"overrides,omitempty"`
 	// Settings are derived from the input section and the overrides.
-	Settings   json.RawMessage   `json:"settings"`
+	Settings json.RawMessage `json:"settings"`
+	// Parallel is how many trials ran at once: how the run was
+	// scheduled, not what it tested, so it stands outside the settings
+	// (and the shard plan's hash), and verify does not derive it. Absent
+	// for a scenario that does not run its trials side by side, in a
+	// merged folder, and in folders made before it moved here, whose
+	// settings held it.
+	Parallel   int               `json:"parallel,omitempty"`
 	Conditions []ConditionResult `json:"conditions"`
 	// Extra holds scenario-specific derived tables, such as a mutant table.
 	Extra json.RawMessage `json:"extra,omitempty"`

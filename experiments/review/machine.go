@@ -35,7 +35,7 @@ func CheckRerunMachine(ctx context.Context, dir string, f *results.Folder, reg s
 			continue
 		}
 		plans, err := suite.PlanAll(ctx, []scenario.Scenario{s}, in, rs.Overrides, f, here)
-		if err == nil && len(results.DiffPaths("", rs.Settings, scenario.Marshal(plans[0].Plan.Settings()))) == 0 {
+		if err == nil && len(derivedDiffs(rs.Settings, scenario.Marshal(plans[0].Plan.Settings()))) == 0 {
 			continue
 		}
 		if here.FUSE != "" {

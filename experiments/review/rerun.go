@@ -93,6 +93,11 @@ func Rerun(ctx context.Context, o *Outcome, run RunFunc, opts Options, tempDir s
 			a.Plan = nil
 		}
 		for _, d := range results.DiffPaths(rs.Name, a, b) {
+			// An older folder's settings hold how many trials ran at
+			// once; a rerun records it beside them.
+			if movedParallel(rs.Name+".settings", results.FieldDiff{Path: d.Path, A: d.B, B: d.A}) {
+				continue
+			}
 			out.Differences[rs.Name] = append(out.Differences[rs.Name], fmt.Sprintf("%s: recorded %s, rerun %s", d.Path, d.A, d.B))
 		}
 		if i == 0 {

@@ -7,6 +7,7 @@ package review
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -236,7 +237,7 @@ func (c *check) editedField(in suite.Input) (field, msg string) {
 		if err != nil {
 			return rs.Name, fmt.Sprintf("gives no valid plan with the recorded overrides: %v", err)
 		}
-		diffs := results.DiffPaths("", rs.Settings, scenario.Marshal(plans[0].Plan.Settings()))
+		diffs := derivedDiffs(rs.Settings, scenario.Marshal(plans[0].Plan.Settings()))
 		if len(diffs) == 0 {
 			continue
 		}
@@ -419,6 +420,10 @@ func (c *check) settings(s scenario.Scenario, rs results.ScenarioResult, in suit
 	}
 	want := scenario.Marshal(plans[0].Plan.Settings())
 	for _, d := range results.DiffPaths(base+".settings", want, rs.Settings) {
+		if movedParallel(base+".settings", d) {
+			c.notice("%s: %s as recorded; how many trials ran at once is how the run was scheduled, not what it tested, and a newer run records it beside the settings (parallel), so it is not derived", d.Path, d.B)
+			continue
+		}
 		if v, ok := c.rederived(d.Path); ok {
 			c.notice("%s: %s as recorded, %s from the input by format %d's rule; format %d changed how it is derived", d.Path, d.B, d.A, v, v)
 			continue
@@ -489,6 +494,42 @@ func (c *check) rederived(path string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// derivedDiffs are the differences of the recorded settings from the
+// derived ones, (recorded as A, derived as B), less a parallel an older
+// folder records inside them (movedParallel).
+func derivedDiffs(recorded, derived json.RawMessage) []results.FieldDiff {
+	var out []results.FieldDiff
+	for _, d := range results.DiffPaths("", derived, recorded) {
+		if !movedParallel("", d) {
+			out = append(out, results.FieldDiff{Path: d.Path, A: d.B, B: d.A})
+		}
+	}
+	return out
+}
+
+// movedParallel says whether d, a difference under the settings path
+// settings between the derived (A) and the recorded (B) settings, is a
+// parallel the folder records inside its settings (explore's or an
+// article file's, a pattern's) and the derivation no longer gives: a
+// folder made before parallel moved beside the settings.
+func movedParallel(settings string, d results.FieldDiff) bool {
+	if d.A != "(absent)" {
+		return false
+	}
+	rest, ok := strings.CutPrefix(d.Path, settings)
+	if !ok {
+		return false
+	}
+	if in, ok := strings.CutPrefix(rest, ".articles["); ok {
+		i := strings.Index(in, "]")
+		if i < 1 || strings.Trim(in[:i], "0123456789") != "" {
+			return false
+		}
+		rest = in[i+1:]
+	}
+	return rest == ".parallel"
 }
 
 // hasPathPrefix is strings.HasPrefix where "[*]" in prefix matches any

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -135,10 +136,49 @@ type Plan interface {
 	Run(ctx context.Context, env Env) error
 }
 
+// SideBySide is a plan whose trials run side by side (explore, pattern,
+// durability). Parallel is how many at once, given the --parallel flag's
+// value, 0 when it was not given: ParallelOf, or fewer where the plan's
+// trials share what cannot be shared. The suite gives the plan's Run that
+// many slots (Env.Slots) and records the figure beside the settings, not
+// in them: it is how a run was scheduled, not what it tested.
+type SideBySide interface {
+	Parallel(flag int) int
+}
+
+// MaxParallel bounds --parallel and an input's parallel.
+const MaxParallel = 64
+
+// ParallelOf is how many trials run at once: the --parallel flag's value
+// when given (flag > 0), else the input section's parallel when it sets
+// one, else runtime.GOMAXPROCS(0), which follows the CPUs the process
+// may use (a Slurm or Kubernetes slot's quota).
+func ParallelOf(flag, section int) int {
+	switch {
+	case flag > 0:
+		return flag
+	case section > 0:
+		return section
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// SlotsOf are the slots a plan's Run uses: env's when the suite gave
+// some, else n of its own (a test that calls Run directly).
+func (e Env) SlotsOf(n int) *harness.Slots {
+	if e.Slots != nil {
+		return e.Slots
+	}
+	return harness.NewSlots(n)
+}
+
 // Env is what a run gets from the suite.
 type Env struct {
 	Runner   *harness.Runner
 	Recorder *results.Recorder
+	// Slots bound how many trials of a SideBySide plan run at once; nil
+	// for a plan that is not one.
+	Slots *harness.Slots
 	// TempDir holds scratch databases; empty means the system default.
 	TempDir string
 	// Backend is the run's PostgreSQL database; nil on SQLite.

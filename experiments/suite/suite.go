@@ -49,6 +49,11 @@ type Options struct {
 	// TempDir holds the scenarios' scratch databases; empty means the
 	// system default.
 	TempDir string
+	// Parallel is --parallel: how many trials of a scenario that runs
+	// them side by side run at once; 0 leaves it to the input section
+	// and the machine (scenario.ParallelOf). It is not an override: it
+	// changes how the run is scheduled, not what it tests.
+	Parallel int
 	// Backend says where a PostgreSQL run's database lives (--dsn,
 	// --keep); which backend runs is among the overrides.
 	Backend backend.Options
@@ -362,9 +367,15 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 		Runner:   &harness.Runner{Executable: opts.Executable, Recorder: rec, OnProcess: opts.OnProcess},
 		Recorder: rec, TempDir: opts.TempDir, Backend: srv,
 	}
-	for _, p := range plans {
+	parallel := make([]int, len(plans))
+	for i, p := range plans {
 		if opts.OnScenario != nil {
 			opts.OnScenario(p.Scenario.Name())
+		}
+		env.Slots = nil
+		if sb, ok := p.Plan.(scenario.SideBySide); ok {
+			parallel[i] = sb.Parallel(opts.Parallel)
+			env.Slots = harness.NewSlots(parallel[i])
 		}
 		if err := p.Plan.Run(ctx, env); err != nil {
 			rec.Close()
@@ -393,11 +404,12 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 		Inputs:      results.Inputs{Path: in.Path, SHA256: in.SHA256, Copy: results.InputCopyFile},
 		Code:        code, Attachments: attachments, AttachmentsLeftOut: leftOut, Shard: part, Pass: true, Scenarios: []results.ScenarioResult{},
 	}
-	for _, p := range plans {
+	for i, p := range plans {
 		// Findings here are what the workers did (a report that the rows
 		// contradict, an exit outside the protocol): results, stored with
 		// the conditions they fail.
 		sr := scenario.Evaluate(p.Scenario, p.Overrides, scenario.Marshal(p.Plan.Settings()), folder.Records(p.Scenario.Name()))
+		sr.Parallel = parallel[i]
 		res.Scenarios = append(res.Scenarios, sr)
 		res.Pass = res.Pass && sr.Pass
 	}

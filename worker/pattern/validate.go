@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
@@ -19,7 +20,9 @@ var Params = []string{"event_id", "delivery", "worker", "now_ms"}
 // InvariantParams are the parameters an invariant's query may use.
 var InvariantParams = []string{"event_id"}
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+// nameRE and paramRE are compiled on first use, not in every worker's
+// start: most workers never validate a pattern.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
 
 // validate checks what the shape alone decides: step kinds, stops,
 // transaction nesting, parameter names, invariant comparisons.
@@ -141,7 +144,7 @@ func (f File) validateSteps() error {
 			}
 		}
 		if s.As != "" {
-			if !nameRE.MatchString(s.As) || slices.Contains(bound, s.As) {
+			if !nameRE().MatchString(s.As) || slices.Contains(bound, s.As) {
 				return refuse(path+".as", "%q: want a new lower-case name, not one of %s", s.As, strings.Join(bound, ", "))
 			}
 			bound = append(bound, s.As)
@@ -190,14 +193,14 @@ func sqlField(s Step) string {
 // keySQL is the statement that evaluates a send's key expression.
 func keySQL(expr string) string { return "SELECT " + expr }
 
-var paramRE = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)
+var paramRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`) })
 
 // ParamNames lists the :name parameters of an SQL text outside quoted
 // strings, in order of first use.
 func ParamNames(sqlText string) []string {
 	var out []string
 	for _, part := range unquoted(sqlText) {
-		for _, m := range paramRE.FindAllStringSubmatch(part, -1) {
+		for _, m := range paramRE().FindAllStringSubmatch(part, -1) {
 			if !slices.Contains(out, m[1]) {
 				out = append(out, m[1])
 			}
