@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"idemlab/worker/powerfs"
+	"idemlab/worker/store"
 )
 
 // A power cluster is a throwaway cluster whose data folder lives on a
@@ -454,4 +455,43 @@ func (p *PowerCluster) Close() error {
 	// the folder through it.
 	errs = append(errs, powerfs.Detach(p.mnt), p.Stop())
 	return errors.Join(errs...)
+}
+
+// Database is a schema on the power cluster's postgres database as a
+// condition's workers open it: sessions start with spec's settings and
+// schema as their search_path. SetupIn makes the schema.
+func (p *PowerCluster) Database(spec Spec, schema string) Database {
+	sess := spec.Session(p.DSN(), schema)
+	return Database{Backend: store.BackendPostgres, Target: sess.DSN(), Session: &sess}
+}
+
+// SetupIn is Setup of ddl inside a new schema, which its statements find
+// on their search_path.
+func (p *PowerCluster) SetupIn(ctx context.Context, schema, ddl string) error {
+	return p.Setup(ctx, "CREATE SCHEMA "+schema+"; SET LOCAL search_path TO "+schema+"; "+ddl)
+}
+
+// ReadBackQuery lists, "name=value" a row in name order, the durability
+// settings a power trial's server runs with, as the recovered server reads
+// them back: Cut's query for a caller that records them.
+const ReadBackQuery = `SELECT name || '=' || setting FROM pg_settings
+	WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method', 'wal_writer_delay') ORDER BY name`
+
+// ReadBack is what ReadBackQuery gives on a server that runs with s:
+// wal_writer_delay as PowerQuiet sets it, in the server's unit (ms), and
+// wal_sync_method as s names it, or Linux's default, fdatasync.
+func (s PowerSettings) ReadBack() []string {
+	method := s.WalSyncMethod
+	if method == "" {
+		method = "fdatasync"
+	}
+	def := func(v string) string {
+		if v == "" {
+			return "on"
+		}
+		return v
+	}
+	return []string{"fsync=" + def(s.Fsync), "full_page_writes=" + def(s.FullPageWrites),
+		"synchronous_commit=" + def(s.SynchronousCommit), "wal_sync_method=" + method,
+		fmt.Sprintf("wal_writer_delay=%d", quietFor.Milliseconds())}
 }

@@ -70,8 +70,17 @@ func Allows(allowed []string, outcome string) bool {
 	if slices.Contains(allowed, outcome) {
 		return true
 	}
+	if slices.Contains(allowed, AnyCorrupt) && slices.Contains(strings.Split(outcome, "+"), TagCorrupt) {
+		return true
+	}
 	return slices.Contains(allowed, AnyOutcome)
 }
+
+// AnyCorrupt in an allowed set admits every outcome that says corrupt:
+// where a PostgreSQL power cut may leave a page its checksum rejects
+// (full_page_writes=off under torn), what the pattern then makes of the
+// damaged cluster is not predicted.
+const AnyCorrupt = "corrupt+*"
 
 // PointACK is the trial without a crash: the worker runs to its exit 0,
 // and then the power is cut (or, for a kill, nothing happens): the
