@@ -34,7 +34,11 @@ import (
 //	                                  must come inside them (quiet_held);
 //	                                  torn keeps a prefix of them, any length
 //	fsync=off:                        anything, the tables themselves, or a
-//	                                  server that does not start
+//	                                  server that does not start; under
+//	                                  drop at least every commit of the
+//	                                  first process (nothing is ever
+//	                                  synced, so the cut gives back the
+//	                                  folder the mount started on)
 //	full_page_writes=off under torn:  a page the checksums reject may also
 //	                                  come (corrupt)
 //
@@ -165,7 +169,14 @@ func pgPowerWant(c Condition, items int, point string) (Want, error) {
 	made := sh.Process.Commits
 	outcome := func(kept int) string { return outcomeOf(c.Pattern, items, sh, made, made-kept) }
 	if c.Fsync == "off" {
-		return Want{Torn: map[string][]string{"": {AnyOutcome}}, Recovered: []string{}}, nil
+		allow := AnyOutcome
+		if c.Model == powerfs.ModelDrop && made > 0 {
+			allow = AnyWith(TagRolledBack)
+			if sh.Acked {
+				allow = AnyWith(TagLostAcked)
+			}
+		}
+		return Want{Torn: map[string][]string{"": {allow}}, Recovered: []string{}}, nil
 	}
 	kept := []int{made}
 	if c.SynchronousCommit == "off" {
@@ -184,7 +195,7 @@ func pgPowerWant(c Condition, items int, point string) (Want, error) {
 		}
 	}
 	if c.Model == powerfs.ModelTorn && c.FullPageWrites == "off" {
-		allow = append(allow, AnyCorrupt)
+		allow = append(allow, AnyWith(TagCorrupt))
 	}
 	if len(kept) == 1 && len(allow) == 1 {
 		return Want{Outcome: allow[0], RowsLost: rowsLost(c.Pattern, made, kept[0]), Recovered: []string{}}, nil
