@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/errclass"
 	"idemlab/experiments/powerlayer"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
@@ -128,7 +127,7 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 		return fmt.Errorf("%s: %q is not one of %s", fieldName(from, "wal_sync_method"), in.WalSyncMethod, strings.Join(WalSyncMethods, ", "))
 	}
 	if why := in.machine.FUSE; why != "" {
-		return fmt.Errorf("%w: %s %s: %s", errclass.ErrUsage, fieldName(from, "kinds"), KindPower, why)
+		return fmt.Errorf("%s %s: %s", fieldName(from, "kinds"), KindPower, why)
 	}
 	st.WalSyncMethod, st.PowerQuiet = in.WalSyncMethod, backend.PowerQuiet
 	if slices.Contains(in.PowerModels, powerfs.ModelTorn) {

@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"slices"
@@ -248,4 +249,26 @@ func TestPGPowerOracle(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPGPowerRefusedWithoutFUSE: on a machine without FUSE, as the plan
+// request records it, the PostgreSQL power kind is refused in one line
+// naming what is missing; the server kinds plan as ever.
+func TestPGPowerRefusedWithoutFUSE(t *testing.T) {
+	without := scenario.Machine{FUSE: "FUSE is missing: no /dev/fuse"}
+	for _, tt := range []struct {
+		kind, want string
+	}{
+		{KindPower, "--kind power: FUSE is missing: no /dev/fuse"},
+		{KindKill + "," + KindServer, ""},
+	} {
+		_, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: pgSpec, Overrides: map[string]string{FlagKind: tt.kind}, Machine: without})
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("--kind %s without FUSE: %q, want %q", tt.kind, got, tt.want)
+		}
+	}
 }
