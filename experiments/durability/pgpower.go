@@ -209,11 +209,13 @@ func pgPowerWant(c Condition, items int, point string) (Want, error) {
 func pgDamage(o backend.PowerOutcome) []string {
 	var out []string
 	if !o.Started {
-		last := ""
-		if n := len(o.StartLog); n > 0 {
-			last = ": " + o.StartLog[n-1]
+		why := ""
+		for i := len(o.StartLog) - 1; i >= 0; i-- {
+			if why == "" || strings.Contains(o.StartLog[i], "FATAL:") || strings.Contains(o.StartLog[i], "PANIC:") {
+				why = ": " + o.StartLog[i]
+			}
 		}
-		out = append(out, "the server did not start on the rebuilt folder"+last)
+		out = append(out, "the server did not start on the rebuilt folder"+why)
 	}
 	for _, a := range o.Amcheck {
 		out = append(out, "amcheck: "+a)

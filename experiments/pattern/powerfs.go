@@ -39,7 +39,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -234,62 +233,9 @@ func (f *folder) checkPowerFS(t *trialLine) {
 		f.c.Obs(t.l, "powerfs.log", "%v", err)
 		return
 	}
-	if field := firstDiff(want, r.Outcome); field != "" {
+	if field := powerfs.FirstDiff(want, r.Outcome); field != "" {
 		f.c.Obs(t.l, "powerfs.outcome"+field, "differs from what powerfs.Plan derives from the trial's op log and models (%s)", strings.TrimSpace(cmp.Diff(want, r.Outcome)))
 	}
-}
-
-// firstDiff names the first field where got differs from want, as a path
-// (".files[0].decisions"), or "" when they are equal.
-func firstDiff(want, got powerfs.Outcome) string {
-	var r pathReporter
-	cmp.Equal(want, got, cmp.Reporter(&r))
-	return r.first
-}
-
-type pathReporter struct {
-	path  cmp.Path
-	first string
-}
-
-func (r *pathReporter) PushStep(s cmp.PathStep) { r.path = append(r.path, s) }
-func (r *pathReporter) PopStep()                { r.path = r.path[:len(r.path)-1] }
-func (r *pathReporter) Report(res cmp.Result) {
-	if res.Equal() || r.first != "" {
-		return
-	}
-	var b strings.Builder
-	for i := 1; i < len(r.path); i++ {
-		switch s := r.path[i].(type) {
-		case cmp.StructField:
-			b.WriteString("." + jsonName(r.path[i-1].Type(), s))
-		case cmp.SliceIndex:
-			k := s.Key()
-			if k < 0 { // an element one side lacks: the list differs
-				i = len(r.path)
-				continue
-			}
-			b.WriteString(fmt.Sprintf("[%d]", k))
-		}
-	}
-	r.first = b.String()
-	if r.first == "" {
-		r.first = "."
-	}
-}
-
-// jsonName is a struct field's JSON name in its struct (or a pointer to
-// it).
-func jsonName(parent reflect.Type, s cmp.StructField) string {
-	for parent.Kind() == reflect.Pointer {
-		parent = parent.Elem()
-	}
-	if parent.Kind() == reflect.Struct {
-		if name, _, _ := strings.Cut(parent.Field(s.Index()).Tag.Get("json"), ","); name != "" {
-			return name
-		}
-	}
-	return s.Name()
 }
 
 // progPowerNotApplicable is the error of a run that asked for the power

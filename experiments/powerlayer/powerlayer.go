@@ -117,28 +117,8 @@ func Check(r Record) (field, text string) {
 	if err != nil {
 		return "log", err.Error()
 	}
-	return diffOutcome(o, r.Outcome)
-}
-
-// diffOutcome names the first field of the outcome where the plan, want,
-// and the record, got, differ.
-func diffOutcome(want, got powerfs.Outcome) (field, text string) {
-	for _, f := range []struct {
-		name      string
-		want, got any
-	}{
-		{"outcome.model", want.Model, got.Model},
-		{"outcome.dir_model", want.DirModel, got.DirModel},
-		{"outcome.seed", want.Seed, got.Seed},
-		{"outcome.unit", want.Unit, got.Unit},
-		{"outcome.syncs", want.Syncs, got.Syncs},
-		{"outcome.cut", want.Cut, got.Cut},
-		{"outcome.entries", want.Entries, got.Entries},
-		{"outcome.files", want.Files, got.Files},
-	} {
-		if d := cmp.Diff(f.want, f.got, cmpopts.EquateEmpty()); d != "" {
-			return f.name, "the log replayed (powerfs.Plan) gives another cut (-plan +recorded):\n" + d
-		}
+	if f := powerfs.FirstDiff(o, r.Outcome); f != "" {
+		return "outcome" + f, "the log replayed (powerfs.Plan) gives another cut (-plan +recorded):\n" + cmp.Diff(o, r.Outcome, cmpopts.EquateEmpty())
 	}
 	return "", ""
 }
