@@ -38,6 +38,9 @@
 // where the kinds are a kill of the worker and a crash of the server
 // itself; what differs from SQLite is the backend's (experiments/backend:
 // the crash, its settings, amcheck) and the model's (exact.go's onServer).
+// Its opt-in power kind cuts the power under a cluster of the trial's own
+// on a power-loss filesystem, × fsync × full_page_writes × model
+// (pgpower.go).
 package durability
 
 import (
