@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,7 +87,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			return err
 		}
 	}
-	if p.s.PowerLayer == engine.LayerFS {
+	if p.s.PowerLayer == engine.LayerFS || slices.ContainsFunc(p.s.Conditions, Condition.pgPower) {
 		if err := powerlayer.Sweep(os.Stderr); err != nil {
 			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
