@@ -512,9 +512,6 @@ func onServer(c Condition, items int, point string) (sh Shape, made, kept int, e
 		return Shape{}, 0, 0, err
 	}
 	made, kept = sh.Process.Commits, sh.Process.Commits
-	if c.pgPower() && (c.Fsync == "off" || c.SynchronousCommit == "off") {
-		kept = 0 // what drop keeps; mayHoldOnServer counts on more
-	}
 	if c.Kind == KindServer && backend.CrashLoses(c.SynchronousCommit) {
 		kept = 0
 	}

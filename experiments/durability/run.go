@@ -503,8 +503,9 @@ func (t *trial) cut() error {
 
 // readOrNote reads like read. On SQLite a file a torn cut left
 // unreadable is an outcome, not a harness fault: the error stands in the
-// integrity result (which then fails) and every table reads as empty. On
-// PostgreSQL the error is returned.
+// integrity result (which then fails) and every table reads as empty, and
+// so on a PostgreSQL power cut's cluster; otherwise on PostgreSQL the
+// error is returned.
 func (t *trial) readOrNote(dir string, integrity bool) (Rows, []string, error) {
 	rows, check, err := t.read(dir, integrity)
 	if err == nil || t.pg != nil && t.pc == nil {
