@@ -495,3 +495,13 @@ func (s PowerSettings) ReadBack() []string {
 		"synchronous_commit=" + def(s.SynchronousCommit), "wal_sync_method=" + method,
 		fmt.Sprintf("wal_writer_delay=%d", quietFor.Milliseconds())}
 }
+
+// PowerTemp is where a run's power clusters go: beside the run's own
+// throwaway cluster, a folder its server's OS user reaches, or else
+// fallback (the run's temp folder) on a server named by --dsn or none.
+func (s *Server) PowerTemp(fallback string) string {
+	if s != nil && s.cluster != nil {
+		return filepath.Dir(s.cluster.Dir)
+	}
+	return fallback
+}

@@ -301,7 +301,7 @@ func (t *trial) open() (func(), error) {
 // says (backend.PowerCluster.Setup).
 func (t *trial) openPower() (func(), error) {
 	cfg := backend.PowerConfig{Settings: t.p.s.powerSettings(t.c), Params: t.p.s.pgParams(t.c)}
-	pc, err := backend.StartPowerCluster(t.ctx, powerTemp(t.env), cfg)
+	pc, err := backend.StartPowerCluster(t.ctx, t.env.Backend.PowerTemp(t.env.TempDir), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
@@ -317,18 +317,6 @@ func (t *trial) openPower() (func(), error) {
 	db := pc.Database(t.p.s.spec(t.c), pgSchema)
 	t.pc, t.pg, t.db = pc, &db, db.Target
 	return drop, nil
-}
-
-// powerTemp is where a PostgreSQL power trial's cluster goes: beside
-// the run's own throwaway cluster, a folder its server's OS user reaches,
-// or else the run's temp folder.
-func powerTemp(env scenario.Env) string {
-	if env.Backend != nil {
-		if c := env.Backend.Info().Cluster; c != nil {
-			return filepath.Dir(c.Dir)
-		}
-	}
-	return env.TempDir
 }
 
 // cutPower reads what the first process left, cuts the power, which
