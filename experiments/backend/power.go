@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"idemlab/experiments/powerlayer"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/store"
 )
@@ -504,4 +506,36 @@ func (s *Server) PowerTemp(fallback string) string {
 		return filepath.Dir(s.cluster.Dir)
 	}
 	return fallback
+}
+
+// Mismatch is one field of a power trial's record that disagrees with
+// what the trial was to be: Field as the record names it.
+type Mismatch struct{ Field, Text string }
+
+// Check lists where power trial record o disagrees with the server
+// settings want and the cut's models p: a recorded setting (settings.fsync,
+// …), what the recovered server read back (rows), the models the cut was
+// made under (cut), and the cut itself, which powerfs.Plan derives again
+// from the op log (cut.entries, cut.files[0]…). Every fold of a power
+// trial on PostgreSQL checks its record with it.
+func (o PowerOutcome) Check(want PowerSettings, p powerfs.Params) []Mismatch {
+	var out []Mismatch
+	for _, s := range []struct{ field, got, want string }{
+		{"fsync", o.Settings.Fsync, want.Fsync}, {"synchronous_commit", o.Settings.SynchronousCommit, want.SynchronousCommit},
+		{"full_page_writes", o.Settings.FullPageWrites, want.FullPageWrites}, {"wal_sync_method", o.Settings.WalSyncMethod, want.WalSyncMethod},
+	} {
+		if s.got != s.want {
+			out = append(out, Mismatch{"settings." + s.field, fmt.Sprintf("%q, but the condition runs with %q", s.got, s.want)})
+		}
+	}
+	if o.Started && o.RowsErr == "" && !slices.Equal(o.Rows, want.ReadBack()) {
+		out = append(out, Mismatch{"rows", fmt.Sprintf("the recovered server read back %v, the condition runs with %v", o.Rows, want.ReadBack())})
+	}
+	if got := (powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel, Seed: o.Cut.Seed, Unit: o.Cut.Unit}); got != p {
+		return append(out, Mismatch{"cut", fmt.Sprintf("made under %+v, but the trial cuts under %+v", got, p)})
+	}
+	if field, text := powerlayer.Check(powerlayer.Record{Params: p, Log: o.Log, Outcome: o.Cut}); field != "" {
+		out = append(out, Mismatch{"cut." + strings.TrimPrefix(field, "outcome."), text})
+	}
+	return out
 }

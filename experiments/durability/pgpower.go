@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/powerlayer"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
 )
@@ -240,30 +239,14 @@ func (f *folder) checkPGPower(t trialLine) {
 	if !on {
 		return
 	}
-	o, want := t.o.PGPower, f.st.powerSettings(t.cond)
-	for _, s := range []struct{ field, got, want string }{
-		{"fsync", o.Settings.Fsync, want.Fsync}, {"synchronous_commit", o.Settings.SynchronousCommit, want.SynchronousCommit},
-		{"full_page_writes", o.Settings.FullPageWrites, want.FullPageWrites}, {"wal_sync_method", o.Settings.WalSyncMethod, want.WalSyncMethod},
-	} {
-		if s.got != s.want {
-			f.c.Obs(t.l, "pg_power.settings."+s.field, "%q, but the condition runs with %q", s.got, s.want)
-		}
+	o := t.o.PGPower
+	for _, m := range o.Check(f.st.powerSettings(t.cond), f.st.pgParams(t.cond)) {
+		f.c.Obs(t.l, "pg_power."+m.Field, "%s", m.Text)
 	}
 	if !slices.Equal(o.Quiet, f.st.PowerQuiet) {
 		f.c.Obs(t.l, "pg_power.quiet", "%v, but the settings run every power trial's server with %v", o.Quiet, f.st.PowerQuiet)
 	}
 	if !o.QuietHeld {
 		f.c.Obs(t.l, "pg_power.quiet_held", "false: the cut came after wal_writer_delay, so the WAL writer's flush, not the settings, may have decided what survived")
-	}
-	if o.Started && o.RowsErr == "" && !slices.Equal(o.Rows, want.ReadBack()) {
-		f.c.Obs(t.l, "pg_power.rows", "the recovered server read back %v, the condition runs with %v", o.Rows, want.ReadBack())
-	}
-	p := f.st.pgParams(t.cond)
-	got := powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel, Seed: o.Cut.Seed, Unit: o.Cut.Unit}
-	if got != p {
-		f.c.Obs(t.l, "pg_power.cut", "made under %+v, but the condition cuts under %+v", got, p)
-	}
-	if field, text := powerlayer.Check(powerlayer.Record{Params: p, Log: o.Log, Outcome: o.Cut}); field != "" {
-		f.c.Obs(t.l, "pg_power.cut."+strings.TrimPrefix(field, "outcome."), "%s", text)
 	}
 }

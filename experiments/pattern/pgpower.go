@@ -14,11 +14,9 @@ package pattern
 // fold derives again from it, amcheck and the checksum failures.
 
 import (
-	"fmt"
 	"strings"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/seed"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
@@ -92,25 +90,8 @@ func (f *folder) checkPGPower(t *trialLine) {
 		f.c.Obs(t.l, "pg_power", "missing: a power trial on PostgreSQL records its cut")
 		return
 	}
-	want := pgPowerSettings(t.c)
-	for _, s := range []struct{ field, got, want string }{
-		{"fsync", o.Settings.Fsync, want.Fsync}, {"synchronous_commit", o.Settings.SynchronousCommit, want.SynchronousCommit},
-		{"full_page_writes", o.Settings.FullPageWrites, want.FullPageWrites}, {"wal_sync_method", o.Settings.WalSyncMethod, want.WalSyncMethod},
-	} {
-		if s.got != s.want {
-			f.c.Obs(t.l, "pg_power.settings."+s.field, "%q, but the condition runs with %q", s.got, s.want)
-		}
-	}
-	if o.Started && o.RowsErr == "" && fmt.Sprint(o.Rows) != fmt.Sprint(want.ReadBack()) {
-		f.c.Obs(t.l, "pg_power.rows", "the recovered server read back %v, the condition runs with %v", o.Rows, want.ReadBack())
-	}
-	p := pgPowerParams(f.st, t.o)
-	if got := (powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel, Seed: o.Cut.Seed, Unit: o.Cut.Unit}); got != p {
-		f.c.Obs(t.l, "pg_power.cut", "made under %+v, but the trial cuts under %+v", got, p)
-		return
-	}
-	if field, text := powerlayer.Check(powerlayer.Record{Params: p, Log: o.Log, Outcome: o.Cut}); field != "" {
-		f.c.Obs(t.l, "pg_power.cut."+strings.TrimPrefix(field, "outcome."), "%s", text)
+	for _, m := range o.Check(pgPowerSettings(t.c), pgPowerParams(f.st, t.o)) {
+		f.c.Obs(t.l, "pg_power."+m.Field, "%s", m.Text)
 	}
 	if !o.Started {
 		f.c.Obs(t.l, "pg_power.started", "false: the server did not start on the folder the cut left, with fsync on")
