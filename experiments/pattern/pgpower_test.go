@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,13 +53,7 @@ func TestPowerOnPostgresPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := p.(*plan).s
-			var got []string
-			for _, c := range st.Conditions {
-				if c.Fault == wp.FaultPower {
-					got = append(got, c.Name)
-				}
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
+			if d := cmp.Diff(tt.want, powerConditions(st, "")); d != "" {
 				t.Errorf("power conditions (-want +got):\n%s", d)
 			}
 			if n := len(st.NotRun) > 0 && st.NotRun[0].Fault == wp.FaultPower; n != tt.notRun {
@@ -66,4 +61,16 @@ func TestPowerOnPostgresPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// powerConditions names the settings' power conditions, each without the
+// prefix trim.
+func powerConditions(st Settings, trim string) []string {
+	var out []string
+	for _, c := range st.Conditions {
+		if c.Fault == wp.FaultPower {
+			out = append(out, strings.TrimPrefix(c.Name, trim))
+		}
+	}
+	return out
 }

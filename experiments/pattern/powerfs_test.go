@@ -56,12 +56,7 @@ func TestProgramPowerWhereFUSEIsMissing(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := p.(*plan).s
-			var got []string
-			for _, c := range st.Conditions {
-				if c.Fault == "power" {
-					got = append(got, strings.TrimPrefix(c.Name, st.Patterns[0].File.Name+"/"))
-				}
-			}
+			got := powerConditions(st, st.Patterns[0].File.Name+"/")
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("power conditions (-want +got):\n%s", d)
 			}
