@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"idemlab/experiments/powerlayer"
 	"idemlab/worker/powerfs"
+	"idemlab/worker/store"
 )
 
 // A power cluster is a throwaway cluster whose data folder lives on a
@@ -454,4 +457,85 @@ func (p *PowerCluster) Close() error {
 	// the folder through it.
 	errs = append(errs, powerfs.Detach(p.mnt), p.Stop())
 	return errors.Join(errs...)
+}
+
+// Database is a schema on the power cluster's postgres database as a
+// condition's workers open it: sessions start with spec's settings and
+// schema as their search_path. SetupIn makes the schema.
+func (p *PowerCluster) Database(spec Spec, schema string) Database {
+	sess := spec.Session(p.DSN(), schema)
+	return Database{Backend: store.BackendPostgres, Target: sess.DSN(), Session: &sess}
+}
+
+// SetupIn is Setup of ddl inside a new schema, which its statements find
+// on their search_path.
+func (p *PowerCluster) SetupIn(ctx context.Context, schema, ddl string) error {
+	return p.Setup(ctx, "CREATE SCHEMA "+schema+"; SET LOCAL search_path TO "+schema+"; "+ddl)
+}
+
+// ReadBackQuery lists, "name=value" a row in name order, the durability
+// settings a power trial's server runs with, as the recovered server reads
+// them back: Cut's query for a caller that records them.
+const ReadBackQuery = `SELECT name || '=' || setting FROM pg_settings
+	WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method', 'wal_writer_delay') ORDER BY name`
+
+// ReadBack is what ReadBackQuery gives on a server that runs with s:
+// wal_writer_delay as PowerQuiet sets it, in the server's unit (ms), and
+// wal_sync_method as s names it, or Linux's default, fdatasync.
+func (s PowerSettings) ReadBack() []string {
+	method := s.WalSyncMethod
+	if method == "" {
+		method = "fdatasync"
+	}
+	def := func(v string) string {
+		if v == "" {
+			return "on"
+		}
+		return v
+	}
+	return []string{"fsync=" + def(s.Fsync), "full_page_writes=" + def(s.FullPageWrites),
+		"synchronous_commit=" + def(s.SynchronousCommit), "wal_sync_method=" + method,
+		fmt.Sprintf("wal_writer_delay=%d", quietFor.Milliseconds())}
+}
+
+// PowerTemp is where a run's power clusters go: beside the run's own
+// throwaway cluster, a folder its server's OS user reaches, or else
+// fallback (the run's temp folder) on a server named by --dsn or none.
+func (s *Server) PowerTemp(fallback string) string {
+	if s != nil && s.cluster != nil {
+		return filepath.Dir(s.cluster.Dir)
+	}
+	return fallback
+}
+
+// Mismatch is one field of a power trial's record that disagrees with
+// what the trial was to be: Field as the record names it.
+type Mismatch struct{ Field, Text string }
+
+// Check lists where power trial record o disagrees with the server
+// settings want and the cut's models p: a recorded setting (settings.fsync,
+// …), what the recovered server read back (rows), the models the cut was
+// made under (cut), and the cut itself, which powerfs.Plan derives again
+// from the op log (cut.entries, cut.files[0]…). Every fold of a power
+// trial on PostgreSQL checks its record with it.
+func (o PowerOutcome) Check(want PowerSettings, p powerfs.Params) []Mismatch {
+	var out []Mismatch
+	for _, s := range []struct{ field, got, want string }{
+		{"fsync", o.Settings.Fsync, want.Fsync}, {"synchronous_commit", o.Settings.SynchronousCommit, want.SynchronousCommit},
+		{"full_page_writes", o.Settings.FullPageWrites, want.FullPageWrites}, {"wal_sync_method", o.Settings.WalSyncMethod, want.WalSyncMethod},
+	} {
+		if s.got != s.want {
+			out = append(out, Mismatch{"settings." + s.field, fmt.Sprintf("%q, but the condition runs with %q", s.got, s.want)})
+		}
+	}
+	if o.Started && o.RowsErr == "" && !slices.Equal(o.Rows, want.ReadBack()) {
+		out = append(out, Mismatch{"rows", fmt.Sprintf("the recovered server read back %v, the condition runs with %v", o.Rows, want.ReadBack())})
+	}
+	if got := (powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel, Seed: o.Cut.Seed, Unit: o.Cut.Unit}); got != p {
+		return append(out, Mismatch{"cut", fmt.Sprintf("made under %+v, but the trial cuts under %+v", got, p)})
+	}
+	if field, text := powerlayer.Check(powerlayer.Record{Params: p, Log: o.Log, Outcome: o.Cut}); field != "" {
+		out = append(out, Mismatch{"cut." + strings.TrimPrefix(field, "outcome."), text})
+	}
+	return out
 }

@@ -24,10 +24,11 @@ import (
 func (f *folder) checkShape(t trialLine) {
 	f.checkSteps(t)
 	o, cond := t.o, t.cond
-	if (o.Recovery != nil) != (cond.Kind == KindPower && !f.st.OnFS(cond)) {
+	if (o.Recovery != nil) != (cond.Kind == KindPower && !cond.OnServer() && !f.st.OnFS(cond)) {
 		f.c.Obs(t.l, "recovery", "present=%v, but a recovery report comes with a power cut through the VFS and only then (kind %s)", o.Recovery != nil, cond.Kind)
 	}
 	f.checkFS(t)
+	f.checkPGPower(t)
 	if o.Recovery != nil {
 		f.checkRecovery(t)
 	}
@@ -95,7 +96,12 @@ func (f *folder) checkSteps(t trialLine) {
 		want = strings.Join([]string{RoleFirst, RoleProbe, RoleReclaim}, " ")
 	}
 	got := strings.Join(roles, " ")
-	if t.cond.Pattern == PatternBatch {
+	if t.o.PGPower != nil && !t.o.PGPower.Started {
+		// No server to go on with: the first process alone.
+		if got != RoleFirst {
+			f.c.Obs(t.l, "steps", "roles %q, want %q: the server did not start after the cut", got, RoleFirst)
+		}
+	} else if t.cond.Pattern == PatternBatch {
 		inner := strings.TrimSuffix(strings.TrimPrefix(got, "first second"), " third")
 		if !strings.HasPrefix(got, "first second") || !strings.HasSuffix(got, " third") || strings.Trim(strings.ReplaceAll(inner, " resolve", ""), " ") != "" {
 			f.c.Obs(t.l, "steps", "roles %q, want first, second, any resolves, third", got)

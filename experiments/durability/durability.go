@@ -38,6 +38,9 @@
 // where the kinds are a kill of the worker and a crash of the server
 // itself; what differs from SQLite is the backend's (experiments/backend:
 // the crash, its settings, amcheck) and the model's (exact.go's onServer).
+// Its opt-in power kind cuts the power under a cluster of the trial's own
+// on a power-loss filesystem, × fsync × full_page_writes × model
+// (pgpower.go).
 package durability
 
 import (
@@ -95,6 +98,12 @@ const (
 	// FlagSynchronousCommits narrows a run on PostgreSQL to some of
 	// synchronous_commit's levels, as --synchronous does SQLite's.
 	FlagSynchronousCommits = "synchronous-commits"
+	// The PostgreSQL power cut's flags (--kind power on --backend
+	// postgres, pgpower.go).
+	FlagFsync          = "fsync"
+	FlagFullPageWrites = "full-page-writes"
+	FlagPowerModels    = "power-models"
+	FlagWalSyncMethod  = "wal-sync-method"
 )
 
 // Scenario is the durability matrix, written against its own settings
@@ -125,8 +134,12 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagPattern, Usage: "patterns, comma list: " + strings.Join(AllPatterns, ",")},
 		{Name: FlagJournalMode, Usage: "journal modes, comma list, any case: DELETE,WAL"},
 		{Name: FlagSynchronous, Usage: "synchronous levels, comma list, any case: OFF,NORMAL,FULL,EXTRA"},
-		{Name: FlagKind, Usage: "crash kinds, comma list: kill,power on SQLite; kill,server on --backend postgres"},
+		{Name: FlagKind, Usage: "crash kinds, comma list: kill,power on SQLite; kill,server on --backend postgres, and power there (opt-in: a power-loss filesystem under a cluster of its own per trial)"},
 		{Name: FlagSynchronousCommits, Usage: "on --backend postgres: synchronous_commit levels, comma list: on,local,off"},
+		{Name: FlagFsync, Usage: "on --backend postgres with --kind power: fsync values, comma list: on,off"},
+		{Name: FlagFullPageWrites, Usage: "on --backend postgres with --kind power: full_page_writes values, comma list: on,off"},
+		{Name: FlagPowerModels, Usage: "on --backend postgres with --kind power: what the cut leaves, comma list: drop,torn"},
+		{Name: FlagWalSyncMethod, Usage: "on --backend postgres with --kind power: wal_sync_method (" + strings.Join(WalSyncMethods, ", ") + "; the server's default, fdatasync, when not given)"},
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
 		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
 		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},
@@ -158,12 +171,17 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 		{FlagPattern, "patterns", &in.Patterns}, {FlagJournalMode, "journal_modes", &in.JournalModes},
 		{FlagSynchronous, "synchronous", &in.Synchronous}, {FlagKind, "kinds", &in.Kinds},
 		{FlagSynchronousCommits, "synchronous_commits", &in.SynchronousCommits},
+		{FlagFsync, "fsync", &in.Fsync}, {FlagFullPageWrites, "full_page_writes", &in.FullPageWrites},
+		{FlagPowerModels, "power_models", &in.PowerModels},
 	}
 	for _, l := range lists {
 		if v, ok := overrides[l.flag]; ok {
 			*l.dst = splitList(v)
 			from[l.field] = "--" + l.flag
 		}
+	}
+	if v, ok := overrides[FlagWalSyncMethod]; ok {
+		in.WalSyncMethod, from["wal_sync_method"] = strings.TrimSpace(v), "--"+FlagWalSyncMethod
 	}
 	if n, ok, err := scenario.IntFlag(overrides, FlagItems, 1, 5); err != nil {
 		return nil, err

@@ -246,6 +246,9 @@ type Want struct {
 	// Torn, under the torn fault mode, gives the outcomes allowed for each
 	// combination of what the seed did to the files it decided (see
 	// ViewKey); Outcome and RowsLost are then unset.
+	// A PostgreSQL power cell that decides no one outcome (pgPowerWant)
+	// has its allowed set here too, under the one key "" (its trials
+	// record no views).
 	Torn map[string][]string `json:"torn,omitempty"`
 }
 
@@ -442,7 +445,9 @@ func (s Settings) sweep(c Condition) engine.Sweep {
 	if !c.OnServer() {
 		sw.Extra = ExtraPoints(c.Pattern)
 	}
-	if c.Kind == KindPower {
+	if c.pgPower() {
+		sw.Model, sw.Layer = c.Model, engine.LayerFS
+	} else if c.Kind == KindPower {
 		sw.Model = s.Fault
 		if s.OnFS(c) {
 			sw.Layer = engine.LayerFS
@@ -535,6 +540,9 @@ func wantOnServer(c Condition, items int, point string) (Want, error) {
 func mayHoldOnServer(c Condition, items int, point string) (bool, error) {
 	if c.Pattern != PatternBatch {
 		return false, nil
+	}
+	if c.pgPower() {
+		return true, nil // a torn cut or fsync=off may keep any commit
 	}
 	_, _, kept, err := onServer(c, items, point)
 	if err != nil {

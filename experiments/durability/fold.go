@@ -139,12 +139,15 @@ func (f *folder) trial(t trialLine) {
 	f.checkShape(t)
 	f.checkCut(t)
 	facts, claims := f.processes(t, s)
+	if t.o.PGPower != nil {
+		facts.Integrity = append(slices.Clone(facts.Integrity), pgDamage(*t.o.PGPower)...)
+	}
 	f.checkSends(t, facts)
 	if t.cond.Pattern == PatternClaim {
 		f.checkClaim(t, claims, &facts)
 	}
 	out, n := Classify(facts)
-	tr := Trial{Outcome: out, FirstExit: facts.FirstExit, RowsLost: n, Integrity: strings.Join(t.o.Integrity, "; ")}
+	tr := Trial{Outcome: out, FirstExit: facts.FirstExit, RowsLost: n, Integrity: strings.Join(facts.Integrity, "; ")}
 	if t.cond.OnServer() {
 		tr.Lost = StableRows(LostRows(t.o.Before, t.o.After)).Lines()
 	}

@@ -70,8 +70,22 @@ func Allows(allowed []string, outcome string) bool {
 	if slices.Contains(allowed, outcome) {
 		return true
 	}
+	for _, a := range allowed {
+		if tag, ok := strings.CutSuffix(a, anyWith); ok && slices.Contains(strings.Split(outcome, "+"), tag) {
+			return true
+		}
+	}
 	return slices.Contains(allowed, AnyOutcome)
 }
+
+// AnyWith in an allowed set admits every outcome that carries tag: where
+// the model says only that (a PostgreSQL power cut that loses the first
+// process's commits, or may leave a page its checksum rejects), what the
+// pattern then makes of the damaged cluster is not predicted.
+func AnyWith(tag string) string { return tag + anyWith }
+
+// anyWith ends an AnyWith entry.
+const anyWith = "+*"
 
 // PointACK is the trial without a crash: the worker runs to its exit 0,
 // and then the power is cut (or, for a kill, nothing happens): the

@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"idemlab/experiments/backend"
 	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/faultvfs"
@@ -76,6 +77,11 @@ type Observation struct {
 	// connection string, naming a schema of its own, Log is null and
 	// Integrity is what amcheck said of the tables after recovery.
 	Server *ServerCrash `json:"server,omitempty"`
+	// PGPower is a PostgreSQL power cut's record (pgpower.go): the
+	// server's settings, the mount's op log and the cut derived from it,
+	// and what the recovered server showed. DB then names the trial's own
+	// cluster, whose data folder was on the mount.
+	PGPower *backend.PowerOutcome `json:"pg_power,omitempty"`
 }
 
 // ServerCrash is what the parent saw of a crash of the PostgreSQL server

@@ -121,8 +121,11 @@ func matrixTable(st Settings, cells []cell) scenario.Table {
 		Legend: matrixLegend,
 	}
 	if st.Backend != "" {
-		t.Title = "outcome per pattern and crash point (rows) and synchronous_commit (columns): kill/server"
+		t.Title = "outcome per pattern and crash point (rows) and synchronous_commit (columns): " + strings.Join(st.kinds(), "/")
 		t.Header, t.Legend = append([]string{"pattern / point"}, cols...), serverLegend
+		if len(st.PowerQuiet) > 0 {
+			t.Legend = append(slices.Clone(serverLegend), "power (the third code): a power cut of the trial's own cluster on a power-loss mount, under the column's fsync, synchronous_commit, full_page_writes and model; C also a page its checksum rejected, or a server that did not start")
+		}
 	}
 	// A slot holds every seed of a point, or every sync cut of a
 	// pattern: it shows the worst outcome, and "!" if any trial in it
@@ -265,7 +268,7 @@ func serverSettingsRows(st Settings) [][2]string {
 		crash = "SIGKILL of every server process (postmaster and backends), restart, recovery; set with ALTER SYSTEM and read back after each crash: " +
 			strings.Join(server, ", ") + "; the WAL writer and background writer stopped (SIGSTOP) from before the first process until the crash; the tables made and flushed by the parent first"
 	}
-	return [][2]string{
+	rows := [][2]string{
 		{"backend", "PostgreSQL, default_transaction_isolation " + st.Isolation},
 		{"patterns", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Pattern }), ", ")},
 		{"synchronous_commit", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.SynchronousCommit }), ", ")},
@@ -273,6 +276,15 @@ func serverSettingsRows(st Settings) [][2]string {
 		{"server crash", crash},
 		{"left out", "SQLite's power kind, journal modes, synchronous pragma, fault modes and cuts inside syncs; its ack-open and ack-reader points"},
 	}
+	if len(st.PowerQuiet) > 0 {
+		method := st.WalSyncMethod
+		if method == "" {
+			method = "the server's default"
+		}
+		rows = append(rows, [2]string{"power cut", "a cluster of its own per trial (initdb -k), its data folder on a power-loss mount (strict POSIX directories); cut after the first process, rebuilt under the model, restarted with WAL recovery, then amcheck and the checksum count; " +
+			"server settings " + strings.Join(st.PowerQuiet, ", ") + ", wal_sync_method " + method})
+	}
+	return rows
 }
 
 // serverLegend explains the matrix of a run on PostgreSQL.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			return err
 		}
 	}
-	if p.s.PowerLayer == engine.LayerFS {
+	if p.s.PowerLayer == engine.LayerFS || slices.ContainsFunc(p.s.Conditions, Condition.pgPower) {
 		if err := powerlayer.Sweep(os.Stderr); err != nil {
 			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
@@ -135,7 +136,7 @@ func (s subject) Deliver(ctx context.Context, et engine.Trial) (engine.Found, er
 	tr, key := TrialRef{Point: PointACK}, PointACK
 	if et.Class != engine.None {
 		tr, key = TrialRef{Point: et.Point, Seed: et.Seed}, et.Key
-		if (et.Layer == engine.LayerFS) != s.p.s.OnFS(s.c) {
+		if (et.Layer == engine.LayerFS) != s.p.s.cutOnFS(s.c) {
 			return engine.Found{}, fmt.Errorf("%w: %s %s: the engine planned the power layer %q, the settings %q", errclass.ErrHarness, s.c.Name, key, et.Layer, s.p.s.PowerLayer)
 		}
 	}
@@ -180,7 +181,7 @@ func FirstEnv(c Condition, point string) map[string]string {
 // server crash stops the worker as a kill does, and then crashes the
 // server as well.
 func WorkerKind(c Condition) string {
-	if c.Kind == KindServer {
+	if c.Kind == KindServer || c.pgPower() {
 		return KindKill
 	}
 	return c.Kind
@@ -211,6 +212,8 @@ type trial struct {
 	// is the parent's reader on it at PointACKReader, closed after the cut.
 	fs   *powerlayer.Trial
 	held *heldReader
+	// pc is a PostgreSQL power trial's own cluster, on its mount.
+	pc *backend.PowerCluster
 }
 
 // trial runs one trial and returns the points its first process passed
@@ -288,6 +291,9 @@ func (t *trial) open() (func(), error) {
 		}
 		return drop, nil
 	}
+	if t.c.pgPower() {
+		return t.openPower()
+	}
 	srv := t.env.Backend
 	if srv == nil {
 		return nil, fmt.Errorf("%w: a PostgreSQL condition, but the run has no server", errclass.ErrHarness)
@@ -309,6 +315,48 @@ func (t *trial) open() (func(), error) {
 		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
 	}
 	return drop, nil
+}
+
+// openPower starts a PostgreSQL power trial's own cluster on a mount,
+// with the condition's server settings and cut, and makes the pattern's
+// tables in a schema of their own, flushed whatever synchronous_commit
+// says (backend.PowerCluster.Setup).
+func (t *trial) openPower() (func(), error) {
+	cfg := backend.PowerConfig{Settings: t.p.s.powerSettings(t.c), Params: t.p.s.pgParams(t.c)}
+	pc, err := backend.StartPowerCluster(t.ctx, t.env.Backend.PowerTemp(t.env.TempDir), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	drop := func() { _ = pc.Close() }
+	ddl, err := ServerSchema(t.c.Pattern)
+	if err == nil {
+		err = pc.SetupIn(t.ctx, pgSchema, ddl)
+	}
+	if err != nil {
+		drop()
+		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
+	}
+	db := pc.Database(t.p.s.spec(t.c), pgSchema)
+	t.pc, t.pg, t.db = pc, &db, db.Target
+	return drop, nil
+}
+
+// cutPower reads what the first process left, cuts the power, which
+// restarts the server on the rebuilt folder, and reads what recovery
+// kept, with amcheck: a server that did not start, or tables the cut
+// took, are the outcome's, not a harness fault.
+func (t *trial) cutPower() error {
+	var err error
+	if t.o.Before, _, err = t.read("", false); err != nil {
+		return fmt.Errorf("read the rows the first process left: %w", err)
+	}
+	o, err := t.pc.Cut(t.ctx, backend.ReadBackQuery)
+	if err != nil {
+		return err
+	}
+	t.o.PGPower = &o
+	t.o.After, t.o.Integrity, _ = t.readOrNote("", true)
+	return nil
 }
 
 // startReceiver starts a batch trial's receiver and its client, and
@@ -407,6 +455,9 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lo
 // crash took.
 func (t *trial) cut() error {
 	var err error
+	if t.pc != nil {
+		return t.cutPower()
+	}
 	if t.pg != nil {
 		if t.o.Before, _, err = t.read("", false); err != nil {
 			return fmt.Errorf("read the rows the first process left: %w", err)
@@ -462,11 +513,12 @@ func (t *trial) cut() error {
 
 // readOrNote reads like read. On SQLite a file a torn cut left
 // unreadable is an outcome, not a harness fault: the error stands in the
-// integrity result (which then fails) and every table reads as empty. On
-// PostgreSQL the error is returned.
+// integrity result (which then fails) and every table reads as empty, and
+// so on a PostgreSQL power cut's cluster; otherwise on PostgreSQL the
+// error is returned.
 func (t *trial) readOrNote(dir string, integrity bool) (Rows, []string, error) {
 	rows, check, err := t.read(dir, integrity)
-	if err == nil || t.pg != nil {
+	if err == nil || t.pg != nil && t.pc == nil {
 		return rows, check, err
 	}
 	rows = Rows{}
@@ -484,6 +536,9 @@ const UnreadablePrefix = "unreadable: "
 // resolves of held sends and the last run. Every exit is recorded; a
 // worker error (3) is an outcome, not a harness failure.
 func (t *trial) rest() error {
+	if t.o.PGPower != nil && !t.o.PGPower.Started {
+		return nil // no server to go on with
+	}
 	exits := []int{protocol.ExitACK, protocol.ExitWorkerError}
 	if t.c.Pattern == PatternClaim {
 		for _, role := range []string{RoleProbe, RoleReclaim} {

@@ -47,6 +47,14 @@ type Input struct {
 	// SynchronousCommits are PostgreSQL's synchronous_commit levels, on
 	// --backend postgres only; the default is all three.
 	SynchronousCommits []string `json:"synchronous_commits,omitempty"`
+	// Fsync, FullPageWrites and PowerModels are the PostgreSQL power
+	// cut's lists (kind power on --backend postgres, pgpower.go), each
+	// all its values by default; WalSyncMethod is one value, the
+	// server's default when empty.
+	Fsync          []string `json:"fsync,omitempty"`
+	FullPageWrites []string `json:"full_page_writes,omitempty"`
+	PowerModels    []string `json:"power_models,omitempty"`
+	WalSyncMethod  string   `json:"wal_sync_method,omitempty"`
 	// machine is the run's machine as the plan request gives it, not a
 	// field of the input file.
 	machine scenario.Machine
@@ -63,6 +71,11 @@ type Condition struct {
 	// SynchronousCommit is set on PostgreSQL only, where it stands for
 	// JournalMode and Synchronous, which are then empty.
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+	// Fsync, FullPageWrites and Model are set on a PostgreSQL power cut
+	// only: the server's settings and what the cut leaves (pgpower.go).
+	Fsync          string `json:"fsync,omitempty"`
+	FullPageWrites string `json:"full_page_writes,omitempty"`
+	Model          string `json:"model,omitempty"`
 }
 
 // OnServer says whether the condition runs on PostgreSQL.
@@ -71,6 +84,9 @@ func (c Condition) OnServer() bool { return c.SynchronousCommit != "" }
 // SettingName names the condition's setting: "DELETE/FULL" on SQLite,
 // "synchronous_commit=off" on PostgreSQL.
 func (c Condition) SettingName() string {
+	if c.pgPower() {
+		return pgPowerSettingName(c)
+	}
 	if c.OnServer() {
 		return "synchronous_commit=" + c.SynchronousCommit
 	}
@@ -90,11 +106,14 @@ func settingOrder() []string {
 	for _, sc := range store.SynchronousCommit {
 		out = append(out, Condition{SynchronousCommit: sc}.SettingName())
 	}
-	return out
+	return append(out, pgPowerSettingOrder(store.SynchronousCommit)...)
 }
 
 // kinds are the crash kinds of the settings' backend.
 func (s Settings) kinds() []string {
+	if s.Backend != "" && slices.ContainsFunc(s.Conditions, Condition.pgPower) {
+		return append(slices.Clone(ServerKinds), KindPower)
+	}
 	if s.Backend != "" {
 		return ServerKinds
 	}
@@ -155,6 +174,11 @@ type Settings struct {
 	Backend        string            `json:"backend,omitempty"`
 	Isolation      string            `json:"isolation,omitempty"`
 	ServerSettings map[string]string `json:"server_settings,omitempty"`
+	// WalSyncMethod and PowerQuiet are what every PostgreSQL power
+	// trial's server runs with (backend.PowerQuiet); Seed is then the
+	// torn model's seed.
+	WalSyncMethod string   `json:"wal_sync_method,omitempty"`
+	PowerQuiet    []string `json:"power_quiet,omitempty"`
 }
 
 // TrialID is a trial's id in the plan, as the engine gives a swept trial
@@ -354,8 +378,11 @@ func settingsOf(b backend.Spec, in Input, from map[string]string) (Settings, err
 				return Settings{}, fmt.Errorf("%s: is %s; on --backend postgres the conditions vary synchronous_commit (durability.synchronous_commits, --%s)", fieldName(from, f.field), f.why, FlagSynchronousCommits)
 			}
 		}
+		if len(in.Kinds) == 0 {
+			in.Kinds = slices.Clone(ServerKinds) // the power kind is opt-in
+		}
 		lists = append(lists, listField{"synchronous_commits", &in.SynchronousCommits, store.SynchronousCommit, false, nil},
-			listField{"kinds", &in.Kinds, ServerKinds, false, map[string]string{KindPower: "does not run on --backend postgres: it is SQLite's power cut through worker/faultvfs; PostgreSQL's counterpart is the server kind"}})
+			listField{"kinds", &in.Kinds, append(slices.Clone(ServerKinds), KindPower), false, nil})
 	} else {
 		if len(in.SynchronousCommits) > 0 {
 			return Settings{}, fmt.Errorf("%s: is PostgreSQL's synchronous_commit; it needs --backend postgres (SQLite's are journal_modes and synchronous)", fieldName(from, "synchronous_commits"))
@@ -364,26 +391,24 @@ func settingsOf(b backend.Spec, in Input, from map[string]string) (Settings, err
 			listField{"synchronous", &in.Synchronous, sqlitedb.SyncLevels, true, nil},
 			listField{"kinds", &in.Kinds, AllKinds, false, map[string]string{KindServer: "crashes the PostgreSQL server; it needs --backend postgres (SQLite's kinds are " + strings.Join(AllKinds, ", ") + ")"}})
 	}
-	for _, l := range lists {
-		name := fieldName(from, l.field)
-		if len(*l.v) == 0 {
-			*l.v = slices.Clone(l.known)
-		}
-		for i, x := range *l.v {
-			if why, ok := l.refuse[x]; ok {
-				return Settings{}, fmt.Errorf("%s: %q %s", name, x, why)
-			}
-			k := slices.IndexFunc(l.known, func(k string) bool { return k == x || l.anyCase && strings.EqualFold(k, x) })
-			if k < 0 {
-				return Settings{}, fmt.Errorf("%s: %q is not one of %s", name, x, strings.Join(l.known, ", "))
-			}
-			(*l.v)[i] = l.known[k]
-		}
-		if dup := firstDup(*l.v); dup != "" {
-			return Settings{}, fmt.Errorf("%s: %q is listed twice", name, dup)
-		}
+	if err := checkLists(lists, from); err != nil {
+		return Settings{}, err
 	}
 	st := Settings{EventID: in.EventID, JobKey: in.JobKey, JobID: in.JobID, Items: in.Items}
+	if onServer {
+		if err := pgPowerInput(&in, from, &st); err != nil {
+			return Settings{}, err
+		}
+	} else {
+		for _, f := range []struct {
+			field string
+			set   bool
+		}{{"fsync", len(in.Fsync) > 0}, {"full_page_writes", len(in.FullPageWrites) > 0}, {"power_models", len(in.PowerModels) > 0}, {"wal_sync_method", in.WalSyncMethod != ""}} {
+			if f.set {
+				return Settings{}, fmt.Errorf("%s: is PostgreSQL's power cut's; it needs --backend postgres and kind power", fieldName(from, f.field))
+			}
+		}
+	}
 	// The settings each condition runs under, in the known lists' order.
 	var settings []Condition
 	if onServer {
@@ -411,14 +436,19 @@ func settingsOf(b backend.Spec, in Input, from map[string]string) (Settings, err
 	}
 	// Run order follows the known lists, not the order given, so one set
 	// of flags always gives one matrix.
+	kinds := st.kinds()
 	for _, p := range AllPatterns {
 		for _, c := range settings {
-			for _, k := range st.kinds() {
+			for _, k := range kinds {
 				if slices.Contains(in.Patterns, p) && slices.Contains(in.Kinds, k) {
 					c.Pattern, c.Kind = p, k
 					c.Name = c.name()
 					st.Conditions = append(st.Conditions, c)
 				}
+			}
+			if onServer && slices.Contains(in.Patterns, p) && slices.Contains(in.Kinds, KindPower) {
+				c.Pattern, c.Kind = p, KindPower
+				st.Conditions = append(st.Conditions, pgPowerConditions(c, in)...)
 			}
 		}
 	}
@@ -426,6 +456,31 @@ func settingsOf(b backend.Spec, in Input, from map[string]string) (Settings, err
 		return Settings{}, errors.New("durability: the chosen lists give no condition")
 	}
 	return st, nil
+}
+
+// checkLists checks each list against its known values, filling an empty
+// one with them, and records them as the known list spells them.
+func checkLists(lists []listField, from map[string]string) error {
+	for _, l := range lists {
+		name := fieldName(from, l.field)
+		if len(*l.v) == 0 {
+			*l.v = slices.Clone(l.known)
+		}
+		for i, x := range *l.v {
+			if why, ok := l.refuse[x]; ok {
+				return fmt.Errorf("%s: %q %s", name, x, why)
+			}
+			k := slices.IndexFunc(l.known, func(k string) bool { return k == x || l.anyCase && strings.EqualFold(k, x) })
+			if k < 0 {
+				return fmt.Errorf("%s: %q is not one of %s", name, x, strings.Join(l.known, ", "))
+			}
+			(*l.v)[i] = l.known[k]
+		}
+		if dup := firstDup(*l.v); dup != "" {
+			return fmt.Errorf("%s: %q is listed twice", name, dup)
+		}
+	}
+	return nil
 }
 
 // defaults fills the input's defaults and checks the items, on either
@@ -484,6 +539,9 @@ func ServerConditionName(pattern, sc, kind string) string {
 // name is the condition's name: "pattern/MODE/SYNC/kind" on SQLite,
 // "pattern/postgres/SYNCHRONOUS_COMMIT/kind" on PostgreSQL.
 func (c Condition) name() string {
+	if c.pgPower() {
+		return c.Pattern + "/" + store.BackendPostgres + "/" + c.SynchronousCommit + "/" + c.Kind + "/" + c.Model + "/fsync-" + c.Fsync + "/fpw-" + c.FullPageWrites
+	}
 	if c.OnServer() {
 		return c.Pattern + "/" + store.BackendPostgres + "/" + c.SynchronousCommit + "/" + c.Kind
 	}

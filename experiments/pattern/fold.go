@@ -398,9 +398,12 @@ func (f *folder) checkPlan(t *trialLine) bool {
 		if want := (PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
 			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
 		}
-		if t.pat.File.IsProgram() {
+		switch {
+		case t.pat.File.IsProgram():
 			f.checkPowerFS(t)
-		} else {
+		case onServerPower(t.c):
+			f.checkPGPower(t)
+		default:
 			f.checkRecovery(t)
 		}
 	case KindHits:

@@ -16,6 +16,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
@@ -99,8 +100,9 @@ type NotRun struct {
 	Reason string `json:"reason"`
 }
 
-// powerNotOnPostgres is why the power class does not run on PostgreSQL.
-const powerNotOnPostgres = "a power cut is SQLite's VFS, which the server does not write through; the server's own crash is durability's server kind"
+// powerNotOnPostgres is why the power class does not run on PostgreSQL
+// unless asked for: each of its trials starts a cluster of its own.
+const powerNotOnPostgres = "opt-in on PostgreSQL (--faults power): each power trial runs on a cluster of its own on a power-loss filesystem"
 
 // Target is where the settings' conditions run, as known_unsafe
 // qualifies an entry.
@@ -226,7 +228,10 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	}
 	if !b.IsSQLite() {
 		st.Backend, st.Postgres = b.Name, b.Requested()
-		if i := slices.Index(st.Faults, wp.FaultPower); i >= 0 {
+		if askedPower && req.Machine.FUSE != "" {
+			return nil, fmt.Errorf("%w: %s.faults: power: not applicable on PostgreSQL: %s", errclass.ErrUsage, Name, req.Machine.FUSE)
+		}
+		if i := slices.Index(st.Faults, wp.FaultPower); i >= 0 && !askedPower {
 			st.Faults = slices.Delete(slices.Clone(st.Faults), i, i+1)
 			st.NotRun = append(st.NotRun, NotRun{Fault: wp.FaultPower, Reason: powerNotOnPostgres})
 		}
@@ -240,6 +245,9 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	for _, p := range st.Patterns {
 		if askedPower && p.PowerNotApplicable != "" {
 			return nil, progPowerNotApplicable(p.PowerNotApplicable)
+		}
+		if askedPower && !b.IsSQLite() && p.File.IsProgram() {
+			return nil, progPowerNotApplicable("its power class runs on SQLite only")
 		}
 	}
 	return &plan{s: st, parallel: in.Parallel}, nil
@@ -266,6 +274,10 @@ func (s *Settings) addFiles(ctx context.Context, files scenario.Files, names []s
 			if other.File.Name == p.File.Name {
 				return fmt.Errorf("%s: name %q is also %s's; every pattern needs its own name", name, p.File.Name, other.Source)
 			}
+		}
+		if !on.IsSQLite() && !p.File.IsProgram() && slices.Contains(s.Faults, wp.FaultPower) {
+			// Asked for on PostgreSQL: the run's one power setting.
+			p.Power = []string{pgPowerSetting(on.Requested())}
 		}
 		s.Patterns = append(s.Patterns, p)
 		s.Conditions = append(s.Conditions, conditionsOf(p, s.Faults)...)

@@ -43,7 +43,6 @@ import (
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/powerlayer"
-	"idemlab/experiments/results"
 	"idemlab/experiments/seed"
 	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
@@ -259,7 +258,7 @@ func (f *folder) checkPowerFS(t *trialLine) {
 		f.c.Obs(t.l, "powerfs.log", "%v", err)
 		return
 	}
-	if field, text := firstDiff(want, r.Outcome); field != "" {
+	if field, text := powerlayer.FirstDiff(want, r.Outcome); field != "" {
 		f.c.Obs(t.l, "powerfs.outcome"+field, "differs from what powerfs.Plan derives from the trial's op log and models (%s)", text)
 	}
 	f.checkServers(t, r)
@@ -286,22 +285,6 @@ func (f *folder) checkServers(t *trialLine, r *PowerFS) {
 			f.c.Proc(p, field, "%s", text)
 		}
 	}
-}
-
-// firstDiff names the first field where got differs from want, as a
-// path in their JSON form (".files[0].decisions", "." for the whole), and
-// says what each side holds there; "" when they are equal. A list whose
-// length differs is named as a whole.
-func firstDiff(want, got powerfs.Outcome) (field, text string) {
-	d := results.DiffPaths("", want, got)
-	if len(d) == 0 {
-		return "", ""
-	}
-	field = d[0].Path
-	if field == "" {
-		field = "."
-	}
-	return field, fmt.Sprintf("derived %s, recorded %s", d[0].A, d[0].B)
 }
 
 // progPowerNotApplicable is the error of a run that asked for the power

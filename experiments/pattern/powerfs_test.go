@@ -13,7 +13,6 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/scenario"
-	"idemlab/worker/powerfs"
 )
 
 // osFiles reads the files a plan names from the disk.
@@ -57,45 +56,12 @@ func TestProgramPowerWhereFUSEIsMissing(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := p.(*plan).s
-			var got []string
-			for _, c := range st.Conditions {
-				if c.Fault == "power" {
-					got = append(got, strings.TrimPrefix(c.Name, st.Patterns[0].File.Name+"/"))
-				}
-			}
+			got := powerConditions(st, st.Patterns[0].File.Name+"/")
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("power conditions (-want +got):\n%s", d)
 			}
 			if g := st.Patterns[0].PowerNotApplicable; g != tt.missing {
 				t.Errorf("power_not_applicable %q, want %q", g, tt.missing)
-			}
-		})
-	}
-}
-
-// TestFirstDiffNamesTheField: the fold names the first field of a cut's
-// outcome that differs from what its log derives, by its JSON path.
-func TestFirstDiffNamesTheField(t *testing.T) {
-	base := powerfs.Outcome{Model: "drop", Entries: []powerfs.Entry{{Path: "a", Ino: 2}},
-		Files: []powerfs.File{{Path: "a", Ino: 2, Decisions: "kd"}}}
-	for _, tt := range []struct {
-		name string
-		edit func(o *powerfs.Outcome)
-		want string
-	}{
-		{"equal", func(*powerfs.Outcome) {}, ""},
-		{"a decision", func(o *powerfs.Outcome) { o.Files[0].Decisions = "kk" }, ".files[0].decisions"},
-		{"an entry's inode", func(o *powerfs.Outcome) { o.Entries[0].Ino = 3 }, ".entries[0].ino"},
-		{"the model", func(o *powerfs.Outcome) { o.Model = "keep" }, ".model"},
-		{"an extra entry", func(o *powerfs.Outcome) { o.Entries = append(o.Entries, powerfs.Entry{Path: "b"}) }, ".entries"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := base
-			got.Entries = append([]powerfs.Entry{}, base.Entries...)
-			got.Files = append([]powerfs.File{}, base.Files...)
-			tt.edit(&got)
-			if f, _ := firstDiff(base, got); f != tt.want {
-				t.Errorf("firstDiff = %q, want %q", f, tt.want)
 			}
 		})
 	}

@@ -118,6 +118,9 @@ type Observation struct {
 	// PowerFS is a program's power trial's filesystem cut: its op log,
 	// models and outcome (powerfs.go).
 	PowerFS *PowerFS `json:"powerfs,omitempty"`
+	// PGPower is a power trial's cut on PostgreSQL (pgpower.go), in place
+	// of Recovery.
+	PGPower *backend.PowerOutcome `json:"pg_power,omitempty"`
 	// Values are what the parent read of each query invariant after the
 	// last delivery: rows, columns, type and text, judged by the fold. A
 	// folder of format 4 or older holds a bare integer each.
@@ -362,7 +365,15 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	defer rcv.Close()
 	o.Scenario, o.Condition, o.File, o.DB, o.Receiver, o.Senders = r.as, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL, true
 	t := &trial{r: r, c: c, o: &o, dir: dir, db: backend.Database{Backend: store.BackendSQLite, Target: o.DB}}
-	if r.env.Backend != nil {
+	if r.env.Backend != nil && onServerPower(c) {
+		cfg := backend.PowerConfig{Settings: pgPowerSettings(c), Params: pgPowerParams(r.s, o)}
+		if t.pc, err = backend.StartPowerCluster(r.ctx, r.env.Backend.PowerTemp(r.env.TempDir), cfg); err != nil {
+			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
+		}
+		defer t.pc.Close()
+		t.db = t.pc.Database(r.s.pgSpec(), pgPowerSchema)
+		o.DB = t.db.Target
+	} else if r.env.Backend != nil {
 		if t.db, err = r.env.Backend.Fresh(r.ctx, "pattern"); err != nil {
 			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 		}
@@ -407,12 +418,14 @@ type trial struct {
 	// fs is a program power trial's mount; the parent reads its backing
 	// folder only.
 	fs *fsTrial
+	// pc is a power trial's own cluster on PostgreSQL (pgpower.go).
+	pc *backend.PowerCluster
 }
 
 // env is what every process of the trial runs with: the power-loss VFS
 // and the condition's settings for a power trial, nothing otherwise.
 func (t *trial) env() map[string]string {
-	if t.c.Fault != wp.FaultPower {
+	if t.c.Fault != wp.FaultPower || onServerPower(t.c) {
 		return nil
 	}
 	j, sy, _ := strings.Cut(t.c.Power, "/")
@@ -426,13 +439,16 @@ func (t *trial) options() sqlitedb.Options {
 	if t.fs != nil {
 		o = wp.Options(filepath.Join(t.fs.backing, DBName))
 	}
-	if t.c.Fault == wp.FaultPower {
+	if t.c.Fault == wp.FaultPower && !onServerPower(t.c) {
 		o.JournalMode, o.Synchronous = splitPower(t.c.Power)
 	}
 	return o
 }
 
 func (t *trial) prepare() error {
+	if t.pc != nil {
+		return t.pc.SetupIn(t.r.ctx, pgPowerSchema, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
+	}
 	if t.r.env.Backend != nil {
 		return t.r.env.Backend.Setup(t.r.ctx, t.db, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
 	}
@@ -578,7 +594,13 @@ func (t *trial) first() ([]delivered, error) {
 	}
 	d.ProcessID = proc.Record.ID
 	t.o.Deliveries = append(t.o.Deliveries, d)
-	if t.o.Kind == KindPower {
+	if t.pc != nil {
+		cut, err := t.pc.Cut(t.r.ctx, backend.ReadBackQuery)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s trial %d: power cut: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
+		}
+		t.o.PGPower = &cut
+	} else if t.o.Kind == KindPower {
 		rep, err := faultvfs.RecoverWith(t.dir, RecoveryOptions(t.r.s, *t.o))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)

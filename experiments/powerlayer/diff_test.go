@@ -9,10 +9,11 @@ import (
 	"idemlab/worker/powerfs"
 )
 
-// TestDiffOutcome: the first field where a recorded cut differs from the
-// replayed plan is named, with each side's value; an empty list and none
-// are the same cut.
-func TestDiffOutcome(t *testing.T) {
+// TestFirstDiff: the first field where a recorded cut differs from the
+// replayed plan is named by its JSON path, with each side's value; a list
+// one side has more of is named whole, and an empty list and none are the
+// same cut.
+func TestFirstDiff(t *testing.T) {
 	plan := powerfs.Outcome{Model: "drop", Syncs: 2, Entries: []powerfs.Entry{{Path: "a", Ino: 2}},
 		Files: []powerfs.File{{Path: "a", Ino: 2, Decisions: "kd"}}}
 	tests := []struct {
@@ -22,15 +23,20 @@ func TestDiffOutcome(t *testing.T) {
 		text  string
 	}{
 		{"equal", func(*powerfs.Outcome) {}, "", ""},
-		{"the files dropped", func(o *powerfs.Outcome) { o.Files = nil }, "outcome.files", "recorded (absent)"},
-		{"a decision", func(o *powerfs.Outcome) { o.Files = []powerfs.File{{Path: "a", Ino: 2, Decisions: "kk"}} }, "outcome.files", `outcome.files[0].decisions: plan "kd", recorded "kk"`},
-		{"the syncs", func(o *powerfs.Outcome) { o.Syncs = 3 }, "outcome.syncs", "plan 2, recorded 3"},
+		{"the files dropped", func(o *powerfs.Outcome) { o.Files = nil }, ".files", "recorded (absent)"},
+		{"a decision", func(o *powerfs.Outcome) { o.Files = []powerfs.File{{Path: "a", Ino: 2, Decisions: "kk"}} }, ".files[0].decisions", `derived "kd", recorded "kk"`},
+		{"an entry's inode", func(o *powerfs.Outcome) { o.Entries = []powerfs.Entry{{Path: "a", Ino: 3}} }, ".entries[0].ino", "derived 2, recorded 3"},
+		{"an extra entry", func(o *powerfs.Outcome) {
+			o.Entries = append([]powerfs.Entry{{Path: "a", Ino: 2}}, powerfs.Entry{Path: "b"})
+		}, ".entries", ""},
+		{"the model", func(o *powerfs.Outcome) { o.Model = "keep" }, ".model", `derived "drop", recorded "keep"`},
+		{"the syncs", func(o *powerfs.Outcome) { o.Syncs = 3 }, ".syncs", "derived 2, recorded 3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := plan
 			tc.edit(&got)
-			field, text := diffOutcome(plan, got)
+			field, text := FirstDiff(plan, got)
 			if diff := cmp.Diff(tc.field, field); diff != "" {
 				t.Errorf("field (-want +got):\n%s", diff)
 			}
@@ -40,7 +46,7 @@ func TestDiffOutcome(t *testing.T) {
 		})
 	}
 	empty, none := powerfs.Outcome{Entries: []powerfs.Entry{}}, powerfs.Outcome{}
-	if field, text := diffOutcome(empty, none); field != "" {
+	if field, text := FirstDiff(empty, none); field != "" {
 		t.Errorf("an empty list and none differ: %s %s", field, text)
 	}
 }

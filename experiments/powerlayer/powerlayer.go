@@ -187,35 +187,8 @@ func Check(r Record) (field, text string) {
 	if err != nil {
 		return "log", err.Error()
 	}
-	return diffOutcome(o, r.Outcome)
-}
-
-// diffOutcome names the first field of the outcome where the plan, want,
-// and the record, got, differ.
-func diffOutcome(want, got powerfs.Outcome) (field, text string) {
-	for _, f := range []struct {
-		name      string
-		want, got any
-	}{
-		{"outcome.model", want.Model, got.Model},
-		{"outcome.dir_model", want.DirModel, got.DirModel},
-		{"outcome.seed", want.Seed, got.Seed},
-		{"outcome.unit", want.Unit, got.Unit},
-		{"outcome.syncs", want.Syncs, got.Syncs},
-		{"outcome.cut", want.Cut, got.Cut},
-		{"outcome.entries", want.Entries, got.Entries},
-		{"outcome.files", want.Files, got.Files},
-	} {
-		var lines []string
-		for _, d := range results.DiffPaths(f.name, f.want, f.got) {
-			// An empty list and none are the same cut.
-			if !emptyJSON(d.A) || !emptyJSON(d.B) {
-				lines = append(lines, fmt.Sprintf("%s: plan %s, recorded %s", d.Path, d.A, d.B))
-			}
-		}
-		if len(lines) > 0 {
-			return f.name, "the log replayed (powerfs.Plan) gives another cut:\n" + strings.Join(lines, "\n")
-		}
+	if f, text := FirstDiff(o, r.Outcome); f != "" {
+		return "outcome" + f, "the log replayed (powerfs.Plan) gives another cut: outcome" + f + ": " + text
 	}
 	return "", ""
 }
@@ -264,4 +237,24 @@ func argOf(argv []string, flag string) (string, bool) {
 // empty list or object.
 func emptyJSON(v string) bool {
 	return v == "(absent)" || v == "null" || v == "[]" || v == "{}"
+}
+
+// FirstDiff names the first field where a cut's recorded outcome, got,
+// differs from what its op log derives, want (powerfs.Plan): its JSON path
+// from the outcome (".files[0].decisions"; a list one side has more of is
+// named whole, ".entries"; "." for the whole), and what each side holds
+// there; "" when they agree. An empty list and none are the same cut.
+// Both folds that derive a cut again, durability's fs layer (Check) and a
+// program's power trial, name a tampered field with it.
+func FirstDiff(want, got powerfs.Outcome) (field, text string) {
+	for _, d := range results.DiffPaths("", want, got) {
+		if emptyJSON(d.A) && emptyJSON(d.B) {
+			continue
+		}
+		if field = d.Path; field == "" {
+			field = "."
+		}
+		return field, fmt.Sprintf("derived %s, recorded %s", d.A, d.B)
+	}
+	return "", ""
 }
