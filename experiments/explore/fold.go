@@ -318,12 +318,7 @@ func (f *folder) checkTrials(cf condFold) {
 		// in this run's part of the plan.
 		return
 	}
-	var missing []int
-	for _, i := range want {
-		if _, ok := cf.trials[i]; !ok {
-			missing = append(missing, i)
-		}
-	}
+	missing := slices.DeleteFunc(slices.Clone(want), func(i int) bool { _, ok := cf.trials[i]; return ok })
 	if len(missing) > 0 {
 		f.c.AddTo(cf.c.Name, results.ObservationsFile, "condition "+cf.c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
 	}
