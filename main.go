@@ -14,5 +14,5 @@ func main() {
 	if code, ok := worker.Dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); ok {
 		os.Exit(code)
 	}
-	os.Exit(cmd.Execute(context.Background(), os.Args[1:], cmd.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	os.Exit(cmd.Execute(context.Background(), os.Args[1:], cmd.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, shippedPatterns))
 }

@@ -20,7 +20,7 @@ import (
 func TestValuesThatBecomeArguments(t *testing.T) {
 	base := readSections(t, "../input.json")
 	var pattern map[string]any
-	if err := json.Unmarshal(readFile(t, "../experiments/explore/articles/separate-commit.json"), &pattern); err != nil {
+	if err := json.Unmarshal(readFile(t, "../testdata/patterns/separate-commit.json"), &pattern); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("x", protocol.MaxArgValue+1)

@@ -41,7 +41,7 @@ func TestCIFilesOnEveryExit(t *testing.T) {
 			return []string{"--input", filepath.Join(dir, "none.json")}
 		}, 2, StatusError, "none.json"},
 		{"interrupted", func(cancel context.CancelFunc) Hooks {
-			redelivery, _ := all.Scenarios().Lookup("redelivery")
+			redelivery, _ := all.Scenarios(sourcePatterns).Lookup("redelivery")
 			return Hooks{Registry: scenario.Registry{cancellingScenario{Scenario: redelivery, cancel: cancel}}}
 		}, nil, 130, StatusInterrupted, "stopped by a signal"},
 	}
@@ -169,7 +169,7 @@ func TestQuiet(t *testing.T) {
 func execCtx(ctx context.Context, t *testing.T, h Hooks, args ...string) run {
 	t.Helper()
 	var out, errb strings.Builder
-	code := execute(ctx, args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, h)
+	code := execute(ctx, args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, withPatterns(h))
 	return run{code, out.String(), errb.String()}
 }
 
@@ -202,7 +202,7 @@ func TestEveryScenarioExplains(t *testing.T) {
 	// An adapter forwards to the scenario's own Explain, which answers
 	// every difference; one that answers nothing keeps the paths.
 	c := results.ConditionResult{Differences: []results.Difference{{Path: "[0].x", Expected: "1", Observed: "2"}}}
-	for _, s := range all.Scenarios() {
+	for _, s := range all.Scenarios(sourcePatterns) {
 		if len(s.Explain(c)) == 0 {
 			t.Errorf("scenario %s does not explain its differences", s.Name())
 		}

@@ -40,11 +40,24 @@ type run struct {
 func execIn(t *testing.T, base Hooks, args ...string) run {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := execute(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, base)
+	code := execute(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, withPatterns(base))
 	return run{code, out.String(), errb.String()}
 }
 
 const goodInput = "../testdata/input/redelivery.json"
+
+// sourcePatterns are the shipped pattern files of the source tree, by
+// their paths from the module root, as main embeds them.
+var sourcePatterns = os.DirFS("..")
+
+// withPatterns is h with the source tree's shipped pattern files, as main
+// gives the binary's.
+func withPatterns(h Hooks) Hooks {
+	if h.Patterns == nil {
+		h.Patterns = sourcePatterns
+	}
+	return h
+}
 
 func TestExperimentRedelivery(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results")

@@ -79,7 +79,7 @@ func runShards(t *testing.T, base []string, n int, only map[int][]string) []stri
 func replayable(t *testing.T, name, a, b string) (results.ScenarioResult, results.ScenarioResult) {
 	t.Helper()
 	fa, fb := loadFolder(t, a), loadFolder(t, b)
-	s, _ := all.Scenarios().Lookup(name)
+	s, _ := all.Scenarios(sourcePatterns).Lookup(name)
 	ra, rb := fa.Results.Scenarios[0], fb.Results.Scenarios[0]
 	m := scenario.Measurements(s, ra.Settings, fa.Records(name))
 	m.Union(scenario.Measurements(s, rb.Settings, fb.Records(name)))
@@ -184,7 +184,7 @@ func TestMergeEqualsUnshardedEveryScenario(t *testing.T) {
 		flags          []string
 	}{
 		{"durability", "durability", []string{"--input", "../input.json", "--scenario", "durability", "--pattern", "redelivery-single,batch-journal", "--journal-mode", "WAL", "--synchronous", "NORMAL,FULL"}},
-		{"pattern", "pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../experiments/explore/articles/separate-commit.json", "--faults", "points,power"}},
+		{"pattern", "pattern", []string{"--input", "../input.json", "--scenario", "pattern", "--pattern-file", "../testdata/patterns/separate-commit.json", "--faults", "points,power"}},
 		// Each shard starts a cluster of its own and crashes its server.
 		{"durability on postgres", "durability", []string{"--input", "../input.json", "--backend", "postgres", "--scenario", "durability", "--pattern", "redelivery-separate,claim-ttl", "--kind", "kill,server", "--synchronous-commits", "on,off"}},
 	}

@@ -48,7 +48,7 @@ func readResults(t *testing.T, dir string) results.Results {
 // inserts nothing.
 func TestPatternOnPostgresIsolation(t *testing.T) {
 	needPostgres(t)
-	files := []string{articles + "claim-ttl.json", articles + "separate-commit.json"}
+	files := []string{patterns + "claim-ttl.json", patterns + "separate-commit.json"}
 	unsafe := map[string]bool{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)

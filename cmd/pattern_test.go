@@ -3,9 +3,7 @@ package cmd
 import (
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,20 +16,14 @@ import (
 	wp "idemlab/worker/pattern"
 )
 
-// patterns are the example pattern files; articles the article patterns
-// explore runs, which ship embedded in it.
-const (
-	patterns = "../testdata/patterns/"
-	articles = "../experiments/explore/articles/"
-)
+// patterns are the shipped pattern files: the article patterns explore
+// runs (the binary embeds them) and the examples.
+const patterns = "../testdata/patterns/"
 
 // patternFile writes a copy of a shipped pattern with edits, for a test.
 func patternFile(t *testing.T, name string, edit func(m map[string]any)) string {
 	t.Helper()
-	b, err := os.ReadFile(articles + name + ".json")
-	if errors.Is(err, fs.ErrNotExist) {
-		b, err = os.ReadFile(patterns + name + ".json")
-	}
+	b, err := os.ReadFile(patterns + name + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,10 +92,10 @@ func TestScenariosOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	planned := 0
-	for _, s := range all.Scenarios() {
+	for _, s := range all.Scenarios(sourcePatterns) {
 		req := scenario.PlanRequest{Backend: spec, Section: sections[s.Name()], Files: &suite.DiskFiles{}}
 		if s.Name() == "pattern" {
-			req.Overrides = map[string]string{"pattern-file": "../experiments/explore/articles/separate-commit.json"}
+			req.Overrides = map[string]string{"pattern-file": "../testdata/patterns/separate-commit.json"}
 		}
 		_, err := s.Plan(context.Background(), req)
 		if s.Caps().RunsOn(spec) != runs[s.Name()] {

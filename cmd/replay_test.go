@@ -3,10 +3,13 @@ package cmd
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/explore"
 	"idemlab/experiments/results"
@@ -125,5 +128,52 @@ func TestOnlyTrialOutsideThePlanExitsTwo(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("the folder was written")
+	}
+}
+
+// TestArticleVerdictsAsThePatternScenarios: explore runs its article
+// patterns from testdata/patterns, so the pattern scenario run on one of
+// those files, with explore's seed and trials, gives each condition the
+// verdict explore's article condition got: whether it broke an invariant,
+// and whether that passed the file's known_unsafe.
+func TestArticleVerdictsAsThePatternScenarios(t *testing.T) {
+	in, out := exploreFolder(t)
+	if r := execIn(t, Hooks{}, "experiment", "--scenario", "explore", "--input", in, "--out", out); r.code != 0 {
+		t.Fatalf("explore: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	type verdict struct{ Pass, Violated bool }
+	verdicts := func(res results.ScenarioResult, keep func(results.ConditionResult) bool) map[string]verdict {
+		m := map[string]verdict{}
+		for _, c := range res.Conditions {
+			var o struct {
+				Violated bool `json:"violated"`
+			}
+			if err := json.Unmarshal(c.Observed, &o); err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+			if keep(c) {
+				m[c.Name] = verdict{c.Pass, o.Violated}
+			}
+		}
+		return m
+	}
+	res := readResults(t, out).Scenarios[0]
+	want := verdicts(res, func(c results.ConditionResult) bool {
+		var e explore.Expected
+		return json.Unmarshal(c.Expected, &e) == nil && e.Kind == explore.KindFile
+	})
+	got := map[string]verdict{}
+	for _, name := range explore.Articles {
+		r, dir := runPattern(t, patterns+name+".json", "--faults", "points,random", "--seed", "1", "--trials", "4")
+		if r.code != 0 {
+			t.Fatalf("pattern %s: exit %d, stderr:\n%s", name, r.code, r.stderr)
+		}
+		maps.Copy(got, verdicts(readResults(t, dir).Scenarios[0], func(results.ConditionResult) bool { return true }))
+	}
+	if len(want) == 0 {
+		t.Fatal("explore ran no article condition")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts, explore's article conditions (-) and the pattern scenario's (+):\n%s", diff)
 	}
 }

@@ -20,7 +20,7 @@ var rerunSettings = map[string][]string{
 	"claim":      {"--workers", "2", "--repetitions", "1", "--mutant-repetitions", "1"},
 	"explore":    {"--trials", "4", "--rounds", "0"}, // no races: see shardFlags
 	"durability": {"--pattern", "redelivery-single", "--journal-mode", "DELETE", "--synchronous", "FULL"},
-	"pattern":    {"--pattern-file", "../experiments/explore/articles/single-transaction.json", "--faults", "points,power"},
+	"pattern":    {"--pattern-file", "../testdata/patterns/single-transaction.json", "--faults", "points,power"},
 }
 
 // experimentFolder runs one scenario with the input file into a new
@@ -40,7 +40,7 @@ func experimentFolder(t *testing.T, h Hooks, input, name string, flags ...string
 // what each scenario declares a measurement, so a timing field that
 // escaped the declaration would fail here.
 func TestRerunReproducesEveryScenario(t *testing.T) {
-	for _, s := range all.Scenarios() {
+	for _, s := range all.Scenarios(sourcePatterns) {
 		flags, ok := rerunSettings[s.Name()]
 		if !ok {
 			t.Errorf("scenario %s has no small settings in rerunSettings; add them so its rerun is tested", s.Name())
@@ -78,7 +78,7 @@ type started struct {
 
 func newStarted(t *testing.T, plain bool) started {
 	t.Helper()
-	s, ok := all.Scenarios().Lookup("redelivery")
+	s, ok := all.Scenarios(sourcePatterns).Lookup("redelivery")
 	if !ok {
 		t.Fatal("no redelivery scenario in the registry")
 	}

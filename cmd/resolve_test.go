@@ -49,7 +49,7 @@ func TestResolveCommand(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
-		code := Execute(ctx, append(append([]string{}, base...), c.args...), Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+		code := Execute(ctx, append(append([]string{}, base...), c.args...), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, sourcePatterns)
 		if code != c.code || !strings.Contains(out.String()+errb.String(), c.msg) {
 			t.Errorf("%s: exit %d (want %d), output %q %q, want %q in it", c.name, code, c.code, out.String(), errb.String(), c.msg)
 		}

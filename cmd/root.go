@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"idemlab/experiments/backend"
 	"io"
+	"io/fs"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,10 @@ type Hooks struct {
 	// FindBinaries, when set, replaces backend.FindBinaries where verify
 	// --rerun checks for a server; tests make it fail.
 	FindBinaries func() (string, error)
+	// Patterns are the shipped pattern files the registry's explore runs,
+	// by their paths from the module root: main's embedded copies; tests
+	// give the source tree's.
+	Patterns fs.FS
 }
 
 // NewRootCmd builds the command tree.
@@ -45,7 +50,7 @@ func NewRootCmd(s Streams) *cobra.Command {
 
 func newRootCmd(s Streams, h Hooks) *cobra.Command {
 	if h.Registry == nil {
-		h.Registry = all.Scenarios()
+		h.Registry = all.Scenarios(h.Patterns)
 	}
 	root := &cobra.Command{
 		Use:   "idemlab",
@@ -70,9 +75,10 @@ Run "idemlab experiment --out results-local", then "idemlab verify results-local
 }
 
 // Execute runs the command line and returns the process exit code. It is
-// the one place where errors become exit codes.
-func Execute(ctx context.Context, args []string, s Streams) int {
-	return execute(ctx, args, s, Hooks{})
+// the one place where errors become exit codes. patterns are the shipped
+// pattern files (Hooks.Patterns).
+func Execute(ctx context.Context, args []string, s Streams, patterns fs.FS) int {
+	return execute(ctx, args, s, Hooks{Patterns: patterns})
 }
 
 func execute(ctx context.Context, args []string, s Streams, h Hooks) int {

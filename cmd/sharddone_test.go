@@ -73,7 +73,7 @@ func TestShardJobRunAgain(t *testing.T) {
 	}
 	// A pattern's shard, then its pattern file edited.
 	pattern := filepath.Join(t.TempDir(), "pattern.json")
-	pb, err := os.ReadFile("../experiments/explore/articles/single-transaction.json")
+	pb, err := os.ReadFile("../testdata/patterns/single-transaction.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,10 +239,10 @@ func (s strictExplore) Check(condition string, exp, obs json.RawMessage) (bool, 
 // expectations (exit 1, and still merged) is done too when run again,
 // and exits 1 as it did, saying why.
 func TestShardJobRunAgainFailed(t *testing.T) {
-	reg := slices.Clone(all.Scenarios())
+	reg := slices.Clone(all.Scenarios(sourcePatterns))
 	for i, s := range reg {
 		if s.Name() == explore.Name {
-			reg[i] = scenario.Define[explore.Settings, explore.Extra](strictExplore{})
+			reg[i] = scenario.Define[explore.Settings, explore.Extra](strictExplore{explore.Scenario{Articles: sourcePatterns}})
 		}
 	}
 	h := Hooks{Registry: reg}

@@ -3,6 +3,8 @@
 package all
 
 import (
+	"io/fs"
+
 	"idemlab/experiments/batch"
 	"idemlab/experiments/claim"
 	"idemlab/experiments/durability"
@@ -13,15 +15,16 @@ import (
 )
 
 // Scenarios returns the registry. A function, not a variable, so tests can
-// build their own registry with a replaced oracle.
-func Scenarios() scenario.Registry {
+// build their own registry with a replaced oracle. patterns are the shipped
+// pattern files explore runs (explore.New).
+func Scenarios(patterns fs.FS) scenario.Registry {
 	return scenario.Registry{
 		redelivery.New(),
 		batch.New(),
 		claim.New(),
 		// explore and durability are opt-in: they run only when named with
 		// --scenario, since they go beyond the articles.
-		explore.New(),
+		explore.New(patterns),
 		durability.New(),
 		// pattern is the user's own pattern file, also opt-in.
 		pattern.New(),

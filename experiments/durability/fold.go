@@ -74,11 +74,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	for _, cond := range st.Conditions {
 		conds[cond.Name] = cond
 	}
-	for i, l := range rec.Observations {
-		if i == 0 || l.Shard < f.firstShard {
-			f.firstShard = l.Shard
-		}
-	}
+	f.firstShard = rec.FirstShard()
 	for _, l := range rec.Observations {
 		var o Observation
 		if err := results.DecodeStrict(l.Raw, &o); err != nil {
@@ -326,8 +322,8 @@ func (f *folder) first(t trialLine, s *conditionFold, p results.Process, rep pro
 	if q := s.seq(t.l); t.o.Point == PointACK && q.trials == 1 {
 		q.all = f.st.Order(t.cond, rep.Points, faultvfs.Syncs(t.o.Log))
 		q.order = f.st.share(t.cond, q.all, func(id string) bool { return shard.Holds(f.st.Shard, f.rec.Shards, t.l.Shard, id) })
-		if first, ok := s.seqs[f.firstShard]; ok && first != q && !slices.Equal(first.all, q.all) {
-			f.c.Obs(t.l, "", "shard %d's normal run gives the trials %v, but shard %d's %v: the shards ran different code or inputs", t.l.Shard, q.all, f.firstShard, first.all)
+		if first, ok := s.seqs[f.firstShard]; ok {
+			results.SameDiscovery(&f.c, t.l, f.firstShard, "normal run gives the trials", q.all, first.all)
 		}
 		f.checkReadBack(t, p, rep)
 	}

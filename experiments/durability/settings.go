@@ -191,18 +191,9 @@ func (s Settings) trial(c Condition, tr TrialRef) engine.Trial {
 }
 
 // share keeps of a condition's trials in run order (Order) the normal
-// run, which every part runs, and the others that keep gives.
+// run, first, which every part runs, and the others that keep gives.
 func (s Settings) share(c Condition, order []TrialRef, keep func(id string) bool) []TrialRef {
-	if len(order) == 0 {
-		return order
-	}
-	out := []TrialRef{order[0]}
-	for _, tr := range order[1:] {
-		if keep(s.TrialID(c, tr)) {
-			out = append(out, tr)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(order), func(tr TrialRef) bool { return tr != order[0] && !keep(s.TrialID(c, tr)) })
 }
 
 // Default torn-mode figures.
@@ -524,16 +515,6 @@ func firstDup(xs []string) string {
 		seen[x] = true
 	}
 	return ""
-}
-
-// ConditionName is "pattern/MODE/SYNC/kind".
-func ConditionName(pattern, mode, sync, kind string) string {
-	return Condition{Pattern: pattern, JournalMode: mode, Synchronous: sync, Kind: kind}.name()
-}
-
-// ServerConditionName is "pattern/postgres/SYNCHRONOUS_COMMIT/kind".
-func ServerConditionName(pattern, sc, kind string) string {
-	return Condition{Pattern: pattern, SynchronousCommit: sc, Kind: kind}.name()
 }
 
 // name is the condition's name: "pattern/MODE/SYNC/kind" on SQLite,

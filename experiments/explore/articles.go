@@ -2,13 +2,13 @@ package explore
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path"
 	"slices"
-	"strings"
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/pattern"
@@ -23,13 +23,12 @@ import (
 // a file's invariants and known_unsafe judge them. Only what a file
 // cannot express stays a built-in subject (BuiltIn).
 
-//go:embed articles/*.json
-var articleFS embed.FS
-
-// ArticleDir is where the article pattern files lie in the source tree.
-// Their names in the settings are under it, so a replay with the pattern
-// scenario names the same file from the module's root.
-const ArticleDir = "experiments/explore/articles"
+// ArticleDir is where the article pattern files lie in the source tree,
+// beside the other shipped patterns. Explore reads them from the fs.FS it
+// is given (New), by the same names from the module's root: the binary's
+// embedded copies, which its main embeds. Their names in the settings are
+// these, so a replay with the pattern scenario names the same file.
+const ArticleDir = "testdata/patterns"
 
 // Articles are the article patterns explore runs from their files, in
 // report order.
@@ -60,15 +59,14 @@ func articleFaults(st Settings) []string {
 // oracle is the pattern scenario's (Expected.File).
 const KindFile = "pattern-file"
 
-// articleFiles reads the embedded article files by their source names.
-type articleFiles struct{}
+// articleFiles reads the article files by their source names from fsys.
+type articleFiles struct{ fsys fs.FS }
 
-func (articleFiles) ReadFile(name string) ([]byte, error) {
-	rel, ok := strings.CutPrefix(name, ArticleDir+"/")
-	if !ok {
-		return nil, fmt.Errorf("%s: not an article pattern file (%s/*.json)", name, ArticleDir)
+func (a articleFiles) ReadFile(name string) ([]byte, error) {
+	if a.fsys == nil {
+		return nil, errors.New("this explore was given no article pattern files (explore.New)")
 	}
-	return articleFS.ReadFile(path.Join("articles", rel))
+	return fs.ReadFile(a.fsys, name)
 }
 
 // articleSettings are the pattern scenario's settings of the article files
@@ -77,7 +75,7 @@ func (articleFiles) ReadFile(name string) ([]byte, error) {
 // SQLite, one set of settings; on PostgreSQL, one per isolation level of
 // the run, with the races alone, each pattern named after its level
 // ("separate-commit/serializable") as explore names its races there.
-func articleSettings(ctx context.Context, st Settings, on backend.Spec) ([]pattern.Settings, error) {
+func articleSettings(ctx context.Context, files fs.FS, st Settings, on backend.Spec) ([]pattern.Settings, error) {
 	n := PatternTrials(st.Trials, 100)
 	base := pattern.Settings{
 		EventID: st.EventID, Faults: articleFaults(st), Seed: st.Seed,
@@ -90,7 +88,7 @@ func articleSettings(ctx context.Context, st Settings, on backend.Spec) ([]patte
 		names = append(names, path.Join(ArticleDir, n+".json"))
 	}
 	if on.IsSQLite() {
-		if err := base.AddFiles(ctx, articleFiles{}, names, on, nil); err != nil {
+		if err := base.AddFiles(ctx, articleFiles{files}, names, on, nil); err != nil {
 			return nil, fmt.Errorf("the article pattern files: %w", err)
 		}
 		return []pattern.Settings{base}, nil
@@ -104,7 +102,7 @@ func articleSettings(ctx context.Context, st Settings, on backend.Spec) ([]patte
 		a := base
 		a.Faults = []string{wp.FaultConcurrent}
 		a.Backend, a.Postgres = spec.Name, spec.Requested()
-		if err := a.AddFiles(ctx, articleFiles{}, names, spec, nil); err != nil {
+		if err := a.AddFiles(ctx, articleFiles{files}, names, spec, nil); err != nil {
 			return nil, fmt.Errorf("the article pattern files: %w", err)
 		}
 		for i := range a.Patterns {

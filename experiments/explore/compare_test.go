@@ -25,7 +25,7 @@ func comparedOf(tb testing.TB, st Settings, observed map[string]any) scenario.Co
 			res.Conditions = append(res.Conditions, results.ConditionResult{Name: c.Name, Pass: true, Observed: mustJSON(tb, o)})
 		}
 	}
-	got, err := New().Compare(res)
+	got, err := New(sourceArticles(tb)).Compare(res)
 	if err != nil {
 		tb.Fatal(err)
 	}

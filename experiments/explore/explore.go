@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"idemlab/worker/protocol"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,10 +191,17 @@ func (c Condition) Timing() bool { return engine.Scheduled(c.class()) }
 // Scenario is the explore scenario, written against its own settings
 // (scenario.Define adapts it). A test replaces the oracle by embedding it
 // in a type with its own Expect.
-type Scenario struct{}
+type Scenario struct {
+	// Articles hold the article pattern files (ArticleDir) by their
+	// paths from the module root.
+	Articles fs.FS
+}
 
-// New is the scenario as the registry holds it.
-func New() scenario.Scenario { return scenario.Define[Settings, Extra](Scenario{}) }
+// New is the scenario as the registry holds it, running its article
+// patterns from the files in articles.
+func New(articles fs.FS) scenario.Scenario {
+	return scenario.Define[Settings, Extra](Scenario{Articles: articles})
+}
 
 func (Scenario) Name() string { return Name }
 
@@ -232,14 +240,14 @@ func (sc Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario
 			// article file's trial replays with the pattern scenario.
 			return p, err
 		}
-		p.s.Articles, err = articleSettings(ctx, p.s, req.Backend)
+		p.s.Articles, err = articleSettings(ctx, sc.Articles, p.s, req.Backend)
 		return p, err
 	}
 	p, err := sc.planPostgres(req.Backend, req.Section, req.Overrides)
 	if err != nil {
 		return nil, err
 	}
-	p.s.Articles, err = articleSettings(ctx, p.s, req.Backend)
+	p.s.Articles, err = articleSettings(ctx, sc.Articles, p.s, req.Backend)
 	return p, err
 }
 

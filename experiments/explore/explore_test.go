@@ -43,12 +43,12 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		{``, nil, "explore: section is missing"},
 	}
 	for _, tt := range tests {
-		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(tt.section), Overrides: tt.overrides})
+		_, err := New(sourceArticles(t)).Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(tt.section), Overrides: tt.overrides})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 		}
 	}
-	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: map[string]string{"trials": "10", "seed": "99", "only-trial": "0"}})
+	p, err := New(sourceArticles(t)).Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: map[string]string{"trials": "10", "seed": "99", "only-trial": "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +90,13 @@ func TestOnlyTrialOutsideThePlan(t *testing.T) {
 		{map[string]string{"only-trial": "0", "trials": "0", "rounds": "0"}, "--only-trial 0: --trials 0 and --rounds 0 give no random trial to run"},
 	}
 	for _, tt := range tests {
-		_, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: tt.overrides})
+		_, err := New(sourceArticles(t)).Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: tt.overrides})
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("Plan(%v) = %v, want %q", tt.overrides, err, tt.want)
 		}
 	}
 	for _, ok := range []string{"0"} {
-		if _, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: map[string]string{"only-trial": ok}}); err != nil {
+		if _, err := New(sourceArticles(t)).Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section), Overrides: map[string]string{"only-trial": ok}}); err != nil {
 			t.Errorf("--only-trial %s: %v", ok, err)
 		}
 	}
@@ -154,7 +154,7 @@ func (formatSix) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Pla
 // input runs, break them in every run we have seen.
 func TestArticlesRunFromFiles(t *testing.T) {
 	const sec = `{"event_id": "e-1", "job_key": "k-1", "seed": 3, "trials": 6, "racers": [2, 4, 8], "rounds": 6, "parallel": 2, "max_attempts": 3, "items": 1}`
-	out := scenariotest.Run(t, New(), sec, nil)
+	out := scenariotest.Run(t, New(sourceArticles(t)), sec, nil)
 	if len(out.Findings) > 0 {
 		t.Fatalf("findings %v", out.Findings)
 	}
@@ -269,7 +269,7 @@ func TestRunRealProcesses(t *testing.T) {
 	if diff := cmp.Diff(points, m.Points); diff != "" || len(points) <= len(sep.Points)+len(single.Points) {
 		t.Errorf("matrix points (-want +got):\n%s", diff)
 	}
-	sec, err := New().Report(out.Result)
+	sec, err := New(sourceArticles(t)).Report(out.Result)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestFoldCatchesTampering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			edited := scenariotest.Edit(t, rec, tt.obs, tt.index, tt.edit)
-			findings := scenario.Evaluate(New(), nil, out.Settings, edited).AllFindings()
+			findings := scenario.Evaluate(New(sourceArticles(t)), nil, out.Settings, edited).AllFindings()
 			if len(findings) == 0 {
 				t.Fatal("no finding")
 			}

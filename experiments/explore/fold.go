@@ -208,31 +208,24 @@ func (Scenario) Fold(st Settings, all results.Records) (scenario.Folded, []resul
 // gives its shard's kill window.
 func (f *folder) discoveries(cf condFold) (DiscoveryObserved, bool) {
 	byShard := map[int][]entry{}
-	var order []int
 	for _, e := range cf.trials[0] {
-		if byShard[e.l.Shard] == nil {
-			order = append(order, e.l.Shard)
-		}
 		byShard[e.l.Shard] = append(byShard[e.l.Shard], e)
 	}
-	if len(order) == 0 {
+	if len(byShard) == 0 {
 		return DiscoveryObserved{}, false
 	}
-	slices.Sort(order)
+	order := slices.Sorted(maps.Keys(byShard))
 	first := f.discovery(cf, byShard[order[0]])
+	windows := map[int]int64{}
 	for _, sh := range order {
 		obs := first
 		if sh != order[0] {
 			obs = f.discovery(cf, byShard[sh])
-			if !slices.Equal(obs.Points, first.Points) {
-				f.c.Obs(byShard[sh][0].l, "", "shard %d's discovery passed %v, but shard %d's passed %v: the shards ran different code or inputs", sh, obs.Points, order[0], first.Points)
-			}
+			results.SameDiscovery(&f.c, byShard[sh][0].l, order[0], "discovery passed", obs.Points, first.Points)
 		}
-		if f.windows[cf.c.Pattern] == nil {
-			f.windows[cf.c.Pattern] = map[int]int64{}
-		}
-		f.windows[cf.c.Pattern][sh] = KillWindowUS(obs.DurationMS)
+		windows[sh] = KillWindowUS(obs.DurationMS)
 	}
+	f.windows[cf.c.Pattern] = windows
 	return first, true
 }
 
@@ -325,12 +318,7 @@ func (f *folder) checkTrials(cf condFold) {
 		// in this run's part of the plan.
 		return
 	}
-	var missing []int
-	for _, i := range want {
-		if _, ok := cf.trials[i]; !ok {
-			missing = append(missing, i)
-		}
-	}
+	missing := slices.DeleteFunc(slices.Clone(want), func(i int) bool { _, ok := cf.trials[i]; return ok })
 	if len(missing) > 0 {
 		f.c.AddTo(cf.c.Name, results.ObservationsFile, "condition "+cf.c.Name, "trials %v are not recorded; the settings run %d", missing, len(want))
 	}

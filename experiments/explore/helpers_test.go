@@ -2,6 +2,9 @@ package explore
 
 import (
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path"
 	"testing"
 )
 
@@ -12,4 +15,17 @@ func mustJSON(tb testing.TB, v any) json.RawMessage {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// sourceArticles are the article pattern files of the source tree, by
+// their paths from the module root, as the binary embeds them.
+func sourceArticles(tb testing.TB) fs.FS {
+	tb.Helper()
+	fsys := os.DirFS("../..")
+	for _, n := range Articles {
+		if _, err := fs.Stat(fsys, path.Join(ArticleDir, n+".json")); err != nil {
+			tb.Fatalf("article pattern %s: %v", n, err)
+		}
+	}
+	return fsys
 }

@@ -17,7 +17,7 @@ import (
 func TestPointsModelMatchesDiscovery(t *testing.T) {
 	st := NewSettings(Input{EventID: "e-1", JobKey: "k-1", Seed: 5, Parallel: 2, MaxAttempts: 3, Items: 3}, -1)
 	st.Conditions = slices.DeleteFunc(st.Conditions, func(c Condition) bool { return c.Kind != KindDiscovery })
-	out := scenariotest.RunPlan(t, New(), &plan{s: st}, nil, nil)
+	out := scenariotest.RunPlan(t, New(sourceArticles(t)), &plan{s: st}, nil, nil)
 	for _, ps := range st.Patterns {
 		pat, _ := LookupPattern(ps.Name)
 		i := slices.IndexFunc(out.Result.Conditions, func(c results.ConditionResult) bool { return c.Name == ps.Name+"/"+KindDiscovery })

@@ -51,7 +51,7 @@ func runOnPostgres(t *testing.T) (scenariotest.Outcome, int) {
 		p, err := formatSix{}.Plan(context.Background(), scenario.PlanRequest{Backend: spec, Section: json.RawMessage(pgInput)})
 		if err == nil {
 			pl := p.(*plan)
-			pl.s.Articles, err = articleSettings(context.Background(), pl.s, spec)
+			pl.s.Articles, err = articleSettings(context.Background(), sourceArticles(t), pl.s, spec)
 		}
 		if err != nil {
 			pgRun.err = err.Error()
@@ -82,7 +82,7 @@ func runOnPostgres(t *testing.T) (scenariotest.Outcome, int) {
 		}
 		rec := folder.Records(Name)
 		settings := scenario.Marshal(p.Settings())
-		res := scenario.Evaluate(New(), nil, settings, rec)
+		res := scenario.Evaluate(New(sourceArticles(t)), nil, settings, rec)
 		pgRun.out = scenariotest.Outcome{Result: res, Records: rec, Settings: settings, Findings: res.AllFindings()}
 		pgRun.plan = p.Processes()
 	})
@@ -160,7 +160,7 @@ func TestPostgresRecordsNameTheLevel(t *testing.T) {
 			break
 		}
 	}
-	res := scenario.Evaluate(New(), nil, scenario.Marshal(st), out.Records)
+	res := scenario.Evaluate(New(sourceArticles(t)), nil, scenario.Marshal(st), out.Records)
 	for _, part := range []string{"the settings require default_transaction_isolation=\"serializable\"", "but condition " + cond + " runs under"} {
 		if !hasFinding(res, part) {
 			t.Errorf("%s recorded as serializable: no finding %q; findings %v", cond, part, res.AllFindings())
@@ -179,7 +179,7 @@ func TestPostgresRecordsNameTheLevel(t *testing.T) {
 		rows := m["rows"].(map[string]any)
 		rows[TableJobs] = append(rows[TableJobs].([]any), jobRow(st.EventID, st.JobKey))
 	})
-	res = scenario.Evaluate(New(), nil, out.Settings, rec)
+	res = scenario.Evaluate(New(sourceArticles(t)), nil, out.Settings, rec)
 	for _, c := range res.Conditions {
 		if c.Name == cond && c.Pass {
 			t.Errorf("%s passes with a second job in its last rows", cond)

@@ -27,12 +27,12 @@ func TestScheduled(t *testing.T) {
 			t.Errorf("kind %s: Timing() = %v, want %v", tt.kind, got, tt.want)
 		}
 	}
-	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section)})
+	p, err := New(sourceArticles(t)).Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(section)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := p.Settings().(Settings)
-	exp, err := New().Expect(scenario.Marshal(st))
+	exp, err := New(sourceArticles(t)).Expect(scenario.Marshal(st))
 	if err != nil {
 		t.Fatal(err)
 	}

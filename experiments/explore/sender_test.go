@@ -108,7 +108,7 @@ const latencySection = `{"event_id": "e-1", "job_key": "k-1", "seed": 5, "trials
 // the parent reaped it, read the log and started the recovery.
 func runLateSends(t *testing.T, kills int) scenariotest.Outcome {
 	t.Helper()
-	p, err := New().Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(latencySection)})
+	p, err := New(sourceArticles(t)).Plan(context.Background(), scenario.PlanRequest{Section: json.RawMessage(latencySection)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func runLateSends(t *testing.T, kills int) scenariotest.Outcome {
 	}
 	sendLatency = 60 * time.Millisecond
 	defer func() { sendLatency = 0 }()
-	return scenariotest.RunPlan(t, New(), pl, nil, nil)
+	return scenariotest.RunPlan(t, New(sourceArticles(t)), pl, nil, nil)
 }
 
 // TestKilledSendersLateSendIsItsOwn kills rerun-all deliveries while the
@@ -189,7 +189,7 @@ func TestKilledSendersLateSendIsItsOwn(t *testing.T) {
 				row := s[l.Seq-1].(string)
 				s[l.Seq-1] = row[:strings.LastIndex(row, "|")+1] + tt.to
 			})
-			findings := scenario.Evaluate(New(), nil, out.Settings, edited).AllFindings()
+			findings := scenario.Evaluate(New(sourceArticles(t)), nil, out.Settings, edited).AllFindings()
 			for _, f := range findings {
 				if strings.Contains(f.Message, tt.want) {
 					return

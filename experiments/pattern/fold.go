@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 
 	"idemlab/experiments/engine"
 	"idemlab/experiments/harness"
@@ -206,11 +205,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 			}
 		}
 	}
-	for i, l := range rec.Observations {
-		if i == 0 || l.Shard < f.first {
-			f.first = l.Shard
-		}
-	}
+	f.first = rec.FirstShard()
 	for _, l := range rec.Observations {
 		f.line(l)
 	}
@@ -299,9 +294,8 @@ func (f *folder) line(l results.Line) {
 	if c.Fault == FaultNone && l.Shard != f.first {
 		// Another shard's discovery run: checked as any trial, it must
 		// have passed the points the first shard's did.
-		if got, _ := f.pointsOf(t.pat, o); !slices.Equal(got, f.discovered(t.pat)) {
-			f.c.Obs(l, "", "shard %d's discovery passed %v, but shard %d's passed %v: the shards ran different code or inputs", l.Shard, got, f.first, f.discovered(t.pat))
-		}
+		got, _ := f.pointsOf(t.pat, o)
+		results.SameDiscovery(&f.c, l, f.first, "discovery passed", got, f.discovered(t.pat))
 		return
 	}
 	if c.Fault != FaultNone {
@@ -427,7 +421,7 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 		return
 	}
 	f.c.Argv(p, wp.WorkerName, Args(f.st, t.o, d).Argv())
-	f.c.Env(p, envOrEmpty(Env(t.c, t.o, d)))
+	f.c.Env(p, Env(t.c, t.o, d))
 	who := fmt.Sprintf("delivery %d", d.Number)
 	if t.o.Kind == KindRace && d.Number == 1 {
 		who = fmt.Sprintf("racer %d", d.Worker)
@@ -656,8 +650,8 @@ func (f *folder) judge(t *trialLine) []Broken {
 			out = append(out, Broken{Invariant: iv.Name, Want: v.Want, Got: fmt.Sprint(v.Got)})
 		}
 	}
-	if got := slices.Sorted(maps.Keys(t.o.Values)); !slices.Equal(got, sortedCopy(want)) {
-		f.c.Obs(t.l, "values", "names %v, the pattern's query invariants are %v", got, sortedCopy(want))
+	if got, want := slices.Sorted(maps.Keys(t.o.Values)), slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
+		f.c.Obs(t.l, "values", "names %v, the pattern's query invariants are %v", got, want)
 	}
 	senders := map[string]bool{}
 	for _, d := range t.o.Deliveries {
@@ -808,19 +802,6 @@ func (f *folder) pointsOf(p Pattern, o Observation) ([]string, bool) {
 		}
 	}
 	return nil, false
-}
-
-func sortedCopy(xs []string) []string {
-	out := append([]string{}, xs...)
-	sort.Strings(out)
-	return out
-}
-
-func envOrEmpty(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
 }
 
 func tail(stderr string) string {
