@@ -36,7 +36,7 @@ func runOf(t *testing.T, dir, name string) folderRun {
 // share however they were scheduled.
 func deterministic(t *testing.T, name string, a, b folderRun) (map[string]results.ConditionResult, map[string]results.ConditionResult) {
 	t.Helper()
-	s, ok := all.Scenarios().Lookup(name)
+	s, ok := all.Scenarios(sourcePatterns).Lookup(name)
 	if !ok {
 		t.Fatalf("no scenario %s", name)
 	}

@@ -43,11 +43,6 @@ type Hooks struct {
 	Patterns fs.FS
 }
 
-// NewRootCmd builds the command tree.
-func NewRootCmd(s Streams) *cobra.Command {
-	return newRootCmd(s, Hooks{})
-}
-
 func newRootCmd(s Streams, h Hooks) *cobra.Command {
 	if h.Registry == nil {
 		h.Registry = all.Scenarios(h.Patterns)
