@@ -5,8 +5,12 @@ OUT ?= results-local
 
 .PHONY: build test vet experiment bench clean
 
+# idemlab, and beside it the broker binary that --broker nats starts
+# (nats-server's packages stay out of idemlab's workers; README, "A real
+# broker").
 build:
 	$(GO) build -o idemlab .
+	$(GO) build -o idemlab-nats ./cmd/idemlab-nats
 
 vet:
 	$(GO) vet ./...

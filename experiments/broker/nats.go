@@ -97,7 +97,7 @@ func FindNATSServer() (string, error) {
 	if p, err := exec.LookPath(NATSBinary); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("--broker nats runs the %s binary, found neither in $%s, beside this executable nor on PATH: build it with `go build -o bin/ . ./cmd/idemlab-nats` and run bin/idemlab", NATSBinary, EnvNATSServer)
+	return "", fmt.Errorf("--broker nats runs the %s binary, found neither in $%s, beside this executable nor on PATH: build both with `make build` (or `go build -o bin/ . ./cmd/idemlab-nats`) and run the idemlab beside it", NATSBinary, EnvNATSServer)
 }
 
 // natsTrial is one running broker process.
