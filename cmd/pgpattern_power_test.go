@@ -31,7 +31,7 @@ type pgPowerObs struct {
 func TestPatternPowerOnPostgres(t *testing.T) {
 	needPostgres(t)
 	needFUSE(t)
-	r, out := runPattern(t, "../experiments/explore/articles/single-transaction.json", "--backend", "postgres", "--synchronous-commit", "off", "--faults", "power")
+	r, out := runPattern(t, "../testdata/patterns/single-transaction.json", "--backend", "postgres", "--synchronous-commit", "off", "--faults", "power")
 	ms, err := powerfs.Mounts()
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // not run, with why; asked for where FUSE is missing, or for a handler
 // program, the plan is refused with one line saying what is missing.
 func TestPowerOnPostgresPlan(t *testing.T) {
-	article := filepath.Join("..", "explore", "articles", "single-transaction.json")
+	article := filepath.Join("..", "..", "testdata", "patterns", "single-transaction.json")
 	program := filepath.Join("..", "..", "testdata", "handlers", "single-transaction-psql.json")
 	const why = "FUSE is missing: no /dev/fuse"
 	pg := backend.Spec{Name: "postgres", Isolation: "read-committed", SynchronousCommit: "off"}

@@ -341,39 +341,9 @@ func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) err
 		together = 2
 	}
 	for d := 1; d <= p.s.Deliveries; d += together {
-		var hs []*harness.Handle
-		// A delivery started and then abandoned is still waited for, so
-		// no consumer outlives the error.
-		abandon := func(err error) error {
-			for _, h := range hs {
-				h.Wait()
-			}
+		waited, err := p.deliverTogether(ctx, env, tr, c, spec, d, together)
+		if err != nil {
 			return err
-		}
-		for k := range together {
-			if k > 0 {
-				if err := fetched(ctx, tr, uint64(d+k-1), p.s.Broker.FetchWait()); err != nil {
-					return abandon(fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d+k-1, err))
-				}
-			}
-			h, err := env.Runner.Start(ctx, spec(d+k))
-			if err != nil {
-				return abandon(fmt.Errorf("%s delivery %d: %w", c.Name, d+k, err))
-			}
-			hs = append(hs, h)
-		}
-		// Each is waited for on its own, so each record's end is its own.
-		waited := make([]*harness.Proc, len(hs))
-		errs := make([]error, len(hs))
-		var wg sync.WaitGroup
-		for k, h := range hs {
-			wg.Go(func() { waited[k], errs[k] = h.Wait() })
-		}
-		wg.Wait()
-		for k, err := range errs {
-			if err != nil {
-				return fmt.Errorf("%s delivery %d: %w", c.Name, d+k, err)
-			}
 		}
 		procs = append(procs, waited...)
 		rows, err := readState(ctx, fresh)
@@ -397,6 +367,47 @@ func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) err
 		}
 	}
 	return nil
+}
+
+// deliverTogether starts deliveries d to d+together-1, each after the
+// broker has made the one before it (a consumer started beside a working
+// one must not take the first delivery), and waits for each on its own.
+func (p *plan) deliverTogether(ctx context.Context, env scenario.Env, tr broker.Trial, c Condition, spec func(int) harness.Spec, d, together int) ([]*harness.Proc, error) {
+	var hs []*harness.Handle
+	// A delivery started and then abandoned is still waited for, so
+	// no consumer outlives the error.
+	abandon := func(err error) error {
+		for _, h := range hs {
+			h.Wait()
+		}
+		return err
+	}
+	for k := range together {
+		if k > 0 {
+			if err := fetched(ctx, tr, uint64(d+k-1), p.s.Broker.FetchWait()); err != nil {
+				return nil, abandon(fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d+k-1, err))
+			}
+		}
+		h, err := env.Runner.Start(ctx, spec(d+k))
+		if err != nil {
+			return nil, abandon(fmt.Errorf("%s delivery %d: %w", c.Name, d+k, err))
+		}
+		hs = append(hs, h)
+	}
+	// Each is waited for on its own, so each record's end is its own.
+	waited := make([]*harness.Proc, len(hs))
+	errs := make([]error, len(hs))
+	var wg sync.WaitGroup
+	for k, h := range hs {
+		wg.Go(func() { waited[k], errs[k] = h.Wait() })
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%s delivery %d: %w", c.Name, d+k, err)
+		}
+	}
+	return waited, nil
 }
 
 // fetched waits until the broker says it has made n deliveries, so a
