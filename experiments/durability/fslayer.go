@@ -24,19 +24,29 @@ type FSCut struct {
 	powerlayer.Record
 }
 
-// fsParams are the fs layer's models: drop, strict POSIX directories,
-// the ones the exact model predicts.
-var fsParams = powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
+// fsParams are the models of the fs layer's trial with seed index seed:
+// strict POSIX directories, and the run's fault, drop (the exact model's)
+// or torn, whose seed and unit are the ones the VFS layer would tear with
+// (FaultOptions); a drop cut carries neither.
+func (s Settings) fsParams(seed int) powerfs.Params {
+	p := powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
+	if s.Torn() {
+		o := s.FaultOptions(seed)
+		p.Model, p.Seed, p.Unit = powerfs.ModelTorn, o.Seed, o.Unit
+	}
+	return p
+}
 
 // OnFS says whether condition c's power cuts are made by the filesystem.
 func (s Settings) OnFS(c Condition) bool {
 	return s.PowerLayer == engine.LayerFS && c.Kind == KindPower && !c.OnServer()
 }
 
-// layerSettings checks the power layer: the fs layer cuts under drop only,
-// at the named points and after the ACK (the filesystem's syncs are not
-// the VFS's, so no sync points), and needs FUSE on the run's machine as
-// the plan request records it (in.machine), never as this machine probes.
+// layerSettings checks the power layer: the fs layer cuts under the run's
+// fault (drop or torn, faultSettings checks which), at the named points
+// and after the ACK (the filesystem's syncs are not the VFS's, so no sync
+// points), and needs FUSE on the run's machine as the plan request records
+// it (in.machine), never as this machine probes.
 func layerSettings(in Input, name func(string) string, st *Settings) error {
 	switch in.PowerLayer {
 	case "", engine.LayerVFS:
@@ -44,9 +54,6 @@ func layerSettings(in Input, name func(string) string, st *Settings) error {
 	case engine.LayerFS:
 	default:
 		return fmt.Errorf("%s: %q is not one of %s", name("power_layer"), in.PowerLayer, strings.Join(engine.PowerLayers, ", "))
-	}
-	if in.Fault != "" && in.Fault != faultvfs.FaultDrop {
-		return fmt.Errorf("%s %s: only with fault %q", name("power_layer"), engine.LayerFS, faultvfs.FaultDrop)
 	}
 	if in.SyncPoints {
 		return fmt.Errorf("%s %s: not with sync points (a filesystem's N-th fsync is not the VFS's N-th sync)", name("power_layer"), engine.LayerFS)
@@ -104,8 +111,14 @@ func (f *folder) checkFS(t trialLine) {
 	if !on {
 		return
 	}
-	if t.o.FS.Params != fsParams {
-		f.c.Obs(t.l, "fs.params", "%+v, but the fs layer cuts under %+v", t.o.FS.Params, fsParams)
+	want, got := f.st.fsParams(seedOf(t.o)), t.o.FS.Params
+	for _, p := range []struct {
+		field     string
+		want, got any
+	}{{"model", want.Model, got.Model}, {"dir_model", want.DirModel, got.DirModel}, {"seed", want.Seed, got.Seed}, {"unit", want.Unit, got.Unit}} {
+		if p.want != p.got {
+			f.c.Obs(t.l, "fs.params."+p.field, "%v, but the fs layer cuts this trial under %+v", p.got, want)
+		}
 	}
 	if field, text := powerlayer.Check(t.o.FS.Record); field != "" {
 		f.c.Obs(t.l, "fs."+field, "%s", text)

@@ -3,6 +3,7 @@ package durability
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -313,13 +314,91 @@ func TestFSLayerTamper(t *testing.T) {
 	}
 }
 
+// TestFSLayerTorn: the fs layer's torn cuts, two seeds a trial, each made
+// under the trial's seed and recorded; each ends in the allowed set
+// (AllowedSet) with the exact model's files; the fold derives every cut
+// again, and an edited decision or seed fails it, naming the field.
+func TestFSLayerTorn(t *testing.T) {
+	requireFUSE(t)
+	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "WAL", FlagSynchronous: "NORMAL", FlagKind: KindPower,
+		FlagPowerLayer: engine.LayerFS, FlagFault: "torn", FlagFaultSeeds: "2"}
+	out := scenariotest.Run(t, New(), "", flags)
+	noMounts(t, "a torn run")
+	if len(out.Findings) > 0 || !out.Result.Pass {
+		t.Fatalf("findings %v, pass %v, differences %v", out.Findings, out.Result.Pass, differences(out.Result))
+	}
+	var st Settings
+	if err := json.Unmarshal(out.Settings, &st); err != nil {
+		t.Fatal(err)
+	}
+	line, seeds := -1, map[int64]bool{}
+	for i, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.FS == nil || o.Seed == nil {
+			t.Fatalf("%s %s: fs record %v, seed index %v", o.Condition, o.Point, o.FS != nil, o.Seed)
+		}
+		if d := cmp.Diff(st.fsParams(*o.Seed), o.FS.Params); d != "" {
+			t.Errorf("%s %s seed %d: params (-want +got):\n%s", o.Condition, o.Point, *o.Seed, d)
+		}
+		seeds[o.FS.Params.Seed] = true
+		if line < 0 && len(o.FS.Outcome.Files) > 0 && o.FS.Outcome.Files[0].Decisions != "" {
+			line = i
+		}
+	}
+	if len(seeds) != 2 {
+		t.Errorf("the trials were cut under seeds %v, want two", slices.Sorted(maps.Keys(seeds)))
+	}
+	if line < 0 {
+		t.Fatal("no trial's cut decided a file's units")
+	}
+	t.Logf("%d trials under seeds %v; the tampered one's cut: %s", len(out.Records.Observations), slices.Sorted(maps.Keys(seeds)), out.Records.Observations[line].Raw)
+	files := func(m map[string]any) map[string]any {
+		return m["fs"].(map[string]any)["outcome"].(map[string]any)["files"].([]any)[0].(map[string]any)
+	}
+	for _, tt := range []struct {
+		name, field string
+		edit        func(m map[string]any)
+	}{
+		{"decision flipped", "fs.outcome.files[0].decisions", func(m map[string]any) {
+			f := files(m)
+			d := []byte(f["decisions"].(string))
+			d[0] = map[byte]byte{'k': 'd', 'd': 'g', 'g': 'k'}[d[0]]
+			f["decisions"] = string(d)
+		}},
+		{"params' seed", "fs.params.seed", func(m map[string]any) {
+			p := m["fs"].(map[string]any)["params"].(map[string]any)
+			p["seed"] = p["seed"].(float64) + 1
+		}},
+		{"params' unit", "fs.params.unit", func(m map[string]any) {
+			m["fs"].(map[string]any)["params"].(map[string]any)["unit"] = 4096
+		}},
+		{"outcome's seed", "fs.outcome.seed", func(m map[string]any) {
+			o := m["fs"].(map[string]any)["outcome"].(map[string]any)
+			o["seed"] = o["seed"].(float64) + 1
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
+			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
+				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
+			}) {
+				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
+			}
+		})
+	}
+}
+
 func TestPowerLayerRefused(t *testing.T) {
 	tests := []struct {
 		overrides map[string]string
 		want      string
 	}{
 		{map[string]string{FlagPowerLayer: "disk"}, `--power-layer: "disk" is not one of vfs, fs`},
-		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "torn"}, `--power-layer fs: only with fault "drop"`},
+		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "keep"}, `--fault: "keep" is not one of drop, torn`},
 		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagSyncPoints: "true"}, `--power-layer fs: not with sync points`},
 	}
 	for _, tt := range tests {

@@ -62,7 +62,31 @@ func (s Settings) wantOf(c Condition, point string) (Want, error) {
 	if c.OnServer() {
 		return wantOnServer(c, s.Items, point)
 	}
-	return WantOf(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
+	w, err := WantOf(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
+	if err == nil && w.Torn != nil && s.OnFS(c) {
+		w.Torn = map[string][]string{"": AllowedSet(w.Torn)}
+	}
+	return w, err
+}
+
+// AllowedSet is the oracle of a torn cut on the fs layer: every outcome
+// some combination of the files' views allows. The views are the VFS's
+// (its units, its decisions); the filesystem tears its own units (the
+// writes as FUSE passes them, under its own seeded decisions), so which
+// view a file ends in is not the VFS's cell for cell. What holds on both
+// layers is that each file the cut decides is kept, dropped or torn, so
+// the outcome is one the union allows; the files removed or brought back
+// are the exact model's, as under drop.
+func AllowedSet(torn map[string][]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(torn)) {
+		for _, o := range torn[k] {
+			if !slices.Contains(out, o) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }
 
 // faultOf is the fault mode of a condition's cuts: the settings' for a

@@ -237,7 +237,7 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	}
 	defer stop()
 	if p.s.OnFS(c) {
-		if t.fs, err = powerlayer.Start(ctx, env.Runner.Executable, t.dir, env.TempDir, fsParams); err != nil {
+		if t.fs, err = powerlayer.Start(ctx, env.Runner.Executable, t.dir, env.TempDir, p.s.fsParams(tr.Seed)); err != nil {
 			return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		t.fs.RecordTo(powerlayer.Recording{Recorder: env.Recorder, Scenario: Name, Condition: c.Name, Label: tr.Point})
