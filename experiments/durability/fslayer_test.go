@@ -3,6 +3,7 @@ package durability
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -392,6 +393,85 @@ func TestFSLayerTorn(t *testing.T) {
 	}
 }
 
+// TestFSLayerSyncPoints: with --sync-points the fs layer cuts just before
+// and just after each fsync the normal run's mount saw, each trial's first
+// process killed in the frozen fsync; each cut is recorded at its sync and
+// derived again, each outcome is in the allowed set (fsSyncWant), and an
+// edited cut fails the fold naming the field.
+func TestFSLayerSyncPoints(t *testing.T) {
+	requireFUSE(t)
+	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "DELETE", FlagSynchronous: "FULL", FlagKind: KindPower,
+		FlagPowerLayer: engine.LayerFS, FlagSyncPoints: "true"}
+	out := scenariotest.Run(t, New(), "", flags)
+	noMounts(t, "a sync-point run")
+	if len(out.Findings) > 0 || !out.Result.Pass {
+		t.Fatalf("findings %v, pass %v, differences %v", out.Findings, out.Result.Pass, differences(out.Result))
+	}
+	syncs, line := 0, -1
+	var got, want []string
+	for i, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.FS == nil {
+			t.Fatalf("%s %s: no fs record", o.Condition, o.Point)
+		}
+		if o.Point == PointACK {
+			syncs = o.FS.Outcome.Syncs
+			continue
+		}
+		cut, ok := ParseSyncPoint(o.Point)
+		if !ok {
+			continue
+		}
+		got = append(got, o.Point)
+		if c := o.FS.Outcome.Cut; c == nil || c.Sync != cut.N {
+			t.Errorf("%s: the cut fell at %+v", o.Point, c)
+		}
+		if line < 0 {
+			line = i
+		}
+	}
+	for n := 1; n <= syncs; n++ {
+		want = append(want, fmt.Sprintf("sync-%d-before", n), fmt.Sprintf("sync-%d-after", n))
+	}
+	if syncs == 0 {
+		t.Fatal("the normal run's mount saw no fsync")
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("sync trials (-want +got), over the %d fsyncs of the normal run's mount:\n%s", syncs, d)
+	}
+	t.Logf("%d fsyncs on the normal run's mount, %d sync trials", syncs, len(got))
+	for _, tt := range []struct {
+		name, field string
+		edit        func(m map[string]any)
+	}{
+		{"logged cut moved", "fs.outcome.cut", func(m map[string]any) {
+			log := m["fs"].(map[string]any)["log"].([]any)
+			for _, op := range log {
+				if op := op.(map[string]any); op["op"] == powerfs.OpCut {
+					op["sync"] = op["sync"].(float64) + 1
+				}
+			}
+		}},
+		{"recorded cut moved", "fs.outcome.cut", func(m map[string]any) {
+			c := m["fs"].(map[string]any)["outcome"].(map[string]any)["cut"].(map[string]any)
+			c["at"] = "command"
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
+			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
+				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
+			}) {
+				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
+			}
+		})
+	}
+}
+
 func TestPowerLayerRefused(t *testing.T) {
 	tests := []struct {
 		overrides map[string]string
@@ -399,7 +479,6 @@ func TestPowerLayerRefused(t *testing.T) {
 	}{
 		{map[string]string{FlagPowerLayer: "disk"}, `--power-layer: "disk" is not one of vfs, fs`},
 		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "keep"}, `--fault: "keep" is not one of drop, torn`},
-		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagSyncPoints: "true"}, `--power-layer fs: not with sync points`},
 	}
 	for _, tt := range tests {
 		_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: tt.overrides})
