@@ -32,6 +32,9 @@ type FSCut struct {
 // (FaultOptions); a drop cut carries neither.
 func (s Settings) fsParams(seed int) powerfs.Params {
 	p := powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
+	if s.DirModel != "" {
+		p.DirModel = s.DirModel
+	}
 	if s.Torn() {
 		o := s.FaultOptions(seed)
 		p.Model, p.Seed, p.Unit = powerfs.ModelTorn, o.Seed, o.Unit
@@ -52,10 +55,19 @@ func (s Settings) OnFS(c Condition) bool {
 func layerSettings(in Input, name func(string) string, st *Settings) error {
 	switch in.PowerLayer {
 	case "", engine.LayerVFS:
+		if in.DirModel != "" {
+			return fmt.Errorf("%s: only with %s %s", name("dir_model"), name("power_layer"), engine.LayerFS)
+		}
 		return nil
 	case engine.LayerFS:
 	default:
 		return fmt.Errorf("%s: %q is not one of %s", name("power_layer"), in.PowerLayer, strings.Join(engine.PowerLayers, ", "))
+	}
+	switch in.DirModel {
+	case "", powerfs.DirPOSIX, powerfs.DirExt4:
+		st.DirModel = in.DirModel
+	default:
+		return fmt.Errorf("%s: %q is not one of %s, %s", name("dir_model"), in.DirModel, powerfs.DirPOSIX, powerfs.DirExt4)
 	}
 	if why := in.machine.FUSE; why != "" {
 		return fmt.Errorf("%s %s: %s", name("power_layer"), engine.LayerFS, why)

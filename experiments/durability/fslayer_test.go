@@ -472,6 +472,44 @@ func TestFSLayerSyncPoints(t *testing.T) {
 	}
 }
 
+// TestFSLayerDirModel: --dir-model ext4-ordered is recorded in the
+// settings and in every trial's params, under which the mount cut; the
+// fold derives each cut again under it, and a trial whose params name
+// another directory model fails it, naming the field.
+func TestFSLayerDirModel(t *testing.T) {
+	requireFUSE(t)
+	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "DELETE,WAL", FlagSynchronous: "NORMAL", FlagKind: KindPower,
+		FlagPowerLayer: engine.LayerFS, FlagDirModel: powerfs.DirExt4}
+	out := scenariotest.Run(t, New(), "", flags)
+	noMounts(t, "an ext4-ordered run")
+	if len(out.Findings) > 0 || !out.Result.Pass {
+		t.Fatalf("findings %v, pass %v, differences %v", out.Findings, out.Result.Pass, differences(out.Result))
+	}
+	var st Settings
+	if err := json.Unmarshal(out.Settings, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.DirModel != powerfs.DirExt4 {
+		t.Errorf("settings record dir_model %q, want %q", st.DirModel, powerfs.DirExt4)
+	}
+	for _, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.FS == nil || o.FS.Params.DirModel != powerfs.DirExt4 || o.FS.Outcome.DirModel != powerfs.DirExt4 {
+			t.Fatalf("%s %s: fs record %+v", o.Condition, o.Point, o.FS)
+		}
+	}
+	rec := scenariotest.Edit(t, out.Records, true, 0, func(m map[string]any) {
+		m["fs"].(map[string]any)["params"].(map[string]any)["dir_model"] = powerfs.DirPOSIX
+	})
+	findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+	if !slices.ContainsFunc(findings, func(f results.Finding) bool { return strings.Contains(f.String(), "fs.params.dir_model") }) {
+		t.Errorf("no finding naming fs.params.dir_model; got %v", findings)
+	}
+}
+
 func TestPowerLayerRefused(t *testing.T) {
 	tests := []struct {
 		overrides map[string]string
@@ -479,6 +517,8 @@ func TestPowerLayerRefused(t *testing.T) {
 	}{
 		{map[string]string{FlagPowerLayer: "disk"}, `--power-layer: "disk" is not one of vfs, fs`},
 		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "keep"}, `--fault: "keep" is not one of drop, torn`},
+		{map[string]string{FlagDirModel: powerfs.DirExt4}, `--dir-model: only with durability.power_layer fs`},
+		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagDirModel: "btrfs"}, `--dir-model: "btrfs" is not one of posix, ext4-ordered`},
 	}
 	for _, tt := range tests {
 		_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: tt.overrides})

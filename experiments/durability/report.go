@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
 )
 
@@ -87,6 +88,9 @@ func powerCutPhrase(st Settings) string {
 	layer := "worker/faultvfs"
 	if st.PowerLayer == engine.LayerFS {
 		layer = "worker/powerfs (the fs layer, strict POSIX directories)"
+		if st.DirModel == powerfs.DirExt4 {
+			layer = "worker/powerfs (the fs layer, ext4 data=ordered directories)"
+		}
 	}
 	if st.Torn() {
 		phrase := fmt.Sprintf("%s, torn: each %d-byte unit written since the last sync kept, dropped or garbled, %d seeds from %d; undurable names lost, undurable deletions come back", layer, st.FaultUnit, st.FaultSeeds, st.Seed)
