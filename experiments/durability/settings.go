@@ -162,8 +162,9 @@ type Settings struct {
 	// run made, just before and just after the fsync.
 	SyncPoints bool `json:"sync_points,omitempty"`
 	// PowerLayer is engine.LayerFS when the power cuts are made by the
-	// power-loss filesystem (worker/powerfs, one mount per trial, strict
-	// POSIX directories, the drop model); empty for the VFS, the default.
+	// power-loss filesystem (worker/powerfs, one mount per trial, under
+	// the run's fault and DirModel, fsParams); empty for the VFS, the
+	// default.
 	PowerLayer string `json:"power_layer,omitempty"`
 	// DirModel is the fs layer's directory model when given; empty is
 	// strict POSIX (fsParams).
