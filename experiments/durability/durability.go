@@ -95,6 +95,7 @@ const (
 	FlagSeed        = "seed"
 	FlagSyncPoints  = "sync-points"
 	FlagPowerLayer  = "power-layer"
+	FlagDirModel    = "dir-model"
 	// FlagSynchronousCommits narrows a run on PostgreSQL to some of
 	// synchronous_commit's levels, as --synchronous does SQLite's.
 	FlagSynchronousCommits = "synchronous-commits"
@@ -145,7 +146,8 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},
 		{Name: FlagFaultUnit, Usage: "with --fault torn: the unit decided, 512 (a sector, the default) or 4096 (a page)"},
 		{Name: FlagSeed, Usage: "with --fault torn: the base seed; a trial's seeds follow it"},
-		{Name: FlagPowerLayer, Usage: "where a power cut is made: vfs (idemlab's SQLite VFS, the default) or fs (a FUSE power-loss filesystem under the workers, one mount per trial, drop, strict POSIX directories)"},
+		{Name: FlagPowerLayer, Usage: "where a power cut is made: vfs (idemlab's SQLite VFS, the default) or fs (a FUSE power-loss filesystem under the workers, one mount per trial, strict POSIX directories, under --fault drop or torn)"},
+		{Name: FlagDirModel, Usage: "with --power-layer fs: when an entry change survives a cut, posix (only after an fsync of its directory, the default) or ext4-ordered (an fsync of a file also makes its names durable)"},
 		{Name: FlagSyncPoints, Usage: "also cut inside every sync of the normal run, just before and just after the fsync", Bool: true},
 		scenario.ShardFlag,
 	}

@@ -252,6 +252,11 @@ type Want struct {
 	Torn map[string][]string `json:"torn,omitempty"`
 }
 
+// AnyFiles, as a Want's one Recovered entry, says the files removed or
+// brought back are not predicted (a cut at the fs layer's N-th fsync,
+// fsSyncWant).
+const AnyFiles = "*"
+
 // placed is a trial placed in the sync model: its shape, the commits the
 // first process made (what a kill leaves), and, for a power cut, what the
 // drop fault mode's cut leaves.

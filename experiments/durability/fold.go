@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
@@ -246,7 +247,9 @@ func (f *folder) checkCut(t trialLine) {
 		f.c.Obs(t.l, "log", "missing; every trial keeps the VFS's op log")
 		return
 	}
-	if cut, ok := ParseSyncPoint(t.o.Point); ok {
+	if cut, ok := f.st.fsSyncCut(t.cond, t.o.Point); ok {
+		f.checkFSSyncCut(t, cut)
+	} else if cut, ok := ParseSyncPoint(t.o.Point); ok {
 		want := cut.N - 1
 		if cut.After {
 			want = cut.N
@@ -276,17 +279,31 @@ func (f *folder) processes(t trialLine, s *conditionFold) (Facts, []claimStep) {
 		}
 		env := Env(t.cond)
 		if i == 0 {
-			env = FirstEnv(t.cond, t.o.Point)
+			env = f.st.firstEnv(t.cond, t.o.Point)
 		}
 		worker, args := ProcessArgs(f.st, t.cond, t.o, step)
 		f.c.Argv(p, worker, args)
 		f.c.Env(p, env)
-		rep, ok := f.c.Report(p)
+		// A first process the mount froze at a sync is killed: no report.
+		_, frozen := f.st.fsSyncCut(t.cond, t.o.Point)
+		frozen = frozen && i == 0
+		var rep protocol.Report
+		ok = false
+		if !frozen {
+			rep, ok = f.c.Report(p)
+		}
 		if ok && t.cond.OnServer() {
 			f.checkDeliveryClaim(t, i, p, rep)
 		}
 		if t.cond.Pattern == PatternClaim {
 			claims = append(claims, claimStep{role: step.Role, p: p, rep: rep, ok: ok})
+		}
+		if frozen {
+			facts.FirstExit = p.ExitCode
+			if p.KilledBy != "harness" || p.Signal != syscall.SIGKILL.String() {
+				f.c.Proc(p, "exit_code", "%s, killed by %q; at a cut at the mount's sync the harness kills the first process the mount froze", protocol.Ending(p.ExitCode, p.Signal, p.Stderr), p.KilledBy)
+			}
+			continue
 		}
 		if i == 0 {
 			facts.FirstExit = p.ExitCode
@@ -320,7 +337,7 @@ func (f *folder) first(t trialLine, s *conditionFold, p results.Process, rep pro
 		f.c.Proc(p, "stdout", "the report's crashed_at is %q and crash_kind %q, but the trial's point is %q under a %q", rep.CrashedAt, rep.CrashKind, t.o.Point, WorkerKind(t.cond))
 	}
 	if q := s.seq(t.l); t.o.Point == PointACK && q.trials == 1 {
-		q.all = f.st.Order(t.cond, rep.Points, faultvfs.Syncs(t.o.Log))
+		q.all = f.st.Order(t.cond, rep.Points, t.o.syncs())
 		q.order = f.st.share(t.cond, q.all, func(id string) bool { return shard.Holds(f.st.Shard, f.rec.Shards, t.l.Shard, id) })
 		if first, ok := s.seqs[f.firstShard]; ok {
 			results.SameDiscovery(&f.c, t.l, f.firstShard, "normal run gives the trials", q.all, first.all)

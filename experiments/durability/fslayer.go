@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/durability/syncmodel"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/powerlayer"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
+	"idemlab/worker/protocol"
 )
 
 // The fs power layer (--power-layer fs): a power trial's first process
@@ -24,38 +26,128 @@ type FSCut struct {
 	powerlayer.Record
 }
 
-// fsParams are the fs layer's models: drop, strict POSIX directories,
-// the ones the exact model predicts.
-var fsParams = powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
+// fsParams are the models of the fs layer's trial with seed index seed:
+// strict POSIX directories, and the run's fault, drop (the exact model's)
+// or torn, whose seed and unit are the ones the VFS layer would tear with
+// (FaultOptions); a drop cut carries neither.
+func (s Settings) fsParams(seed int) powerfs.Params {
+	p := powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
+	if s.DirModel != "" {
+		p.DirModel = s.DirModel
+	}
+	if s.Torn() {
+		o := s.FaultOptions(seed)
+		p.Model, p.Seed, p.Unit = powerfs.ModelTorn, o.Seed, o.Unit
+	}
+	return p
+}
 
 // OnFS says whether condition c's power cuts are made by the filesystem.
 func (s Settings) OnFS(c Condition) bool {
 	return s.PowerLayer == engine.LayerFS && c.Kind == KindPower && !c.OnServer()
 }
 
-// layerSettings checks the power layer: the fs layer cuts under drop only,
-// at the named points and after the ACK (the filesystem's syncs are not
-// the VFS's, so no sync points), and needs FUSE on the run's machine as
-// the plan request records it (in.machine), never as this machine probes.
+// layerSettings checks the power layer: the fs layer cuts under the run's
+// fault (drop or torn, faultSettings checks which), at the named points,
+// after the ACK and with sync points at the mount's fsyncs (fsSyncCut),
+// and needs FUSE on the run's machine as the plan request records
+// it (in.machine), never as this machine probes.
 func layerSettings(in Input, name func(string) string, st *Settings) error {
 	switch in.PowerLayer {
 	case "", engine.LayerVFS:
+		if in.DirModel != "" {
+			return fmt.Errorf("%s: only with %s %s", name("dir_model"), name("power_layer"), engine.LayerFS)
+		}
 		return nil
 	case engine.LayerFS:
 	default:
 		return fmt.Errorf("%s: %q is not one of %s", name("power_layer"), in.PowerLayer, strings.Join(engine.PowerLayers, ", "))
 	}
-	if in.Fault != "" && in.Fault != faultvfs.FaultDrop {
-		return fmt.Errorf("%s %s: only with fault %q", name("power_layer"), engine.LayerFS, faultvfs.FaultDrop)
-	}
-	if in.SyncPoints {
-		return fmt.Errorf("%s %s: not with sync points (a filesystem's N-th fsync is not the VFS's N-th sync)", name("power_layer"), engine.LayerFS)
+	switch in.DirModel {
+	case "", powerfs.DirPOSIX, powerfs.DirExt4:
+		st.DirModel = in.DirModel
+	default:
+		return fmt.Errorf("%s: %q is not one of %s, %s", name("dir_model"), in.DirModel, powerfs.DirPOSIX, powerfs.DirExt4)
 	}
 	if why := in.machine.FUSE; why != "" {
 		return fmt.Errorf("%s %s: %s", name("power_layer"), engine.LayerFS, why)
 	}
 	st.PowerLayer = engine.LayerFS
 	return nil
+}
+
+// fsSyncCut says whether a trial of condition c at point is a cut at a
+// sync of the fs layer's mount: at the filesystem's N-th fsync (of a file
+// or a directory), not the VFS's N-th xSync, counted over the normal run's
+// mount (fsSyncs). The mount freezes there and the harness kills the
+// first process (which is told no cut of its own) before the cut.
+func (s Settings) fsSyncCut(c Condition, point string) (protocol.SyncCut, bool) {
+	if !s.OnFS(c) {
+		return protocol.SyncCut{}, false
+	}
+	return ParseSyncPoint(point)
+}
+
+// firstEnv is the first process's environment (FirstEnv), without the
+// VFS's cut at a sync where the mount makes it (fsSyncCut).
+func (s Settings) firstEnv(c Condition, point string) map[string]string {
+	e := FirstEnv(c, point)
+	if _, ok := s.fsSyncCut(c, point); ok {
+		delete(e, protocol.EnvCutAtSync)
+	}
+	return e
+}
+
+// syncs counts the syncs of trial o that the sweep's sync points number:
+// the mount's fsyncs on the fs layer (the cut's outcome counts them), the
+// VFS's xSyncs otherwise.
+func (o Observation) syncs() int {
+	if o.FS != nil {
+		return o.FS.Outcome.Syncs
+	}
+	return faultvfs.Syncs(o.Log)
+}
+
+// fsSyncWant is the oracle of a cut at the mount's N-th fsync: the
+// filesystem numbers its own fsyncs (a directory's too, inside one of the
+// VFS's xSync), so which of the VFS's syncs it falls in is not known to
+// the model; the cut falls just before or just after some fsync, so the
+// outcome is one some cut inside some VFS sync allows (AllowedSet over the
+// model's sync points, each under the run's fault), and the files removed
+// or brought back are not predicted (AnyFiles).
+func (s Settings) fsSyncWant(c Condition) (Want, error) {
+	n, err := syncmodel.Syncs(ModelSetting(c.Setting()), syncmodel.Process{Commits: TotalCommits(c.Pattern, s.Items), End: syncmodel.EndClose})
+	if err != nil {
+		return Want{}, err
+	}
+	all := map[string][]string{}
+	for k := 1; k <= n; k++ {
+		for _, after := range []bool{false, true} {
+			point := protocol.SyncCut{N: k, After: after}.Point()
+			w, err := WantOf(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
+			if err != nil {
+				return Want{}, err
+			}
+			if w.Torn == nil {
+				w.Torn = map[string][]string{"": {w.Outcome}}
+			}
+			all[point] = AllowedSet(w.Torn)
+		}
+	}
+	return Want{Torn: map[string][]string{"": AllowedSet(all)}, Recovered: []string{AnyFiles}}, nil
+}
+
+// checkFSSyncCut checks a cut at the mount's sync against its record: the
+// cut op the mount logged (and the outcome, which checkFS derives again
+// from the log) fell at that sync, before or after it as the point says.
+func (f *folder) checkFSSyncCut(t trialLine, cut protocol.SyncCut) {
+	if t.o.FS == nil {
+		return // checkFS names it
+	}
+	at := map[bool]string{false: "before", true: "after"}[cut.After]
+	if c := t.o.FS.Outcome.Cut; c == nil || c.Kind != powerfs.OpCut || c.Sync != cut.N || c.At != at {
+		f.c.Obs(t.l, "fs.outcome.cut", "%+v, but a cut at %s falls %s the mount's fsync %d", c, t.o.Point, at, cut.N)
+	}
 }
 
 // fsRecovered lists, as faultvfs's report does, "file:action" for the
@@ -104,8 +196,14 @@ func (f *folder) checkFS(t trialLine) {
 	if !on {
 		return
 	}
-	if t.o.FS.Params != fsParams {
-		f.c.Obs(t.l, "fs.params", "%+v, but the fs layer cuts under %+v", t.o.FS.Params, fsParams)
+	want, got := f.st.fsParams(seedOf(t.o)), t.o.FS.Params
+	for _, p := range []struct {
+		field     string
+		want, got any
+	}{{"model", want.Model, got.Model}, {"dir_model", want.DirModel, got.DirModel}, {"seed", want.Seed, got.Seed}, {"unit", want.Unit, got.Unit}} {
+		if p.want != p.got {
+			f.c.Obs(t.l, "fs.params."+p.field, "%v, but the fs layer cuts this trial under %+v", p.got, want)
+		}
 	}
 	if field, text := powerlayer.Check(t.o.FS.Record); field != "" {
 		f.c.Obs(t.l, "fs."+field, "%s", text)

@@ -3,6 +3,8 @@ package durability
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -313,14 +315,210 @@ func TestFSLayerTamper(t *testing.T) {
 	}
 }
 
+// TestFSLayerTorn: the fs layer's torn cuts, two seeds a trial, each made
+// under the trial's seed and recorded; each ends in the allowed set
+// (AllowedSet) with the exact model's files; the fold derives every cut
+// again, and an edited decision or seed fails it, naming the field.
+func TestFSLayerTorn(t *testing.T) {
+	requireFUSE(t)
+	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "WAL", FlagSynchronous: "NORMAL", FlagKind: KindPower,
+		FlagPowerLayer: engine.LayerFS, FlagFault: "torn", FlagFaultSeeds: "2"}
+	out := scenariotest.Run(t, New(), "", flags)
+	noMounts(t, "a torn run")
+	if len(out.Findings) > 0 || !out.Result.Pass {
+		t.Fatalf("findings %v, pass %v, differences %v", out.Findings, out.Result.Pass, differences(out.Result))
+	}
+	var st Settings
+	if err := json.Unmarshal(out.Settings, &st); err != nil {
+		t.Fatal(err)
+	}
+	line, seeds := -1, map[int64]bool{}
+	for i, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.FS == nil || o.Seed == nil {
+			t.Fatalf("%s %s: fs record %v, seed index %v", o.Condition, o.Point, o.FS != nil, o.Seed)
+		}
+		if d := cmp.Diff(st.fsParams(*o.Seed), o.FS.Params); d != "" {
+			t.Errorf("%s %s seed %d: params (-want +got):\n%s", o.Condition, o.Point, *o.Seed, d)
+		}
+		seeds[o.FS.Params.Seed] = true
+		if line < 0 && len(o.FS.Outcome.Files) > 0 && o.FS.Outcome.Files[0].Decisions != "" {
+			line = i
+		}
+	}
+	if len(seeds) != 2 {
+		t.Errorf("the trials were cut under seeds %v, want two", slices.Sorted(maps.Keys(seeds)))
+	}
+	if line < 0 {
+		t.Fatal("no trial's cut decided a file's units")
+	}
+	t.Logf("%d trials under seeds %v; the tampered one's cut: %s", len(out.Records.Observations), slices.Sorted(maps.Keys(seeds)), out.Records.Observations[line].Raw)
+	files := func(m map[string]any) map[string]any {
+		return m["fs"].(map[string]any)["outcome"].(map[string]any)["files"].([]any)[0].(map[string]any)
+	}
+	for _, tt := range []struct {
+		name, field string
+		edit        func(m map[string]any)
+	}{
+		{"decision flipped", "fs.outcome.files[0].decisions", func(m map[string]any) {
+			f := files(m)
+			d := []byte(f["decisions"].(string))
+			d[0] = map[byte]byte{'k': 'd', 'd': 'g', 'g': 'k'}[d[0]]
+			f["decisions"] = string(d)
+		}},
+		{"params' seed", "fs.params.seed", func(m map[string]any) {
+			p := m["fs"].(map[string]any)["params"].(map[string]any)
+			p["seed"] = p["seed"].(float64) + 1
+		}},
+		{"params' unit", "fs.params.unit", func(m map[string]any) {
+			m["fs"].(map[string]any)["params"].(map[string]any)["unit"] = 4096
+		}},
+		{"outcome's seed", "fs.outcome.seed", func(m map[string]any) {
+			o := m["fs"].(map[string]any)["outcome"].(map[string]any)
+			o["seed"] = o["seed"].(float64) + 1
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
+			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
+				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
+			}) {
+				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
+			}
+		})
+	}
+}
+
+// TestFSLayerSyncPoints: with --sync-points the fs layer cuts just before
+// and just after each fsync the normal run's mount saw, each trial's first
+// process killed in the frozen fsync; each cut is recorded at its sync and
+// derived again, each outcome is in the allowed set (fsSyncWant), and an
+// edited cut fails the fold naming the field.
+func TestFSLayerSyncPoints(t *testing.T) {
+	requireFUSE(t)
+	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "DELETE", FlagSynchronous: "FULL", FlagKind: KindPower,
+		FlagPowerLayer: engine.LayerFS, FlagSyncPoints: "true"}
+	out := scenariotest.Run(t, New(), "", flags)
+	noMounts(t, "a sync-point run")
+	if len(out.Findings) > 0 || !out.Result.Pass {
+		t.Fatalf("findings %v, pass %v, differences %v", out.Findings, out.Result.Pass, differences(out.Result))
+	}
+	syncs, line := 0, -1
+	var got, want []string
+	for i, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.FS == nil {
+			t.Fatalf("%s %s: no fs record", o.Condition, o.Point)
+		}
+		if o.Point == PointACK {
+			syncs = o.FS.Outcome.Syncs
+			continue
+		}
+		cut, ok := ParseSyncPoint(o.Point)
+		if !ok {
+			continue
+		}
+		got = append(got, o.Point)
+		if c := o.FS.Outcome.Cut; c == nil || c.Sync != cut.N {
+			t.Errorf("%s: the cut fell at %+v", o.Point, c)
+		}
+		if line < 0 {
+			line = i
+		}
+	}
+	for n := 1; n <= syncs; n++ {
+		want = append(want, fmt.Sprintf("sync-%d-before", n), fmt.Sprintf("sync-%d-after", n))
+	}
+	if syncs == 0 {
+		t.Fatal("the normal run's mount saw no fsync")
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("sync trials (-want +got), over the %d fsyncs of the normal run's mount:\n%s", syncs, d)
+	}
+	t.Logf("%d fsyncs on the normal run's mount, %d sync trials", syncs, len(got))
+	for _, tt := range []struct {
+		name, field string
+		edit        func(m map[string]any)
+	}{
+		{"logged cut moved", "fs.outcome.cut", func(m map[string]any) {
+			log := m["fs"].(map[string]any)["log"].([]any)
+			for _, op := range log {
+				if op := op.(map[string]any); op["op"] == powerfs.OpCut {
+					op["sync"] = op["sync"].(float64) + 1
+				}
+			}
+		}},
+		{"recorded cut moved", "fs.outcome.cut", func(m map[string]any) {
+			c := m["fs"].(map[string]any)["outcome"].(map[string]any)["cut"].(map[string]any)
+			c["at"] = "command"
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
+			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
+				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
+			}) {
+				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
+			}
+		})
+	}
+}
+
+// TestFSLayerDirModel: --dir-model ext4-ordered is recorded in the
+// settings and in every trial's params, under which the mount cut; the
+// fold derives each cut again under it, and a trial whose params name
+// another directory model fails it, naming the field.
+func TestFSLayerDirModel(t *testing.T) {
+	requireFUSE(t)
+	flags := map[string]string{FlagPattern: PatternSingle, FlagJournalMode: "DELETE,WAL", FlagSynchronous: "NORMAL", FlagKind: KindPower,
+		FlagPowerLayer: engine.LayerFS, FlagDirModel: powerfs.DirExt4}
+	out := scenariotest.Run(t, New(), "", flags)
+	noMounts(t, "an ext4-ordered run")
+	if len(out.Findings) > 0 || !out.Result.Pass {
+		t.Fatalf("findings %v, pass %v, differences %v", out.Findings, out.Result.Pass, differences(out.Result))
+	}
+	var st Settings
+	if err := json.Unmarshal(out.Settings, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.DirModel != powerfs.DirExt4 {
+		t.Errorf("settings record dir_model %q, want %q", st.DirModel, powerfs.DirExt4)
+	}
+	for _, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.FS == nil || o.FS.Params.DirModel != powerfs.DirExt4 || o.FS.Outcome.DirModel != powerfs.DirExt4 {
+			t.Fatalf("%s %s: fs record %+v", o.Condition, o.Point, o.FS)
+		}
+	}
+	rec := scenariotest.Edit(t, out.Records, true, 0, func(m map[string]any) {
+		m["fs"].(map[string]any)["params"].(map[string]any)["dir_model"] = powerfs.DirPOSIX
+	})
+	findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+	if !slices.ContainsFunc(findings, func(f results.Finding) bool { return strings.Contains(f.String(), "fs.params.dir_model") }) {
+		t.Errorf("no finding naming fs.params.dir_model; got %v", findings)
+	}
+}
+
 func TestPowerLayerRefused(t *testing.T) {
 	tests := []struct {
 		overrides map[string]string
 		want      string
 	}{
 		{map[string]string{FlagPowerLayer: "disk"}, `--power-layer: "disk" is not one of vfs, fs`},
-		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "torn"}, `--power-layer fs: only with fault "drop"`},
-		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagSyncPoints: "true"}, `--power-layer fs: not with sync points`},
+		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "keep"}, `--fault: "keep" is not one of drop, torn`},
+		{map[string]string{FlagDirModel: powerfs.DirExt4}, `--dir-model: only with durability.power_layer fs`},
+		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagDirModel: "btrfs"}, `--dir-model: "btrfs" is not one of posix, ext4-ordered`},
 	}
 	for _, tt := range tests {
 		_, err := New().Plan(context.Background(), scenario.PlanRequest{Overrides: tt.overrides})

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
 )
 
@@ -83,10 +85,21 @@ func settingsRows(st Settings) [][2]string {
 
 // powerCutPhrase says what the settings' power cut does.
 func powerCutPhrase(st Settings) string {
-	if st.Torn() {
-		return fmt.Sprintf("worker/faultvfs, torn: each %d-byte unit written since the last sync kept, dropped or garbled, %d seeds from %d; undurable names lost, undurable deletions come back", st.FaultUnit, st.FaultSeeds, st.Seed)
+	layer := "worker/faultvfs"
+	if st.PowerLayer == engine.LayerFS {
+		layer = "worker/powerfs (the fs layer, strict POSIX directories)"
+		if st.DirModel == powerfs.DirExt4 {
+			layer = "worker/powerfs (the fs layer, ext4 data=ordered directories)"
+		}
 	}
-	return "worker/faultvfs, drop: unsynced data and undurable names are lost, undurable deletions come back"
+	if st.Torn() {
+		phrase := fmt.Sprintf("%s, torn: each %d-byte unit written since the last sync kept, dropped or garbled, %d seeds from %d; undurable names lost, undurable deletions come back", layer, st.FaultUnit, st.FaultSeeds, st.Seed)
+		if st.PowerLayer == engine.LayerFS {
+			phrase += "; an outcome any combination of the files' views allows (the filesystem's units are not the VFS's)"
+		}
+		return phrase
+	}
+	return layer + ", drop: unsynced data and undurable names are lost, undurable deletions come back"
 }
 
 // matrixLegend explains the matrix's codes.

@@ -212,6 +212,9 @@ type trial struct {
 	// is the parent's reader on it at PointACKReader, closed after the cut.
 	fs   *powerlayer.Trial
 	held *heldReader
+	// frozenWait waits for a first process the mount froze at a sync,
+	// once the cut has ended its request (runToFreeze).
+	frozenWait func() error
 	// pc is a PostgreSQL power trial's own cluster, on its mount.
 	pc *backend.PowerCluster
 }
@@ -237,7 +240,8 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	}
 	defer stop()
 	if p.s.OnFS(c) {
-		if t.fs, err = powerlayer.Start(ctx, env.Runner.Executable, t.dir, env.TempDir, fsParams); err != nil {
+		cut, _ := p.s.fsSyncCut(c, tr.Point)
+		if t.fs, err = powerlayer.StartCut(ctx, env.Runner.Executable, t.dir, env.TempDir, p.s.fsParams(tr.Seed), cut.N, cut.After); err != nil {
 			return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		t.fs.RecordTo(powerlayer.Recording{Recorder: env.Recorder, Scenario: Name, Condition: c.Name, Label: tr.Point})
@@ -268,7 +272,7 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	if err := env.Recorder.Observe(t.o); err != nil {
 		return nil, 0, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
 	}
-	return first.Report.Points, faultvfs.Syncs(t.o.Log), nil
+	return first.Report.Points, t.o.syncs(), nil
 }
 
 // open makes the trial's database with the pattern's tables and nothing
@@ -385,7 +389,7 @@ func (t *trial) first(point string) (*harness.Proc, error) {
 			return nil, fmt.Errorf("%w: hold a reader: %w", errclass.ErrHarness, err)
 		}
 	}
-	proc, err := t.spawn(RoleFirst, FirstEnv(t.c, point), []int{protocol.ExitACK, protocol.ExitCrash}, nil)
+	proc, err := t.spawn(RoleFirst, t.p.s.firstEnv(t.c, point), []int{protocol.ExitACK, protocol.ExitCrash}, nil)
 	if reader != nil && t.fs != nil {
 		// On the mount the reader stays open through the cut, as the
 		// service's other connection would, and closes on the dead mount.
@@ -433,16 +437,63 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lo
 	w, args := ProcessArgs(t.p.s, t.c, t.o, step)
 	crashAt := env[protocol.EnvCrashAt]
 	delete(env, protocol.EnvCrashAt)
-	proc, err := t.env.Runner.Run(t.ctx, harness.Spec{
+	spec := harness.Spec{
 		Scenario: Name, Condition: t.c.Name, Label: t.o.Point + " " + role,
 		Worker: w, Args: args, Env: env, CrashAt: crashAt, Exits: exits,
-	})
+	}
+	if _, cut := t.p.s.fsSyncCut(t.c, t.o.Point); cut && role == RoleFirst {
+		return t.runToFreeze(spec, step)
+	}
+	proc, err := t.env.Runner.Run(t.ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	step.ProcessID = proc.Record.ID
 	t.o.Steps = append(t.o.Steps, step)
 	return proc, nil
+}
+
+// runToFreeze runs the first process of a cut at the mount's N-th fsync.
+// A process that ends first made fewer fsyncs; the cut then falls after
+// it, which the fold finds in the cut's record. When the mount freezes,
+// the process waits in that fsync, and no signal ends a FUSE request the
+// server has read: the harness sends its SIGKILL (recorded as killed by
+// the harness) and leaves the wait to the cut (frozenWait), whose unmount
+// ends the request. It returns an empty Proc then: the first process of a
+// sync cut reports nothing.
+func (t *trial) runToFreeze(spec harness.Spec, step Step) (*harness.Proc, error) {
+	h, err := t.env.Runner.Start(t.ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	type ended struct {
+		p   *harness.Proc
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		p, err := h.Wait()
+		done <- ended{p, err}
+	}()
+	finish := func(e ended) (*harness.Proc, error) {
+		if e.err != nil {
+			return nil, e.err
+		}
+		step.ProcessID = e.p.Record.ID
+		t.o.Steps = append(t.o.Steps, step)
+		return e.p, nil
+	}
+	select {
+	case e := <-done:
+		return finish(e)
+	case <-t.fs.Cuts():
+		h.Kill()
+		t.frozenWait = func() error {
+			_, err := finish(<-done)
+			return err
+		}
+		return &harness.Proc{}, nil
+	}
 }
 
 // cut reads what a kill leaves, then what the next process finds, with
@@ -495,6 +546,9 @@ func (t *trial) cut() error {
 		t.o.FS.Record, err = t.fs.Cut()
 		if t.held != nil {
 			_ = t.held.db.Close() // its file is gone with the mount
+		}
+		if t.frozenWait != nil {
+			err = errors.Join(err, t.frozenWait())
 		}
 		if err != nil {
 			return err

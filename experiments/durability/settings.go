@@ -44,6 +44,9 @@ type Input struct {
 	// PowerLayer is where a power cut is made: "vfs" (the default) or
 	// "fs" (engine.PowerLayers).
 	PowerLayer string `json:"power_layer,omitempty"`
+	// DirModel is the fs layer's directory model: "posix" (the default)
+	// or "ext4-ordered" (powerfs.DirExt4).
+	DirModel string `json:"dir_model,omitempty"`
 	// SynchronousCommits are PostgreSQL's synchronous_commit levels, on
 	// --backend postgres only; the default is all three.
 	SynchronousCommits []string `json:"synchronous_commits,omitempty"`
@@ -159,9 +162,13 @@ type Settings struct {
 	// run made, just before and just after the fsync.
 	SyncPoints bool `json:"sync_points,omitempty"`
 	// PowerLayer is engine.LayerFS when the power cuts are made by the
-	// power-loss filesystem (worker/powerfs, one mount per trial, strict
-	// POSIX directories, the drop model); empty for the VFS, the default.
+	// power-loss filesystem (worker/powerfs, one mount per trial, under
+	// the run's fault and DirModel, fsParams); empty for the VFS, the
+	// default.
 	PowerLayer string `json:"power_layer,omitempty"`
+	// DirModel is the fs layer's directory model when given; empty is
+	// strict POSIX (fsParams).
+	DirModel string `json:"dir_model,omitempty"`
 	// Shard is the part of the trials this run runs (--shard); nil runs
 	// them all. Every condition's normal run, which discovers the points
 	// and the syncs, runs in every part.
@@ -248,6 +255,9 @@ func faultFlags(in *Input, ov map[string]string, from map[string]string) error {
 	}
 	if v, ok := ov[FlagPowerLayer]; ok {
 		in.PowerLayer, from["power_layer"] = strings.TrimSpace(v), "--"+FlagPowerLayer
+	}
+	if v, ok := ov[FlagDirModel]; ok {
+		in.DirModel, from["dir_model"] = strings.TrimSpace(v), "--"+FlagDirModel
 	}
 	if b, ok, err := scenario.BoolFlag(ov, FlagSyncPoints); err != nil {
 		return err

@@ -68,6 +68,14 @@ const startTimeout = 30 * time.Second
 // point and store made in tmp, under the models p. exe is the binary that
 // serves it, the running one when empty.
 func Start(ctx context.Context, exe, backing, tmp string, p powerfs.Params) (*Trial, error) {
+	return StartCut(ctx, exe, backing, tmp, p, 0, false)
+}
+
+// StartCut is Start with a cut at a sync: the mount freezes at its
+// cutSync-th fsync (of a file or a directory, by any process), before it
+// reaches the disk or, with after, after it, and says so on Cuts; the
+// caller then makes the Cut. A cutSync of 0 cuts at no sync.
+func StartCut(ctx context.Context, exe, backing, tmp string, p powerfs.Params, cutSync int, after bool) (*Trial, error) {
 	if why := powerfs.Missing(); why != "" {
 		return nil, errors.New(why)
 	}
@@ -82,7 +90,8 @@ func Start(ctx context.Context, exe, backing, tmp string, p powerfs.Params) (*Tr
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	m, err := powerfs.Start(ctx, exe, powerfs.Config{Backing: backing, Mountpoint: mnt, Store: store, Params: p})
+	m, err := powerfs.Start(ctx, exe, powerfs.Config{Backing: backing, Mountpoint: mnt, Store: store, Params: p,
+		CutSync: cutSync, CutAfter: after})
 	if err != nil {
 		_ = powerfs.Detach(mnt)
 		os.Remove(mnt)
@@ -91,6 +100,10 @@ func Start(ctx context.Context, exe, backing, tmp string, p powerfs.Params) (*Tr
 	}
 	return &Trial{m: m, mnt: mnt, store: store, params: p}, nil
 }
+
+// Cuts delivers the sync cut the trial was started with (StartCut), when
+// a process reaches it.
+func (t *Trial) Cuts() <-chan powerfs.CutEvent { return t.m.Cuts() }
 
 // Mount is the mount point the trial's processes open their files under.
 func (t *Trial) Mount() string { return t.mnt }
