@@ -25,10 +25,14 @@ var (
 
 // teardownDeadline watches ctx, the run's signal context: once it is done
 // and the run has not returned within the bounds, it aborts the mounts and
-// then exits. The function it returns says the run returned.
+// then exits. The function it returns says the run returned, and waits
+// until the watch has ended, so nothing it writes comes after. The bounds
+// and exitNow are read once, here.
 func teardownDeadline(ctx context.Context, stderr io.Writer) (returned func()) {
-	done := make(chan struct{})
+	bound, grace, exit := teardownBound, abortGrace, exitNow
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ended)
 		select {
 		case <-done:
 			return
@@ -37,19 +41,19 @@ func teardownDeadline(ctx context.Context, stderr io.Writer) (returned func()) {
 		select {
 		case <-done:
 			return
-		case <-time.After(teardownBound):
+		case <-time.After(bound):
 		}
-		fmt.Fprintf(stderr, "idemlab: the teardown after the signal ran past %s; aborting the power-loss mounts\n", teardownBound)
+		fmt.Fprintf(stderr, "idemlab: the teardown after the signal ran past %s; aborting the power-loss mounts\n", bound)
 		for _, l := range powerfs.AbortAll() {
 			fmt.Fprintln(stderr, "idemlab: "+l)
 		}
 		select {
 		case <-done:
 			return
-		case <-time.After(abortGrace):
+		case <-time.After(grace):
 		}
-		fmt.Fprintf(stderr, "idemlab: the teardown did not end %s after the abort; exiting, what it had not cleaned up may be left\n", abortGrace)
-		exitNow(errclass.ExitInterrupted)
+		fmt.Fprintf(stderr, "idemlab: the teardown did not end %s after the abort; exiting, what it had not cleaned up may be left\n", grace)
+		exit(errclass.ExitInterrupted)
 	}()
-	return func() { close(done) }
+	return func() { close(done); <-ended }
 }
