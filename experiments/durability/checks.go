@@ -66,9 +66,11 @@ func (f *folder) checkShape(t trialLine) {
 
 // checkSends checks that a batch trial whose later workers all succeeded
 // ends with a send logged: they send every item at least once. A cut that
-// leaves the journal unreadable makes them fail before any send.
+// leaves the journal unreadable makes them fail before any send, and one
+// after which the server never starts runs none of them: "all succeeded"
+// needs at least one.
 func (f *folder) checkSends(t trialLine, facts Facts) {
-	if t.cond.Pattern != PatternBatch || len(t.o.Sends) > 0 || slices.ContainsFunc(facts.LaterExits, func(c int) bool { return c != protocol.ExitACK }) {
+	if t.cond.Pattern != PatternBatch || len(t.o.Sends) > 0 || len(facts.LaterExits) == 0 || slices.ContainsFunc(facts.LaterExits, func(c int) bool { return c != protocol.ExitACK }) {
 		return
 	}
 	f.c.Obs(t.l, "sends", "empty, but the later workers all succeeded, and they send every item at least once")
