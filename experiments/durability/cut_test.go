@@ -117,13 +117,7 @@ func TestTornSlice(t *testing.T) {
 	}
 	for _, tt := range tampers {
 		t.Run("tamper "+tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
-			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
-			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
-				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
-			}) {
-				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
-			}
+			requireObsFinding(t, out, flags, line, tt.field, tt.edit)
 		})
 	}
 }
@@ -174,5 +168,19 @@ func TestFaultFlagsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Plan(%s, %v) = %v, want an error containing %q", tt.section, tt.overrides, err, tt.want)
 		}
+	}
+}
+
+// requireObsFinding edits observation line of out's records and checks
+// that the fold, run as verify runs it, names field in a finding of
+// observations.jsonl.
+func requireObsFinding(t *testing.T, out scenariotest.Outcome, flags map[string]string, line int, field string, edit func(m map[string]any)) {
+	t.Helper()
+	rec := scenariotest.Edit(t, out.Records, true, line, edit)
+	findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+	if !slices.ContainsFunc(findings, func(f results.Finding) bool {
+		return f.File == "observations.jsonl" && strings.Contains(f.String(), field)
+	}) {
+		t.Errorf("no finding in observations.jsonl naming %s; got %v", field, findings)
 	}
 }

@@ -230,13 +230,7 @@ func TestFSLayerTamper(t *testing.T) {
 	}
 	for _, tt := range tampers {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
-			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
-			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
-				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
-			}) {
-				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
-			}
+			requireObsFinding(t, out, flags, line, tt.field, tt.edit)
 		})
 	}
 	// The mount's server has a process line of its own, which the trial's
@@ -382,13 +376,7 @@ func TestFSLayerTorn(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
-			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
-			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
-				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
-			}) {
-				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
-			}
+			requireObsFinding(t, out, flags, line, tt.field, tt.edit)
 		})
 	}
 }
@@ -461,13 +449,7 @@ func TestFSLayerSyncPoints(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, true, line, tt.edit)
-			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
-			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
-				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
-			}) {
-				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
-			}
+			requireObsFinding(t, out, flags, line, tt.field, tt.edit)
 		})
 	}
 }

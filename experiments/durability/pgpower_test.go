@@ -3,17 +3,13 @@ package durability
 import (
 	"context"
 	"os"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/powerfs"
 )
@@ -98,13 +94,7 @@ func TestPGPowerMatchesModel(t *testing.T) {
 	}
 	for _, tt := range tampers {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, true, 0, tt.edit)
-			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
-			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
-				return f.File == "observations.jsonl" && strings.Contains(f.String(), tt.field)
-			}) {
-				t.Errorf("no finding in observations.jsonl naming %s; got %v", tt.field, findings)
-			}
+			requireObsFinding(t, out, flags, 0, tt.field, tt.edit)
 		})
 	}
 }
