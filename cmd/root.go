@@ -55,7 +55,8 @@ func newRootCmd(s Streams, h Hooks) *cobra.Command {
 real child processes and real SQLite files, and checks every observation
 against an oracle computed from the inputs.
 
-Run "idemlab experiment --out results-local", then "idemlab verify results-local".`,
+Run "idemlab experiment --out results-local", then "idemlab verify results-local".
+"idemlab help TOPIC" prints a topic of the manual (listed below).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -66,6 +67,7 @@ Run "idemlab experiment --out results-local", then "idemlab verify results-local
 		return fmt.Errorf("%w: %v (see %s --help)", errclass.ErrUsage, err, c.CommandPath())
 	})
 	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newMergeCmd(s, h), newResolveCmd(s))
+	root.AddCommand(topicCmds()...)
 	return root
 }
 

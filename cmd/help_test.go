@@ -1,0 +1,64 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"idemlab/cmd/help"
+)
+
+// TestHelpTopics: "idemlab help" lists every topic on one line, and
+// "idemlab help TOPIC" prints each, at 80 columns: no line of prose
+// wider, no Markdown marks left (code blocks, indented, are kept as they
+// are).
+func TestHelpTopics(t *testing.T) {
+	t.Setenv("COLUMNS", "80")
+	list := execIn(t, Hooks{}, "help")
+	if list.code != 0 {
+		t.Fatalf("idemlab help: exit %d\n%s", list.code, list.stderr)
+	}
+	for _, tp := range help.Topics {
+		t.Run(tp.Name, func(t *testing.T) {
+			line := "idemlab " + tp.Name
+			found := false
+			for _, l := range strings.Split(list.stdout, "\n") {
+				if f := strings.Fields(l); len(f) > 2 && f[0]+" "+f[1] == line && strings.Contains(l, tp.Short) {
+					found = true
+					if n := utf8.RuneCountInString(l); n > 80 {
+						t.Errorf("idemlab help lists %s in %d columns: %q", tp.Name, n, l)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("idemlab help does not list %s with its line %q:\n%s", tp.Name, tp.Short, list.stdout)
+			}
+			r := execIn(t, Hooks{}, "help", tp.Name)
+			if r.code != 0 || r.stderr != "" || r.stdout == "" {
+				t.Fatalf("idemlab help %s: exit %d, stderr %q, %d bytes", tp.Name, r.code, r.stderr, len(r.stdout))
+			}
+			inCode := false
+			for i, l := range strings.Split(r.stdout, "\n") {
+				if strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "  - ") {
+					inCode = true
+				} else if l != "" {
+					inCode = false
+				}
+				if inCode {
+					continue
+				}
+				if n := utf8.RuneCountInString(l); n > 80 && strings.Contains(strings.TrimSpace(l), " ") {
+					t.Errorf("help %s line %d is %d columns: %q", tp.Name, i+1, n, l)
+				}
+				for _, mark := range []string{"**", "```", "|---", "](#"} {
+					if strings.Contains(l, mark) {
+						t.Errorf("help %s line %d keeps the Markdown %q: %q", tp.Name, i+1, mark, l)
+					}
+				}
+			}
+		})
+	}
+	if r := execIn(t, Hooks{}, "help", "no-such-topic"); r.code == 0 && !strings.Contains(r.stdout+r.stderr, "Unknown help topic") {
+		t.Errorf("idemlab help no-such-topic: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
