@@ -21,16 +21,6 @@ import (
 	"idemlab/experiments/suite"
 )
 
-const experimentExitHelp = `Exit codes:
-  0    every expectation met; or, with --shard i/n, DIR already holds this shard of the same run
-       ("shard i/n already done in DIR"), and nothing ran
-  1    an expectation failed, or a worker misbehaved (a finding): one line per failed condition on stderr;
-       results written with "pass": false
-  2    usage or input error (bad flag, bad input file, --out exists, and with --shard is not this
-       shard of the same run); nothing is written
-  3    the harness itself failed (it could not start a worker or write the folder); nothing is written
-  130  interrupted (Ctrl-C or SIGTERM); the workers are stopped and nothing is written`
-
 // defaultInput is --input when not given.
 const defaultInput = "input.json"
 
@@ -110,7 +100,7 @@ the run's status (pass, fail, error or interrupted) and its error line, so
 they never describe an earlier run. --quiet prints only the one-line result
 and the failures.
 
-` + experimentExitHelp,
+` + exitHelp("experiment"),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runExperiment(c.Context(), opts)

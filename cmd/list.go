@@ -17,7 +17,7 @@ func newListCmd(s Streams, h Hooks) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "Print the scenarios and the flags each accepts",
-		Long:  "Print every scenario with its summary and the experiment flags that override its input section.\n\nExit codes:\n  0  printed",
+		Long:  "Print every scenario with its summary and the experiment flags that override its input section.\n\n" + exitHelp("list"),
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return runList(opts)

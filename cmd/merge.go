@@ -19,14 +19,6 @@ type MergeOptions struct {
 	hooks   Hooks
 }
 
-const mergeExitHelp = `Exit codes:
-  0    merged, and the merged run passed
-  1    the folders are not the n parts of one plan (one missing, given twice, from another
-       input, seed or binary, or not verifying): each reason names the folder, and nothing
-       is written; or merged, but the merged run failed its expectations ("pass": false)
-  2    usage error (no --out, --out exists, a DIR that is not a folder); nothing is written
-  3    the harness failed while merging; nothing is written`
-
 func newMergeCmd(s Streams, h Hooks) *cobra.Command {
 	opts := &MergeOptions{Streams: s, hooks: h}
 	c := &cobra.Command{
@@ -53,7 +45,7 @@ a real single-host cluster):
 
 ` + indent(slurmRecipe, "  ") + `
 
-` + mergeExitHelp,
+` + exitHelp("merge"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dirs = args
 			return runMerge(c.Context(), opts)

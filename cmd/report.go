@@ -42,11 +42,7 @@ Run inside the idemlab source tree, the report compares the tree with the
 run's working tree hash, as verify does; where they differ the page shows a
 "code changed" badge and report still exits 0.
 
-Exit codes:
-  0  rendered (also when the code here differs from the run's)
-  1  rendered, but the folder does not verify (the findings are on the page), or results.json is unreadable;
-     with several folders, one of them does not verify (nothing is written)
-  2  usage error (DIR not a folder, the output's folder missing)`,
+` + exitHelp("report"),
 		Args: atLeastOneFolder,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runReport(c.Context(), opts, args)

@@ -43,10 +43,7 @@ resolve refuses a missing row, a row already SUCCEEDED, and --delivered=true
 without --receipt. The journal must not be open in a running batch.
 --delivered takes its value as --delivered=true or --delivered true.
 
-Exit codes:
-  0  resolved
-  2  usage error: a missing flag, a missing row, a row already SUCCEEDED, or --delivered=true without --receipt
-  3  the journal could not be read or written`,
+` + exitHelp("resolve"),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !c.Flags().Changed("delivered") {

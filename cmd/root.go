@@ -95,22 +95,15 @@ func execute(ctx context.Context, args []string, s Streams, h Hooks) int {
 // a command started running (unknown command, bad arguments) are usage
 // errors; unclassified errors from a running command are harness failures.
 func ExitCode(err error, started bool) int {
-	switch {
-	case err == nil:
+	if err == nil {
 		return errclass.ExitOK
-	case errors.Is(err, errclass.ErrInterrupted):
-		return errclass.ExitInterrupted
-	case errors.Is(err, errclass.ErrUsage):
-		return errclass.ExitUsage
-	case errors.Is(err, errclass.ErrExpectation), errors.Is(err, errclass.ErrFindings), errors.Is(err, errclass.ErrResultsDiffer), errors.Is(err, errclass.ErrShardsMismatch):
-		return errclass.ExitExpectation
-	case errors.Is(err, errclass.ErrRunFailed):
-		return errclass.ExitRunFailed
-	case errors.Is(err, errclass.ErrCodeChanged):
-		return errclass.ExitCodeChanged
-	case errors.Is(err, errclass.ErrHarness):
-		return errclass.ExitHarness
-	case !started:
+	}
+	for _, c := range errclass.Classes {
+		if errors.Is(err, c.Err) {
+			return c.Code
+		}
+	}
+	if !started {
 		return errclass.ExitUsage
 	}
 	return errclass.ExitHarness

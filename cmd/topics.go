@@ -35,5 +35,7 @@ func topicMarkdown(name string) (string, error) {
 
 // generatedParts are the parts of the topics made from the code.
 func generatedParts() map[string]string {
-	return map[string]string{}
+	return map[string]string{
+		"exit-codes": exitCodesMarkdown(),
+	}
 }

@@ -21,17 +21,6 @@ type VerifyOptions struct {
 	hooks   Hooks
 }
 
-const verifyExitHelp = `Exit codes:
-  0    the folder verifies and its run passed (and, with --rerun, was reproduced)
-  1    the folder does not verify (each finding names the file and the field), or the rerun gave different results
-  2    usage error (bad flag, unreadable --input or --exe, DIR not a folder; --rerun of a
-       folder made on PostgreSQL with neither the server's binaries nor --dsn; --dsn
-       without --rerun or on a SQLite folder)
-  3    the harness failed while rerunning
-  4    the folder is consistent, but its run failed its expectations ("pass": false)
-  5    the folder verifies (and reproduces, with --rerun), but the code differs from the run's: --exe, the working tree, or the rerun's binary
-  130  interrupted during --rerun`
-
 func newVerifyCmd(s Streams, h Hooks) *cobra.Command {
 	opts := &VerifyOptions{Streams: s, hooks: h}
 	c := &cobra.Command{
@@ -67,7 +56,7 @@ observations (observations.jsonl, raw-processes.jsonl) on trust. A
 consistent forgery of those verifies; --rerun, which observes again, is
 the answer to it.
 
-` + verifyExitHelp,
+` + exitHelp("verify"),
 		Args: exactlyOneFolder,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runVerify(c, opts, args[0])

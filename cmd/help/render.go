@@ -72,7 +72,7 @@ func Terminal(md string, width int) string {
 				text = strings.ToUpper(text)
 			}
 			blank()
-			out = append(out, wrap(text, width, "", "")...)
+			out = append(out, Wrap(text, width, "", "")...)
 			out = append(out, "")
 			i++
 		case strings.HasPrefix(trimmed, "|"):
@@ -102,7 +102,7 @@ func Terminal(md string, width int) string {
 				if marker == "-" || marker == "*" {
 					marker = "-"
 				}
-				out = append(out, wrap(Plain(strings.Join(text, " ")), width, lead+"  "+marker+" ", lead+strings.Repeat(" ", utf8.RuneCountInString(marker)+3))...)
+				out = append(out, Wrap(Plain(strings.Join(text, " ")), width, lead+"  "+marker+" ", lead+strings.Repeat(" ", utf8.RuneCountInString(marker)+3))...)
 				// A code block or a paragraph inside the item, indented
 				// under it, belongs to it.
 				if i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "```") {
@@ -128,7 +128,7 @@ func Terminal(md string, width int) string {
 			if quote {
 				prefix = "  | "
 			}
-			out = append(out, wrap(Plain(strings.Join(text, " ")), width, prefix, prefix)...)
+			out = append(out, Wrap(Plain(strings.Join(text, " ")), width, prefix, prefix)...)
 			out = append(out, "")
 		}
 	}
@@ -176,9 +176,9 @@ func Plain(s string) string {
 	return strings.ReplaceAll(strings.Join(parts, ""), `\|`, "|")
 }
 
-// wrap breaks text into lines of at most width runes (a word longer than
+// Wrap breaks text into lines of at most width runes (a word longer than
 // that stands alone), the first led by first and the rest by rest.
-func wrap(text string, width int, first, rest string) []string {
+func Wrap(text string, width int, first, rest string) []string {
 	var lines []string
 	cur, n := first, utf8.RuneCountInString(first)
 	empty := true
@@ -283,13 +283,21 @@ func table(rows []string, width int) []string {
 		}
 		return out
 	}
+	if len(head) == 2 && widths[0] <= 12 {
+		// A narrow key beside its text: the key hangs, as in --help.
+		for _, r := range body {
+			key := r[0] + strings.Repeat(" ", widths[0]-utf8.RuneCountInString(r[0])+2)
+			out = append(out, Wrap(firstOr(r, 1), width, "  "+key, strings.Repeat(" ", widths[0]+4))...)
+		}
+		return out
+	}
 	for ri, r := range body {
 		if ri > 0 {
 			out = append(out, "")
 		}
 		for j, c := range r {
 			if j == 0 {
-				out = append(out, wrap(c, width, "  ", "    ")...)
+				out = append(out, Wrap(c, width, "  ", "    ")...)
 				continue
 			}
 			if c == "" {
@@ -300,7 +308,7 @@ func table(rows []string, width int) []string {
 			if h := firstOr(head, j); h != "" && len(head) > 2 {
 				c = h + ": " + c
 			}
-			out = append(out, wrap(c, width, "    ", "      ")...)
+			out = append(out, Wrap(c, width, "    ", "      ")...)
 		}
 	}
 	return out

@@ -48,3 +48,25 @@ const (
 	ExitCodeChanged = 5
 	ExitInterrupted = 130
 )
+
+// Class is an error class and the exit code the command maps it to.
+type Class struct {
+	Err  error
+	Code int
+}
+
+// Classes are the error classes in the order the command tests them: the
+// first one an error wraps decides its exit code. An error that wraps
+// none is a usage error before the command started, and a harness failure
+// after. The exit-code tables of the manual are made from this list.
+var Classes = []Class{
+	{ErrInterrupted, ExitInterrupted},
+	{ErrUsage, ExitUsage},
+	{ErrExpectation, ExitExpectation},
+	{ErrFindings, ExitExpectation},
+	{ErrResultsDiffer, ExitExpectation},
+	{ErrShardsMismatch, ExitExpectation},
+	{ErrRunFailed, ExitRunFailed},
+	{ErrCodeChanged, ExitCodeChanged},
+	{ErrHarness, ExitHarness},
+}
