@@ -37,5 +37,6 @@ func topicMarkdown(name string) (string, error) {
 func generatedParts() map[string]string {
 	return map[string]string{
 		"exit-codes": exitCodesMarkdown(),
+		"input":      help.Generated("input"),
 	}
 }

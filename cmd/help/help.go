@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-//go:embed topics/*.md
+//go:embed topics/*.md generated/*.md
 var files embed.FS
 
 // Topic is one help topic: its name, as "idemlab help NAME" takes it, and
@@ -78,6 +78,16 @@ func Markdown(name string, gen map[string]string) (string, error) {
 		return "", fmt.Errorf("help topic %s: no generator for %s", name, strings.Join(missing, ", "))
 	}
 	return out, nil
+}
+
+// Generated is one of the generated files kept beside the topics (those
+// made from the source code, which the binary does not carry), by name.
+func Generated(name string) string {
+	b, err := files.ReadFile("generated/" + name + ".md")
+	if err != nil {
+		panic(fmt.Sprintf("help: no generated file %s.md", name))
+	}
+	return string(b)
 }
 
 // CodeBlock is the body of the fenced code block that follows the line

@@ -20,13 +20,14 @@ import (
 // Section is the input file's top-level "backend" section, beside the
 // scenario sections.
 type Section struct {
-	// Name is sqlite or postgres.
+	// Name is sqlite (the default) or postgres.
 	Name string `json:"name"`
 	// Isolation is PostgreSQL's default_transaction_isolation, by its
-	// command-line name: read-committed, repeatable-read or serializable.
+	// command-line name: read-committed (the default), repeatable-read or
+	// serializable.
 	Isolation string `json:"isolation,omitempty"`
-	// SynchronousCommit is PostgreSQL's synchronous_commit: on, local or
-	// off.
+	// SynchronousCommit is PostgreSQL's synchronous_commit: on (the
+	// default), local or off.
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 }
 

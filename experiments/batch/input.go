@@ -28,28 +28,43 @@ const MaxItems = 1_000_000
 
 // Latency is the simulated cost of each step, in milliseconds.
 type Latency struct {
-	Validate  float64 `json:"validate"`
+	// Validate is the validate step's latency in ms.
+	Validate float64 `json:"validate"`
+	// Transform is the transform step's latency in ms.
 	Transform float64 `json:"transform"`
-	Send      float64 `json:"send"`
+	// Send is the send step's latency in ms, before the receiver answers.
+	Send float64 `json:"send"`
 }
 
 // Input is the batch section of input.json.
 type Input struct {
-	JobID     string   `json:"job_id"`
-	Items     int      `json:"items"`
-	FailAt    int      `json:"fail_at"`
-	Modes     []string `json:"modes"`
-	Trials    int      `json:"trials"`
-	LatencyMS Latency  `json:"latency_ms"`
+	// JobID is the job id, free of ':' and spaces; the new-job-id
+	// condition runs under <job_id>-new.
+	JobID string `json:"job_id"`
+	// Items is the number of items in the batch (3 steps each), 1 to
+	// [MaxItems].
+	Items int `json:"items"`
+	// FailAt is the item whose send fails once in run 1, 1 to items.
+	FailAt int `json:"fail_at"`
+	// Modes are the failure modes, at least one: before_accept (the
+	// receiver refuses the send), after_accept (it accepts, then the
+	// reply is lost).
+	Modes []string `json:"modes"`
+	// Trials is the number of trials per condition, 1 to [MaxTrials].
+	Trials int `json:"trials"`
+	// LatencyMS is the simulated latency of each step in ms: the floor
+	// the timings are compared with.
+	LatencyMS Latency `json:"latency_ms"`
 	// ConcurrentModes runs the modes' conditions side by side, one lane
-	// per mode; each lane's trials stay in order. It moves the journal's
+	// per mode; each condition's trials stay in order. It moves the journal's
 	// timing ratio (BENCHMARKS.md measures both ways), so it is off by
 	// default.
 	ConcurrentModes bool `json:"concurrent_modes"`
-	// FirstRunLanes is how many trials' first runs go side by side. A
-	// first run is never timed against the floor; every later run, the
-	// ones the article times, runs alone, after every first run has ended.
-	// Absent or 1 runs every process one after another.
+	// FirstRunLanes is how many trials' first runs go side by side, 1 to
+	// [MaxFirstRunLanes]; absent means 1, every process one after
+	// another. A first run is never timed against the floor; every later
+	// run, the ones the article times, runs alone, after every first run
+	// has ended and the file system was synced.
 	FirstRunLanes int `json:"first_run_lanes"`
 }
 

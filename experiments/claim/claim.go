@@ -56,21 +56,32 @@ const (
 
 // Input is the claim section of input.json.
 type Input struct {
-	Fingerprint    string `json:"fingerprint"`
-	Source         string `json:"source"`
-	Level          string `json:"level"`
-	Message        string `json:"message"`
+	// Fingerprint is the claimed event's fingerprint, the claim's key.
+	Fingerprint string `json:"fingerprint"`
+	// Source is the claimed event's source.
+	Source string `json:"source"`
+	// Level is the claimed event's level.
+	Level string `json:"level"`
+	// Message is the claimed event's message.
+	Message string `json:"message"`
+	// Classification is the downstream field a winner writes.
 	Classification string `json:"classification"`
-	// TTLSeconds is the claim TTL, equal to the cache TTL in front of it.
+	// TTLSeconds is the claim TTL, equal to the cache TTL in front of it,
+	// [MinTTLSeconds] s to a year.
 	TTLSeconds int `json:"ttl_seconds"`
-	// Workers is the number of racing processes.
+	// Workers is the number of racing processes per race B, [MinWorkers]
+	// to [MaxWorkers].
 	Workers int `json:"workers"`
-	// Repetitions is how often every round of the two claims is raced.
+	// Repetitions is how often every round of the two claims is raced,
+	// 1 to [MaxReps]; the outcome must hold in every repetition.
 	Repetitions int `json:"repetitions"`
 	// MutantRepetitions is how often every round is raced per mutant. A
-	// mutant needs one failing round to be caught, so it may be lower.
+	// mutant needs one failing round to be caught, so it may be lower;
+	// 1 to [MaxReps].
 	MutantRepetitions int `json:"mutant_repetitions"`
-	BusyTimeoutMS     int `json:"busy_timeout_ms"`
+	// BusyTimeoutMS is SQLite's busy_timeout of every racer's connection,
+	// 100 to 600000 ms.
+	BusyTimeoutMS int `json:"busy_timeout_ms"`
 }
 
 // Validate names the first bad field.

@@ -24,22 +24,41 @@ const busyTimeoutMS = 5000
 // Input is the durability section of input.json. Every field may be left
 // out; the defaults are the full matrix.
 type Input struct {
-	EventID      string   `json:"event_id,omitempty"`
-	JobKey       string   `json:"job_key,omitempty"`
-	JobID        string   `json:"job_id,omitempty"`
-	Items        int      `json:"items,omitempty"`
-	Patterns     []string `json:"patterns,omitempty"`
+	// EventID is the redelivery patterns' event; default
+	// agent-run-042:completed.
+	EventID string `json:"event_id,omitempty"`
+	// JobKey is the redelivery patterns' follow-up job key; default
+	// review-agent-run-042.
+	JobKey string `json:"job_key,omitempty"`
+	// JobID is the batch journal's job id; default job-d.
+	JobID string `json:"job_id,omitempty"`
+	// Items is the batch journal's item count, 1 to 5; default 2.
+	Items int `json:"items,omitempty"`
+	// Patterns narrow the matrix to these patterns; default all.
+	Patterns []string `json:"patterns,omitempty"`
+	// JournalModes narrow it to these journal modes (DELETE, WAL; any
+	// case, recorded as SQLite spells them); default both.
 	JournalModes []string `json:"journal_modes,omitempty"`
-	Synchronous  []string `json:"synchronous,omitempty"`
-	Kinds        []string `json:"kinds,omitempty"`
+	// Synchronous narrows it to these synchronous levels (OFF, NORMAL,
+	// FULL, EXTRA; any case); default all four.
+	Synchronous []string `json:"synchronous,omitempty"`
+	// Kinds narrow it to these crash kinds: kill and power on SQLite;
+	// kill, server and (opt-in) power on PostgreSQL.
+	Kinds []string `json:"kinds,omitempty"`
 	// Fault is what a power cut does to unsynced writes: "drop" (the
-	// default) or "torn"; FaultSeeds, FaultUnit and Seed are the torn
-	// mode's.
-	Fault      string `json:"fault,omitempty"`
-	FaultSeeds int    `json:"fault_seeds,omitempty"`
-	FaultUnit  int    `json:"fault_unit,omitempty"`
-	Seed       *int64 `json:"seed,omitempty"`
-	// SyncPoints adds a cut inside every sync of the normal run.
+	// default) or "torn".
+	Fault string `json:"fault,omitempty"`
+	// FaultSeeds is, with fault torn only, the seeds per power trial, 1
+	// to 64; default 8.
+	FaultSeeds int `json:"fault_seeds,omitempty"`
+	// FaultUnit is, with fault torn only, the unit a torn write decides:
+	// 512 (a sector, the default) or 4096 (a page).
+	FaultUnit int `json:"fault_unit,omitempty"`
+	// Seed is, with fault torn only, the base seed, which a trial's
+	// seeds follow; default 1.
+	Seed *int64 `json:"seed,omitempty"`
+	// SyncPoints, when true, adds a cut inside every sync of the normal
+	// run, just before and just after the fsync.
 	SyncPoints bool `json:"sync_points,omitempty"`
 	// PowerLayer is where a power cut is made: "vfs" (the default) or
 	// "fs" (engine.PowerLayers).
@@ -47,17 +66,21 @@ type Input struct {
 	// DirModel is the fs layer's directory model: "posix" (the default)
 	// or "ext4-ordered" (powerfs.DirExt4).
 	DirModel string `json:"dir_model,omitempty"`
-	// SynchronousCommits are PostgreSQL's synchronous_commit levels, on
-	// --backend postgres only; the default is all three.
+	// SynchronousCommits are PostgreSQL's synchronous_commit levels (on,
+	// local, off), on --backend postgres only; the default is all three.
 	SynchronousCommits []string `json:"synchronous_commits,omitempty"`
-	// Fsync, FullPageWrites and PowerModels are the PostgreSQL power
-	// cut's lists (kind power on --backend postgres, pgpower.go), each
-	// all its values by default; WalSyncMethod is one value, the
-	// server's default when empty.
-	Fsync          []string `json:"fsync,omitempty"`
+	// Fsync is the PostgreSQL power cut's list of fsync values (on, off;
+	// kind power on --backend postgres, pgpower.go); default both.
+	Fsync []string `json:"fsync,omitempty"`
+	// FullPageWrites is the PostgreSQL power cut's list of
+	// full_page_writes values (on, off); default both.
 	FullPageWrites []string `json:"full_page_writes,omitempty"`
-	PowerModels    []string `json:"power_models,omitempty"`
-	WalSyncMethod  string   `json:"wal_sync_method,omitempty"`
+	// PowerModels is the PostgreSQL power cut's list of what a cut
+	// leaves (drop, torn); default both.
+	PowerModels []string `json:"power_models,omitempty"`
+	// WalSyncMethod is the PostgreSQL power cut's wal_sync_method, one
+	// value; the server's default (fdatasync) when empty.
+	WalSyncMethod string `json:"wal_sync_method,omitempty"`
 	// machine is the run's machine as the plan request gives it, not a
 	// field of the input file.
 	machine scenario.Machine

@@ -50,23 +50,32 @@ const (
 
 // Input is the explore section of input.json.
 type Input struct {
+	// EventID is the redelivery patterns' event.
 	EventID string `json:"event_id"`
-	JobKey  string `json:"job_key"`
+	// JobKey is the redelivery patterns' follow-up job key.
+	JobKey string `json:"job_key"`
 	// Seed fixes every k and delay.
 	Seed uint64 `json:"seed"`
 	// Trials is the number of random trials per pattern: half crash at a
-	// seeded k-th hit, half are killed after a seeded delay.
+	// seeded k-th hit, half are killed after a seeded delay; 0 to
+	// [MaxTrials]. The built-in subjects get a share of it.
 	Trials int `json:"trials"`
-	// Racers lists the numbers of concurrent workers per race.
+	// Racers lists the numbers of concurrent workers per race, each 2 to
+	// [MaxRacers], each once.
 	Racers []int `json:"racers"`
-	// Rounds is the number of races per pattern, racer count and kill mode.
+	// Rounds is the number of races per pattern, racer count and kill
+	// mode, 0 to [MaxRounds].
 	Rounds int `json:"rounds"`
-	// Parallel is how many trials run at once; 0 or absent leaves it to
-	// --parallel and the machine (scenario.ParallelOf).
+	// Parallel is how many trials and races run at once, 1 to
+	// [scenario.MaxParallel]; 0 or absent leaves it to --parallel and the
+	// machine: runtime.GOMAXPROCS, the CPUs the process may use (a Slurm
+	// or Kubernetes slot's quota). The default input sets none.
 	Parallel int `json:"parallel"`
-	// MaxAttempts is how often a racer tries a busy delivery.
+	// MaxAttempts is how often a racer tries a delivery that met
+	// SQLITE_BUSY, 1 to 100.
 	MaxAttempts int `json:"max_attempts"`
-	// Items is the batch patterns' item count; each adds two crash points.
+	// Items is the batch patterns' item count, 1 to [MaxItems]; each adds
+	// two crash points.
 	Items int `json:"items"`
 }
 

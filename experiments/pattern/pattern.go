@@ -38,21 +38,30 @@ const (
 
 // Input is the pattern section of input.json.
 type Input struct {
-	// Files are pattern files, read relative to the working folder.
-	Files   []string `json:"files"`
-	EventID string   `json:"event_id"`
-	// Faults are the fault classes to run; empty means all.
+	// Files are pattern files, read relative to the working folder and
+	// carried into the results folder. --pattern-file names one; the
+	// section may then be left out.
+	Files []string `json:"files"`
+	// EventID is the trials' event; default evt-1.
+	EventID string `json:"event_id"`
+	// Faults are the fault classes to run, each once: points, random,
+	// concurrent, power; empty means all.
 	Faults []string `json:"faults"`
-	Seed   uint64   `json:"seed"`
+	// Seed fixes every seeded crash, delay and torn write; default 1.
+	Seed uint64 `json:"seed"`
 	// Trials is the number of random trials per pattern: half crash at a
-	// seeded k-th point, half are killed after a seeded delay.
+	// seeded k-th point, half are killed after a seeded delay; 0 to
+	// [MaxTrials], default 20.
 	Trials int `json:"trials"`
-	// Racers lists the numbers of concurrent deliveries.
+	// Racers lists the numbers of concurrent deliveries, each 2 to
+	// [MaxRacers]; default 2, 4 and 8.
 	Racers []int `json:"racers"`
-	// Rounds is the number of races per racer count and kill mode.
+	// Rounds is the number of races per racer count and kill mode, 0 to
+	// [MaxRounds]; default 3.
 	Rounds int `json:"rounds"`
-	// Parallel is how many trials run at once; 0 or absent leaves it to
-	// --parallel and the machine (scenario.ParallelOf).
+	// Parallel is how many trials run at once, 1 to [MaxParallel]; 0 or
+	// absent leaves it to --parallel and the machine, as many as it runs
+	// (runtime.GOMAXPROCS).
 	Parallel int `json:"parallel"`
 	// power, from --power, replaces every file's power settings: a
 	// replay of one power condition cuts under its setting alone.

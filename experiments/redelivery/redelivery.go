@@ -32,8 +32,10 @@ const DBName = "events.sqlite3"
 
 // Input is the redelivery section of input.json.
 type Input struct {
+	// EventID is the delivered event's id.
 	EventID string `json:"event_id"`
-	JobKey  string `json:"job_key"`
+	// JobKey is the key of the follow-up job the handler inserts.
+	JobKey string `json:"job_key"`
 }
 
 // Validate names the first bad field.

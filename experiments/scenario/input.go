@@ -57,7 +57,7 @@ func describeJSONError(b []byte, err error) error {
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
-		return fmt.Errorf("%s: unknown field; check its spelling against the README's input.json table", strings.Trim(f, `"`))
+		return fmt.Errorf("%s: unknown field; check its spelling against \"idemlab help input\"", strings.Trim(f, `"`))
 	}
 	return errors.New(msg)
 }
