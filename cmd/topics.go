@@ -35,7 +35,12 @@ func topicMarkdown(name string) (string, error) {
 
 // generatedParts are the parts of the topics made from the code.
 func generatedParts() map[string]string {
+	results, err := resultsReference()
+	if err != nil {
+		results = "(" + err.Error() + ")"
+	}
 	return map[string]string{
+		"results":    results,
 		"exit-codes": exitCodesMarkdown(),
 		"input":      help.Generated("input"),
 	}
