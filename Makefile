@@ -3,7 +3,7 @@ GO ?= go
 PYTHON ?= python3
 OUT ?= results-local
 
-.PHONY: build test vet experiment bench clean
+.PHONY: build test vet experiment bench docs clean
 
 # idemlab, and beside it the broker binary that --broker nats starts
 # (nats-server's packages stay out of idemlab's workers; README, "A real
@@ -28,6 +28,13 @@ test: vet
 experiment:
 	$(GO) run . experiment --out $(OUT)
 
+# The manual's pages, made on demand from the code and never committed:
+# Markdown of every command and help topic (start at
+# $(DOCS)/markdown/idemlab.md) and their man pages.
+DOCS ?= manual
+docs:
+	$(GO) run ./cmd/idemlab-docs --markdown $(DOCS)/markdown --man $(DOCS)/man
+
 # Benchmarks are figures, not pass/fail checks; see BENCHMARKS.md. One
 # sitting: the Go benchmarks (start-up, delivery, journal steps, the power
 # loss VFS and filesystem), the peer's per-step figures, then the speed table, which runs
@@ -44,3 +51,4 @@ bench: build
 
 clean:
 	rm -f idemlab
+	rm -rf $(DOCS)

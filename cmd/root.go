@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/backend"
 	"io"
 	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -69,6 +70,12 @@ Run "idemlab experiment --out results-local", then "idemlab verify results-local
 	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newMergeCmd(s, h), newResolveCmd(s))
 	root.AddCommand(topicCmds()...)
 	return root
+}
+
+// Root is the command tree with the standard streams, as idemlab-docs
+// writes its pages from it.
+func Root(patterns fs.FS) *cobra.Command {
+	return newRootCmd(Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, Hooks{Patterns: patterns})
 }
 
 // Execute runs the command line and returns the process exit code. It is

@@ -28,7 +28,12 @@ func topicCmds() []*cobra.Command {
 	return cmds
 }
 
-// topicMarkdown is a topic's Markdown with its generated parts filled in.
+// TopicMarkdown is a topic's Markdown with its generated parts filled in:
+// the page idemlab-docs writes, the text "idemlab help" renders.
+func TopicMarkdown(name string) (string, error) {
+	return topicMarkdown(name)
+}
+
 func topicMarkdown(name string) (string, error) {
 	return help.Markdown(name, generatedParts())
 }

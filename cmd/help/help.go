@@ -9,7 +9,6 @@ package help
 import (
 	"embed"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -54,7 +53,7 @@ func Lookup(name string) (Topic, bool) {
 	return Topic{}, false
 }
 
-var generatedLine = regexp.MustCompile(`(?m)^<!-- generated: ([a-z0-9-]+) -->$`)
+var generatedLine = lazyRegexp(`(?m)^<!-- generated: ([a-z0-9-]+) -->$`)
 
 // Markdown is topic name's text with its generated parts filled from gen,
 // which maps a part's name to its Markdown. A part gen lacks is an error,
@@ -65,8 +64,8 @@ func Markdown(name string, gen map[string]string) (string, error) {
 		return "", fmt.Errorf("no help topic %q", name)
 	}
 	var missing []string
-	out := generatedLine.ReplaceAllStringFunc(string(b), func(line string) string {
-		part := generatedLine.FindStringSubmatch(line)[1]
+	out := generatedLine().ReplaceAllStringFunc(string(b), func(line string) string {
+		part := generatedLine().FindStringSubmatch(line)[1]
 		md, ok := gen[part]
 		if !ok {
 			missing = append(missing, part)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/term"
@@ -83,17 +84,17 @@ func Terminal(md string, width int) string {
 			blank()
 			out = append(out, table(rows, width)...)
 			out = append(out, "")
-		case listItem.MatchString(line):
+		case listItem().MatchString(line):
 			blank()
-			for i < len(lines) && listItem.MatchString(lines[i]) {
-				m := listItem.FindStringSubmatch(lines[i])
+			for i < len(lines) && listItem().MatchString(lines[i]) {
+				m := listItem().FindStringSubmatch(lines[i])
 				depth := len(m[1])
 				marker := m[2]
 				text := []string{m[3]}
 				for i++; i < len(lines); i++ {
 					next := lines[i]
 					nt := strings.TrimSpace(next)
-					if nt == "" || listItem.MatchString(next) || strings.HasPrefix(nt, "```") || strings.HasPrefix(nt, "|") || strings.HasPrefix(nt, "#") {
+					if nt == "" || listItem().MatchString(next) || strings.HasPrefix(nt, "```") || strings.HasPrefix(nt, "|") || strings.HasPrefix(nt, "#") {
 						break
 					}
 					text = append(text, nt)
@@ -108,7 +109,7 @@ func Terminal(md string, width int) string {
 				if i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "```") {
 					break
 				}
-				if i+1 < len(lines) && strings.TrimSpace(lines[i]) == "" && listItem.MatchString(lines[i+1]) {
+				if i+1 < len(lines) && strings.TrimSpace(lines[i]) == "" && listItem().MatchString(lines[i+1]) {
 					i++
 				}
 			}
@@ -118,7 +119,7 @@ func Terminal(md string, width int) string {
 			quote := strings.HasPrefix(trimmed, ">")
 			for ; i < len(lines); i++ {
 				nt := strings.TrimSpace(lines[i])
-				if nt == "" || strings.HasPrefix(nt, "```") || strings.HasPrefix(nt, "|") || strings.HasPrefix(nt, "#") || listItem.MatchString(lines[i]) {
+				if nt == "" || strings.HasPrefix(nt, "```") || strings.HasPrefix(nt, "|") || strings.HasPrefix(nt, "#") || listItem().MatchString(lines[i]) {
 					break
 				}
 				text = append(text, strings.TrimSpace(strings.TrimPrefix(nt, ">")))
@@ -138,33 +139,39 @@ func Terminal(md string, width int) string {
 	return strings.Join(out, "\n") + "\n"
 }
 
-var listItem = regexp.MustCompile(`^( *)([-*]|[0-9]+\.) (.*)$`)
-
+// The patterns are compiled on first use, not at every worker's start
+// (each idemlab worker is this binary).
 var (
-	link     = regexp.MustCompile(`\[([^\]]+)\]\(([^)]+)\)`)
-	strong   = regexp.MustCompile(`\*\*(.+?)\*\*`)
-	emphasis = regexp.MustCompile(`(^|[\s(])\*([^*\s][^*]*)\*`)
+	listItem  = lazyRegexp(`^( *)([-*]|[0-9]+\.) (.*)$`)
+	link      = lazyRegexp(`\[([^\]]+)\]\(([^)]+)\)`)
+	strong    = lazyRegexp(`\*\*(.+?)\*\*`)
+	emphasis  = lazyRegexp(`(^|[\s(])\*([^*\s][^*]*)\*`)
+	separator = lazyRegexp(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`)
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // Plain drops a line's inline Markdown: code spans keep their text,
 // emphasis its words, a link its text (and its address when it leaves the
 // page), and "\|" is "|".
 func Plain(s string) string {
-	s = strong.ReplaceAllString(s, "$1")
+	s = strong().ReplaceAllString(s, "$1")
 	parts := strings.Split(s, "`")
 	for i := range parts {
 		if i%2 == 1 && i < len(parts)-1 {
 			continue // inside a code span
 		}
 		p := parts[i]
-		p = link.ReplaceAllStringFunc(p, func(m string) string {
-			sm := link.FindStringSubmatch(m)
+		p = link().ReplaceAllStringFunc(p, func(m string) string {
+			sm := link().FindStringSubmatch(m)
 			if strings.HasPrefix(sm[2], "#") {
 				return sm[1]
 			}
 			return sm[1] + " (" + sm[2] + ")"
 		})
-		p = emphasis.ReplaceAllString(p, "$1$2")
+		p = emphasis().ReplaceAllString(p, "$1$2")
 		parts[i] = p
 	}
 	if len(parts)%2 == 0 {
@@ -219,8 +226,6 @@ func cells(row string) []string {
 	return append(out, strings.TrimSpace(cur.String()))
 }
 
-var separator = regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`)
-
 // table draws a Markdown table: in columns when every row fits width,
 // else each row as a block, its first cell a line and every other cell
 // under it led by its column's header.
@@ -228,7 +233,7 @@ func table(rows []string, width int) []string {
 	var head []string
 	var body [][]string
 	for i, r := range rows {
-		if i == 1 && separator.MatchString(r) {
+		if i == 1 && separator().MatchString(r) {
 			continue
 		}
 		c := cells(r)
