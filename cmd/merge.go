@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"idemlab/cmd/help"
 	"idemlab/experiments/merge"
 	"idemlab/experiments/suite"
 )
@@ -41,7 +42,7 @@ A shard job run again (an engine's retry or requeue) finds its folder
 there and exits 0, "shard i/n already done", so every engine may be
 at-least-once. On Slurm, from a folder on the shared file system that
 holds the built ./idemlab and input.json (the recipe the tests submit to
-a real single-host cluster):
+a real single-host cluster; "idemlab help sharding" has the others):
 
 ` + indent(slurmRecipe, "  ") + `
 
@@ -55,11 +56,20 @@ a real single-host cluster):
 	return c
 }
 
-// slurmRecipe is the README's Slurm recipe: a job array of the shards,
-// then the merge once every task ended well. merge --help prints it, the
-// README holds it verbatim, and TestslurmRecipe submits it as it is.
-const slurmRecipe = `shards=$(sbatch --parsable --array=1-4 --wrap './idemlab experiment --quiet --scenario explore --shard $SLURM_ARRAY_TASK_ID/4 --out shard-$SLURM_ARRAY_TASK_ID || [ $? = 1 ]')
-sbatch --dependency=afterok:$shards --wrap './idemlab merge --out merged shard-1 shard-2 shard-3 shard-4 && ./idemlab verify merged'`
+// slurmRecipe is the Slurm recipe of the sharding topic (its block
+// "slurm"): a job array of the shards, then the merge once every task
+// ended well. The topic holds it, merge --help prints it, and
+// TestSlurmRecipe submits it as it is.
+var slurmRecipe = mustCodeBlock("sharding", "slurm")
+
+// mustCodeBlock is a code block of a help topic, which the binary embeds.
+func mustCodeBlock(topic, name string) string {
+	s, err := help.CodeBlock(topic, name)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
 
 // indent puts prefix before every line of s.
 func indent(s, prefix string) string {

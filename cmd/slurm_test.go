@@ -318,8 +318,8 @@ func (c *slurmCluster) settle(limit time.Duration) map[string]slurmJob {
 	}
 }
 
-// TestSlurmRecipe submits the README's Slurm recipe, as merge --help
-// prints it, to a real single-host cluster: a job array of 4 shards,
+// TestSlurmRecipe submits the sharding topic's Slurm recipe, as merge
+// --help and "idemlab help sharding" print it, to a real single-host cluster: a job array of 4 shards,
 // then the merge after them. The merged folder verifies and gives what
 // one unsharded run gives. Then Slurm requeues a finished array task:
 // the rerun finds its shard done, exits 0, and the shards merge as they
@@ -450,19 +450,24 @@ func slurmOutput(t *testing.T, dir, id string) string {
 	return string(b)
 }
 
-// TestSlurmRecipePrinted: the README and merge --help print the recipe
-// TestSlurmRecipe submits, every line of it, unchanged.
+// TestSlurmRecipePrinted: the sharding topic, "idemlab help sharding" and
+// merge --help print the recipe TestSlurmRecipe submits, every line of
+// it, unchanged.
 func TestSlurmRecipePrinted(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	topic, err := topicMarkdown("sharding")
 	if err != nil {
 		t.Fatal(err)
 	}
-	help := execIn(t, Hooks{}, "merge", "--help")
+	if !strings.Contains(slurmRecipe, "sbatch") {
+		t.Fatalf("the recipe read from the topic is not Slurm's: %q", slurmRecipe)
+	}
+	t.Setenv("COLUMNS", "80")
 	tests := []struct {
 		name, text, want string
 	}{
-		{"README", string(readme), "```sh\n" + slurmRecipe + "\n```\n"},
-		{"merge --help", help.stdout, indent(slurmRecipe, "  ") + "\n"},
+		{"the sharding topic", topic, "```sh\n" + slurmRecipe + "\n```\n"},
+		{"idemlab help sharding", execIn(t, Hooks{}, "help", "sharding").stdout, indent(slurmRecipe, "  ") + "\n"},
+		{"merge --help", execIn(t, Hooks{}, "merge", "--help").stdout, indent(slurmRecipe, "  ") + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
