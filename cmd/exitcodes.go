@@ -47,7 +47,7 @@ var commandExits = []struct {
 	{"merge", []exitCode{
 		{errclass.ExitOK, `merged, and the merged run passed`, ""},
 		{errclass.ExitExpectation, `the folders are not the n parts of one plan (one missing, given twice, from another input, seed or binary, or not verifying): each reason names the folder, and nothing is written; or merged, but the merged run failed its expectations ("pass": false)`,
-			"A folder that does not verify, or is no shard's, counts too; one line per reason on stderr."},
+			"So does a folder from another flag, one that does not verify, or one that is no shard's; one line per reason on stderr."},
 		{errclass.ExitUsage, `usage error (no --out, --out exists, a DIR that is not a folder); nothing is written`, ""},
 		{errclass.ExitHarness, `the harness failed while merging; nothing is written`, ""},
 	}},

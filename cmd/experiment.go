@@ -110,7 +110,7 @@ and the failures.
 	c.Flags().StringVar(&opts.Input, "input", defaultInput, "input file")
 	c.Flags().BoolVar(&opts.Quiet, "quiet", false, "print only the one-line result and the failures: no progress, no tables, no next steps")
 	c.Flags().BoolVar(&opts.Verbose, "verbose", false, "print the full expected-vs-observed diff of each failed condition")
-	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE on every exit, with its status (see README for a jq line)")
+	c.Flags().StringVar(&opts.SummaryJSON, "summary-json", "", "also write a machine-readable summary to FILE on every exit, with its status (idemlab help ci has a jq line)")
 	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE on every exit, one test case per condition")
 	c.Flags().IntVar(&opts.Parallel, "parallel", 0, fmt.Sprintf("explore, pattern, durability: trials and races run at once, 1 to %d (default: the input's parallel, else runtime.GOMAXPROCS, the CPUs this process may use); recorded beside the settings, not in them, so shards run with different values merge", scenario.MaxParallel))
 	bindBackendFlags(c, opts)

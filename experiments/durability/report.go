@@ -200,7 +200,7 @@ func matrixRow(point string) string {
 }
 
 // totalsTable counts the trials per crash kind and what they ended as, the
-// figures the README quotes.
+// figures the durability topic quotes.
 func totalsTable(st Settings, cells []cell) scenario.Table {
 	tags := []string{TagLostAcked, TagRolledBack, TagDuplicate, TagLostClaim, TagLostDownstream, TagMissing, TagCorrupt, TagError}
 	t := scenario.Table{

@@ -87,7 +87,7 @@ func ProgramPowerParams(s Settings, o Observation) powerfs.Params {
 
 // withPowerEnv adds a power condition's setting to a program's
 // environment: IDEMLAB_JOURNAL_MODE and IDEMLAB_SYNCHRONOUS, which a
-// handler applies to its connection (the README's handler protocol).
+// handler applies to its connection (the handlers topic's protocol).
 func withPowerEnv(c Condition, env map[string]string) map[string]string {
 	if c.Fault != wp.FaultPower {
 		return env

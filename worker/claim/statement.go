@@ -31,7 +31,7 @@ const PathError Path = "error"
 type Param struct{ Name, Meaning string }
 
 // Params are the parameters every claim statement is given, in the order
-// the README lists them.
+// the patterns topic lists them (idemlab help patterns).
 var Params = []Param{
 	{"fp", "the event's fingerprint, event_claims' primary key"},
 	{"source", "the event's source"},

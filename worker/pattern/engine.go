@@ -243,7 +243,7 @@ func (r *runner) bind(sqlText string) (string, []any) {
 // immediate transactions never interleave. PostgreSQL has no database
 // write lock: a transaction takes row locks as its statements touch rows,
 // at the run's isolation level (--isolation), so both begin as BEGIN, and
-// "immediate" serializes nothing there. The README's table says the same.
+// "immediate" serializes nothing there. The patterns topic's table says the same.
 func BeginSQL(d store.Dialect, mode string) string {
 	if d.Name() == store.BackendPostgres {
 		return "BEGIN"
