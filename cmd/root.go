@@ -68,7 +68,7 @@ Run "idemlab experiment --out results-local", then "idemlab verify results-local
 		return fmt.Errorf("%w: %v (see %s --help)", errclass.ErrUsage, err, c.CommandPath())
 	})
 	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newMergeCmd(s, h), newResolveCmd(s))
-	root.AddCommand(topicCmds()...)
+	root.AddCommand(topicCmds(h.Registry)...)
 	return root
 }
 

@@ -288,7 +288,7 @@ func table(rows []string, width int) []string {
 		}
 		return out
 	}
-	if len(head) == 2 && widths[0] <= 12 {
+	if len(head) == 2 && widths[0] <= max(12, width/3) {
 		// A narrow key beside its text: the key hangs, as in --help.
 		for _, r := range body {
 			key := r[0] + strings.Repeat(" ", widths[0]-utf8.RuneCountInString(r[0])+2)
