@@ -167,7 +167,7 @@ func readmeDrift(t *testing.T, readme string, needCommands bool) []string {
 		if i := strings.LastIndex(p, "."); i > strings.LastIndex(p, "/") && i+1 < len(p) && p[i+1] >= 'A' && p[i+1] <= 'Z' {
 			p = p[:i]
 		}
-		if made[p] || strings.Contains(p, "*") || regexp.MustCompile(`/[A-Z]+(/|$)`).MatchString(p) {
+		if made[p] || strings.Contains(p, "*") || regexp.MustCompile(`/[A-Z]+([./]|$)`).MatchString(p) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join("..", p)); err != nil && !generatedFile(p) {

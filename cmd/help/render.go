@@ -30,7 +30,7 @@ func Width(w io.Writer) int {
 }
 
 // Terminal renders Markdown as plain text for a terminal width columns
-// wide: headings stand alone (the title in capitals), paragraphs and list
+// wide: headings stand alone (the title's name in capitals), paragraphs and list
 // items are wrapped, code blocks are indented and kept as they are, and a
 // table is drawn in columns when it fits, else as one block per row.
 // Inline marks (backticks, emphasis, links' targets within the page) are
@@ -70,7 +70,14 @@ func Terminal(md string, width int) string {
 			level := len(trimmed) - len(strings.TrimLeft(trimmed, "#"))
 			text := Plain(strings.TrimSpace(trimmed[level:]))
 			if level == 1 {
-				text = strings.ToUpper(text)
+				// The title's name in capitals, as a man page's.
+				name, rest, ok := strings.Cut(text, ":")
+				if !ok {
+					name, rest = text, ""
+				} else {
+					rest = ":" + rest
+				}
+				text = strings.ToUpper(name) + rest
 			}
 			blank()
 			out = append(out, Wrap(text, width, "", "")...)

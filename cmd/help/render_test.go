@@ -15,7 +15,7 @@ func TestTerminal(t *testing.T) {
 		want     string
 	}{
 		{"title and wrapped paragraph", "# t: a topic\n\nOne `two` **three** four\nfive six.\n", 14,
-			"T: A TOPIC\n\nOne two three\nfour five six.\n"},
+			"T: a topic\n\nOne two three\nfour five six.\n"},
 		{"code kept as it is, indented", "text\n\n```sh\ngo run . experiment --out results-local   # long\n```\n", 20,
 			"text\n\n  go run . experiment --out results-local   # long\n"},
 		{"a table that fits is drawn in columns", "| a | bb |\n|---|---|\n| `x` | y \\| z |\n", 40,
