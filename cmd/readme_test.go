@@ -25,9 +25,14 @@ func readmeBlocks() map[string]string {
 	for _, t := range help.Topics {
 		fmt.Fprintf(&topics, "- `%s`: %s\n", t.Name, t.Short)
 	}
+	ci, err := help.CodeBlock("ci", "ci")
+	if err != nil {
+		ci = err.Error()
+	}
 	return map[string]string{
 		"exit-codes": exitCodesCompact(),
 		"topics":     topics.String(),
+		"ci":         "```sh\n" + ci + "\n```\n",
 	}
 }
 
