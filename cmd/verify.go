@@ -48,13 +48,9 @@ processes; a folder of format 5 or older records no such flag, and its
 conditions named .../timing-..., .../random or .../concurrent are taken as
 scheduled, the rule of those formats.
 
-Where its trust ends: verify re-derives the settings, the oracle and every
-verdict, table and plan; it cross-checks each worker's claims (its report
-line) against the parent's records (rows, exits, crash points, times, the
-executable each process ran, by its hash); it takes the parent's own
-observations (observations.jsonl, raw-processes.jsonl) on trust. A
-consistent forgery of those verifies; --rerun, which observes again, is
-the answer to it.
+Where its trust ends (what it re-derives, what it cross-checks, what it
+takes on trust, and why --rerun is the answer to a consistent forgery):
+"idemlab help evidence".
 
 ` + exitHelp("verify"),
 		Args: exactlyOneFolder,
