@@ -557,8 +557,18 @@ type delivered struct {
 	durationMS float64
 }
 
+// ackedRecord says whether a delivery acknowledged the event: it exited 0
+// (the ACK that follows the last step), or the built-in worker passed its
+// handler's ack step, whatever came after (wp.AckLine): a crash or a kill
+// after an ACK is not redelivered.
 func ackedRecord(r results.ProcessRecord) bool {
-	return r.ExitCode == protocol.ExitACK && r.Signal == ""
+	return r.ExitCode == protocol.ExitACK && r.Signal == "" || ackedEarly(r)
+}
+
+// ackedEarly says whether the built-in worker's ack step acknowledged the
+// delivery; a program's standard error is its own and acks nothing.
+func ackedEarly(r results.ProcessRecord) bool {
+	return r.Worker == wp.WorkerName && wp.AckedOnStderr(r.Stderr)
 }
 
 // first runs the trial's first delivery, or its racers.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"idemlab/worker/protocol"
@@ -141,7 +142,7 @@ func Main(call *protocol.Call) int {
 			return call.Fail(err)
 		}
 	}
-	d := Delivery{EventID: a.EventID, Number: a.Delivery, Worker: a.Worker, NowMS: time.Now().UnixMilli() + a.NowOffsetMS}
+	d := Delivery{EventID: a.EventID, Number: a.Delivery, Worker: a.Worker, NowMS: time.Now().UnixMilli() + a.NowOffsetMS, Ack: stderrAck(call.Stderr)}
 	out := Run(ctx, conn, st.Dialect, f, d, httpSender{base: a.Receiver}, call.Points)
 	res := Result{Outcome: out, Postgres: rb.Postgres}
 	if rb.SQLite != nil {
@@ -168,6 +169,32 @@ func Main(call *protocol.Call) int {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
 	return call.Finish(res, protocol.ExitACK)
+}
+
+// AckLine is the line the pattern worker writes on its standard error at
+// its handler's ack step: under --broker none the harness is the broker,
+// and this line, read from the pipe it holds, is the delivery's ACK. It
+// outlives a crash or a kill right after it, as an ack on a broker's
+// socket does.
+const AckLine = "pattern.deliver: ack"
+
+// stderrAck acknowledges a delivery to the harness on w, in one write.
+func stderrAck(w io.Writer) func() error {
+	return func() error {
+		_, err := io.WriteString(w, AckLine+"\n")
+		return err
+	}
+}
+
+// AckedOnStderr says whether a pattern worker's standard error holds its
+// ack step's ACK.
+func AckedOnStderr(stderr string) bool {
+	for _, l := range strings.Split(stderr, "\n") {
+		if l == AckLine {
+			return true
+		}
+	}
+	return false
 }
 
 type httpSender struct{ base string }
