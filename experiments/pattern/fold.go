@@ -290,6 +290,7 @@ func (f *folder) line(l results.Line) {
 		f.delivery(t, i, d)
 	}
 	f.checkSequence(t)
+	f.checkBroker(t)
 	broken := f.judge(t)
 	if c.Fault == FaultNone && l.Shard != f.first {
 		// Another shard's discovery run: checked as any trial, it must
@@ -420,7 +421,11 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 		f.programDelivery(t, i, d, p)
 		return
 	}
-	f.c.Argv(p, wp.WorkerName, Args(f.st, t.o, d).Argv())
+	if f.st.Broker != nil && t.o.Broker != nil {
+		f.c.Argv(p, wp.ConsumerName, ConsumeArgs(f.st, t.c, t.o, d).Argv())
+	} else {
+		f.c.Argv(p, wp.WorkerName, Args(f.st, t.o, d).Argv())
+	}
 	f.c.Env(p, Env(t.c, t.o, d))
 	who := fmt.Sprintf("delivery %d", d.Number)
 	if t.o.Kind == KindRace && d.Number == 1 {
@@ -470,8 +475,13 @@ func (f *folder) checkAckStep(t *trialLine, i int, p results.Process, who string
 	n := t.pat.File.AckStep()
 	early := ackedEarly(p.ProcessRecord)
 	if n == 0 {
-		if early {
+		// On a broker the consumer writes every ack the server
+		// accepted, the one after the last step too.
+		switch {
+		case early && f.st.Broker == nil:
 			f.c.Proc(p, "stderr", "%s acknowledged at an ack step, but the handler has none", who)
+		case early && (p.ExitCode != protocol.ExitACK || p.Signal != ""):
+			f.c.Proc(p, "stderr", "%s acknowledged and then did not exit 0, but the handler has no ack step: its ack follows the last step", who)
 		}
 		return
 	}
@@ -494,7 +504,11 @@ func (f *folder) checkAckStep(t *trialLine, i int, p results.Process, who string
 		if err != nil {
 			return
 		}
-		if want := slices.Contains(rep.Points, after); early != want {
+		want := slices.Contains(rep.Points, after)
+		if f.st.Broker != nil && p.ExitCode == protocol.ExitACK {
+			want = true // at the ack step, or after a stop before it
+		}
+		if early != want {
 			f.c.Proc(p, "stderr", "%s passed %d points and acked=%v at the ack step, but it %s its point %q", who, len(rep.Points), early, map[bool]string{true: "passed", false: "did not pass"}[want], after)
 		}
 	}
