@@ -34,10 +34,11 @@ func PatternNATS(url string) broker.Settings {
 	return b
 }
 
-// planBroker reads --broker and --broker-url into s and leaves out the
-// classes a broker does not run, saying why. A program is refused: its
-// deliveries on a broker are not built yet.
-func (s *Settings) planBroker(ov map[string]string) error {
+// PlanBroker reads --broker and --broker-url into s and leaves out the
+// classes a broker does not run, saying why; explore plans its article
+// files' broker with it. A program is refused (refuseProgramsOnBroker):
+// its deliveries on a broker are not built yet.
+func (s *Settings) PlanBroker(ov map[string]string) error {
 	name, url := ov[FlagBroker], ov[FlagBrokerURL]
 	if name == "" || name == broker.None {
 		if url != "" {
@@ -184,7 +185,7 @@ func (f *folder) checkBroker(t *trialLine) {
 		if !ok {
 			continue
 		}
-		if ackedRecord(p.ProcessRecord) {
+		if f.acked(t, i, p) {
 			acked = true
 		}
 		// A consumer the harness killed after a delay may have died
@@ -238,4 +239,30 @@ func (f *folder) checkConsumed(t *trialLine, p results.Process, i int, n uint64,
 	case p.ExitCode == protocol.ExitACK && !c.Acked():
 		f.c.Proc(p, "stdout", "delivery %d exited 0, but the server did not accept its ack (%s)", i+1, results.Compact(c.Ack))
 	}
+}
+
+// killedOnBroker says whether delivery i is a consumer on a broker that
+// the harness killed after a delay, as the trial planned: the kill may
+// land between the server's answer to its ack and its ack line, so the
+// broker's word says whether it acked.
+func (f *folder) killedOnBroker(t *trialLine, i int, p results.Process) bool {
+	return f.st.Broker != nil && p.Signal != "" && p.KilledBy == "harness" && f.killPlanned(t, i)
+}
+
+// acked says whether delivery i acknowledged the event: ackedRecord, or
+// on a broker, for a consumer killed as planned, the broker's ack floor
+// reaching the message at this delivery.
+func (f *folder) acked(t *trialLine, i int, p results.Process) bool {
+	if !f.killedOnBroker(t, i, p) {
+		return ackedRecord(p.ProcessRecord)
+	}
+	d := t.o.Deliveries[i]
+	return d.Broker != nil && d.Broker.AckFloor >= 1 && (i == 0 || t.o.Deliveries[i-1].Broker == nil || t.o.Deliveries[i-1].Broker.AckFloor == 0)
+}
+
+// ackedBefore says whether delivery i acknowledged the event before it
+// ended otherwise than by exiting 0: at an ack step (ackedEarly), or a
+// killed consumer the broker counts acked.
+func (f *folder) ackedBefore(t *trialLine, i int, p results.Process) bool {
+	return ackedEarly(p.ProcessRecord) || f.killedOnBroker(t, i, p) && f.acked(t, i, p)
 }

@@ -431,7 +431,7 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 	if t.o.Kind == KindRace && d.Number == 1 {
 		who = fmt.Sprintf("racer %d", d.Worker)
 	}
-	if early := ackedEarly(p.ProcessRecord); early && !(p.ExitCode == protocol.ExitACK && p.Signal == "") {
+	if early := f.ackedBefore(t, i, p); early && !(p.ExitCode == protocol.ExitACK && p.Signal == "") {
 		// Acknowledged at the ack step, then crashed, killed or failed:
 		// the event counts as delivered.
 		t.acks++
@@ -478,6 +478,9 @@ func (f *folder) checkAckStep(t *trialLine, i int, p results.Process, who string
 		// On a broker the consumer writes every ack the server
 		// accepted, the one after the last step too.
 		switch {
+		case f.killedOnBroker(t, i, p):
+			// Killed between the server's answer and its exit: its
+			// line, or its exit, may be missing.
 		case early && f.st.Broker == nil:
 			f.c.Proc(p, "stderr", "%s acknowledged at an ack step, but the handler has none", who)
 		case early && (p.ExitCode != protocol.ExitACK || p.Signal != ""):
@@ -657,7 +660,7 @@ func (f *folder) checkSequence(t *trialLine) {
 		if acked {
 			f.c.Obs(t.l, results.Field("deliveries", n), "delivery %d came after an ACK; an acknowledged event is not redelivered", d.Number)
 		}
-		if p, ok := f.rec.Process(d.ProcessID); ok && ackedRecord(p.ProcessRecord) || n == 0 && ackOpenCut(t.pat, t.o, d) {
+		if p, ok := f.rec.Process(d.ProcessID); ok && f.acked(t, n, p) || n == 0 && ackOpenCut(t.pat, t.o, d) {
 			acked = true
 		}
 		next++

@@ -248,7 +248,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 			return nil, fmt.Errorf("%s.faults: only power was asked for, and %s", Name, powerNotOnPostgres)
 		}
 	}
-	if err := st.planBroker(ov); err != nil {
+	if err := st.PlanBroker(ov); err != nil {
 		return nil, err
 	}
 	if err := st.addFiles(ctx, files, in.Files, b, in.power, req.Machine); err != nil {
