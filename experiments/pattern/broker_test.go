@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -16,6 +17,7 @@ import (
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
+	"idemlab/worker/natswire"
 )
 
 // TestMain builds the idemlab-nats binary for the broker's tests, in the
@@ -194,5 +196,52 @@ func TestBrokerAckFirstLosesTheEvent(t *testing.T) {
 	}
 	if lost != 1 {
 		t.Errorf("%d trials crashed right after the ack, want 1", lost)
+	}
+}
+
+// TestBrokerURL: with --broker-url the trials run on the user's server,
+// each on a stream of its own named after its condition and trial, which
+// the trial deletes at its end; the user's own stream is left alone.
+func TestBrokerURL(t *testing.T) {
+	brokertest.Need(t)
+	b, err := broker.Lookup(broker.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := b.Start(context.Background(), broker.DefaultNATS(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer users.Close()
+	if _, err := users.Publish("theirs", nil); err != nil {
+		t.Fatal(err)
+	}
+	out := runFile(t, shipped("single-transaction"), map[string]string{"faults": "points", FlagBroker: broker.NATS, FlagBrokerURL: users.URL()})
+	if len(out.Findings) > 0 || !out.Result.Pass {
+		t.Fatalf("pass %v, findings %v", out.Result.Pass, out.Findings)
+	}
+	streams := map[string]bool{}
+	for _, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil || o.Broker == nil || o.Broker.URL != users.URL() || o.Broker.Published == nil {
+			t.Fatalf("observation %s: %v; want the user's server's word", l.Raw, err)
+		}
+		streams[o.Broker.Published.Stream] = true
+	}
+	if len(streams) != len(out.Records.Observations) {
+		t.Errorf("%d streams for %d trials; want one each", len(streams), len(out.Records.Observations))
+	}
+	c, err := natswire.Dial(users.URL(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for s := range streams {
+		if _, err := c.StreamInfo(s); err == nil {
+			t.Errorf("stream %s is still on the user's server", s)
+		}
+	}
+	if st, err := users.State(); err != nil || st.Messages != 1 {
+		t.Errorf("the user's stream: %+v, %v; want its one message", st, err)
 	}
 }
