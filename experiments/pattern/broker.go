@@ -74,6 +74,20 @@ func (s Settings) refuseProgramsOnBroker() error {
 	return nil
 }
 
+// findBroker refuses a run on a broker whose server binary is missing
+// before any trial, as a usage error that says how to build it, where the
+// first trial would fail the run as the harness's fault. A user's server
+// (--broker-url) needs none.
+func (s Settings) findBroker() error {
+	if s.Broker == nil || s.Broker.URL != "" || s.Broker.Name != broker.NATS {
+		return nil
+	}
+	if _, err := broker.FindNATSServer(); err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
+	}
+	return nil
+}
+
 // TrialBroker is what the parent recorded of a trial's broker: where the
 // consumers connected, what the broker process said when it was ready,
 // and its answer to the harness's publish of the event.

@@ -181,6 +181,9 @@ func Run(ctx context.Context, env scenario.Env, s Settings, as string) error {
 	if err := p.sweepIfMounts(); err != nil {
 		return err
 	}
+	if err := s.findBroker(); err != nil {
+		return err
+	}
 	if env.Backend != nil {
 		if err := checkOnServer(ctx, env, p.s.Patterns); err != nil {
 			return err
