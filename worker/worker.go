@@ -44,6 +44,7 @@ var registry = map[string]Func{
 	// publisher that records its publish in an outbox row.
 	redelivery.ConsumerName:  redelivery.ConsumeMain,
 	redelivery.PublisherName: redelivery.PublishMain,
+	pattern.ConsumerName:     pattern.ConsumeMain,
 }
 
 // Names lists the registered workers, sorted.

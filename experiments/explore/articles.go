@@ -88,6 +88,11 @@ func articleSettings(ctx context.Context, files fs.FS, st Settings, on backend.S
 		names = append(names, path.Join(ArticleDir, n+".json"))
 	}
 	if on.IsSQLite() {
+		if st.Broker != "" {
+			if err := base.PlanBroker(st.brokerOverrides()); err != nil {
+				return nil, err
+			}
+		}
 		if err := base.AddFiles(ctx, articleFiles{files}, names, on, nil); err != nil {
 			return nil, fmt.Errorf("the article pattern files: %w", err)
 		}

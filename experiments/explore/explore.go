@@ -24,7 +24,9 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/broker"
 	"idemlab/experiments/engine"
+	"idemlab/experiments/errclass"
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
@@ -119,6 +121,12 @@ type Settings struct {
 	// format 6 or older, whose Patterns name the hand-written workers,
 	// and on PostgreSQL, which races the hand-written workers still.
 	Articles []pattern.Settings `json:"articles,omitempty"`
+	// Broker and BrokerURL are --broker and --broker-url: the article
+	// files' deliveries go through the broker (each article settings'
+	// Broker); OnBroker says what of the exploration does not, and why.
+	Broker    string   `json:"broker,omitempty"`
+	BrokerURL string   `json:"broker_url,omitempty"`
+	OnBroker  []NotRun `json:"on_broker,omitempty"`
 }
 
 // NotRun is a part of the exploration a backend does not run, and why.
@@ -235,6 +243,8 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: "seed", Usage: "seed of every k and delay; the same seed replays the same schedule"},
 		{Name: "rounds", Usage: "races per pattern, racer count and kill mode"},
 		{Name: "only-trial", Usage: "run only this trial of each random condition that has it, no sweep or takeover, to replay one violation"},
+		{Name: pattern.FlagBroker, Usage: "explore: who redelivers the article files' events, none (the harness, default) or nats (a JetStream server per trial, as the pattern scenario's --broker nats); the built-in subjects (batch, lease, the claim-ttl probe) run as without it, and the run says so"},
+		{Name: pattern.FlagBrokerURL, Usage: "explore, with --broker nats: a NATS server of your own for the article files' trials"},
 		scenario.ShardFlag,
 	}
 }
@@ -244,6 +254,9 @@ func (Scenario) Flags() []scenario.Flag {
 func (sc Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Plan, error) {
 	if req.Backend.IsSQLite() {
 		p, err := sc.planSQLite(req.Section, req.Overrides)
+		if err == nil {
+			err = p.s.planBroker(req.Overrides)
+		}
 		if err != nil || p.s.OnlyTrial >= 0 {
 			// A replay of one trial replays a built-in subject's; an
 			// article file's trial replays with the pattern scenario.
@@ -251,6 +264,9 @@ func (sc Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario
 		}
 		p.s.Articles, err = articleSettings(ctx, sc.Articles, p.s, req.Backend)
 		return p, err
+	}
+	if b := req.Overrides[pattern.FlagBroker]; b != "" && b != broker.None {
+		return nil, fmt.Errorf("%w: --%s %s: explore on PostgreSQL runs the races alone, and a broker hands an event to one consumer at a time; run it on SQLite", errclass.ErrUsage, pattern.FlagBroker, b)
 	}
 	p, err := sc.planPostgres(req.Backend, req.Section, req.Overrides)
 	if err != nil {
@@ -363,6 +379,36 @@ func postgresSettings(sq Settings, b backend.Spec, levels []string) Settings {
 // run again, which a busy file on SQLite is not, so the input's
 // max_attempts (SQLite's) does not bound it; the claim scenario's bound.
 const PostgresMaxAttempts = 50
+
+// planBroker records --broker and --broker-url, and what of the
+// exploration they leave as it was.
+func (st *Settings) planBroker(ov map[string]string) error {
+	name, url := ov[pattern.FlagBroker], ov[pattern.FlagBrokerURL]
+	if name == "" || name == broker.None {
+		if url != "" {
+			return fmt.Errorf("%w: --%s needs --%s %s", errclass.ErrUsage, pattern.FlagBrokerURL, pattern.FlagBroker, broker.NATS)
+		}
+		return nil
+	}
+	if _, err := broker.Lookup(name); err != nil {
+		return fmt.Errorf("%w: --%s: %w", errclass.ErrUsage, pattern.FlagBroker, err)
+	}
+	st.Broker, st.BrokerURL = name, url
+	st.OnBroker = NotOnBroker
+	return nil
+}
+
+// brokerOverrides are the settings' broker as the pattern scenario's
+// flags.
+func (st Settings) brokerOverrides() map[string]string {
+	return map[string]string{pattern.FlagBroker: st.Broker, pattern.FlagBrokerURL: st.BrokerURL}
+}
+
+// NotOnBroker is what of explore a broker leaves as it was, and why.
+var NotOnBroker = []NotRun{
+	{"batch-journal, batch-rerun-all, the claim-ttl probe and lease-batch (the built-in subjects)", "they deliver no event from a queue (a batch of items, a lease, a probe inside the TTL): they run with the harness's processes, as without --broker"},
+	{"the article files' races", "one durable pull consumer hands an event to one consumer at a time, so racers would not race: run them with --broker none"},
+}
 
 // NotOnPostgres is what explore runs on SQLite alone, and why: one line
 // each, recorded in the settings and printed by the report.

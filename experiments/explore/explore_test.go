@@ -18,7 +18,7 @@ import (
 	wr "idemlab/worker/redelivery"
 )
 
-func TestMain(m *testing.M) { worker.TestMain(m, breaks) }
+func TestMain(m *testing.M) { worker.TestMain(withBroker{m}, breaks) }
 
 // section is small: 4 random trials per pattern and one round of 2
 // racers, about 40 processes.

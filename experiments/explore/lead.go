@@ -107,6 +107,9 @@ func Lead(st Settings, res results.ScenarioResult, extra Extra) ([]scenario.Sent
 	for _, nr := range st.NotRun {
 		out = append(out, scenario.Sentence{Text: fmt.Sprintf("Not run on PostgreSQL: %s, because %s.", nr.Part, nr.Reason)})
 	}
+	for _, nr := range st.OnBroker {
+		out = append(out, scenario.Sentence{Text: fmt.Sprintf("Not on --broker %s: %s, because %s.", st.Broker, nr.Part, nr.Reason)})
+	}
 	return out, nil
 }
 

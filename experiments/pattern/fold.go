@@ -290,6 +290,7 @@ func (f *folder) line(l results.Line) {
 		f.delivery(t, i, d)
 	}
 	f.checkSequence(t)
+	f.checkBroker(t)
 	broken := f.judge(t)
 	if c.Fault == FaultNone && l.Shard != f.first {
 		// Another shard's discovery run: checked as any trial, it must
@@ -420,12 +421,22 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 		f.programDelivery(t, i, d, p)
 		return
 	}
-	f.c.Argv(p, wp.WorkerName, Args(f.st, t.o, d).Argv())
+	if f.st.Broker != nil && t.o.Broker != nil {
+		f.c.Argv(p, wp.ConsumerName, ConsumeArgs(f.st, t.c, t.o, d).Argv())
+	} else {
+		f.c.Argv(p, wp.WorkerName, Args(f.st, t.o, d).Argv())
+	}
 	f.c.Env(p, Env(t.c, t.o, d))
 	who := fmt.Sprintf("delivery %d", d.Number)
 	if t.o.Kind == KindRace && d.Number == 1 {
 		who = fmt.Sprintf("racer %d", d.Worker)
 	}
+	if early := f.ackedBefore(t, i, p); early && !(p.ExitCode == protocol.ExitACK && p.Signal == "") {
+		// Acknowledged at the ack step, then crashed, killed or failed:
+		// the event counts as delivered.
+		t.acks++
+	}
+	f.checkAckStep(t, i, p, who)
 	switch {
 	case p.Signal != "":
 		if p.KilledBy != "harness" || !f.killPlanned(t, i) {
@@ -450,6 +461,59 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 		}
 	default:
 		f.c.Proc(p, "exit_code", "%s exited %d, which is no outcome of a delivery (0 ACK, 17 crash, 18 step failed)%s", who, p.ExitCode, tail(p.Stderr))
+	}
+}
+
+// checkAckStep is the ack step's oracle: a delivery whose crash the
+// trial placed at a named point (a point or power trial's, or the k-th
+// hit of a crash-after-hits trial, on the discovered points) acked when,
+// and only when, that point comes after the ack step's own "after" point
+// or is it. A delivery that exited 0 or failed a step passed its ack step
+// when the handler's path reached it: its report says how far it got, and
+// it must say so on its standard error too.
+func (f *folder) checkAckStep(t *trialLine, i int, p results.Process, who string) {
+	n := t.pat.File.AckStep()
+	early := ackedEarly(p.ProcessRecord)
+	if n == 0 {
+		// On a broker the consumer writes every ack the server
+		// accepted, the one after the last step too.
+		switch {
+		case f.killedOnBroker(t, i, p):
+			// Killed between the server's answer and its exit: its
+			// line, or its exit, may be missing.
+		case early && f.st.Broker == nil:
+			f.c.Proc(p, "stderr", "%s acknowledged at an ack step, but the handler has none", who)
+		case early && (p.ExitCode != protocol.ExitACK || p.Signal != ""):
+			f.c.Proc(p, "stderr", "%s acknowledged and then did not exit 0, but the handler has no ack step: its ack follows the last step", who)
+		}
+		return
+	}
+	_, after := t.pat.File.Handler[n-1].Points(n - 1)
+	switch {
+	case p.Signal != "":
+		return // a kill after a delay lands where the scheduler says
+	case p.ExitCode == protocol.ExitCrash && i == 0 && (t.o.Kind == KindPoint || t.o.Kind == KindHits || t.o.Kind == KindPower && !isACK(t.o.Point)):
+		points := f.discovered(t.pat)
+		at := t.o.Point
+		if t.o.Kind == KindHits && t.o.K >= 1 && t.o.K <= len(points) {
+			at = points[t.o.K-1]
+		}
+		k, ak := slices.Index(points, at), slices.Index(points, after)
+		if want := ak >= 0 && k >= ak; early != want {
+			f.c.Proc(p, "stderr", "%s crashed at %q and acked=%v, but the ack step's point %q %s it", who, at, early, after, map[bool]string{true: "is at or before", false: "is not at or before"}[want])
+		}
+	case p.ExitCode == protocol.ExitACK || p.ExitCode == protocol.ExitStepFailed:
+		rep, err := protocol.ParseReport(p.Stdout)
+		if err != nil {
+			return
+		}
+		want := slices.Contains(rep.Points, after)
+		if f.st.Broker != nil && p.ExitCode == protocol.ExitACK {
+			want = true // at the ack step, or after a stop before it
+		}
+		if early != want {
+			f.c.Proc(p, "stderr", "%s passed %d points and acked=%v at the ack step, but it %s its point %q", who, len(rep.Points), early, map[bool]string{true: "passed", false: "did not pass"}[want], after)
+		}
 	}
 }
 
@@ -596,7 +660,7 @@ func (f *folder) checkSequence(t *trialLine) {
 		if acked {
 			f.c.Obs(t.l, results.Field("deliveries", n), "delivery %d came after an ACK; an acknowledged event is not redelivered", d.Number)
 		}
-		if p, ok := f.rec.Process(d.ProcessID); ok && p.ExitCode == protocol.ExitACK && p.Signal == "" || n == 0 && ackOpenCut(t.pat, t.o, d) {
+		if p, ok := f.rec.Process(d.ProcessID); ok && f.acked(t, n, p) || n == 0 && ackOpenCut(t.pat, t.o, d) {
 			acked = true
 		}
 		next++

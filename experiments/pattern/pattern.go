@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/broker"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/results"
@@ -93,6 +94,9 @@ type Settings struct {
 	// NotRun are the fault classes asked for that the backend cannot
 	// run, each with why; the report says so in one line each.
 	NotRun []NotRun `json:"not_run,omitempty"`
+	// Broker is the broker that redelivers (--broker nats), with every
+	// setting; nil is the harness's own redelivery (--broker none).
+	Broker *broker.Settings `json:"broker,omitempty"`
 	// KnownUnsafeRule is how the oracle reads a bare "power" in a file's
 	// known_unsafe: RuleSomeSetting (every run from format 5) expects some
 	// power setting to break; empty, as an older folder recorded it,
@@ -107,6 +111,9 @@ const RuleSomeSetting = "some-setting"
 type NotRun struct {
 	Fault  string `json:"fault"`
 	Reason string `json:"reason"`
+	// Where is what leaves it out when it is not the backend, as
+	// "--broker nats".
+	Where string `json:"where,omitempty"`
 }
 
 // powerNotOnPostgres is why the power class does not run on PostgreSQL
@@ -198,6 +205,8 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: "trials", Usage: "random trials per pattern"},
 		{Name: "rounds", Usage: "races per racer count and kill mode"},
 		{Name: "power", Usage: "power settings, comma-separated JOURNAL_MODE/SYNCHRONOUS (replaces each pattern file's power list)"},
+		{Name: FlagBroker, Usage: "pattern: who redelivers, none (the harness, default) or nats (a JetStream server per trial: each delivery a consumer process that fetches from a durable pull consumer and acks at the ack step or after the last step; points and random only; needs the idemlab-nats binary)"},
+		{Name: FlagBrokerURL, Usage: "pattern, with --broker nats: a NATS server of your own (nats://host:port) instead of one per trial; each trial makes a stream IDEMLAB_PATTERN_<condition>_<trial> there and deletes it"},
 		scenario.ShardFlag,
 	}
 }
@@ -248,7 +257,13 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 			return nil, fmt.Errorf("%s.faults: only power was asked for, and %s", Name, powerNotOnPostgres)
 		}
 	}
+	if err := st.PlanBroker(ov); err != nil {
+		return nil, err
+	}
 	if err := st.addFiles(ctx, files, in.Files, b, in.power, req.Machine); err != nil {
+		return nil, err
+	}
+	if err := st.refuseProgramsOnBroker(); err != nil {
 		return nil, err
 	}
 	for _, p := range st.Patterns {

@@ -76,7 +76,11 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 			t.Legend = append(t.Legend, programNotes(st, pat, p)...)
 		}
 		for _, n := range st.NotRun {
-			t.Rows = append(t.Rows, []string{n.Fault, "-", "-", "not run on " + st.Backend, n.Reason})
+			where := st.Backend
+			if n.Where != "" {
+				where = n.Where
+			}
+			t.Rows = append(t.Rows, []string{n.Fault, "-", "-", "not run on " + where, n.Reason})
 		}
 		if p.About != "" {
 			t.Legend = append(t.Legend, p.Name+": "+p.About)
@@ -100,6 +104,12 @@ func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
 		args := []string{"--scenario", Name, "--pattern-file", pat.Source, "--faults", c.Fault, "--seed", fmt.Sprint(st.Seed)}
 		if st.Postgres != nil {
 			args = append(args, "--backend", st.Backend, "--isolation", st.Target().Isolation.String(), "--synchronous-commit", st.Postgres.SynchronousCommit)
+		}
+		if st.Broker != nil {
+			args = append(args, "--"+FlagBroker, st.Broker.Name)
+			if st.Broker.URL != "" {
+				args = append(args, "--"+FlagBrokerURL, st.Broker.URL)
+			}
 		}
 		switch c.Fault {
 		case "random":

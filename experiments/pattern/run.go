@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/broker"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
@@ -127,6 +128,8 @@ type Observation struct {
 	Values map[string]wp.Value `json:"values"`
 	// Sends are the trial receiver's log.
 	Sends []receiver.Entry `json:"sends"`
+	// Broker is the trial's broker, with --broker nats.
+	Broker *TrialBroker `json:"broker,omitempty"`
 }
 
 // Delivery is one delivery's process. A program's delivery also has what
@@ -148,6 +151,9 @@ type Delivery struct {
 	// SocketCut counts the bytes sent on the points socket past its caps,
 	// which the parent did not keep.
 	SocketCut int64 `json:"socket_cut,omitempty"`
+	// Broker is the broker's state, read once the delivery's consumer had
+	// exited, with --broker nats.
+	Broker *broker.State `json:"broker,omitempty"`
 }
 
 // Run discovers each pattern's points, then runs its fault classes.
@@ -173,6 +179,9 @@ func Run(ctx context.Context, env scenario.Env, s Settings, as string) error {
 	}
 	defer os.RemoveAll(dir)
 	if err := p.sweepIfMounts(); err != nil {
+		return err
+	}
+	if err := s.findBroker(); err != nil {
 		return err
 	}
 	if env.Backend != nil {
@@ -388,6 +397,15 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	if err := t.prepare(); err != nil {
 		return d, fmt.Errorf("%w: %s trial %d: prepare the file: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 	}
+	if r.s.Broker != nil {
+		err := t.startBroker()
+		if t.br != nil {
+			defer t.br.Close()
+		}
+		if err != nil {
+			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
+		}
+	}
 	first, err := t.first()
 	if err != nil {
 		return d, err
@@ -420,6 +438,8 @@ type trial struct {
 	fs *fsTrial
 	// pc is a power trial's own cluster on PostgreSQL (pgpower.go).
 	pc *backend.PowerCluster
+	// br is the trial's broker, with --broker nats.
+	br broker.Trial
 }
 
 // env is what every process of the trial runs with: the power-loss VFS
@@ -543,9 +563,13 @@ func (t *trial) spec(d Delivery) harness.Spec {
 	env := Env(t.c, *t.o, d)
 	crashAt := env[protocol.EnvCrashAt]
 	delete(env, protocol.EnvCrashAt)
+	worker, args := wp.WorkerName, Args(t.r.s, *t.o, d).Argv()
+	if t.br != nil {
+		worker, args = wp.ConsumerName, ConsumeArgs(t.r.s, t.c, *t.o, d).Argv()
+	}
 	return harness.Spec{
 		Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d delivery %d.%d", t.o.Trial, d.Number, d.Worker),
-		Worker: wp.WorkerName, Args: Args(t.r.s, *t.o, d).Argv(), Env: env, CrashAt: crashAt, Exits: exits,
+		Worker: worker, Args: args, Env: env, CrashAt: crashAt, Exits: exits,
 	}
 }
 
@@ -557,8 +581,18 @@ type delivered struct {
 	durationMS float64
 }
 
+// ackedRecord says whether a delivery acknowledged the event: it exited 0
+// (the ACK that follows the last step), or the built-in worker passed its
+// handler's ack step, whatever came after (wp.AckLine): a crash or a kill
+// after an ACK is not redelivered.
 func ackedRecord(r results.ProcessRecord) bool {
-	return r.ExitCode == protocol.ExitACK && r.Signal == ""
+	return r.ExitCode == protocol.ExitACK && r.Signal == "" || ackedEarly(r)
+}
+
+// ackedEarly says whether the built-in worker's ack step acknowledged the
+// delivery; a program's standard error is its own and acks nothing.
+func ackedEarly(r results.ProcessRecord) bool {
+	return (r.Worker == wp.WorkerName || r.Worker == wp.ConsumerName) && wp.AckedOnStderr(r.Stderr)
 }
 
 // first runs the trial's first delivery, or its racers.
@@ -610,7 +644,13 @@ func (t *trial) first() ([]delivered, error) {
 			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 	}
-	return []delivered{{acked: ackedRecord(proc.Record), points: proc.Report.Points, durationMS: proc.Record.DurationMS}}, nil
+	acked := ackedRecord(proc.Record)
+	if t.br != nil {
+		if acked, err = t.brokerWord(); err != nil {
+			return nil, err
+		}
+	}
+	return []delivered{{acked: acked, points: proc.Report.Points, durationMS: proc.Record.DurationMS}}, nil
 }
 
 // redeliver delivers the event again to fresh processes until one ACKs or
@@ -635,6 +675,13 @@ func (t *trial) redeliver(first []delivered) error {
 		d.ProcessID = proc.Record.ID
 		t.o.Deliveries = append(t.o.Deliveries, d)
 		acked = ackedRecord(proc.Record)
+		if t.br != nil {
+			// The broker's word decides: it redelivers until its ack
+			// floor reaches the message, or MaxDeliver.
+			if acked, err = t.brokerWord(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

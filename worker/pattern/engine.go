@@ -24,6 +24,10 @@ type Delivery struct {
 	Worker int
 	// NowMS is the worker's clock plus the delivery's offset, read once.
 	NowMS int64
+	// Ack, when set, acknowledges the delivery to whoever delivered it;
+	// the handler's ack step calls it. Its error fails the step, and the
+	// delivery then goes unacknowledged.
+	Ack func() error
 }
 
 // Sender posts one send to the trial's receiver.
@@ -50,8 +54,12 @@ type Outcome struct {
 	// Bound are the names the queries bound, with their values.
 	Bound map[string]any `json:"bound,omitempty"`
 	Sends []SendResult   `json:"sends"`
+	// AckedAt is the 1-based ack step that acknowledged the delivery; 0
+	// when the handler has none (its ACK is the worker's exit) or did not
+	// reach it.
+	AckedAt int `json:"acked_at,omitempty"`
 	// FailedStep and Error are set when a step failed; the delivery is
-	// then not ACKed.
+	// then not ACKed, unless an ack step did before it.
 	FailedStep int    `json:"failed_step,omitempty"`
 	Error      string `json:"error,omitempty"`
 	ErrorClass string `json:"error_class,omitempty"`
@@ -90,6 +98,9 @@ func Run(ctx context.Context, conn *sql.Conn, dialect store.Dialect, f File, d D
 			return out
 		}
 		out.Steps = i + 1
+		if s.Ack {
+			out.AckedAt = i + 1
+		}
 		pts.Hit(after)
 		if stop {
 			out.StoppedAt = i + 1
@@ -143,6 +154,14 @@ func (r *runner) step(s Step, out *Outcome) (bool, error) {
 		return false, r.exec("ROLLBACK")
 	case KindSend:
 		return false, r.send(s.Send, out)
+	case KindAck:
+		if r.d.Ack == nil {
+			return false, nil
+		}
+		if err := r.d.Ack(); err != nil {
+			return false, fmt.Errorf("ack: %w", err)
+		}
+		return false, nil
 	}
 	return false, fmt.Errorf("step of no known kind")
 }

@@ -230,3 +230,71 @@ func TestBeginSQL(t *testing.T) {
 		}
 	}
 }
+
+// TestAckStepPlacesTheAck: the ack step calls the delivery's Ack once,
+// between its own before and after points, and the outcome names it; a
+// crash before the step leaves the delivery unacknowledged, one after it
+// acknowledged; without an ack step nothing is acked before the exit.
+func TestAckStepPlacesTheAck(t *testing.T) {
+	rcv := &fakeReceiver{keys: map[string]bool{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	for _, tt := range []struct {
+		name    string
+		at      int // 1-based place of the ack step, 0 for none
+		crashAt string
+		acks    []string // the points passed when Ack was called
+		ackedAt int
+	}{
+		{"first, no crash", 1, "", []string{"before-1-ack"}, 1},
+		{"first, crash before it", 1, "before-1-ack", nil, 0},
+		{"first, crash right after it", 1, "after-1-ack", []string{"before-1-ack"}, 1},
+		{"last, crash at the commit", 7, "before-4-commit", nil, 0},
+		{"none", 0, "", nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, dbPath := loadPattern(t, t.TempDir())
+			if tt.at > 0 {
+				f.Handler = slices.Insert(f.Handler, tt.at-1, Step{Ack: true})
+			}
+			var stderr strings.Builder
+			call := protocol.NewCall(WorkerName, nil, nil, io.Discard, &stderr, tt.crashAt, func(int) { panic(crashed{}) })
+			var acks []string
+			d := Delivery{EventID: "ev-1", Number: 1, NowMS: 1000, Ack: func() error {
+				acks = append(acks, call.Points.Passed()...)
+				return stderrAck(&stderr)()
+			}}
+			ctx := context.Background()
+			db, _, err := sqlitedb.Open(ctx, Options(dbPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var out Outcome
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						if _, ok := r.(crashed); !ok {
+							panic(r)
+						}
+					}
+				}()
+				out = Run(ctx, conn, store.SQLite{}, f, d, httpSender{base: srv.URL}, call.Points)
+			}()
+			if d := cmp.Diff(tt.acks, acks); d != "" {
+				t.Errorf("points passed at the ack (-want +got):\n%s", d)
+			}
+			if got, want := AckedOnStderr(stderr.String()), tt.acks != nil; got != want {
+				t.Errorf("AckedOnStderr(%q) = %v, want %v", stderr.String(), got, want)
+			}
+			if tt.crashAt == "" && out.AckedAt != tt.ackedAt {
+				t.Errorf("AckedAt = %d, want %d", out.AckedAt, tt.ackedAt)
+			}
+		})
+	}
+}

@@ -65,7 +65,7 @@ func (f File) RunsOn(backend string) bool {
 }
 
 // Step is one handler step. Exactly one of Query, Exec, Begin, Commit,
-// Rollback and Send is set.
+// Rollback, Send and Ack is set.
 type Step struct {
 	Query string `json:"query,omitempty"`
 	// As binds the first column of the query's first row as :As.
@@ -81,6 +81,10 @@ type Step struct {
 	Commit            bool   `json:"commit,omitempty"`
 	Rollback          bool   `json:"rollback,omitempty"`
 	Send              *Send  `json:"send,omitempty"`
+	// Ack places the delivery's ACK: from this step on the delivery
+	// counts as acknowledged, and a crash after it is not redelivered (at
+	// most once). Without an ack step the ACK follows the last step.
+	Ack bool `json:"ack,omitempty"`
 }
 
 // Send is a POST to the trial's receiver.
@@ -116,6 +120,7 @@ const (
 	KindCommit   = "commit"
 	KindRollback = "rollback"
 	KindSend     = "send"
+	KindAck      = "ack"
 )
 
 // Kind names the step's kind.
@@ -133,6 +138,8 @@ func (s Step) Kind() string {
 		return KindRollback
 	case s.Send != nil:
 		return KindSend
+	case s.Ack:
+		return KindAck
 	}
 	return ""
 }
@@ -141,6 +148,17 @@ func (s Step) Kind() string {
 // after-N-KIND with N 1-based.
 func (s Step) Points(i int) (before, after string) {
 	return fmt.Sprintf("before-%d-%s", i+1, s.Kind()), fmt.Sprintf("after-%d-%s", i+1, s.Kind())
+}
+
+// AckStep is the 1-based place of the handler's ack step, 0 when it has
+// none and the ACK follows the last step.
+func (f File) AckStep() int {
+	for i, s := range f.Handler {
+		if s.Ack {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // Defaults applied to a file that leaves them out.
@@ -184,7 +202,7 @@ func refuse(path, format string, args ...any) error {
 // keys of each object in the file, for refusing unknown ones by path.
 var (
 	fileKeys      = []string{"name", "about", "schema", "schema_postgres", "handler", "command", "handler_timeout_ms", "invariants", "known_unsafe", "redelivery_after_ms", "max_deliveries", "power", "backends"}
-	stepKeys      = []string{"query", "as", "stop_if", "exec", "stop_unless_changed", "begin", "commit", "rollback", "send"}
+	stepKeys      = []string{"query", "as", "stop_if", "exec", "stop_unless_changed", "begin", "commit", "rollback", "send", "ack"}
 	sendKeys      = []string{"step", "key"}
 	invariantKeys = []string{"name", "query", "sends", "equals", "at_most"}
 	sendsKeys     = []string{"step", "equals", "at_most"}

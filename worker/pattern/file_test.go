@@ -87,6 +87,11 @@ func TestCheckRefuses(t *testing.T) {
 		{"a setting narrows power only", "known_unsafe[0]", "only power is narrowed", func(m map[string]any) { m["known_unsafe"] = []any{"points:WAL/FULL"} }},
 		{"unknown backend", "backends[0]", "want each of", func(m map[string]any) { m["backends"] = []any{"oracle"} }},
 		{"a backend twice", "backends[1]", "at most once", func(m map[string]any) { m["backends"] = []any{"sqlite", "sqlite"} }},
+		{"two ack steps", "handler[2].ack", "handler[0] acks already", func(m map[string]any) {
+			m["handler"] = append([]any{map[string]any{"ack": true}}, m["handler"].([]any)...)
+			m["handler"].([]any)[2] = map[string]any{"ack": true}
+		}},
+		{"ack beside another kind", "handler[2]", "2 step kinds", func(m map[string]any) { step(m, 2)["ack"] = true }},
 		{"schema_postgres on a sqlite-only file", "schema_postgres", "leaves out postgres", func(m map[string]any) { m["backends"] = []any{"sqlite"} }},
 	}
 	for _, tt := range tests {

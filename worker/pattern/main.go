@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"idemlab/worker/protocol"
+	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 	"idemlab/worker/wire"
@@ -64,6 +66,19 @@ func ParseArgs(args []string) (Args, error) {
 	var a Args
 	fs := flag.NewFlagSet(WorkerName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	check := a.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return a, err
+	}
+	if fs.NArg() > 0 {
+		return a, fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	return a, check()
+}
+
+// bind declares Argv's flags on fs and returns the check to run after
+// fs.Parse.
+func (a *Args) bind(fs *flag.FlagSet) (check func() error) {
 	fs.StringVar(&a.File, "file", "", "pattern file")
 	fs.StringVar(&a.DB, "db", "", "database file")
 	fs.StringVar(&a.EventID, "event-id", "", "event id")
@@ -73,23 +88,20 @@ func ParseArgs(args []string) (Args, error) {
 	fs.StringVar(&a.Receiver, "receiver", "", "receiver base URL")
 	fs.IntVar(&a.ReadyFD, "ready-fd", 0, "descriptor to signal readiness on")
 	backend := store.BindBackend(fs, &a.Backend)
-	if err := fs.Parse(args); err != nil {
-		return a, err
+	return func() error {
+		if err := backend(); err != nil {
+			return err
+		}
+		switch {
+		case a.File == "" || a.DB == "" || a.EventID == "":
+			return errors.New("-file, -db and -event-id are required")
+		case a.Delivery < 1:
+			return errors.New("-delivery: want 1 or more")
+		case a.ReadyFD != 0 && a.ReadyFD < 3:
+			return errors.New("-ready-fd: want 3 or more")
+		}
+		return nil
 	}
-	if err := backend(); err != nil {
-		return a, err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return a, fmt.Errorf("unexpected arguments %v", fs.Args())
-	case a.File == "" || a.DB == "" || a.EventID == "":
-		return a, errors.New("-file, -db and -event-id are required")
-	case a.Delivery < 1:
-		return a, errors.New("-delivery: want 1 or more")
-	case a.ReadyFD != 0 && a.ReadyFD < 3:
-		return a, errors.New("-ready-fd: want 3 or more")
-	}
-	return a, nil
 }
 
 // Options are the database settings of a pattern's delivery: the
@@ -104,6 +116,9 @@ type Result struct {
 	Outcome  Outcome           `json:"outcome"`
 	Settings sqlitedb.Settings `json:"settings"`
 	Postgres *store.PGSettings `json:"postgres,omitempty"`
+	// Broker is the broker's word on the message, from pattern.consume
+	// only.
+	Broker *wr.Consumed `json:"broker,omitempty"`
 }
 
 // Main is the registered worker "pattern.deliver": one delivery of the
@@ -113,6 +128,17 @@ func Main(call *protocol.Call) int {
 	a, err := ParseArgs(call.Args)
 	if err != nil {
 		return call.Usage(err)
+	}
+	return handle(call, a, stderrAck(call.Stderr), nil, nil)
+}
+
+// handle runs one delivery of a's handler, its ack step calling ack.
+// before, when set, runs once the handler is done and the database
+// closed, before the report: a broker consumer's ack after the work. res,
+// when set, is the result the report carries, filled in here.
+func handle(call *protocol.Call, a Args, ack func() error, before func() error, res *Result) int {
+	if res == nil {
+		res = &Result{}
 	}
 	b, err := os.ReadFile(a.File)
 	if err != nil {
@@ -141,9 +167,9 @@ func Main(call *protocol.Call) int {
 			return call.Fail(err)
 		}
 	}
-	d := Delivery{EventID: a.EventID, Number: a.Delivery, Worker: a.Worker, NowMS: time.Now().UnixMilli() + a.NowOffsetMS}
+	d := Delivery{EventID: a.EventID, Number: a.Delivery, Worker: a.Worker, NowMS: time.Now().UnixMilli() + a.NowOffsetMS, Ack: ack}
 	out := Run(ctx, conn, st.Dialect, f, d, httpSender{base: a.Receiver}, call.Points)
-	res := Result{Outcome: out, Postgres: rb.Postgres}
+	res.Outcome, res.Postgres = out, rb.Postgres
 	if rb.SQLite != nil {
 		res.Settings = *rb.SQLite
 	}
@@ -167,7 +193,38 @@ func Main(call *protocol.Call) int {
 	if err := errors.Join(conn.Close(), db.Close()); err != nil {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
+	if before != nil {
+		if err := before(); err != nil {
+			return call.Fail(err)
+		}
+	}
 	return call.Finish(res, protocol.ExitACK)
+}
+
+// AckLine is the line the pattern worker writes on its standard error at
+// its handler's ack step: under --broker none the harness is the broker,
+// and this line, read from the pipe it holds, is the delivery's ACK. It
+// outlives a crash or a kill right after it, as an ack on a broker's
+// socket does.
+const AckLine = "pattern.deliver: ack"
+
+// stderrAck acknowledges a delivery to the harness on w, in one write.
+func stderrAck(w io.Writer) func() error {
+	return func() error {
+		_, err := io.WriteString(w, AckLine+"\n")
+		return err
+	}
+}
+
+// AckedOnStderr says whether a pattern worker's standard error holds its
+// ack step's ACK.
+func AckedOnStderr(stderr string) bool {
+	for _, l := range strings.Split(stderr, "\n") {
+		if l == AckLine {
+			return true
+		}
+	}
+	return false
 }
 
 type httpSender struct{ base string }

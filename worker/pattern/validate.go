@@ -102,10 +102,11 @@ func (f File) validate() error {
 func (f File) validateSteps() error {
 	bound := append([]string{}, Params...)
 	inTx := false
+	acked := 0
 	for i, s := range f.Handler {
 		path := fmt.Sprintf("handler[%d]", i)
 		if n := s.kinds(); n != 1 {
-			return refuse(path, "has %d step kinds; a step is exactly one of query, exec, begin, commit, rollback, send", n)
+			return refuse(path, "has %d step kinds; a step is exactly one of query, exec, begin, commit, rollback, send, ack", n)
 		}
 		if s.As != "" && s.Query == "" {
 			return refuse(path+".as", "only a query binds a name")
@@ -133,6 +134,11 @@ func (f File) validateSteps() error {
 				return refuse(path+"."+s.Kind(), "no transaction is open; add a begin step before it")
 			}
 			inTx = false
+		case KindAck:
+			if acked > 0 {
+				return refuse(path+".ack", "handler[%d] acks already; a delivery is acknowledged once", acked-1)
+			}
+			acked = i + 1
 		case KindSend:
 			if strings.TrimSpace(s.Send.Step) == "" {
 				return refuse(path+".send.step", "must name the step sent, as \"notify\"")
@@ -162,7 +168,7 @@ func (f File) anySend() bool { return f.IsProgram() }
 
 func (s Step) kinds() int {
 	n := 0
-	for _, set := range []bool{s.Query != "", s.Exec != "", s.Begin != "", s.Commit, s.Rollback, s.Send != nil} {
+	for _, set := range []bool{s.Query != "", s.Exec != "", s.Begin != "", s.Commit, s.Rollback, s.Send != nil, s.Ack} {
 		if set {
 			n++
 		}
