@@ -330,7 +330,7 @@ func postgresSettings(sq Settings, b backend.Spec, levels []string) Settings {
 	}
 	for _, ps := range sq.Patterns {
 		p, _ := LookupPattern(ps.Name)
-		if p.racerOn(b.Name) == "" {
+		if p.RacerOn(b.Name) == "" {
 			continue
 		}
 		st.Patterns = append(st.Patterns, settingOf(p))
@@ -516,12 +516,12 @@ func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
 		pat, _ := LookupPattern(c.Pattern)
-		k := len(p.s.trials(c, p.s.Shard, pat.Points(p.s)))
+		k := len(p.s.trials(c, p.s.Shard, pat.Points(p.s.params())))
 		switch c.Kind {
 		case KindDiscovery:
 			n++
 		case KindSweep, KindHits, KindKill:
-			n += k * pat.TrialProcesses
+			n += k * pat.TrialProcesses(p.s.params())
 		case KindTakeover:
 			n += 2 * k // the paused holder and its successor
 		case KindRace:
@@ -530,7 +530,7 @@ func (p *plan) Processes() int {
 			// ran to their end (the journal's resume and final run).
 			rec := 1
 			if p.s.Backend != "" {
-				rec = pat.RaceRecovery
+				rec = pat.RaceRecovery(p.s.params())
 			}
 			n += (c.Racers + rec) * k
 		}
@@ -601,4 +601,4 @@ func (st Settings) conditionsByName() map[string]Condition {
 }
 
 // RacerArgs are a racer's arguments.
-func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st, f) }
+func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st.params(), f) }

@@ -28,7 +28,7 @@ func TestPointsModelMatchesDiscovery(t *testing.T) {
 		if err := json.Unmarshal(out.Result.Conditions[i].Observed, &d); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(pat.Points(st), d.Points); diff != "" {
+		if diff := cmp.Diff(pat.Points(st.params()), d.Points); diff != "" {
 			t.Errorf("%s: points (-model +discovered):\n%s", ps.Name, diff)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/experiments/subject/builtin"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/store"
@@ -91,7 +92,7 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 		e.Window = &w
 		e.Outside = pat.CleanSet()
 		if w != (Window{}) {
-			for _, o := range pat.Model(st) {
+			for _, o := range pat.Model(st.params()) {
 				if !slices.Contains(e.Outside, o) {
 					e.Inside = append(e.Inside, o)
 				}
@@ -104,12 +105,12 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 		w := Window{From: wb.ItemPoint(wb.PointBeforeSend, wb.ItemID(1))}
 		e.Fenced, e.Window, e.Outside = !c.Unfenced, &w, []string{OutcomeClean}
 		if c.Unfenced {
-			e.Inside = takeoverModel()
+			e.Inside = builtin.TakeoverModel()
 		}
 	case KindHits, KindKill:
-		e.Allowed = pat.Model(st)
+		e.Allowed = pat.Model(st.params())
 	case KindRace:
-		e.Allowed = pat.RaceAllowed(st, c.Racers)
+		e.Allowed = pat.RaceAllowed(st.params(), c.Racers)
 		// Under READ COMMITTED no statement of these patterns can fail
 		// with 40001, and none takes two row locks, so none can deadlock:
 		// a conflicting insert or upsert waits for the row's lock and then

@@ -13,6 +13,7 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/receiver"
+	"idemlab/experiments/subject/builtin"
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -41,7 +42,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		if !ok {
 			return fmt.Errorf("%w: pattern %q is not registered", errclass.ErrHarness, ps.Name)
 		}
-		u := engine.Unit{Subject: subject{env: env, st: st, pat: pat, conds: conds}}
+		u := engine.Unit{Subject: runner{env: env, st: st, pat: pat, conds: conds}}
 		if st.Backend == "" {
 			u.Discovery = ps.Name + "/" + KindDiscovery
 		}
@@ -66,8 +67,8 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	return harness.RunJobs(ctx, len(runs), runs)
 }
 
-// subject is a pattern's built-in workers as the engine's subject.
-type subject struct {
+// runner is a pattern's built-in workers as the engine's subject.
+type runner struct {
 	env   scenario.Env
 	st    Settings
 	pat   Pattern
@@ -78,7 +79,7 @@ type subject struct {
 // passed no point leaves nothing to sweep or pause at; the run goes on
 // with the rest, and the discovery condition fails on what its worker
 // did.
-func (s subject) Deliver(ctx context.Context, t engine.Trial) (engine.Found, error) {
+func (s runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, error) {
 	c := s.conds[t.Condition]
 	switch t.Class {
 	case engine.None:
@@ -186,7 +187,7 @@ func runTrialSteps(ctx context.Context, env scenario.Env, st Settings, pat Patte
 	fl, tok := t.sender()
 	spec := harness.Spec{
 		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d delivery", i),
-		Worker: pat.Worker, Args: pat.Args(st, fl), CrashAt: sp.point,
+		Worker: pat.Worker, Args: pat.Args(st.params(), fl), CrashAt: sp.point,
 		KillAfter: time.Duration(sp.killUS) * time.Microsecond,
 	}
 	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepDelivery, DB: t.files.DB, Receiver: t.files.Receiver, Senders: tokens(tok), Point: sp.point, K: sp.k}
@@ -209,7 +210,7 @@ func runRecovery(ctx context.Context, env scenario.Env, st Settings, pat Pattern
 	var done []string
 	for {
 		fl, tok := t.sender()
-		a, ok := pat.nextAction(st, fl, done, rows)
+		a, ok := pat.NextAction(st.params(), fl, done, rows)
 		if !ok {
 			return nil
 		}
@@ -269,9 +270,9 @@ func observe(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, o 
 	}
 	if t != nil && t.rcv != nil {
 		log, _ := t.rcv.LogSince(0)
-		rows[TableSends] = []string{}
+		rows[builtin.TableSends] = []string{}
 		for _, e := range log {
-			rows[TableSends] = append(rows[TableSends], SendRow(e))
+			rows[builtin.TableSends] = append(rows[builtin.TableSends], builtin.SendRow(e))
 		}
 	}
 	o.Rows = rows
@@ -315,7 +316,7 @@ func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c 
 		racers[r] = harness.Racer{
 			Spec: harness.Spec{
 				Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d racer %02d", i, r),
-				Worker: pat.racerOn(st.Backend), Args: RacerArgs(st, pat, fl),
+				Worker: pat.RacerOn(st.Backend), Args: RacerArgs(st, pat, fl),
 				Exits: []int{protocol.ExitACK, protocol.ExitWorkerError},
 			},
 			KillAfterRelease: time.Duration(kills[r]) * time.Microsecond,
@@ -341,7 +342,7 @@ func runRace(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c 
 	}
 	rec := harness.Spec{
 		Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("trial %06d recovery", i),
-		Worker: pat.Worker, Args: pat.Args(st, t.files),
+		Worker: pat.Worker, Args: pat.Args(st.params(), t.files),
 	}
 	_, _, err = runStep(ctx, env, pat, nil, rec, Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepRecovery, DB: t.files.DB})
 	return err

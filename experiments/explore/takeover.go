@@ -9,6 +9,7 @@ import (
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject/builtin"
 	we "idemlab/worker/explore"
 	"idemlab/worker/protocol"
 )
@@ -31,12 +32,12 @@ func runTakeover(ctx context.Context, env scenario.Env, st Settings, pat Pattern
 	sf, stok := t.sender()
 	holder := harness.Racer{Spec: harness.Spec{
 		Scenario: Name, Condition: c.Name, Label: label(i, StepStale),
-		Worker: pat.Worker, Args: leaseArgs(st, hf, HolderA, 0, fence, pt), Exits: []int{protocol.ExitACK},
+		Worker: pat.Worker, Args: builtin.LeaseArgs(st.params(), hf, builtin.HolderA, 0, fence, pt), Exits: []int{protocol.ExitACK},
 	}}
 	between := func() error {
 		spec := harness.Spec{
 			Scenario: Name, Condition: c.Name, Label: label(i, StepSuccessor),
-			Worker: pat.Worker, Args: leaseArgs(st, sf, HolderB, 0, fence, ""), Exits: []int{protocol.ExitACK},
+			Worker: pat.Worker, Args: builtin.LeaseArgs(st.params(), sf, builtin.HolderB, 0, fence, ""), Exits: []int{protocol.ExitACK},
 		}
 		o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepSuccessor, DB: t.files.DB, Receiver: t.files.Receiver, Senders: tokens(stok), Point: pt}
 		_, _, err := runStep(ctx, env, pat, t, spec, o)
@@ -88,14 +89,6 @@ const (
 	RoleStale     = "stale-holder"
 )
 
-// takeoverModel is the unfenced holder's damage by where it was paused:
-// before a send it sends again and overwrites the row; after an accepted
-// send it overwrites the row; right after its grant it finds every step
-// done and does nothing.
-func takeoverModel() []string {
-	return []string{Duplicates(1) + "," + StaleWrites(1), StaleWrites(1)}
-}
-
 func (f *folder) takeover(cf condFold) TakeoverObserved {
 	c, points := cf.c, cf.points
 	obs := TakeoverObserved{Fenced: !c.Unfenced, Points: append([]string{}, points...), Outcomes: []TakeoverTrial{}, ViolatingPoints: []string{}}
@@ -143,9 +136,9 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	fl, fence := files(sc.o), !c.Unfenced
 	// The paused holder started first: it is the trial's first process.
 	stok, htok := f.senders(pat, sc, 2)[0], f.senders(pat, sh, 1)[0]
-	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: leaseArgs(f.st, fl.As(stok), HolderB, 0, fence, ""), sender: stok})
+	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: builtin.LeaseArgs(f.st.params(), fl.As(stok), builtin.HolderB, 0, fence, ""), sender: stok})
 	f.account(pat, r1, State{})
-	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: leaseArgs(f.st, fl.As(htok), HolderA, 0, fence, pt), sender: htok})
+	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: builtin.LeaseArgs(f.st.params(), fl.As(htok), builtin.HolderA, 0, fence, pt), sender: htok})
 	f.account(pat, r2, State{})
 	f.lateSends(cf, i, []entry{sc, sh})
 	if !r1.ok || !r2.ok || r1.rep == nil || r2.rep == nil {
@@ -161,8 +154,8 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	if !stale.Paused || stale.Fence != fence || succ.Fence != fence || succ.LeaseLost {
 		f.c.Proc(f.process(r2), "stdout", "the holder says paused %v, fence %v, and the successor fence %v, lost %v; the trial pauses the holder with fence %v and the successor finishes", stale.Paused, stale.Fence, succ.Fence, succ.LeaseLost, fence)
 	}
-	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st, sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
-	for _, x := range sends(sh.o.Rows) {
+	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st.params(), sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
+	for _, x := range builtin.Sends(sh.o.Rows) {
 		if x.Outcome == receiver.SendStale {
 			t.StaleRefused++
 		}
