@@ -489,7 +489,7 @@ func newSettings(in Input, only int, pats []Pattern) Settings {
 				add(KindRace, fmt.Sprintf("%s-%d-kill", KindRace, k), indices(st.Rounds), k, true)
 			}
 		}
-		if p.Takeover && only < 0 {
+		if p.Takeover != nil && only < 0 {
 			st.Conditions = append(st.Conditions,
 				Condition{Name: p.Name + "/" + KindTakeover + "-fenced", Pattern: p.Name, Kind: KindTakeover},
 				Condition{Name: p.Name + "/" + KindTakeover + "-unfenced", Pattern: p.Name, Kind: KindTakeover, Unfenced: true})
@@ -502,6 +502,10 @@ type plan struct {
 	s Settings
 	// parallel is the input section's parallel, 0 when it sets none.
 	parallel int
+	// sendLatency is how long each trial's receiver holds a send before
+	// it logs it: none in a run; a test sets it to keep a killed
+	// worker's last request in flight past its death.
+	sendLatency time.Duration
 }
 
 func (p *plan) Settings() any { return p.s }
@@ -540,46 +544,6 @@ func (p *plan) Processes() int {
 	}
 	return n
 }
-
-// Observation is one line of observations.jsonl: one step of one trial,
-// the processes it ran, what the run chose for them (point, k, kill
-// delays) and the rows the parent read from the file afterwards.
-type Observation struct {
-	Scenario   string `json:"scenario"`
-	Condition  string `json:"condition"`
-	Trial      int    `json:"trial"`
-	Step       string `json:"step"`
-	ProcessIDs []int  `json:"process_ids"`
-	DB         string `json:"db"`
-	// Receiver is the bare URL of the trial's receiver, for a pattern that
-	// sends.
-	Receiver string `json:"receiver,omitempty"`
-	// Senders has one entry per process: the sender token the parent
-	// minted for it before it started, carried in the receiver URL the
-	// process was given and logged by the receiver with each of its
-	// sends. Absent in folders of format 4 and older.
-	Senders []string `json:"senders,omitempty"`
-	// Lookup is what the parent asked the receiver before a resolve.
-	Lookup *Lookup `json:"lookup,omitempty"`
-	Point  string  `json:"point,omitempty"`
-	K      int     `json:"k,omitempty"`
-	// KillDelaysUS has one entry per process: 0 for no kill, else the
-	// delay before SIGKILL (from the start for a kill trial, from the
-	// release for a racer).
-	KillDelaysUS []int64 `json:"kill_delays_us,omitempty"`
-	Rows         State   `json:"rows"`
-}
-
-// Steps of a trial.
-const (
-	StepDelivery = "delivery"
-	StepRecovery = "recovery"
-	StepRacers   = "racers"
-	// A takeover's steps: the successor, once it finished, then the
-	// paused holder, once it ran on.
-	StepSuccessor = "successor"
-	StepStale     = "stale-holder"
-)
 
 // trials are the engine's plan of condition c over points, the part's
 // share of it; none for the discovery, which every part runs.

@@ -10,6 +10,7 @@ import (
 
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
+	"idemlab/experiments/subject"
 	"idemlab/experiments/subject/builtin"
 	"idemlab/worker/wire"
 )
@@ -47,8 +48,7 @@ func runLateSends(t *testing.T, kills int) scenariotest.Outcome {
 			c.Trials = c.Trials[:min(kills, len(c.Trials))]
 		}
 	}
-	sendLatency = 60 * time.Millisecond
-	defer func() { sendLatency = 0 }()
+	pl.sendLatency = 60 * time.Millisecond
 	return scenariotest.RunPlan(t, New(sourceArticles(t)), pl, nil, nil)
 }
 
@@ -91,7 +91,7 @@ func TestKilledSendersLateSendIsItsOwn(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, x := range builtin.Sends(final) {
+	for _, x := range subject.Sends(final) {
 		if x.Item == l.Item && x.Accepted() {
 			n++
 		}

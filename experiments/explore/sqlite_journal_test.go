@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/receiver"
+	"idemlab/experiments/subject"
 	"idemlab/experiments/subject/builtin"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
@@ -65,7 +66,7 @@ func sqliteJournalRound(t *testing.T, r *harness.Runner, st Settings, k, round i
 	log, _ := rcv.LogSince(0)
 	rows := State{builtin.TableSends: {}}
 	for _, e := range log {
-		rows[builtin.TableSends] = append(rows[builtin.TableSends], builtin.SendRow(e))
+		rows[builtin.TableSends] = append(rows[builtin.TableSends], subject.SendRow(e))
 	}
 	completed, busy := 0, 0
 	for _, p := range procs {

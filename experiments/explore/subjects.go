@@ -23,6 +23,8 @@ type (
 	History   = subject.History
 	Invariant = subject.Invariant
 	Violation = subject.Violation
+	// Observation is one line of observations.jsonl.
+	Observation = subject.Observation
 )
 
 // Step roles, and the outcome that breaks nothing.
@@ -32,6 +34,19 @@ const (
 	RoleRacer    = subject.RoleRacer
 	OutcomeClean = subject.OutcomeClean
 )
+
+// Steps of a trial, as its observations name them.
+const (
+	StepDelivery  = subject.StepDelivery
+	StepRecovery  = subject.StepRecovery
+	StepRacers    = subject.StepRacers
+	StepSuccessor = subject.StepSuccessor
+	StepStale     = subject.StepStale
+)
+
+// KillWindowUS is the range of kill delays: the discovery run's measured
+// length.
+func KillWindowUS(durationMS float64) int64 { return subject.KillWindowUS(durationMS) }
 
 // Check runs every invariant over one history.
 func Check(h History, invs []Invariant) []Violation { return subject.Check(h, invs) }

@@ -115,8 +115,11 @@ type Subject struct {
 	// stale generations.
 	Sends  bool
 	Fenced bool
-	// Takeover adds the paused-holder conditions (lease subjects only).
-	Takeover bool
+	// Takeover, set for a lease subject, adds the paused-holder
+	// conditions and gives their processes' arguments: the holder paused
+	// at pauseAt, or the successor that takes its lease over; fence false
+	// runs both unfenced.
+	Takeover func(p Params, f Files, successor, fence bool, pauseAt string) []string
 	// Points are the crash points a normal delivery passes, from the
 	// worker's own model of them; the run discovers the points
 	// themselves.

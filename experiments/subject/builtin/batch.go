@@ -25,7 +25,7 @@ import (
 // receiver's log of every send of the trial, which the parent keeps.
 const (
 	TableJournal = "step_journal"
-	TableSends   = "receiver_log"
+	TableSends   = subject.TableSends
 )
 
 // Steps of a batch recovery.
@@ -254,49 +254,14 @@ func parseJournalRow(job, s string) (wb.JournalRow, bool) {
 	return wb.JournalRow{Job: job, Item: f[0], Step: f[1], Status: f[2], Receipt: f[3]}, true
 }
 
-// SendRow renders one receiver log entry as a state row, its sender last.
-func SendRow(e receiver.Entry) string {
-	return strings.Join([]string{strconv.Itoa(e.Seq), e.Item, e.Step, e.Outcome, strconv.FormatInt(e.Generation, 10), e.Receipt, e.Sender}, "|")
-}
-
-// Send is a parsed receiver log row. Sender is empty in a row of a
-// folder of format 4 or older, which has six fields.
-type Send struct {
-	Seq                          int
-	Item, Step, Outcome, Receipt string
-	Gen                          int64
-	Sender                       string
-}
-
-func parseSend(r string) (Send, bool) {
-	f := strings.Split(r, "|")
-	if len(f) != 6 && len(f) != 7 {
-		return Send{}, false
-	}
-	seq, err1 := strconv.Atoi(f[0])
-	gen, err2 := strconv.ParseInt(f[4], 10, 64)
-	x := Send{Seq: seq, Item: f[1], Step: f[2], Outcome: f[3], Gen: gen, Receipt: f[5]}
-	if len(f) == 7 {
-		x.Sender = f[6]
-		if x.Sender == "" {
-			return x, false
-		}
-	}
-	return x, err1 == nil && err2 == nil
-}
-
-func (s Send) Accepted() bool {
-	return s.Outcome == receiver.SendAccepted || s.Outcome == receiver.SendAcceptedNoReply
-}
-
 // sentBy lists the accepted sends of the process whose sender token is
 // tok, over the whole log of after: what it sent, whenever the receiver
 // logged it. A folder of format 4 or older has no tokens (tok is empty),
 // and its reading stays the old one: the accepts logged between before
 // and after, the window the process ran in.
-func sentBy(tok string, before, after subject.State) []Send {
-	var out []Send
-	for _, x := range Sends(after) {
+func sentBy(tok string, before, after subject.State) []subject.Send {
+	var out []subject.Send
+	for _, x := range subject.Sends(after) {
 		if !x.Accepted() {
 			continue
 		}
@@ -307,22 +272,10 @@ func sentBy(tok string, before, after subject.State) []Send {
 	return out
 }
 
-// Sends parses the receiver log rows of s; a row that does not parse is
-// left out, and the subject's CheckRows reports it.
-func Sends(s subject.State) []Send {
-	var out []Send
-	for _, r := range s[TableSends] {
-		if x, ok := parseSend(r); ok {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // acceptsByItem counts each item's accepted notifications.
 func acceptsByItem(s subject.State) map[string]int {
 	out := map[string]int{}
-	for _, x := range Sends(s) {
+	for _, x := range subject.Sends(s) {
 		if x.Accepted() && x.Step == wb.StepNotify {
 			out[x.Item]++
 		}
@@ -334,7 +287,7 @@ func acceptsByItem(s subject.State) map[string]int {
 // the key was accepted, with that send's receipt.
 func lookedUp(s subject.State, key string) subject.Lookup {
 	l := subject.Lookup{Key: key}
-	for _, x := range Sends(s) {
+	for _, x := range subject.Sends(s) {
 		if x.Accepted() && strings.HasSuffix(key, ":"+x.Item+":"+x.Step) {
 			l.Found, l.Receipt = true, x.Receipt
 		}
@@ -372,7 +325,7 @@ func checkBatchRows(st subject.Params, s subject.State, journal bool) []string {
 		}
 	}
 	for i, r := range s[TableSends] {
-		x, ok := parseSend(r)
+		x, ok := subject.ParseSend(r)
 		if !ok || x.Seq != i+1 || !slices.Contains(items, x.Item) || x.Step != wb.StepNotify {
 			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not the receiver's entry %d for a notification of the settings' items", TableSends, i, r, i+1))
 		}

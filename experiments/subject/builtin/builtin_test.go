@@ -223,7 +223,7 @@ func TestClassify(t *testing.T) {
 
 func sent(seq, n int, tok string) string {
 	e := receiver.Entry{Seq: seq, Item: wb.ItemID(n), Step: wb.StepNotify, Outcome: receiver.SendAccepted, Receipt: fmt.Sprintf("rcpt-%d", seq), Sender: tok}
-	r := SendRow(e)
+	r := subject.SendRow(e)
 	if tok == "" {
 		r = strings.TrimSuffix(r, "|")
 	}
@@ -286,9 +286,9 @@ func TestParseSendRows(t *testing.T) {
 		{"1|item-001|notify_external|accepted|0", "", false},
 	}
 	for _, tt := range tests {
-		x, ok := parseSend(tt.row)
+		x, ok := subject.ParseSend(tt.row)
 		if ok != tt.ok || (ok && x.Sender != tt.sender) {
-			t.Errorf("parseSend(%q) = %+v, %v; want sender %q, %v", tt.row, x, ok, tt.sender, tt.ok)
+			t.Errorf("subject.ParseSend(%q) = %+v, %v; want sender %q, %v", tt.row, x, ok, tt.sender, tt.ok)
 		}
 	}
 }

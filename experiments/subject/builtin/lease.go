@@ -62,9 +62,14 @@ func Lease() subject.Subject {
 		TrialShare: 12,
 		Sends:      true,
 		Fenced:     true,
-		Takeover:   true,
-		Points:     func(st subject.Params) []string { return we.LeasePoints(st.Items) },
-		Args:       func(st subject.Params, f subject.Files) []string { return LeaseArgs(st, f, HolderA, 0, true, "") },
+		Takeover: func(st subject.Params, f subject.Files, successor, fence bool, pauseAt string) []string {
+			if successor {
+				return LeaseArgs(st, f, HolderB, 0, fence, "")
+			}
+			return LeaseArgs(st, f, HolderA, 0, fence, pauseAt)
+		},
+		Points: func(st subject.Params) []string { return we.LeasePoints(st.Items) },
+		Args:   func(st subject.Params, f subject.Files) []string { return LeaseArgs(st, f, HolderA, 0, true, "") },
 		Recovery: func(st subject.Params, f subject.Files, done []string, _ subject.State) (subject.Action, bool) {
 			if len(done) > 0 {
 				return subject.Action{}, false
@@ -160,7 +165,7 @@ func checkLeaseRows(st subject.Params, s subject.State) []string {
 		}
 	}
 	for i, r := range s[TableSends] {
-		x, ok := parseSend(r)
+		x, ok := subject.ParseSend(r)
 		if !ok || x.Seq != i+1 || !slices.Contains(items, x.Item) || x.Step != wb.StepNotify || x.Gen < 1 {
 			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not the receiver's entry %d for a fenced notification", TableSends, i, r, i+1))
 		}
@@ -186,10 +191,10 @@ func staleWrites(s subject.State) []we.LogEntry {
 
 // staleAccepts are sends the receiver accepted after it had seen a newer
 // generation of the job, in its own log's order.
-func staleAccepts(s subject.State) []Send {
-	var out []Send
+func staleAccepts(s subject.State) []subject.Send {
+	var out []subject.Send
 	var top int64
-	for _, x := range Sends(s) {
+	for _, x := range subject.Sends(s) {
 		if x.Accepted() && x.Gen < top {
 			out = append(out, x)
 		}
