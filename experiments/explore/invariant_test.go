@@ -7,9 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// rows makes a redelivery state with j jobs and p processed records.
-// TestInvariants judges hand-made histories: what a crash, a kill or a
-// race could leave, and what no correct run can.
 // TestSchedule checks that a trial's draw depends only on its seed,
 // condition and index, and stays in range.
 func TestSchedule(t *testing.T) {

@@ -6,15 +6,6 @@ import (
 	"testing"
 )
 
-// send is a receiver log row: seq, item, outcome, generation.
-// logRow is a lease_log row.
-// TestBatchInvariants: the receiver's log decides, whatever the journal.
-// TestClaimInvariants: wins inside one TTL, and downstream fields lost or
-// overwritten, are caught; a re-claim after the TTL is not.
-// leaseState is a one-item lease file after holder b took over from a.
-// TestLeaseInvariants covers the fence: the unfenced holder's late send
-// and write are caught, the fenced holder's refused send is not, and a
-// takeover within the TTL is an overlap.
 // TestMatrixTableWidth: fifty items fold into two rows within 100 columns.
 func TestMatrixTableWidth(t *testing.T) {
 	m := Matrix{Patterns: []string{"separate-commit", "single-transaction", "batch-journal", "batch-rerun-all", "claim-ttl", "lease-batch"}}

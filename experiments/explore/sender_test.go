@@ -15,14 +15,6 @@ import (
 	"idemlab/worker/wire"
 )
 
-// sent is a receiver log row of a notification of item n, accepted, from
-// sender tok; an empty tok gives the six-field row of format 4.
-// runReport is a rerun-all run's result that says it sent n notifications.
-// TestAccountCountsBySender: a run's sends are the ones its sender token
-// names, over the trial's whole log, whenever they landed; a folder
-// without tokens keeps the old reading, the accepts logged while it ran.
-// TestParseSendRows: a row has six fields (format 4) or seven, the last a
-// sender that is never empty.
 // latencySection is explore's section for the late-send run: the rerun-all
 // batch alone is kept, its kill trials many.
 const latencySection = `{"event_id": "e-1", "job_key": "k-1", "seed": 5, "trials": 100, "racers": [2], "rounds": 1, "parallel": 2, "max_attempts": 3, "items": 2}`

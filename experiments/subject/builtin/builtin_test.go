@@ -15,19 +15,12 @@ import (
 	"idemlab/worker/wire"
 )
 
-func mustJSON(tb testing.TB, v any) json.RawMessage {
-	tb.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
+// send is a receiver log row: seq, item, outcome, generation.
 func send(seq int, item, outcome string, gen int64) string {
 	return fmt.Sprintf("%d|%s|notify_external|%s|%d|rcpt-%s", seq, item, outcome, gen, item)
 }
 
+// logRow is a lease_log row.
 func logRow(seq int, kind, holder string, gen int64, item, status string, at int64) string {
 	step := ""
 	if item != "" {
@@ -45,6 +38,7 @@ func violated(tb testing.TB, h subject.History, invs []subject.Invariant) []stri
 	return got
 }
 
+// TestBatchInvariants: the receiver's log decides, whatever the journal.
 func TestBatchInvariants(t *testing.T) {
 	invs := Batch(wb.ModeJournal).Invariants
 	rec := func(sends ...string) subject.Step {
@@ -84,6 +78,8 @@ func TestBatchInvariants(t *testing.T) {
 	}
 }
 
+// TestClaimInvariants: wins inside one TTL, and downstream fields lost or
+// overwritten, are caught; a re-claim after the TTL is not.
 func TestClaimInvariants(t *testing.T) {
 	invs := Claim().Invariants
 	row := func(count int, at string, class, ext string) subject.State {
@@ -114,6 +110,7 @@ func TestClaimInvariants(t *testing.T) {
 	}
 }
 
+// leaseState is a one-item lease file after holder b took over from a.
 func leaseState(log []string, sends ...string) subject.State {
 	return subject.State{
 		TableLease:        []string{"b|2|5000"},
@@ -123,6 +120,9 @@ func leaseState(log []string, sends ...string) subject.State {
 	}
 }
 
+// TestLeaseInvariants covers the fence: the unfenced holder's late send
+// and write are caught, the fenced holder's refused send is not, and a
+// takeover within the TTL is an overlap.
 func TestLeaseInvariants(t *testing.T) {
 	invs := Lease().Invariants
 	base := []string{
@@ -162,6 +162,7 @@ func TestLeaseInvariants(t *testing.T) {
 	}
 }
 
+// rows makes a redelivery state with j jobs and p processed records.
 func rows(j, p int) subject.State {
 	s := subject.State{TableJobs: []string{}, TableProcessed: []string{}}
 	for range j {
@@ -173,6 +174,8 @@ func rows(j, p int) subject.State {
 	return s
 }
 
+// TestInvariants judges hand-made histories: what a crash, a kill or a
+// race could leave, and what no correct run can.
 func TestInvariants(t *testing.T) {
 	invs := Redelivery(wr.SeparateCommit).Invariants
 	crash := func(at string, r subject.State) subject.Step {
@@ -221,6 +224,8 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// sent is a receiver log row of a notification of item n, accepted, from
+// sender tok; an empty tok gives the six-field row of format 4.
 func sent(seq, n int, tok string) string {
 	e := receiver.Entry{Seq: seq, Item: wb.ItemID(n), Step: wb.StepNotify, Outcome: receiver.SendAccepted, Receipt: fmt.Sprintf("rcpt-%d", seq), Sender: tok}
 	r := subject.SendRow(e)
@@ -232,13 +237,21 @@ func sent(seq, n int, tok string) string {
 
 func sendState(rows ...string) subject.State { return subject.State{TableSends: rows} }
 
+// runReport is a rerun-all run's result that says it sent n notifications.
 func runReport(tb testing.TB, st subject.Params, n int) json.RawMessage {
-	return mustJSON(tb, wb.RunResult{Mode: wb.ModeRerunAll, JobID: st.JobKey, Items: st.Items, Outcome: wb.Outcome{
+	b, err := json.Marshal(wb.RunResult{Mode: wb.ModeRerunAll, JobID: st.JobKey, Items: st.Items, Outcome: wb.Outcome{
 		Status: wb.StatusCompleted, ExecutedSteps: 3 * n, Held: []string{},
 		Executed: map[string]int{wb.StepValidate: n, wb.StepTransform: n, wb.StepNotify: n},
 	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
+// TestAccountCountsBySender: a run's sends are the ones its sender token
+// names, over the trial's whole log, whenever they landed; a folder
+// without tokens keeps the old reading, the accepts logged while it ran.
 func TestAccountCountsBySender(t *testing.T) {
 	st := subject.Params{JobKey: "k-1", Items: 2}
 	pat := Batch(wb.ModeRerunAll)
@@ -270,25 +283,5 @@ func TestAccountCountsBySender(t *testing.T) {
 				t.Errorf("Account (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestParseSendRows(t *testing.T) {
-	tests := []struct {
-		row    string
-		sender string
-		ok     bool
-	}{
-		{"1|item-001|notify_external|accepted|0|rc|p1", "p1", true},
-		{"1|item-001|notify_external|accepted|0|rc|unknown", wire.SenderUnknown, true},
-		{"1|item-001|notify_external|accepted|0|rc", "", true},
-		{"1|item-001|notify_external|accepted|0|rc|", "", false},
-		{"1|item-001|notify_external|accepted|0", "", false},
-	}
-	for _, tt := range tests {
-		x, ok := subject.ParseSend(tt.row)
-		if ok != tt.ok || (ok && x.Sender != tt.sender) {
-			t.Errorf("subject.ParseSend(%q) = %+v, %v; want sender %q, %v", tt.row, x, ok, tt.sender, tt.ok)
-		}
 	}
 }
