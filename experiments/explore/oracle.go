@@ -13,7 +13,6 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
-	"idemlab/experiments/subject/builtin"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/store"
@@ -99,13 +98,16 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 			}
 		}
 	case KindTakeover:
-		// Fenced, nothing breaks; unfenced, every point after the grant
-		// lets the paused holder write or send as a non-holder.
-		// The holder acts as a non-holder only from its first step on.
-		w := Window{From: wb.ItemPoint(wb.PointBeforeSend, wb.ItemID(1))}
+		// Fenced, nothing breaks; unfenced, every point of the
+		// subject's takeover window lets the paused holder write or
+		// send as a non-holder.
+		if pat.Takeover == nil {
+			return Expected{}, fmt.Errorf("condition %s: pattern %q has no takeover", c.Name, c.Pattern)
+		}
+		w := pat.Takeover.Window
 		e.Fenced, e.Window, e.Outside = !c.Unfenced, &w, []string{OutcomeClean}
 		if c.Unfenced {
-			e.Inside = builtin.TakeoverModel()
+			e.Inside = pat.Takeover.Damage
 		}
 	case KindHits, KindKill:
 		e.Allowed = pat.Model(st.params())

@@ -93,9 +93,9 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	fl, fence := files(sc.o), !c.Unfenced
 	// The paused holder started first: it is the trial's first process.
 	stok, htok := f.senders(pat, sc, 2)[0], f.senders(pat, sh, 1)[0]
-	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: pat.Takeover(f.st.params(), fl.As(stok), true, fence, ""), sender: stok})
+	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: pat.Takeover.Args(f.st.params(), fl.As(stok), true, fence, ""), sender: stok})
 	f.account(pat, r1, State{})
-	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: pat.Takeover(f.st.params(), fl.As(htok), false, fence, pt), sender: htok})
+	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: pat.Takeover.Args(f.st.params(), fl.As(htok), false, fence, pt), sender: htok})
 	f.account(pat, r2, State{})
 	f.lateSends(cf, i, []entry{sc, sh})
 	if !r1.ok || !r2.ok || r1.rep == nil || r2.rep == nil {

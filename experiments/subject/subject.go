@@ -116,10 +116,8 @@ type Subject struct {
 	Sends  bool
 	Fenced bool
 	// Takeover, set for a lease subject, adds the paused-holder
-	// conditions and gives their processes' arguments: the holder paused
-	// at pauseAt, or the successor that takes its lease over; fence false
-	// runs both unfenced.
-	Takeover func(p Params, f Files, successor, fence bool, pauseAt string) []string
+	// conditions.
+	Takeover *Takeover
 	// Points are the crash points a normal delivery passes, from the
 	// worker's own model of them; the run discovers the points
 	// themselves.
@@ -161,6 +159,18 @@ type Subject struct {
 	Account func(p Params, role, sender string, result json.RawMessage, before, after State) []string
 	// Claim decodes what a racer says it did.
 	Claim func(result json.RawMessage, racer bool) (Claim, error)
+}
+
+// Takeover is a lease subject's paused-holder trials and their model.
+type Takeover struct {
+	// Args are the arguments of the holder paused at pauseAt, or of the
+	// successor that takes its lease over; fence false runs both
+	// unfenced.
+	Args func(p Params, f Files, successor, fence bool, pauseAt string) []string
+	// Window starts at the first point where an unfenced paused holder
+	// acts as a non-holder; Damage are the outcomes it may leave there.
+	Window Window
+	Damage []string
 }
 
 // CleanSet is the subject's outcomes that break nothing.

@@ -157,8 +157,8 @@ func TestLeaseInvariants(t *testing.T) {
 			}
 		})
 	}
-	if got := classifyLease(subject.Params{Items: 1}, leaseState(stale, send(1, "item-001", "accepted", 2), send(2, "item-001", "accepted", 1))); got != TakeoverModel()[0] {
-		t.Errorf("the unfenced takeover before a send classifies as %s, want %s", got, TakeoverModel()[0])
+	if got := classifyLease(subject.Params{Items: 1}, leaseState(stale, send(1, "item-001", "accepted", 2), send(2, "item-001", "accepted", 1))); got != takeoverModel()[0] {
+		t.Errorf("the unfenced takeover before a send classifies as %s, want %s", got, takeoverModel()[0])
 	}
 }
 

@@ -62,11 +62,16 @@ func Lease() subject.Subject {
 		TrialShare: 12,
 		Sends:      true,
 		Fenced:     true,
-		Takeover: func(st subject.Params, f subject.Files, successor, fence bool, pauseAt string) []string {
-			if successor {
-				return LeaseArgs(st, f, HolderB, 0, fence, "")
-			}
-			return LeaseArgs(st, f, HolderA, 0, fence, pauseAt)
+		Takeover: &subject.Takeover{
+			Args: func(st subject.Params, f subject.Files, successor, fence bool, pauseAt string) []string {
+				if successor {
+					return LeaseArgs(st, f, HolderB, 0, fence, "")
+				}
+				return LeaseArgs(st, f, HolderA, 0, fence, pauseAt)
+			},
+			// The holder acts as a non-holder only from its first step on.
+			Window: subject.Window{From: wb.ItemPoint(wb.PointBeforeSend, wb.ItemID(1))},
+			Damage: takeoverModel(),
 		},
 		Points: func(st subject.Params) []string { return we.LeasePoints(st.Items) },
 		Args:   func(st subject.Params, f subject.Files) []string { return LeaseArgs(st, f, HolderA, 0, true, "") },
@@ -298,10 +303,10 @@ func leaseJournalComplete(h subject.History) []string {
 	return out
 }
 
-// TakeoverModel is the unfenced holder's damage by where it was paused:
+// takeoverModel is the unfenced holder's damage by where it was paused:
 // before a send it sends again and overwrites the row; after an accepted
 // send it overwrites the row; right after its grant it finds every step
 // done and does nothing.
-func TakeoverModel() []string {
+func takeoverModel() []string {
 	return []string{Duplicates(1) + "," + StaleWrites(1), StaleWrites(1)}
 }

@@ -27,12 +27,12 @@ func (r Runner) takeover(ctx context.Context, cond string, i int, pt string) err
 	sf, stok := t.sender()
 	holder := harness.Racer{Spec: harness.Spec{
 		Scenario: r.Scenario, Condition: cond, Label: subject.Label(i, subject.StepStale),
-		Worker: r.Subject.Worker, Args: r.Subject.Takeover(r.Params, hf, false, fence, pt), Exits: []int{protocol.ExitACK},
+		Worker: r.Subject.Worker, Args: r.Subject.Takeover.Args(r.Params, hf, false, fence, pt), Exits: []int{protocol.ExitACK},
 	}}
 	between := func() error {
 		spec := harness.Spec{
 			Scenario: r.Scenario, Condition: cond, Label: subject.Label(i, subject.StepSuccessor),
-			Worker: r.Subject.Worker, Args: r.Subject.Takeover(r.Params, sf, true, fence, ""), Exits: []int{protocol.ExitACK},
+			Worker: r.Subject.Worker, Args: r.Subject.Takeover.Args(r.Params, sf, true, fence, ""), Exits: []int{protocol.ExitACK},
 		}
 		o := r.observation(cond, i, subject.StepSuccessor, t)
 		o.Senders, o.Point = tokens(stok), pt
