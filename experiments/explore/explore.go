@@ -28,6 +28,7 @@ import (
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/experiments/subject/deliver"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
@@ -513,31 +514,20 @@ func (p *plan) Settings() any { return p.s }
 // Parallel: every trial and race side by side, as many as ParallelOf.
 func (p *plan) Parallel(flag int) int { return scenario.ParallelOf(flag, p.parallel) }
 
-// Processes counts from each pattern's points and trial size: exact,
-// but for a kill on the batch journal, which runs a resolve only if the
-// kill left a send in flight, so it counts the most.
+// Processes counts, condition by condition, the processes the runner
+// starts for each trial (deliver.Processes, from the subject's model):
+// exact, but for a kill on the batch journal, which runs a resolve only
+// if the kill left a send in flight, so it counts the most.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
 		pat, _ := LookupPattern(c.Pattern)
-		k := len(p.s.trials(c, p.s.Shard, pat.Points(p.s.params())))
-		switch c.Kind {
-		case KindDiscovery:
-			n++
-		case KindSweep, KindHits, KindKill:
-			n += k * pat.TrialProcesses(p.s.params())
-		case KindTakeover:
-			n += 2 * k // the paused holder and its successor
-		case KindRace:
-			// The racers and the recovery: a process on SQLite; on
-			// PostgreSQL, the pattern's recovery after racers that all
-			// ran to their end (the journal's resume and final run).
-			rec := 1
-			if p.s.Backend != "" {
-				rec = pat.RaceRecovery(p.s.params())
-			}
-			n += (c.Racers + rec) * k
+		per := deliver.Processes(pat, p.s.params(), c.class(), c.Racers)
+		if c.Kind == KindDiscovery {
+			n += per
+			continue
 		}
+		n += per * len(p.s.trials(c, p.s.Shard, pat.Points(p.s.params())))
 	}
 	for _, a := range p.s.Articles {
 		n += a.Processes()

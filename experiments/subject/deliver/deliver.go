@@ -81,6 +81,27 @@ func (r Runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, erro
 	return engine.Found{}, err
 }
 
+// Processes is the most processes the runner starts for one trial of
+// class c of subject s: a discovery's delivery; a takeover's paused
+// holder and its successor; a race's racers and its recovery, one
+// process on SQLite and on PostgreSQL the recovery the model plans after
+// racers that all ran to their end; any other trial's delivery and the
+// recovery after a crash at the model's worst point.
+func Processes(s subject.Subject, p subject.Params, c engine.Kind, racers int) int {
+	switch c {
+	case engine.None:
+		return 1
+	case engine.Takeover:
+		return 2
+	case engine.Concurrent:
+		if p.Backend == "" {
+			return racers + 1
+		}
+		return racers + s.RaceRecovery(p)
+	}
+	return s.TrialProcesses(p)
+}
+
 // trialEnv is one trial's folder, file and receiver. files.Receiver is
 // the receiver's bare URL; each process is given its own (sender).
 type trialEnv struct {
