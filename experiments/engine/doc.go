@@ -36,6 +36,6 @@
 // Read, in order: class.go (the kinds, the registry and each class's
 // plan), trial.go (Trial, Set, Found, Input), sweep.go (the point × seed
 // plan), engine.go (Subject, Plan, Run.Execute), then a subject:
-// explore/run.go's subject, pattern/run.go's runner.Deliver and
-// durability/run.go's subject.
+// subject/deliver's Runner (explore's built-in subjects),
+// pattern/run.go's runner.Deliver and durability/run.go's subject.
 package engine

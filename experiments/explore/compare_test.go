@@ -8,6 +8,7 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject/builtin"
 )
 
 // compareInput is a small exploration: one racer count, two rounds.
@@ -44,11 +45,11 @@ func TestCompareLinesUpRaces(t *testing.T) {
 	pg := postgresSettings(sq, backend.Spec{Name: "postgres", SynchronousCommit: "off"}, []string{"read-committed", "serializable"})
 	gotSQ := comparedOf(t, sq, map[string]any{
 		"separate-commit/timing-race-2":      race(2, 0, map[string]int{OutcomeClean: 2}),
-		"separate-commit/timing-race-2-kill": TimingObserved{Trials: 2, Timing: TimingFigures{Histogram: map[string]int{Duplicate(2): 1, OutcomeClean: 1}, Kills: 2, Landed: 1}},
+		"separate-commit/timing-race-2-kill": TimingObserved{Trials: 2, Timing: TimingFigures{Histogram: map[string]int{builtin.Duplicate(2): 1, OutcomeClean: 1}, Kills: 2, Landed: 1}},
 	})
 	gotPG := comparedOf(t, pg, map[string]any{
-		"separate-commit/read-committed/timing-race-2": race(2, 0, map[string]int{Duplicate(2): 2}),
-		"separate-commit/serializable/timing-race-2":   race(2, 17, map[string]int{OutcomeClean: 1, Duplicate(2): 1}),
+		"separate-commit/read-committed/timing-race-2": race(2, 0, map[string]int{builtin.Duplicate(2): 2}),
+		"separate-commit/serializable/timing-race-2":   race(2, 17, map[string]int{OutcomeClean: 1, builtin.Duplicate(2): 1}),
 	})
 	row := "separate-commit/timing-race-2"
 	for _, tc := range []struct {
@@ -85,13 +86,13 @@ func TestCompareWordsPerKind(t *testing.T) {
 	got := comparedOf(t, sq, map[string]any{
 		"separate-commit/discovery": DiscoveryObserved{Points: points},
 		"separate-commit/sweep": SweepObserved{Points: points, ViolatingPoints: []string{"b"}, Outcomes: []PointOutcome{
-			{Point: "a", Outcome: OutcomeClean}, {Point: "b", Outcome: Duplicate(2), Violations: []string{"one-job"}}, {Point: "c", Outcome: OutcomeClean}}},
+			{Point: "a", Outcome: OutcomeClean}, {Point: "b", Outcome: builtin.Duplicate(2), Violations: []string{"one-job"}}, {Point: "c", Outcome: OutcomeClean}}},
 		"single-transaction/sweep":            SweepObserved{Points: points, ViolatingPoints: []string{}},
 		"separate-commit/crash-after-hits":    HitsObserved{Trials: 1, Histogram: map[string]int{OutcomeClean: 1}},
 		"separate-commit/timing-kill":         TimingObserved{Trials: 1, Timing: TimingFigures{Histogram: map[string]int{OutcomeClean: 1}, Kills: 1, Landed: 1}},
 		"separate-commit/timing-race-2":       race(0, 0, map[string]int{}),
 		"lease-batch/takeover-unfenced":       TakeoverObserved{Points: points, ViolatingPoints: []string{"c", "b"}, LeaseLost: 1, StaleRefused: 2},
-		"single-transaction/crash-after-hits": HitsObserved{Trials: 10, Histogram: map[string]int{Duplicate(10): 1, Duplicate(9): 2, OutcomeClean: 7}},
+		"single-transaction/crash-after-hits": HitsObserved{Trials: 10, Histogram: map[string]int{builtin.Duplicate(10): 1, builtin.Duplicate(9): 2, OutcomeClean: 7}},
 	})
 	want := map[string]string{
 		"separate-commit/discovery":           "passed 3 points",

@@ -6,6 +6,7 @@ import (
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject/builtin"
 )
 
 // Explain names a failed condition's differences in the reader's words,
@@ -51,7 +52,7 @@ func (Scenario) Explain(c results.ConditionResult) []scenario.Explained {
 // outcomeRank puts a duplicate first; any other outcome is a headline
 // outcome of its own kind.
 func outcomeRank(outcome string) scenario.Rank {
-	if strings.HasPrefix(outcome, strings.TrimSuffix(Duplicate(0), "0")) {
+	if strings.HasPrefix(outcome, strings.TrimSuffix(builtin.Duplicate(0), "0")) {
 		return scenario.RankDuplicates
 	}
 	return scenario.RankOutcome

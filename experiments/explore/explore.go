@@ -30,6 +30,7 @@ import (
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/experiments/subject/deliver"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
@@ -355,7 +356,7 @@ func postgresSettings(sq Settings, b backend.Spec, levels []string) Settings {
 	}
 	for _, ps := range sq.Patterns {
 		p, _ := LookupPattern(ps.Name)
-		if p.racerOn(b.Name) == "" {
+		if p.RacerOn(b.Name) == "" {
 			continue
 		}
 		st.Patterns = append(st.Patterns, settingOf(p))
@@ -544,7 +545,7 @@ func newSettings(in Input, only int, pats []Pattern) Settings {
 				add(KindRace, fmt.Sprintf("%s-%d-kill", KindRace, k), indices(st.Rounds), k, true)
 			}
 		}
-		if p.Takeover && only < 0 {
+		if p.Takeover != nil && only < 0 {
 			st.Conditions = append(st.Conditions,
 				Condition{Name: p.Name + "/" + KindTakeover + "-fenced", Pattern: p.Name, Kind: KindTakeover},
 				Condition{Name: p.Name + "/" + KindTakeover + "-unfenced", Pattern: p.Name, Kind: KindTakeover, Unfenced: true})
@@ -557,6 +558,10 @@ type plan struct {
 	s Settings
 	// parallel is the input section's parallel, 0 when it sets none.
 	parallel int
+	// sendLatency is how long each trial's receiver holds a send before
+	// it logs it: none in a run; a test sets it to keep a killed
+	// worker's last request in flight past its death.
+	sendLatency time.Duration
 }
 
 func (p *plan) Settings() any { return p.s }
@@ -564,77 +569,26 @@ func (p *plan) Settings() any { return p.s }
 // Parallel: every trial and race side by side, as many as ParallelOf.
 func (p *plan) Parallel(flag int) int { return scenario.ParallelOf(flag, p.parallel) }
 
-// Processes counts from each pattern's points and trial size: exact,
-// but for a kill on the batch journal, which runs a resolve only if the
-// kill left a send in flight, so it counts the most.
+// Processes counts, condition by condition, the processes the runner
+// starts for each trial (deliver.Processes, from the subject's model):
+// exact, but for a kill on the batch journal, which runs a resolve only
+// if the kill left a send in flight, so it counts the most.
 func (p *plan) Processes() int {
 	n := 0
 	for _, c := range p.s.Conditions {
 		pat, _ := LookupPattern(c.Pattern)
-		k := len(p.s.trials(c, p.s.Shard, pat.Points(p.s)))
-		switch c.Kind {
-		case KindDiscovery:
-			n++
-		case KindSweep, KindHits, KindKill:
-			n += k * pat.TrialProcesses
-		case KindTakeover:
-			n += 2 * k // the paused holder and its successor
-		case KindRace:
-			// The racers and the recovery: a process on SQLite; on
-			// PostgreSQL, the pattern's recovery after racers that all
-			// ran to their end (the journal's resume and final run).
-			rec := 1
-			if p.s.Backend != "" {
-				rec = pat.RaceRecovery
-			}
-			n += (c.Racers + rec) * k
+		per := deliver.Processes(pat, p.s.params(), c.class(), c.Racers)
+		if c.Kind == KindDiscovery {
+			n += per
+			continue
 		}
+		n += per * len(p.s.trials(c, p.s.Shard, pat.Points(p.s.params())))
 	}
 	for _, a := range p.s.Articles {
 		n += a.Processes()
 	}
 	return n
 }
-
-// Observation is one line of observations.jsonl: one step of one trial,
-// the processes it ran, what the run chose for them (point, k, kill
-// delays) and the rows the parent read from the file afterwards.
-type Observation struct {
-	Scenario   string `json:"scenario"`
-	Condition  string `json:"condition"`
-	Trial      int    `json:"trial"`
-	Step       string `json:"step"`
-	ProcessIDs []int  `json:"process_ids"`
-	DB         string `json:"db"`
-	// Receiver is the bare URL of the trial's receiver, for a pattern that
-	// sends.
-	Receiver string `json:"receiver,omitempty"`
-	// Senders has one entry per process: the sender token the parent
-	// minted for it before it started, carried in the receiver URL the
-	// process was given and logged by the receiver with each of its
-	// sends. Absent in folders of format 4 and older.
-	Senders []string `json:"senders,omitempty"`
-	// Lookup is what the parent asked the receiver before a resolve.
-	Lookup *Lookup `json:"lookup,omitempty"`
-	Point  string  `json:"point,omitempty"`
-	K      int     `json:"k,omitempty"`
-	// KillDelaysUS has one entry per process: 0 for no kill, else the
-	// delay before SIGKILL (from the start for a kill trial, from the
-	// release for a racer).
-	KillDelaysUS []int64 `json:"kill_delays_us,omitempty"`
-	Rows         State   `json:"rows"`
-}
-
-// Steps of a trial.
-const (
-	StepDelivery = "delivery"
-	StepRecovery = "recovery"
-	StepRacers   = "racers"
-	// A takeover's steps: the successor, once it finished, then the
-	// paused holder, once it ran on.
-	StepSuccessor = "successor"
-	StepStale     = "stale-holder"
-)
 
 // trials are the engine's plan of condition c over points, the part's
 // share of it; none for the discovery, which every part runs.
@@ -656,4 +610,4 @@ func (st Settings) conditionsByName() map[string]Condition {
 }
 
 // RacerArgs are a racer's arguments.
-func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st, f) }
+func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st.params(), f) }

@@ -13,6 +13,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
+	"idemlab/experiments/subject/builtin"
 	"idemlab/worker"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
@@ -368,10 +369,10 @@ func TestFoldCatchesTampering(t *testing.T) {
 		{"k", true, findObs(t, rec, hits, 0, StepDelivery), func(m map[string]any) { m["k"] = 99 }, "observations.jsonl"},
 		{"kill delay", true, findObs(t, rec, kill, 0, StepDelivery), func(m map[string]any) { m["kill_delays_us"] = []int{1} }, "observations.jsonl"},
 		{"foreign job row", true, findObs(t, rec, sweep, 0, StepRecovery), func(m map[string]any) {
-			m["rows"].(map[string]any)[TableJobs] = []string{"other|k"}
+			m["rows"].(map[string]any)[builtin.TableJobs] = []string{"other|k"}
 		}, "observations.jsonl"},
 		{"job added by hand", true, findObs(t, rec, sweep, 0, StepRecovery), func(m map[string]any) {
-			m["rows"].(map[string]any)[TableJobs] = []string{"e-1|k-1", "e-1|k-1"}
+			m["rows"].(map[string]any)[builtin.TableJobs] = []string{"e-1|k-1", "e-1|k-1"}
 		}, "raw-processes.jsonl"},
 		{"step name", true, findObs(t, rec, sweep, 2, StepRecovery), func(m map[string]any) { m["step"] = StepDelivery }, "observations.jsonl"},
 		{"trial number", true, findObs(t, rec, hits, 1, StepRecovery), func(m map[string]any) { m["trial"] = 50 }, "observations.jsonl"},
@@ -398,8 +399,8 @@ func TestFoldCatchesTampering(t *testing.T) {
 		}, "observations.jsonl"},
 		{"send dropped from the receiver log", true, findObs(t, rec, "batch-rerun-all/sweep", 1, StepRecovery), func(m map[string]any) {
 			r := m["rows"].(map[string]any)
-			l := r[TableSends].([]any)
-			r[TableSends] = l[:len(l)-1]
+			l := r[builtin.TableSends].([]any)
+			r[builtin.TableSends] = l[:len(l)-1]
 		}, "raw-processes.jsonl"},
 		{"takeover pause point", true, findObs(t, rec, "lease-batch/takeover-unfenced", 1, StepSuccessor), func(m map[string]any) { m["point"] = "lease-acquired" }, "observations.jsonl"},
 		{"fence turned off in the argv", false, findProc(t, rec, "lease-batch/takeover-fenced", "trial 000001 stale-holder"), func(m map[string]any) {
@@ -410,9 +411,9 @@ func TestFoldCatchesTampering(t *testing.T) {
 				}
 			}
 		}, "raw-processes.jsonl"},
-		{"claim won by hand", true, findObs(t, rec, "claim-ttl/sweep", 1, StepProbe), func(m map[string]any) {
+		{"claim won by hand", true, findObs(t, rec, "claim-ttl/sweep", 1, builtin.StepProbe), func(m map[string]any) {
 			r := m["rows"].(map[string]any)
-			r[TableClaims] = []string{"e-1|2|1|k-1|ext-probe"}
+			r[builtin.TableClaims] = []string{"e-1|2|1|k-1|ext-probe"}
 		}, "raw-processes.jsonl"},
 		{"racer signal", false, findProc(t, rec, "single-transaction/timing-race-2", "trial 000000 racer 00"), func(m map[string]any) { m["signal"] = "terminated" }, "raw-processes.jsonl"},
 	}

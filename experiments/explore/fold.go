@@ -426,7 +426,7 @@ func (f *folder) account(pat Pattern, r ran, before State) {
 		return
 	}
 	p, _ := f.rec.Process(r.id)
-	for _, msg := range pat.Account(f.st, r.step.Role, r.sender, r.rep.Result, before, r.step.Rows) {
+	for _, msg := range pat.Account(f.st.params(), r.step.Role, r.sender, r.rep.Result, before, r.step.Rows) {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
 	if f.st.Backend == "" {
@@ -481,7 +481,7 @@ func (f *folder) rows(pat Pattern, e entry, step string, processes int, db strin
 			f.c.Obs(e.l, "db", "opens sessions with %s, but condition %s runs under %s", results.Compact(got), e.o.Condition, results.Compact(*want))
 		}
 	}
-	for _, msg := range pat.CheckRows(f.st, e.o.Rows) {
+	for _, msg := range pat.CheckRows(f.st.params(), e.o.Rows) {
 		f.c.Obs(e.l, "rows", "%s", msg)
 	}
 	if (e.o.Receiver != "") != pat.Sends {
@@ -528,7 +528,7 @@ func (f *folder) discovery(cf condFold, es []entry) DiscoveryObserved {
 		return obs
 	}
 	tok := f.senders(cf.pat, e, 1)[0]
-	r := f.proc(e, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), role: RoleDelivery, worker: cf.pat.Worker, args: cf.pat.Args(f.st, files(e.o).As(tok)), sender: tok})
+	r := f.proc(e, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), role: RoleDelivery, worker: cf.pat.Worker, args: cf.pat.Args(f.st.params(), files(e.o).As(tok)), sender: tok})
 	if !r.ok || r.rep == nil {
 		return obs
 	}
@@ -554,7 +554,7 @@ func (f *folder) pair(cf condFold, i int, es []entry, first procWant) (History, 
 		return h, nil, false
 	}
 	tok := f.senders(pat, d, 1)[0]
-	first.label, first.role, first.worker, first.args, first.sender = label(i, StepDelivery), RoleDelivery, pat.Worker, pat.Args(f.st, files(d.o).As(tok)), tok
+	first.label, first.role, first.worker, first.args, first.sender = label(i, StepDelivery), RoleDelivery, pat.Worker, pat.Args(f.st.params(), files(d.o).As(tok)), tok
 	r1 := f.proc(d, d.o.ProcessIDs[0], first)
 	f.account(pat, r1, State{})
 	h.Steps = append(h.Steps, r1.step)
@@ -582,7 +582,7 @@ func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]Step, bo
 				tok = ts[0]
 			}
 		}
-		a, more := pat.nextAction(f.st, files(d.o).As(tok), done, prev)
+		a, more := pat.NextAction(f.st.params(), files(d.o).As(tok), done, prev)
 		if !more {
 			break
 		}
@@ -676,7 +676,7 @@ func (f *folder) sweep(cf condFold) SweepObserved {
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:i+1])
 		}
-		po := PointOutcome{Point: pt, Outcome: cf.pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows), Violations: []string{}}
+		po := PointOutcome{Point: pt, Outcome: cf.pat.Classify(f.st.params(), h.Steps[len(h.Steps)-1].Rows), Violations: []string{}}
 		for _, v := range f.violations(cf, h, ViolationRecord{Trial: i, Point: pt}) {
 			if !slices.Contains(po.Violations, v.Invariant) {
 				po.Violations = append(po.Violations, v.Invariant)
@@ -710,7 +710,7 @@ func (f *folder) hits(cf condFold) HitsObserved {
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:k])
 		}
-		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: cf.pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows)}
+		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: cf.pat.Classify(f.st.params(), h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Histogram[t.Outcome]++
 		if len(f.violations(cf, h, ViolationRecord{Trial: i, K: k, Point: t.CrashedAt})) > 0 {
@@ -745,7 +745,7 @@ func (f *folder) kills(cf condFold) TimingObserved {
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "finished having passed %v, but discovery passed %v", rep.Points, points)
 		}
-		t := TimingTrial{Trial: i, KillDelaysUS: []int64{d}, Landed: landed, Outcome: cf.pat.Classify(f.st, h.Steps[len(h.Steps)-1].Rows)}
+		t := TimingTrial{Trial: i, KillDelaysUS: []int64{d}, Landed: landed, Outcome: cf.pat.Classify(f.st.params(), h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Timing.Kills++
 		obs.Timing.Landed += landed

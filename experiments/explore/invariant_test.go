@@ -7,64 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// rows makes a redelivery state with j jobs and p processed records.
-func rows(j, p int) State {
-	s := State{TableJobs: []string{}, TableProcessed: []string{}}
-	for range j {
-		s[TableJobs] = append(s[TableJobs], "e|k")
-	}
-	for range p {
-		s[TableProcessed] = append(s[TableProcessed], "e")
-	}
-	return s
-}
-
-// TestInvariants judges hand-made histories: what a crash, a kill or a
-// race could leave, and what no correct run can.
-func TestInvariants(t *testing.T) {
-	invs := Patterns()[0].Invariants
-	crash := func(at string, r State) Step { return Step{Role: RoleDelivery, ExitCode: 17, CrashedAt: at, Rows: r} }
-	killed := func(r State) Step { return Step{Role: RoleDelivery, ExitCode: -1, Signal: "killed", Rows: r} }
-	ack := func(role string, r State) Step { return Step{Role: role, Rows: r} }
-	tests := []struct {
-		name string
-		h    History
-		want []string
-	}{
-		{"crash before commit, clean recovery", History{Steps: []Step{crash("after-job-insert", rows(0, 0)), ack(RoleRecovery, rows(1, 1))}}, nil},
-		{"crash between commits duplicates the job", History{Steps: []Step{crash("after-job-commit", rows(1, 0)), ack(RoleRecovery, rows(2, 1))}}, []string{"one-job"}},
-		{"kill before start", History{Steps: []Step{killed(rows(0, 0)), ack(RoleRecovery, rows(1, 1))}}, nil},
-		{"recovery that fails", History{Steps: []Step{crash("x", rows(0, 0)), {Role: RoleRecovery, ExitCode: 3, Rows: rows(0, 0)}}}, []string{"one-job", "one-processed-record", "recovery-acknowledged"}},
-		{"acknowledged with no work done", History{Steps: []Step{ack(RoleDelivery, rows(0, 1)), ack(RoleRecovery, rows(1, 1))}}, []string{"ack-leaves-work-done"}},
-		{"processed record lost", History{Steps: []Step{ack(RoleDelivery, rows(1, 1)), ack(RoleRecovery, rows(1, 0))}}, []string{"one-processed-record", "ack-leaves-work-done"}},
-		{"racers with a duplicate", History{Steps: []Step{ack(RoleRacer, rows(2, 1)), ack(RoleRacer, rows(2, 1)), ack(RoleRecovery, rows(2, 1))}}, []string{"one-job"}},
-		{"last step is not a recovery", History{Steps: []Step{ack(RoleRacer, rows(1, 1))}}, []string{"recovery-acknowledged"}},
-		{"empty history", History{}, []string{"one-job", "one-processed-record", "recovery-acknowledged"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, v := range Check(tt.h, invs) {
-				got = append(got, v.Invariant)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("violations (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestClassify(t *testing.T) {
-	for _, tt := range []struct {
-		s    State
-		want string
-	}{{rows(1, 1), OutcomeClean}, {rows(2, 1), "duplicate-2"}, {rows(8, 1), "duplicate-8"}, {rows(0, 0), "jobs-0-processed-0"}, {rows(1, 0), "jobs-1-processed-0"}} {
-		if got := classifyRedelivery(tt.s); got != tt.want {
-			t.Errorf("classify %v = %q, want %q", tt.s, got, tt.want)
-		}
-	}
-}
-
 // TestSchedule checks that a trial's draw depends only on its seed,
 // condition and index, and stays in range.
 func TestSchedule(t *testing.T) {

@@ -91,25 +91,28 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 		e.Window = &w
 		e.Outside = pat.CleanSet()
 		if w != (Window{}) {
-			for _, o := range pat.Model(st) {
+			for _, o := range pat.Model(st.params()) {
 				if !slices.Contains(e.Outside, o) {
 					e.Inside = append(e.Inside, o)
 				}
 			}
 		}
 	case KindTakeover:
-		// Fenced, nothing breaks; unfenced, every point after the grant
-		// lets the paused holder write or send as a non-holder.
-		// The holder acts as a non-holder only from its first step on.
-		w := Window{From: wb.ItemPoint(wb.PointBeforeSend, wb.ItemID(1))}
+		// Fenced, nothing breaks; unfenced, every point of the
+		// subject's takeover window lets the paused holder write or
+		// send as a non-holder.
+		if pat.Takeover == nil {
+			return Expected{}, fmt.Errorf("condition %s: pattern %q has no takeover", c.Name, c.Pattern)
+		}
+		w := pat.Takeover.Window
 		e.Fenced, e.Window, e.Outside = !c.Unfenced, &w, []string{OutcomeClean}
 		if c.Unfenced {
-			e.Inside = takeoverModel()
+			e.Inside = pat.Takeover.Damage
 		}
 	case KindHits, KindKill:
-		e.Allowed = pat.Model(st)
+		e.Allowed = pat.Model(st.params())
 	case KindRace:
-		e.Allowed = pat.RaceAllowed(st, c.Racers)
+		e.Allowed = pat.RaceAllowed(st.params(), c.Racers)
 		// Under READ COMMITTED no statement of these patterns can fail
 		// with 40001, and none takes two row locks, so none can deadlock:
 		// a conflicting insert or upsert waits for the row's lock and then

@@ -15,6 +15,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
+	"idemlab/experiments/subject/builtin"
 	"idemlab/worker/store"
 )
 
@@ -177,7 +178,7 @@ func TestPostgresRecordsNameTheLevel(t *testing.T) {
 	}
 	rec := scenariotest.Edit(t, out.Records, true, last, func(m map[string]any) {
 		rows := m["rows"].(map[string]any)
-		rows[TableJobs] = append(rows[TableJobs].([]any), jobRow(st.EventID, st.JobKey))
+		rows[builtin.TableJobs] = append(rows[builtin.TableJobs].([]any), st.EventID+"|"+st.JobKey)
 	})
 	res = scenario.Evaluate(New(sourceArticles(t)), nil, out.Settings, rec)
 	for _, c := range res.Conditions {

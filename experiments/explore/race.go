@@ -7,6 +7,7 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/seed"
+	"idemlab/experiments/subject/builtin"
 	"idemlab/worker/protocol"
 )
 
@@ -46,7 +47,7 @@ func (f *folder) race(cf condFold, i int, rc entry, rest []entry, obs *TimingObs
 		t.KillDelaysUS = kills
 	}
 	added, killed := 0, false
-	racer := pat.racerOn(f.st.Backend)
+	racer := pat.RacerOn(f.st.Backend)
 	toks := f.senders(pat, rc, 1)
 	for r, id := range rc.o.ProcessIDs {
 		w := procWant{label: fmt.Sprintf("trial %06d racer %02d", i, r), role: RoleRacer, worker: racer, args: RacerArgs(f.st, pat, files(rc.o).As(toks[r])), kill: kills[r] > 0, racer: true, sender: toks[r]}
@@ -70,7 +71,7 @@ func (f *folder) race(cf condFold, i int, rc entry, rest []entry, obs *TimingObs
 	}
 	// A killed racer may have committed a job it never reported. A
 	// pattern without jobs (the journal) counts its sends instead.
-	if jobs, ok := rc.o.Rows[TableJobs]; ok && (added > len(jobs) || (!killed && added != len(jobs))) {
+	if jobs, ok := rc.o.Rows[builtin.TableJobs]; ok && (added > len(jobs) || (!killed && added != len(jobs))) {
 		f.c.Obs(rc.l, "rows", "%d jobs, but the racers report adding %d", len(jobs), added)
 	}
 	steps, ok := f.recovery(cf, i, rc, rest)
@@ -79,7 +80,7 @@ func (f *folder) race(cf condFold, i int, rc entry, rest []entry, obs *TimingObs
 	}
 	h.Steps = append(h.Steps, steps...)
 	f.lateSends(cf, i, append([]entry{rc}, rest...))
-	t.Outcome = pat.Classify(f.st, rest[len(rest)-1].o.Rows)
+	t.Outcome = pat.Classify(f.st.params(), rest[len(rest)-1].o.Rows)
 	obs.Trials++
 	obs.Timing.Landed += t.Landed
 	obs.Timing.Histogram[t.Outcome]++

@@ -6,6 +6,7 @@ import (
 
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject"
 	"idemlab/worker/wire"
 )
 
@@ -75,17 +76,17 @@ func (f *folder) lateSends(cf condFold, i int, es []entry) {
 		}
 	}
 	last := es[len(es)-1]
-	for _, x := range sends(last.o.Rows) {
+	for _, x := range subject.Sends(last.o.Rows) {
 		p, ok := by[x.Sender]
 		if !ok {
 			who := "sender " + x.Sender
 			if x.Sender == wire.SenderUnknown {
 				who = "sender unknown"
 			}
-			f.c.Obs(last.l, "rows."+TableSends, "send %d (%s %s) names %s, no process of %s trial %d", x.Seq, x.Item, x.Outcome, who, cf.c.Name, i)
+			f.c.Obs(last.l, "rows."+subject.TableSends, "send %d (%s %s) names %s, no process of %s trial %d", x.Seq, x.Item, x.Outcome, who, cf.c.Name, i)
 			continue
 		}
-		if x.Seq <= len(es[p.step].o.Rows[TableSends]) {
+		if x.Seq <= len(es[p.step].o.Rows[subject.TableSends]) {
 			continue
 		}
 		note := receiver.LateNote(p.signal)

@@ -3,100 +3,17 @@ package explore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
-	wb "idemlab/worker/batch"
+	"idemlab/experiments/subject"
+	"idemlab/experiments/subject/builtin"
 	"idemlab/worker/wire"
 )
-
-// sent is a receiver log row of a notification of item n, accepted, from
-// sender tok; an empty tok gives the six-field row of format 4.
-func sent(seq, n int, tok string) string {
-	e := receiver.Entry{Seq: seq, Item: wb.ItemID(n), Step: wb.StepNotify, Outcome: receiver.SendAccepted, Receipt: fmt.Sprintf("rcpt-%d", seq), Sender: tok}
-	r := SendRow(e)
-	if tok == "" {
-		r = strings.TrimSuffix(r, "|")
-	}
-	return r
-}
-
-func sendState(rows ...string) State { return State{TableSends: rows} }
-
-// runReport is a rerun-all run's result that says it sent n notifications.
-func runReport(tb testing.TB, st Settings, n int) json.RawMessage {
-	return mustJSON(tb, wb.RunResult{Mode: wb.ModeRerunAll, JobID: st.JobKey, Items: st.Items, Outcome: wb.Outcome{
-		Status: wb.StatusCompleted, ExecutedSteps: 3 * n, Held: []string{},
-		Executed: map[string]int{wb.StepValidate: n, wb.StepTransform: n, wb.StepNotify: n},
-	}})
-}
-
-// TestAccountCountsBySender: a run's sends are the ones its sender token
-// names, over the trial's whole log, whenever they landed; a folder
-// without tokens keeps the old reading, the accepts logged while it ran.
-func TestAccountCountsBySender(t *testing.T) {
-	st := Settings{JobKey: "k-1", Items: 2}
-	pat := mustPattern(t, "batch-rerun-all")
-	// The delivery p1 was killed with item-002's send in flight; the
-	// parent read the log (one row) and started the recovery p2, and the
-	// receiver logged p1's send while p2 ran.
-	delivery := sendState(sent(1, 1, "p1"))
-	late := sendState(sent(1, 1, "p1"), sent(2, 2, "p1"), sent(3, 1, "p2"), sent(4, 2, "p2"))
-	tests := []struct {
-		name          string
-		sender        string
-		claim         int
-		before, after State
-		want          []string
-	}{
-		{"late send of the killed sender not charged to the recovery", "p2", 2, delivery, late, nil},
-		{"a claim beyond the sender's sends", "p2", 3, delivery, late, []string{"the run says it sent 3 notifications, the receiver accepted 2 from its sender p2"}},
-		{"a send of no known sender counts for nobody", "p2", 2, delivery, sendState(sent(1, 1, "p1"), sent(2, 1, wire.SenderUnknown), sent(3, 1, "p2"), sent(4, 2, "p2")), nil},
-		// The same trial as format 4 recorded it: without tokens only the
-		// time window is left, and it charges the late send to p2.
-		{"format 4: the window", "", 2, sendState(sent(1, 1, "")), sendState(sent(1, 1, ""), sent(2, 2, ""), sent(3, 1, ""), sent(4, 2, "")),
-			[]string{"the run says it sent 2 notifications, the receiver accepted 3 while it ran"}},
-		{"format 4: a window that holds the run's sends alone", "", 2, sendState(sent(1, 1, ""), sent(2, 2, "")), sendState(sent(1, 1, ""), sent(2, 2, ""), sent(3, 1, ""), sent(4, 2, "")), nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := pat.Account(st, RoleRecovery, tt.sender, runReport(t, st, tt.claim), tt.before, tt.after)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Account (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestParseSendRows: a row has six fields (format 4) or seven, the last a
-// sender that is never empty.
-func TestParseSendRows(t *testing.T) {
-	tests := []struct {
-		row    string
-		sender string
-		ok     bool
-	}{
-		{"1|item-001|notify_external|accepted|0|rc|p1", "p1", true},
-		{"1|item-001|notify_external|accepted|0|rc|unknown", wire.SenderUnknown, true},
-		{"1|item-001|notify_external|accepted|0|rc", "", true},
-		{"1|item-001|notify_external|accepted|0|rc|", "", false},
-		{"1|item-001|notify_external|accepted|0", "", false},
-	}
-	for _, tt := range tests {
-		x, ok := parseSend(tt.row)
-		if ok != tt.ok || (ok && x.Sender != tt.sender) {
-			t.Errorf("parseSend(%q) = %+v, %v; want sender %q, %v", tt.row, x, ok, tt.sender, tt.ok)
-		}
-	}
-}
 
 // latencySection is explore's section for the late-send run: the rerun-all
 // batch alone is kept, its kill trials many.
@@ -123,8 +40,7 @@ func runLateSends(t *testing.T, kills int) scenariotest.Outcome {
 			c.Trials = c.Trials[:min(kills, len(c.Trials))]
 		}
 	}
-	sendLatency = 60 * time.Millisecond
-	defer func() { sendLatency = 0 }()
+	pl.sendLatency = 60 * time.Millisecond
 	return scenariotest.RunPlan(t, New(sourceArticles(t)), pl, nil, nil)
 }
 
@@ -166,7 +82,13 @@ func TestKilledSendersLateSendIsItsOwn(t *testing.T) {
 			final = o.Rows
 		}
 	}
-	if n := acceptsByItem(final)[l.Item]; n != 2 {
+	n := 0
+	for _, x := range subject.Sends(final) {
+		if x.Item == l.Item && x.Accepted() {
+			n++
+		}
+	}
+	if n != 2 {
 		t.Errorf("trial %d: %s accepted %d times, want 2 (the late send and the recovery's)", l.Trial, l.Item, n)
 	}
 
@@ -185,7 +107,7 @@ func TestKilledSendersLateSendIsItsOwn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			edited := scenariotest.Edit(t, rec, true, at, func(m map[string]any) {
 				r := m["rows"].(map[string]any)
-				s := r[TableSends].([]any)
+				s := r[builtin.TableSends].([]any)
 				row := s[l.Seq-1].(string)
 				s[l.Seq-1] = row[:strings.LastIndex(row, "|")+1] + tt.to
 			})

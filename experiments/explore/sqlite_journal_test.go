@@ -10,6 +10,8 @@ import (
 	"idemlab/experiments/harness"
 	"idemlab/experiments/harness/harnesstest"
 	"idemlab/experiments/receiver"
+	"idemlab/experiments/subject"
+	"idemlab/experiments/subject/builtin"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/protocol"
 )
@@ -55,16 +57,16 @@ func sqliteJournalRound(t *testing.T, r *harness.Runner, st Settings, k, round i
 	racers := make([]harness.Racer, k)
 	for i := range racers {
 		racers[i] = harness.Racer{Spec: harness.Spec{Scenario: Name, Condition: "sqlite-journal", Label: fmt.Sprintf("K %d round %d racer %d", k, round, i),
-			Worker: wb.WorkerRun, Args: batchRacerArgs(st, f), Exits: []int{protocol.ExitACK, protocol.ExitWorkerError}}}
+			Worker: wb.WorkerRun, Args: RacerArgs(st, builtin.Batch(wb.ModeJournal), f), Exits: []int{protocol.ExitACK, protocol.ExitWorkerError}}}
 	}
 	procs, err := harness.RunBarrier(context.Background(), r, racers)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log, _ := rcv.LogSince(0)
-	rows := State{TableSends: {}}
+	rows := State{builtin.TableSends: {}}
 	for _, e := range log {
-		rows[TableSends] = append(rows[TableSends], SendRow(e))
+		rows[builtin.TableSends] = append(rows[builtin.TableSends], subject.SendRow(e))
 	}
 	completed, busy := 0, 0
 	for _, p := range procs {
@@ -77,9 +79,9 @@ func sqliteJournalRound(t *testing.T, r *harness.Runner, st Settings, k, round i
 			t.Errorf("K=%d round %d: a run ended %d: %s", k, round, p.Record.ExitCode, p.Report.Error)
 		}
 	}
-	out := classifyBatch(st, rows)
-	if completed > 1 || (completed == 1 && out != OutcomeClean) || (completed == 0 && len(rows[TableSends]) > 0) {
+	out := builtin.Batch(wb.ModeJournal).Classify(st.params(), rows)
+	if completed > 1 || (completed == 1 && out != OutcomeClean) || (completed == 0 && len(rows[builtin.TableSends]) > 0) {
 		t.Errorf("K=%d round %d: %d runs completed, %d failed busy, outcome %s: more than one run wrote, or a send was repeated", k, round, completed, busy, out)
 	}
-	t.Logf("K=%d round %d: %d completed, %d failed with SQLITE_BUSY at their first mark; %d sends; %s", k, round, completed, busy, len(rows[TableSends]), out)
+	t.Logf("K=%d round %d: %d completed, %d failed with SQLITE_BUSY at their first mark; %d sends; %s", k, round, completed, busy, len(rows[builtin.TableSends]), out)
 }

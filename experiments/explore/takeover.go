@@ -1,55 +1,13 @@
 package explore
 
 import (
-	"context"
-	"fmt"
 	"slices"
 
-	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
-	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject"
 	we "idemlab/worker/explore"
-	"idemlab/worker/protocol"
 )
-
-// runTakeover runs one takeover trial: holder a pauses at point pt (it
-// signals and waits, standing still like a stopped process, its lease
-// running out); meanwhile successor b, started on the same job, polls the
-// live lease, takes it over after the TTL and finishes the job from the
-// journal. Only then is a released to run on with its old generation.
-// The parent orders the two, so the trial replays.
-func runTakeover(ctx context.Context, env scenario.Env, st Settings, pat Pattern, c Condition, i int, pt string) error {
-	t, err := newTrial(env, pat, c)
-	if err != nil {
-		return err
-	}
-	defer t.close()
-	fence := !c.Unfenced
-	// The holder starts first, so its token is the trial's first.
-	hf, htok := t.sender()
-	sf, stok := t.sender()
-	holder := harness.Racer{Spec: harness.Spec{
-		Scenario: Name, Condition: c.Name, Label: label(i, StepStale),
-		Worker: pat.Worker, Args: leaseArgs(st, hf, HolderA, 0, fence, pt), Exits: []int{protocol.ExitACK},
-	}}
-	between := func() error {
-		spec := harness.Spec{
-			Scenario: Name, Condition: c.Name, Label: label(i, StepSuccessor),
-			Worker: pat.Worker, Args: leaseArgs(st, sf, HolderB, 0, fence, ""), Exits: []int{protocol.ExitACK},
-		}
-		o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepSuccessor, DB: t.files.DB, Receiver: t.files.Receiver, Senders: tokens(stok), Point: pt}
-		_, _, err := runStep(ctx, env, pat, t, spec, o)
-		return err
-	}
-	procs, err := harness.RunBarrierThen(ctx, env.Runner, []harness.Racer{holder}, between)
-	if err != nil {
-		return fmt.Errorf("%s trial %d: %w", c.Name, i, err)
-	}
-	o := Observation{Scenario: Name, Condition: c.Name, Trial: i, Step: StepStale, DB: t.files.DB, Receiver: t.files.Receiver, Senders: tokens(htok), ProcessIDs: []int{procs[0].Record.ID}}
-	_, err = observe(ctx, env, pat, t, o)
-	return err
-}
 
 // TakeoverTrial is one paused-holder trial.
 type TakeoverTrial struct {
@@ -87,14 +45,6 @@ const (
 	RoleSuccessor = "successor"
 	RoleStale     = "stale-holder"
 )
-
-// takeoverModel is the unfenced holder's damage by where it was paused:
-// before a send it sends again and overwrites the row; after an accepted
-// send it overwrites the row; right after its grant it finds every step
-// done and does nothing.
-func takeoverModel() []string {
-	return []string{Duplicates(1) + "," + StaleWrites(1), StaleWrites(1)}
-}
 
 func (f *folder) takeover(cf condFold) TakeoverObserved {
 	c, points := cf.c, cf.points
@@ -143,9 +93,9 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	fl, fence := files(sc.o), !c.Unfenced
 	// The paused holder started first: it is the trial's first process.
 	stok, htok := f.senders(pat, sc, 2)[0], f.senders(pat, sh, 1)[0]
-	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: leaseArgs(f.st, fl.As(stok), HolderB, 0, fence, ""), sender: stok})
+	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: pat.Takeover.Args(f.st.params(), fl.As(stok), true, fence, ""), sender: stok})
 	f.account(pat, r1, State{})
-	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: leaseArgs(f.st, fl.As(htok), HolderA, 0, fence, pt), sender: htok})
+	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: pat.Takeover.Args(f.st.params(), fl.As(htok), false, fence, pt), sender: htok})
 	f.account(pat, r2, State{})
 	f.lateSends(cf, i, []entry{sc, sh})
 	if !r1.ok || !r2.ok || r1.rep == nil || r2.rep == nil {
@@ -161,8 +111,8 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	if !stale.Paused || stale.Fence != fence || succ.Fence != fence || succ.LeaseLost {
 		f.c.Proc(f.process(r2), "stdout", "the holder says paused %v, fence %v, and the successor fence %v, lost %v; the trial pauses the holder with fence %v and the successor finishes", stale.Paused, stale.Fence, succ.Fence, succ.LeaseLost, fence)
 	}
-	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st, sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
-	for _, x := range sends(sh.o.Rows) {
+	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st.params(), sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
+	for _, x := range subject.Sends(sh.o.Rows) {
 		if x.Outcome == receiver.SendStale {
 			t.StaleRefused++
 		}

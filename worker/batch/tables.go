@@ -62,3 +62,24 @@ func HeldSends(rows []JournalRow, job string) []wire.Key {
 	}
 	return out
 }
+
+// JournalAt is the model of the rows a journal run over n fresh items of
+// job leaves when it stops at crash point at, or runs to its end (at ""):
+// Run marks each step IN_FLIGHT before it runs it and SUCCEEDED after, and
+// both of an item's points lie inside its send, so every step before the
+// point's is SUCCEEDED and the point's own is IN_FLIGHT. The rows are in
+// run order, with status only.
+func JournalAt(job string, n int, at string) []JournalRow {
+	var out []JournalRow
+	for _, it := range Items(n, 0) {
+		for _, step := range Steps {
+			r := JournalRow{Job: job, Item: it.ID, Step: step, Status: string(Succeeded)}
+			if IsSideEffect(step) && (at == ItemPoint(PointBeforeSend, it.ID) || at == ItemPoint(PointAfterSendAccepted, it.ID)) {
+				r.Status = string(InFlight)
+				return append(out, r)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,4 +1,4 @@
-package explore
+package builtin
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
+	"idemlab/experiments/subject"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
@@ -24,7 +25,7 @@ import (
 // receiver's log of every send of the trial, which the parent keeps.
 const (
 	TableJournal = "step_journal"
-	TableSends   = "receiver_log"
+	TableSends   = subject.TableSends
 )
 
 // Steps of a batch recovery.
@@ -42,12 +43,12 @@ func Duplicates(n int) string { return "duplicates-" + strconv.Itoa(n) }
 
 // batchArgs is a run of explore's small batch: no simulated latency, so a
 // sweep costs process starts only.
-func batchArgs(st Settings, mode string, f Files) []string {
+func batchArgs(st subject.Params, mode string, f subject.Files) []string {
 	return wb.RunArgs{Mode: mode, Job: st.JobKey, Items: st.Items, Receiver: f.Receiver, DB: f.DB, Backend: st.Backend}.Argv()
 }
 
 // batchRacerArgs is a run of the journal raced behind the barrier.
-func batchRacerArgs(st Settings, f Files) []string {
+func batchRacerArgs(st subject.Params, f subject.Files) []string {
 	return wb.RunArgs{Mode: wb.ModeJournal, Job: st.JobKey, Items: st.Items, Receiver: f.Receiver, DB: f.DB, Backend: st.Backend, ReadyFD: harness.BarrierReadyFD}.Argv()
 }
 
@@ -60,8 +61,8 @@ func batchRacerArgs(st Settings, f Files) []string {
 // find an item unsent and send it: 1 to k accepts per item, 0 to
 // (k-1)·items duplicates. On SQLite the journal's EXCLUSIVE lock lets one
 // run in at a time; this set is PostgreSQL's.
-func journalRaceAllowed(st Settings, k int) []string {
-	out := []string{OutcomeClean}
+func journalRaceAllowed(st subject.Params, k int) []string {
+	out := []string{subject.OutcomeClean}
 	for n := 1; n <= (k-1)*st.Items; n++ {
 		out = append(out, Duplicates(n))
 	}
@@ -71,12 +72,12 @@ func journalRaceAllowed(st Settings, k int) []string {
 // batchClaim decodes a journal racer's report: one run, its mark retries,
 // and how it ended (completed, or needs_review when it found a send
 // another run had in flight).
-func batchClaim(raw json.RawMessage, _ bool) (Claim, error) {
+func batchClaim(raw json.RawMessage, _ bool) (subject.Claim, error) {
 	var r wb.RunResult
 	if err := results.DecodeStrict(raw, &r); err != nil {
-		return Claim{}, err
+		return subject.Claim{}, err
 	}
-	c := Claim{Postgres: r.Postgres, Attempts: 1, SerializationErrors: r.SerializationRetries, End: r.Status}
+	c := subject.Claim{Postgres: r.Postgres, Attempts: 1, SerializationErrors: r.SerializationRetries, End: r.Status}
 	if r.SQLite != nil {
 		c.Settings = *r.SQLite
 	}
@@ -84,36 +85,33 @@ func batchClaim(raw json.RawMessage, _ bool) (Claim, error) {
 }
 
 // readJournalOn lists the journal through a store, as Read does a file.
-func readJournalOn(ctx context.Context, st store.Store) (State, error) {
+func readJournalOn(ctx context.Context, st store.Store) (subject.State, error) {
 	rows, err := wb.ReadJournal(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	s := State{TableJournal: []string{}}
+	s := subject.State{TableJournal: []string{}}
 	for _, r := range rows {
 		s[TableJournal] = append(s[TableJournal], journalRow(r))
 	}
 	return s, nil
 }
 
-// batchPattern is article 002's run in one mode. The journal recovers as
+// Batch is article 002's run in one mode. The journal recovers as
 // the batch scenario's hard crash does: a resume that holds what it
 // cannot confirm, a resolve per held send after the parent looked it up
 // at the receiver, and a final run. Rerun-all just runs again.
-func batchPattern(mode string) Pattern {
-	p := Pattern{
+func Batch(mode string) subject.Subject {
+	p := subject.Subject{
 		Name:       "batch-" + mode,
 		Worker:     wb.WorkerRun,
 		TrialShare: 12,
 		Sends:      true,
-		Points:     func(st Settings) []string { return wb.CleanPoints(st.Items) },
-		// The run and a rerun; with the journal, a resume, at most one
-		// resolve (one send is in flight at a time) and a last run.
-		TrialProcesses: 2,
-		Args:           func(st Settings, f Files) []string { return batchArgs(st, mode, f) },
-		Looked:         lookedUp,
-		Read: func(ctx context.Context, db string) (State, error) {
-			s := State{}
+		Points:     func(st subject.Params) []string { return wb.CleanPoints(st.Items) },
+		Args:       func(st subject.Params, f subject.Files) []string { return batchArgs(st, mode, f) },
+		Looked:     lookedUp,
+		Read: func(ctx context.Context, db string) (subject.State, error) {
+			s := subject.State{}
 			if mode != wb.ModeJournal {
 				return s, nil
 			}
@@ -132,24 +130,26 @@ func batchPattern(mode string) Pattern {
 			}
 			return s, nil
 		},
-		CheckRows: func(st Settings, s State) []string { return checkBatchRows(st, s, mode == wb.ModeJournal) },
-		Classify:  classifyBatch,
-		Invariants: []Invariant{
-			{"each-item-sent-once", eachItemOnce},
-			{"recovery-acknowledged", recoveryAcknowledged},
+		CheckRows: func(st subject.Params, s subject.State) []string {
+			return checkBatchRows(st, s, mode == wb.ModeJournal)
 		},
-		Model: func(st Settings) []string {
+		Classify: classifyBatch,
+		Invariants: []subject.Invariant{
+			{Name: "each-item-sent-once", Check: eachItemOnce},
+			{Name: "recovery-acknowledged", Check: recoveryAcknowledged},
+		},
+		Model: func(st subject.Params) []string {
 			if mode == wb.ModeJournal {
-				return []string{OutcomeClean}
+				return []string{subject.OutcomeClean}
 			}
 			// Rerun-all resends what the crashed run had sent: 0 to all.
-			out := []string{OutcomeClean}
+			out := []string{subject.OutcomeClean}
 			for n := 1; n <= st.Items; n++ {
 				out = append(out, Duplicates(n))
 			}
 			return out
 		},
-		Account: func(st Settings, role, sender string, raw json.RawMessage, before, after State) []string {
+		Account: func(st subject.Params, role, sender string, raw json.RawMessage, before, after subject.State) []string {
 			if role == RoleResolve {
 				var r wb.ResolveResult
 				if err := results.DecodeStrict(raw, &r); err != nil {
@@ -168,7 +168,7 @@ func batchPattern(mode string) Pattern {
 			if sent := len(sentBy(sender, before, after)); r.Executed[wb.StepNotify] != sent {
 				out = append(out, fmt.Sprintf("the run says it sent %d notifications, the receiver accepted %d %s", r.Executed[wb.StepNotify], sent, receiver.SentFrom(sender)))
 			}
-			if role == RoleRecovery && r.Status != wb.StatusCompleted {
+			if role == subject.RoleRecovery && r.Status != wb.StatusCompleted {
 				out = append(out, fmt.Sprintf("the final run ended %s, want %s", r.Status, wb.StatusCompleted))
 			}
 			return out
@@ -177,38 +177,56 @@ func batchPattern(mode string) Pattern {
 	if mode == wb.ModeJournal {
 		withJournal(&p, mode)
 	} else {
-		p.Window = Window{From: wb.ItemPoint(wb.PointAfterSendAccepted, wb.ItemID(1))}
+		p.Window = subject.Window{From: wb.ItemPoint(wb.PointAfterSendAccepted, wb.ItemID(1))}
 	}
 	return p
 }
 
 // withJournal adds the journal's recovery to p: a resume that holds what
 // it cannot confirm, a resolve per held send after the parent looked it up
-// at the receiver, and a final run; and its races, on both backends.
-func withJournal(p *Pattern, mode string) {
-	p.TrialProcesses = 4
-	p.RaceRecovery = 2 // the resume and the final run
+// at the receiver, and a final run; and its races, on both backends. The
+// worker's model of its journal (wb.JournalAt) gives the sends a crash
+// leaves held, so the resolves a recovery runs.
+func withJournal(p *subject.Subject, mode string) {
+	p.Crashed = func(st subject.Params, at string) subject.State {
+		s := subject.State{TableJournal: []string{}}
+		for _, r := range wb.JournalAt(st.JobKey, st.Items, at) {
+			s[TableJournal] = append(s[TableJournal], journalRow(r))
+		}
+		return s
+	}
 	p.PostgresRacer, p.RacesOnPostgres, p.RacerArgs = wb.WorkerRun, true, batchRacerArgs
 	p.Tables, p.ReadOn = wb.SchemaOn, readJournalOn
 	p.Claim, p.RaceAllowed = batchClaim, journalRaceAllowed
-	p.Recovery = func(st Settings, f Files, done []string, s State) (Action, bool) {
+	p.Recovery = func(st subject.Params, f subject.Files, done []string, s subject.State) (subject.Action, bool) {
 		switch {
 		case len(done) == 0:
-			return Action{Step: StepResume, Role: RoleResume, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
+			return subject.Action{Step: StepResume, Role: RoleResume, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
 		case done[len(done)-1] == StepFinal:
-			return Action{}, false
+			return subject.Action{}, false
 		}
-		if held := heldSends(st, s); len(held) > 0 {
-			k := held[0]
-			return Action{Step: StepResolve + " " + k.String(), Role: RoleResolve, Worker: wb.WorkerResolve, LookUp: k.String(),
-				With: func(l Lookup) []string {
+		if k, ok := unresolved(heldSends(st, s), done); ok {
+			return subject.Action{Step: StepResolve + " " + k.String(), Role: RoleResolve, Worker: wb.WorkerResolve, LookUp: k.String(),
+				With: func(l subject.Lookup) []string {
 					a := l.Resolve(f.DB, k)
 					a.Backend = st.Backend
 					return a.Argv()
 				}}, true
 		}
-		return Action{Step: StepFinal, Role: RoleRecovery, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
+		return subject.Action{Step: StepFinal, Role: subject.RoleRecovery, Worker: wb.WorkerRun, Args: batchArgs(st, mode, f)}, true
 	}
+}
+
+// unresolved is the first of held whose resolve is not among done. In a
+// run a resolve settles its row, so that is the first held; on the
+// model's state, which no resolve changes, it is the next to resolve.
+func unresolved(held []wire.Key, done []string) (wire.Key, bool) {
+	for _, k := range held {
+		if !slices.Contains(done, StepResolve+" "+k.String()) {
+			return k, true
+		}
+	}
+	return wire.Key{}, false
 }
 
 // readJournal reads the journal with the worker's reader, opening the file
@@ -236,50 +254,15 @@ func parseJournalRow(job, s string) (wb.JournalRow, bool) {
 	return wb.JournalRow{Job: job, Item: f[0], Step: f[1], Status: f[2], Receipt: f[3]}, true
 }
 
-// SendRow renders one receiver log entry as a state row, its sender last.
-func SendRow(e receiver.Entry) string {
-	return strings.Join([]string{strconv.Itoa(e.Seq), e.Item, e.Step, e.Outcome, strconv.FormatInt(e.Generation, 10), e.Receipt, e.Sender}, "|")
-}
-
-// sendRow is a parsed receiver log row. Sender is empty in a row of a
-// folder of format 4 or older, which has six fields.
-type sendRow struct {
-	Seq                          int
-	Item, Step, Outcome, Receipt string
-	Gen                          int64
-	Sender                       string
-}
-
-func parseSend(r string) (sendRow, bool) {
-	f := strings.Split(r, "|")
-	if len(f) != 6 && len(f) != 7 {
-		return sendRow{}, false
-	}
-	seq, err1 := strconv.Atoi(f[0])
-	gen, err2 := strconv.ParseInt(f[4], 10, 64)
-	x := sendRow{Seq: seq, Item: f[1], Step: f[2], Outcome: f[3], Gen: gen, Receipt: f[5]}
-	if len(f) == 7 {
-		x.Sender = f[6]
-		if x.Sender == "" {
-			return x, false
-		}
-	}
-	return x, err1 == nil && err2 == nil
-}
-
-func (s sendRow) accepted() bool {
-	return s.Outcome == receiver.SendAccepted || s.Outcome == receiver.SendAcceptedNoReply
-}
-
 // sentBy lists the accepted sends of the process whose sender token is
 // tok, over the whole log of after: what it sent, whenever the receiver
 // logged it. A folder of format 4 or older has no tokens (tok is empty),
 // and its reading stays the old one: the accepts logged between before
 // and after, the window the process ran in.
-func sentBy(tok string, before, after State) []sendRow {
-	var out []sendRow
-	for _, x := range sends(after) {
-		if !x.accepted() {
+func sentBy(tok string, before, after subject.State) []subject.Send {
+	var out []subject.Send
+	for _, x := range subject.Sends(after) {
+		if !x.Accepted() {
 			continue
 		}
 		if (tok != "" && x.Sender == tok) || (tok == "" && x.Seq > len(before[TableSends])) {
@@ -289,21 +272,11 @@ func sentBy(tok string, before, after State) []sendRow {
 	return out
 }
 
-func sends(s State) []sendRow {
-	var out []sendRow
-	for _, r := range s[TableSends] {
-		if x, ok := parseSend(r); ok {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // acceptsByItem counts each item's accepted notifications.
-func acceptsByItem(s State) map[string]int {
+func acceptsByItem(s subject.State) map[string]int {
 	out := map[string]int{}
-	for _, x := range sends(s) {
-		if x.accepted() && x.Step == wb.StepNotify {
+	for _, x := range subject.Sends(s) {
+		if x.Accepted() && x.Step == wb.StepNotify {
 			out[x.Item]++
 		}
 	}
@@ -312,10 +285,10 @@ func acceptsByItem(s State) map[string]int {
 
 // lookedUp answers a lookup from the receiver's log: found when a send of
 // the key was accepted, with that send's receipt.
-func lookedUp(s State, key string) Lookup {
-	l := Lookup{Key: key}
-	for _, x := range sends(s) {
-		if x.accepted() && strings.HasSuffix(key, ":"+x.Item+":"+x.Step) {
+func lookedUp(s subject.State, key string) subject.Lookup {
+	l := subject.Lookup{Key: key}
+	for _, x := range subject.Sends(s) {
+		if x.Accepted() && strings.HasSuffix(key, ":"+x.Item+":"+x.Step) {
 			l.Found, l.Receipt = true, x.Receipt
 		}
 	}
@@ -324,7 +297,7 @@ func lookedUp(s State, key string) Lookup {
 
 // heldSends are the sends a person resolves, found by the worker's reader
 // of held sends in the journal rows of the state.
-func heldSends(st Settings, s State) []wire.Key {
+func heldSends(st subject.Params, s subject.State) []wire.Key {
 	var rows []wb.JournalRow
 	for _, r := range s[TableJournal] {
 		if x, ok := parseJournalRow(st.JobKey, r); ok {
@@ -342,7 +315,7 @@ func itemIDs(n int) []string {
 	return out
 }
 
-func checkBatchRows(st Settings, s State, journal bool) []string {
+func checkBatchRows(st subject.Params, s subject.State, journal bool) []string {
 	var bad []string
 	items := itemIDs(st.Items)
 	for i, r := range s[TableJournal] {
@@ -352,7 +325,7 @@ func checkBatchRows(st Settings, s State, journal bool) []string {
 		}
 	}
 	for i, r := range s[TableSends] {
-		x, ok := parseSend(r)
+		x, ok := subject.ParseSend(r)
 		if !ok || x.Seq != i+1 || !slices.Contains(items, x.Item) || x.Step != wb.StepNotify {
 			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not the receiver's entry %d for a notification of the settings' items", TableSends, i, r, i+1))
 		}
@@ -372,7 +345,7 @@ func checkBatchRows(st Settings, s State, journal bool) []string {
 }
 
 // classifyBatch counts accepts beyond one per item, and items never sent.
-func classifyBatch(st Settings, s State) string {
+func classifyBatch(st subject.Params, s subject.State) string {
 	by := acceptsByItem(s)
 	dups, lost := 0, 0
 	for _, it := range itemIDs(st.Items) {
@@ -385,7 +358,7 @@ func classifyBatch(st Settings, s State) string {
 	}
 	switch {
 	case dups == 0 && lost == 0:
-		return OutcomeClean
+		return subject.OutcomeClean
 	case lost == 0:
 		return Duplicates(dups)
 	}
@@ -394,8 +367,8 @@ func classifyBatch(st Settings, s State) string {
 
 // eachItemOnce says the receiver accepted every item's notification
 // exactly once by the end of the recovery: its log is the evidence.
-func eachItemOnce(h History) []string {
-	last, ok := final(h)
+func eachItemOnce(h subject.History) []string {
+	last, ok := h.Final()
 	if !ok {
 		return []string{"no steps"}
 	}

@@ -1,4 +1,4 @@
-package explore
+package builtin
 
 import (
 	"context"
@@ -7,41 +7,35 @@ import (
 
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
+	"idemlab/experiments/subject"
 	we "idemlab/worker/explore"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 )
 
-// The article patterns' hand-written workers: separate commit and single
-// transaction as explore ran them up to format 6. A run on SQLite runs
-// them from their pattern files (articles.go); these stay to fold the
-// folders of format 6 or older that recorded them, and for explore's
-// races on PostgreSQL, which race these workers still.
-
-// handWritten are the hand-written article patterns, in report order.
-func handWritten() []Pattern {
-	return []Pattern{redeliveryPattern(wr.SeparateCommit), redeliveryPattern(wr.SingleTransaction)}
-}
-
-func redeliveryPattern(p wr.Pattern) Pattern {
-	pat := Pattern{
-		Name:           string(p),
-		Worker:         wr.WorkerName,
-		Racer:          we.RacerName,
-		TrialShare:     100,
-		Points:         func(Settings) []string { return wr.PointsOf(p) },
-		TrialProcesses: 2,
-		RaceRecovery:   1,
-		Args:           func(st Settings, f Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
-		RacerArgs: func(st Settings, f Files) []string {
+// Redelivery is an article pattern's hand-written worker (separate commit
+// or single transaction) as explore ran it up to format 6. A run on SQLite
+// runs the patterns from their files; these stay to fold the folders of
+// format 6 or older that recorded them, and for explore's races on
+// PostgreSQL, which race these workers still. Its recovery is one more
+// delivery, whatever the crash left.
+func Redelivery(p wr.Pattern) subject.Subject {
+	pat := subject.Subject{
+		Name:       string(p),
+		Worker:     wr.WorkerName,
+		Racer:      we.RacerName,
+		TrialShare: 100,
+		Points:     func(subject.Params) []string { return wr.PointsOf(p) },
+		Args:       func(st subject.Params, f subject.Files) []string { return deliveryArgs(st, p, f.DB).Argv() },
+		RacerArgs: func(st subject.Params, f subject.Files) []string {
 			return we.RaceArgs{Delivery: deliveryArgs(st, p, f.DB), ReadyFD: harness.BarrierReadyFD, MaxAttempts: st.MaxAttempts}.Argv()
 		},
 		RacesOnPostgres: true,
 		Tables:          func(store.Dialect) string { return wr.Schema },
-		ReadOn: func(ctx context.Context, st store.Store) (State, error) {
+		ReadOn: func(ctx context.Context, st store.Store) (subject.State, error) {
 			s, err := wr.ReadState(ctx, st)
-			return State(s.Lines()), err
+			return subject.State(s.Lines()), err
 		},
 		Prepare: func(ctx context.Context, db string) error {
 			h, _, err := sqlitedb.Open(ctx, wr.Options(db))
@@ -56,15 +50,15 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 		},
 		Read:      readRedelivery,
 		CheckRows: checkRedeliveryRows,
-		Classify:  func(_ Settings, s State) string { return classifyRedelivery(s) },
-		Invariants: []Invariant{
-			{"one-job", oneRow(TableJobs, "job")},
-			{"one-processed-record", oneRow(TableProcessed, "processed record")},
-			{"recovery-acknowledged", recoveryAcknowledged},
-			{"ack-leaves-work-done", ackLeavesWorkDone},
+		Classify:  func(_ subject.Params, s subject.State) string { return classifyRedelivery(s) },
+		Invariants: []subject.Invariant{
+			{Name: "one-job", Check: oneRow(TableJobs, "job")},
+			{Name: "one-processed-record", Check: oneRow(TableProcessed, "processed record")},
+			{Name: "recovery-acknowledged", Check: recoveryAcknowledged},
+			{Name: "ack-leaves-work-done", Check: ackLeavesWorkDone},
 		},
-		Model: func(Settings) []string { return modelOutcomes(p) },
-		Account: func(st Settings, _, _ string, raw json.RawMessage, before, after State) []string {
+		Model: func(subject.Params) []string { return modelOutcomes(p) },
+		Account: func(st subject.Params, _, _ string, raw json.RawMessage, before, after subject.State) []string {
 			var r wr.Result
 			if err := results.DecodeStrict(raw, &r); err != nil {
 				return []string{fmt.Sprintf("the report's result: %v", err)}
@@ -85,44 +79,44 @@ func redeliveryPattern(p wr.Pattern) Pattern {
 			}
 			return out
 		},
-		Claim: func(raw json.RawMessage, racer bool) (Claim, error) {
+		Claim: func(raw json.RawMessage, racer bool) (subject.Claim, error) {
 			if racer {
 				var r we.RaceResult
 				if err := results.DecodeStrict(raw, &r); err != nil {
-					return Claim{}, err
+					return subject.Claim{}, err
 				}
 				if r.Pattern != p {
-					return Claim{}, fmt.Errorf("the racer says it ran %s, the pattern is %s", r.Pattern, p)
+					return subject.Claim{}, fmt.Errorf("the racer says it ran %s, the pattern is %s", r.Pattern, p)
 				}
-				return Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings, Postgres: r.Postgres,
+				return subject.Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings, Postgres: r.Postgres,
 					Attempts: r.Attempts, BusyErrors: r.BusyErrors, SerializationErrors: r.SerializationErrors, Error: r.Error, ErrorClass: r.ErrorClass}, nil
 			}
 			var r wr.Result
 			if err := results.DecodeStrict(raw, &r); err != nil {
-				return Claim{}, err
+				return subject.Claim{}, err
 			}
 			if r.Pattern != p {
-				return Claim{}, fmt.Errorf("the worker says it ran %s, the pattern is %s", r.Pattern, p)
+				return subject.Claim{}, fmt.Errorf("the worker says it ran %s, the pattern is %s", r.Pattern, p)
 			}
-			return Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings}, nil
+			return subject.Claim{WorkAdded: r.Outcome.JobInserted, FoundDone: r.Outcome.AlreadyProcessed, Settings: r.Settings}, nil
 		},
-		RaceAllowed: func(_ Settings, k int) []string { return raceAllowed(p, k) },
+		RaceAllowed: func(_ subject.Params, k int) []string { return raceAllowed(p, k) },
 	}
 	if p == wr.SeparateCommit {
-		pat.Window = Window{From: wr.PointAfterJobCommit, To: wr.PointAfterProcessedCommit}
+		pat.Window = subject.Window{From: wr.PointAfterJobCommit, To: wr.PointAfterProcessedCommit}
 	}
 	return pat
 }
 
 // deliveryArgs are the delivering worker's arguments for one delivery of
 // the settings' event with pattern p.
-func deliveryArgs(st Settings, p wr.Pattern, db string) wr.Args {
+func deliveryArgs(st subject.Params, p wr.Pattern, db string) wr.Args {
 	return wr.Args{DB: db, Pattern: p, Event: wr.Event{ID: st.EventID, JobKey: st.JobKey}, Backend: st.Backend}
 }
 
 // checkRedeliveryRows says which rows of the two tables cannot have come
 // from delivering the settings' one event.
-func checkRedeliveryRows(st Settings, s State) []string {
+func checkRedeliveryRows(st subject.Params, s subject.State) []string {
 	var bad []string
 	for _, t := range []string{TableJobs, TableProcessed} {
 		if _, ok := s[t]; !ok {
@@ -152,9 +146,9 @@ func checkRedeliveryRows(st Settings, s State) []string {
 // pass the check before any commits its processed record, so 1 to k jobs.
 func raceAllowed(p wr.Pattern, k int) []string {
 	if p == wr.SingleTransaction {
-		return []string{OutcomeClean}
+		return []string{subject.OutcomeClean}
 	}
-	out := []string{OutcomeClean}
+	out := []string{subject.OutcomeClean}
 	for n := 2; n <= k; n++ {
 		out = append(out, Duplicate(n))
 	}
@@ -163,11 +157,11 @@ func raceAllowed(p wr.Pattern, k int) []string {
 
 func jobRow(id, key string) string { return id + "|" + key }
 
-func classifyRedelivery(s State) string {
+func classifyRedelivery(s subject.State) string {
 	j, p := len(s[TableJobs]), len(s[TableProcessed])
 	switch {
 	case j == 1 && p == 1:
-		return OutcomeClean
+		return subject.OutcomeClean
 	case j > 1 && p == 1:
 		return Duplicate(j)
 	}
@@ -186,7 +180,7 @@ func modelOutcomes(p wr.Pattern) []string {
 	for _, at := range crashes {
 		ds := wr.Deliveries(p, at, 2)
 		last := ds[len(ds)-1].After
-		o := classifyRedelivery(State{TableJobs: make([]string, last.Jobs), TableProcessed: make([]string, last.Processed)})
+		o := classifyRedelivery(subject.State{TableJobs: make([]string, last.Jobs), TableProcessed: make([]string, last.Processed)})
 		if !seen[o] {
 			seen[o] = true
 			out = append(out, o)
@@ -199,6 +193,6 @@ func modelOutcomes(p wr.Pattern) []string {
 // file or a table leaves them missing; that reads as empty, and the parent
 // creates nothing, so the recovery finds the file as the killed worker
 // left it.
-func readRedelivery(ctx context.Context, path string) (State, error) {
+func readRedelivery(ctx context.Context, path string) (subject.State, error) {
 	return readWith(ctx, path, wr.Options(path), wr.ReadState)
 }

@@ -1,4 +1,4 @@
-package explore
+package builtin
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"idemlab/experiments/results"
+	"idemlab/experiments/subject"
 	wc "idemlab/worker/claim"
 	we "idemlab/worker/explore"
 )
@@ -36,32 +37,33 @@ func ClaimOutcome(holder string) string { return "done-by-" + holder }
 // OutcomeNotDone is a claim whose downstream fields were never written.
 const OutcomeNotDone = "not-done"
 
-func claimArgs(st Settings, f Files, holder string, offset int64) []string {
+func claimArgs(st subject.Params, f subject.Files, holder string, offset int64) []string {
 	return we.ClaimArgs{DB: f.DB, Fingerprint: st.EventID, Holder: holder, Classification: st.JobKey, TTLMS: ClaimTTLMS, OffsetMS: offset}.Argv()
 }
 
-// claimPattern is article 003's TTL claim and its downstream write. A
+// Claim is article 003's TTL claim and its downstream write. A
 // recovery first probes inside the TTL, where a live claim must hold,
 // then re-claims after it and finishes the work if nobody did.
-func claimPattern() Pattern {
-	return Pattern{
-		Name:           "claim-ttl",
-		Worker:         we.ClaimName,
-		TrialShare:     12,
-		Points:         func(Settings) []string { return []string{we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp} },
-		TrialProcesses: 3, // the delivery, the probe, the re-claim
-		Args:           func(st Settings, f Files) []string { return claimArgs(st, f, HolderDelivery, 0) },
-		Recovery: func(st Settings, f Files, done []string, _ State) (Action, bool) {
+func Claim() subject.Subject {
+	return subject.Subject{
+		Name:       "claim-ttl",
+		Worker:     we.ClaimName,
+		TrialShare: 12,
+		Points: func(subject.Params) []string {
+			return []string{we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp}
+		},
+		Args: func(st subject.Params, f subject.Files) []string { return claimArgs(st, f, HolderDelivery, 0) },
+		Recovery: func(st subject.Params, f subject.Files, done []string, _ subject.State) (subject.Action, bool) {
 			switch len(done) {
 			case 0:
-				return Action{Step: StepProbe, Role: RoleProbe, Worker: we.ClaimName, Args: claimArgs(st, f, HolderProbe, 0)}, true
+				return subject.Action{Step: StepProbe, Role: RoleProbe, Worker: we.ClaimName, Args: claimArgs(st, f, HolderProbe, 0)}, true
 			case 1:
-				return Action{Step: StepRecovery, Role: RoleRecovery, Worker: we.ClaimName, Args: claimArgs(st, f, HolderRecovery, ClaimTTLMS+1)}, true
+				return subject.Action{Step: subject.StepRecovery, Role: subject.RoleRecovery, Worker: we.ClaimName, Args: claimArgs(st, f, HolderRecovery, ClaimTTLMS+1)}, true
 			}
-			return Action{}, false
+			return subject.Action{}, false
 		},
 		Read: readClaims,
-		CheckRows: func(st Settings, s State) []string {
+		CheckRows: func(st subject.Params, s subject.State) []string {
 			var bad []string
 			if _, ok := s[TableClaims]; !ok {
 				bad = append(bad, fmt.Sprintf("table %s is missing", TableClaims))
@@ -82,7 +84,7 @@ func claimPattern() Pattern {
 			}
 			return bad
 		},
-		Classify: func(_ Settings, s State) string {
+		Classify: func(_ subject.Params, s subject.State) string {
 			c, ok := claimOf(s)
 			if !ok || c.ExternalID == "" {
 				return OutcomeNotDone
@@ -90,20 +92,20 @@ func claimPattern() Pattern {
 			return ClaimOutcome(strings.TrimPrefix(c.ExternalID, "ext-"))
 		},
 		Clean: claimModel(),
-		Invariants: []Invariant{
-			{"one-winner-per-ttl", oneWinnerPerTTL},
-			{"downstream-kept", downstreamKept},
-			{"downstream-written", downstreamWritten},
-			{"recovery-acknowledged", recoveryAcknowledged},
+		Invariants: []subject.Invariant{
+			{Name: "one-winner-per-ttl", Check: oneWinnerPerTTL},
+			{Name: "downstream-kept", Check: downstreamKept},
+			{Name: "downstream-written", Check: downstreamWritten},
+			{Name: "recovery-acknowledged", Check: recoveryAcknowledged},
 		},
-		Model: func(Settings) []string { return claimModel() },
-		Account: func(st Settings, role, _ string, raw json.RawMessage, before, after State) []string {
+		Model: func(subject.Params) []string { return claimModel() },
+		Account: func(st subject.Params, role, _ string, raw json.RawMessage, before, after subject.State) []string {
 			var r we.ClaimResult
 			if err := results.DecodeStrict(raw, &r); err != nil {
 				return []string{fmt.Sprintf("the claim's result: %v", err)}
 			}
 			var out []string
-			if want := map[string]string{RoleDelivery: HolderDelivery, RoleProbe: HolderProbe, RoleRecovery: HolderRecovery}[role]; r.Holder != want {
+			if want := map[string]string{subject.RoleDelivery: HolderDelivery, RoleProbe: HolderProbe, subject.RoleRecovery: HolderRecovery}[role]; r.Holder != want {
 				out = append(out, fmt.Sprintf("the worker says it is %q, the step's holder is %q", r.Holder, want))
 			}
 			b, _ := claimOf(before)
@@ -128,7 +130,7 @@ func claimModel() []string {
 
 // claimOf parses the single claim row of s; ok is false when there is not
 // exactly one well-formed row.
-func claimOf(s State) (wc.Cells, bool) {
+func claimOf(s subject.State) (wc.Cells, bool) {
 	if len(s[TableClaims]) != 1 {
 		return wc.Cells{}, false
 	}
@@ -137,14 +139,14 @@ func claimOf(s State) (wc.Cells, bool) {
 
 // readClaims lists the claim table; a file or table a killed worker never
 // created reads as empty.
-func readClaims(ctx context.Context, path string) (State, error) {
+func readClaims(ctx context.Context, path string) (subject.State, error) {
 	return readWith(ctx, path, wc.Options(path, 5*time.Second), wc.ReadClaims)
 }
 
 // oneWinnerPerTTL says two successive claims (claimed_at changing between
 // steps) lie more than the TTL apart: within one TTL window only one
 // caller may win.
-func oneWinnerPerTTL(h History) []string {
+func oneWinnerPerTTL(h subject.History) []string {
 	var out []string
 	prev := int64(-1)
 	for i, s := range h.Steps {
@@ -167,7 +169,7 @@ func oneWinnerPerTTL(h History) []string {
 
 // downstreamKept says downstream fields, once committed, never change or
 // vanish: a re-claim may take the row, not the work already done.
-func downstreamKept(h History) []string {
+func downstreamKept(h subject.History) []string {
 	var out []string
 	var first wc.Cells
 	for i, s := range h.Steps {
@@ -183,8 +185,8 @@ func downstreamKept(h History) []string {
 }
 
 // downstreamWritten says the recovery leaves the work done.
-func downstreamWritten(h History) []string {
-	last, ok := final(h)
+func downstreamWritten(h subject.History) []string {
+	last, ok := h.Final()
 	if !ok {
 		return []string{"no steps"}
 	}

@@ -1,4 +1,4 @@
-package explore
+package builtin
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
+	"idemlab/experiments/subject"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 )
@@ -40,7 +41,7 @@ const (
 // StaleWrites names an outcome part: journal writes by a superseded holder.
 func StaleWrites(n int) string { return "stale-writes-" + strconv.Itoa(n) }
 
-func leaseArgs(st Settings, f Files, holder string, offset int64, fence bool, pauseAt string) []string {
+func LeaseArgs(st subject.Params, f subject.Files, holder string, offset int64, fence bool, pauseAt string) []string {
 	a := we.LeaseArgs{DB: f.DB, Job: st.JobKey, Receiver: f.Receiver, Holder: holder, Items: st.Items,
 		TTLMS: LeaseTTLMS, OffsetMS: offset, Fence: fence, WaitMS: LeaseWaitMS, PollMS: LeasePollMS}
 	if pauseAt != "" {
@@ -49,41 +50,50 @@ func leaseArgs(st Settings, f Files, holder string, offset int64, fence bool, pa
 	return a.Argv()
 }
 
-// leasePattern is articles 002 and 003 combined: the batch journal run
+// Lease is articles 002 and 003 combined: the batch journal run
 // under a TTL lease that every journal write renews, with generations as
 // fencing tokens on every write and send. A crashed holder's job is taken
 // over after the TTL (the successor's clock shifted past it) and resumed
 // from the journal.
-func leasePattern() Pattern {
-	return Pattern{
-		Name:           "lease-batch",
-		Worker:         we.LeaseName,
-		TrialShare:     12,
-		Sends:          true,
-		Fenced:         true,
-		Takeover:       true,
-		Points:         func(st Settings) []string { return we.LeasePoints(st.Items) },
-		TrialProcesses: 2,
-		Args:           func(st Settings, f Files) []string { return leaseArgs(st, f, HolderA, 0, true, "") },
-		Recovery: func(st Settings, f Files, done []string, _ State) (Action, bool) {
+func Lease() subject.Subject {
+	return subject.Subject{
+		Name:       "lease-batch",
+		Worker:     we.LeaseName,
+		TrialShare: 12,
+		Sends:      true,
+		Fenced:     true,
+		Takeover: &subject.Takeover{
+			Args: func(st subject.Params, f subject.Files, successor, fence bool, pauseAt string) []string {
+				if successor {
+					return LeaseArgs(st, f, HolderB, 0, fence, "")
+				}
+				return LeaseArgs(st, f, HolderA, 0, fence, pauseAt)
+			},
+			// The holder acts as a non-holder only from its first step on.
+			Window: subject.Window{From: wb.ItemPoint(wb.PointBeforeSend, wb.ItemID(1))},
+			Damage: takeoverModel(),
+		},
+		Points: func(st subject.Params) []string { return we.LeasePoints(st.Items) },
+		Args:   func(st subject.Params, f subject.Files) []string { return LeaseArgs(st, f, HolderA, 0, true, "") },
+		Recovery: func(st subject.Params, f subject.Files, done []string, _ subject.State) (subject.Action, bool) {
 			if len(done) > 0 {
-				return Action{}, false
+				return subject.Action{}, false
 			}
-			return Action{Step: StepRecovery, Role: RoleRecovery, Worker: we.LeaseName, Args: leaseArgs(st, f, HolderB, LeaseTTLMS+1, true, "")}, true
+			return subject.Action{Step: subject.StepRecovery, Role: subject.RoleRecovery, Worker: we.LeaseName, Args: LeaseArgs(st, f, HolderB, LeaseTTLMS+1, true, "")}, true
 		},
 		Read:      readLease,
 		CheckRows: checkLeaseRows,
 		Classify:  classifyLease,
-		Invariants: []Invariant{
-			{"each-item-sent-once", eachItemOnce},
-			{"no-stale-accept", noStaleAccept},
-			{"no-stale-journal-write", noStaleWrite},
-			{"no-overlapping-holders", noOverlap},
-			{"journal-complete", leaseJournalComplete},
-			{"recovery-acknowledged", recoveryAcknowledged},
+		Invariants: []subject.Invariant{
+			{Name: "each-item-sent-once", Check: eachItemOnce},
+			{Name: "no-stale-accept", Check: noStaleAccept},
+			{Name: "no-stale-journal-write", Check: noStaleWrite},
+			{Name: "no-overlapping-holders", Check: noOverlap},
+			{Name: "journal-complete", Check: leaseJournalComplete},
+			{Name: "recovery-acknowledged", Check: recoveryAcknowledged},
 		},
-		Model: func(Settings) []string { return []string{OutcomeClean} },
-		Account: func(st Settings, role, sender string, raw json.RawMessage, before, after State) []string {
+		Model: func(subject.Params) []string { return []string{subject.OutcomeClean} },
+		Account: func(st subject.Params, role, sender string, raw json.RawMessage, before, after subject.State) []string {
 			var r we.LeaseResult
 			if err := results.DecodeStrict(raw, &r); err != nil {
 				return []string{fmt.Sprintf("the lease worker's result: %v", err)}
@@ -112,13 +122,13 @@ func leasePattern() Pattern {
 
 // readLease lists the lease, its journal and its log; a file or table a
 // killed worker never created reads as empty.
-func readLease(ctx context.Context, path string) (State, error) {
+func readLease(ctx context.Context, path string) (subject.State, error) {
 	return readWith(ctx, path, we.LeaseOptions(path), we.ReadLease)
 }
 
 // leaseLog parses the recorded lease_log rows; a row that does not parse
 // is left out, and checkLeaseRows reports it.
-func leaseLog(s State) []we.LogEntry {
+func leaseLog(s subject.State) []we.LogEntry {
 	var out []we.LogEntry
 	for _, r := range s[TableLeaseLog] {
 		if e, ok := we.ParseLogLine(r); ok {
@@ -128,7 +138,7 @@ func leaseLog(s State) []we.LogEntry {
 	return out
 }
 
-func checkLeaseRows(st Settings, s State) []string {
+func checkLeaseRows(st subject.Params, s subject.State) []string {
 	var bad []string
 	items := itemIDs(st.Items)
 	for _, t := range []string{TableLease, TableLeaseJournal, TableLeaseLog, TableSends} {
@@ -160,7 +170,7 @@ func checkLeaseRows(st Settings, s State) []string {
 		}
 	}
 	for i, r := range s[TableSends] {
-		x, ok := parseSend(r)
+		x, ok := subject.ParseSend(r)
 		if !ok || x.Seq != i+1 || !slices.Contains(items, x.Item) || x.Step != wb.StepNotify || x.Gen < 1 {
 			bad = append(bad, fmt.Sprintf("%s[%d] is %q, not the receiver's entry %d for a fenced notification", TableSends, i, r, i+1))
 		}
@@ -170,7 +180,7 @@ func checkLeaseRows(st Settings, s State) []string {
 
 // staleWrites counts journal writes made with a generation below one
 // granted before them.
-func staleWrites(s State) []we.LogEntry {
+func staleWrites(s subject.State) []we.LogEntry {
 	var out []we.LogEntry
 	var top int64
 	for _, e := range leaseLog(s) {
@@ -186,11 +196,11 @@ func staleWrites(s State) []we.LogEntry {
 
 // staleAccepts are sends the receiver accepted after it had seen a newer
 // generation of the job, in its own log's order.
-func staleAccepts(s State) []sendRow {
-	var out []sendRow
+func staleAccepts(s subject.State) []subject.Send {
+	var out []subject.Send
 	var top int64
-	for _, x := range sends(s) {
-		if x.accepted() && x.Gen < top {
+	for _, x := range subject.Sends(s) {
+		if x.Accepted() && x.Gen < top {
 			out = append(out, x)
 		}
 		top = max(top, x.Gen)
@@ -198,16 +208,16 @@ func staleAccepts(s State) []sendRow {
 	return out
 }
 
-func classifyLease(st Settings, s State) string {
+func classifyLease(st subject.Params, s subject.State) string {
 	var parts []string
-	if o := classifyBatch(st, s); o != OutcomeClean {
+	if o := classifyBatch(st, s); o != subject.OutcomeClean {
 		parts = append(parts, o)
 	}
 	if n := len(staleWrites(s)); n > 0 {
 		parts = append(parts, StaleWrites(n))
 	}
 	if len(parts) == 0 {
-		return OutcomeClean
+		return subject.OutcomeClean
 	}
 	return strings.Join(parts, ",")
 }
@@ -215,8 +225,8 @@ func classifyLease(st Settings, s State) string {
 // noStaleAccept: the receiver accepted no send of a generation older than
 // one it had already seen. The fence refuses such sends; without it they
 // land.
-func noStaleAccept(h History) []string {
-	last, ok := final(h)
+func noStaleAccept(h subject.History) []string {
+	last, ok := h.Final()
 	if !ok {
 		return []string{"no steps"}
 	}
@@ -229,8 +239,8 @@ func noStaleAccept(h History) []string {
 
 // noStaleWrite: no journal write by a holder whose lease had been granted
 // to a newer generation: a write by a non-holder.
-func noStaleWrite(h History) []string {
-	last, ok := final(h)
+func noStaleWrite(h subject.History) []string {
+	last, ok := h.Final()
 	if !ok {
 		return []string{"no steps"}
 	}
@@ -244,8 +254,8 @@ func noStaleWrite(h History) []string {
 // noOverlap: each grant came more than the TTL after the previous
 // generation's last renewal (its grant or a journal write before the new
 // grant), so no two holders held the job at once.
-func noOverlap(h History) []string {
-	last, ok := final(h)
+func noOverlap(h subject.History) []string {
+	last, ok := h.Final()
 	if !ok {
 		return []string{"no steps"}
 	}
@@ -270,8 +280,8 @@ func noOverlap(h History) []string {
 
 // leaseJournalComplete: after the recovery every step of every item is
 // SUCCEEDED.
-func leaseJournalComplete(h History) []string {
-	last, ok := final(h)
+func leaseJournalComplete(h subject.History) []string {
+	last, ok := h.Final()
 	if !ok {
 		return []string{"no steps"}
 	}
@@ -291,4 +301,12 @@ func leaseJournalComplete(h History) []string {
 		}
 	}
 	return out
+}
+
+// takeoverModel is the unfenced holder's damage by where it was paused:
+// before a send it sends again and overwrites the row; after an accepted
+// send it overwrites the row; right after its grant it finds every step
+// done and does nothing.
+func takeoverModel() []string {
+	return []string{Duplicates(1) + "," + StaleWrites(1), StaleWrites(1)}
 }
