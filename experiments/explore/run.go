@@ -275,10 +275,7 @@ func observe(ctx context.Context, env scenario.Env, pat Pattern, t *trialEnv, o 
 		}
 	}
 	o.Rows = rows
-	if err := env.Recorder.Observe(o); err != nil {
-		return nil, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
-	}
-	return rows, nil
+	return rows, engine.Record(env.Recorder, o)
 }
 
 // readRows reads the pattern's tables as the next process would find them:

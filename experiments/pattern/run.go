@@ -651,10 +651,7 @@ func (t *trial) observe(rcv *receiver.Receiver) error {
 		return fmt.Errorf("%w: %s trial %d: read the invariants: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
 	}
 	t.o.Sends, _ = rcv.LogSince(0)
-	if err := t.r.env.Recorder.Observe(t.o); err != nil {
-		return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
-	}
-	return nil
+	return engine.Record(t.r.env.Recorder, t.o)
 }
 
 // checkOnServer prepares every pattern's statements on the run's
