@@ -9,10 +9,12 @@ import (
 	"idemlab/experiments/results"
 )
 
-// Counts says a tally for a report's cell, its names in sorted order:
+// Counts says a tally for a report's cell: each name that counts some,
+// in sorted order, with its count by format ("%s %d"), joined by ", ":
 // "busy 2, constraint 1".
-func Counts(n map[string]int) string {
-	return CountsIn(slices.Sorted(maps.Keys(n)), n, "%s %d", ", ")
+func Counts(n map[string]int, format string) string {
+	names := slices.DeleteFunc(slices.Sorted(maps.Keys(n)), func(k string) bool { return n[k] == 0 })
+	return CountsIn(names, n, format, ", ")
 }
 
 // CountsIn says a tally for a report's cell in the order given: each name

@@ -8,8 +8,8 @@ import (
 	"idemlab/experiments/results"
 )
 
-// TestCounts: a tally reads as its names and counts, sorted by name, or
-// in the order given.
+// TestCounts: a tally reads as its names that count some, sorted by
+// name, or as every name in the order given.
 func TestCounts(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -19,14 +19,15 @@ func TestCounts(t *testing.T) {
 		sep    string
 		want   string
 	}{
-		{name: "sorted", n: map[string]int{"constraint": 1, "busy": 2, "ack": 10}, want: "ack 10, busy 2, constraint 1"},
-		{name: "empty", n: nil, want: ""},
+		{name: "sorted", n: map[string]int{"constraint": 1, "busy": 2, "ack": 10}, format: "%s %d", want: "ack 10, busy 2, constraint 1"},
+		{name: "empty", n: nil, format: "%s %d", want: ""},
+		{name: "a name that counts none is left out", n: map[string]int{"one-job": 2, "one-send": 0, "acked": 1}, format: "%s ×%d", want: "acked ×1, one-job ×2"},
 		{name: "in order", n: map[string]int{"b": 2, "a": 1}, order: []string{"b", "a"}, format: "%s: %d", sep: "; ", want: "b: 2; a: 1"},
 		{name: "a name the tally lacks", n: map[string]int{"a": 1}, order: []string{"a", "z"}, format: "%s ×%d", sep: ", ", want: "a ×1, z ×0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Counts(tc.n)
+			got := Counts(tc.n, tc.format)
 			if tc.order != nil {
 				got = CountsIn(tc.order, tc.n, tc.format, tc.sep)
 			}

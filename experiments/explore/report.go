@@ -195,11 +195,11 @@ func trialTables(res results.ScenarioResult) (rt, bt scenario.Table, err error) 
 		case KindKill, KindRace:
 			o := rc.timing
 			trials, violating, hist = o.Trials, o.Timing.ViolatingTrials, o.Timing.Histogram
-			bt.Rows = append(bt.Rows, []string{c.Name, fmt.Sprint(o.Timing.Kills), fmt.Sprint(o.Timing.Landed), engine.Counts(o.Timing.RacerEnds), fmt.Sprint(o.Timing.BusyErrors), fmt.Sprint(o.Timing.SerializationErrors), fmt.Sprint(o.Timing.Retries)})
+			bt.Rows = append(bt.Rows, []string{c.Name, fmt.Sprint(o.Timing.Kills), fmt.Sprint(o.Timing.Landed), engine.Counts(o.Timing.RacerEnds, "%s %d"), fmt.Sprint(o.Timing.BusyErrors), fmt.Sprint(o.Timing.SerializationErrors), fmt.Sprint(o.Timing.Retries)})
 		default:
 			continue
 		}
-		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), engine.Counts(hist), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
+		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), engine.Counts(hist, "%s %d"), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
 	}
 	return rt, bt, nil
 }

@@ -207,7 +207,7 @@ func addFailed(t *scenario.Table, failed []map[string]int) {
 	for i := range t.Rows {
 		cell := "-"
 		if i < len(failed) {
-			cell = engine.Counts(failed[i])
+			cell = engine.Counts(failed[i], "%s %d")
 		}
 		t.Rows[i] = slices.Insert(t.Rows[i], 3, cell)
 	}
