@@ -31,3 +31,12 @@ func (p Places) Take(sh int, place, owner string) (prev string, taken bool) {
 	p[key] = owner
 	return prev, taken
 }
+
+// KillWindowUS is the span a DelayKill trial's delay is drawn over
+// (Found.WindowUS), as the run measured it and the fold derives it again
+// from the record of the discovery delivery: its length in milliseconds,
+// less the microseconds from its start to where the delays start, and at
+// least 1.
+func KillWindowUS(durationMS float64, fromUS int64) int64 {
+	return max(1, int64(durationMS*1000)-fromUS)
+}

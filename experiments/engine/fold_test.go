@@ -63,3 +63,27 @@ func TestListed(t *testing.T) {
 		t.Errorf("Listed(nil) = %#v, want an empty list", got)
 	}
 }
+
+// TestKillWindowUS: the delays are drawn over the discovery's measured
+// length from where they start, never an empty span.
+func TestKillWindowUS(t *testing.T) {
+	tests := []struct {
+		name       string
+		durationMS float64
+		fromUS     int64
+		want       int64
+	}{
+		{"from the start", 12.5, 0, 12500},
+		{"from the first point", 12.5, 2500, 10000},
+		{"a part of a microsecond is cut", 0.0019, 0, 1},
+		{"an instant delivery", 0, 0, 1},
+		{"a first point at the end", 3, 3000, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, KillWindowUS(tc.durationMS, tc.fromUS)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

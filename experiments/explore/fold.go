@@ -180,7 +180,7 @@ func (Scenario) Fold(st Settings, all results.Records) (scenario.Folded, []resul
 			if obs, ok := f.discoveries(cf); ok {
 				points[c.Pattern] = obs.Points
 				f.extra.Discovered[c.Pattern] = obs.Points
-				f.extra.KillWindowUS[c.Pattern] = KillWindowUS(obs.DurationMS)
+				f.extra.KillWindowUS[c.Pattern] = engine.KillWindowUS(obs.DurationMS, 0)
 				folded.Observed[c.Name] = obs
 			}
 		case KindSweep:
@@ -223,7 +223,7 @@ func (f *folder) discoveries(cf condFold) (DiscoveryObserved, bool) {
 			obs = f.discovery(cf, byShard[sh])
 			results.SameDiscovery(&f.c, byShard[sh][0].l, order[0], "discovery passed", obs.Points, first.Points)
 		}
-		windows[sh] = KillWindowUS(obs.DurationMS)
+		windows[sh] = engine.KillWindowUS(obs.DurationMS, 0)
 	}
 	f.windows[cf.c.Pattern] = windows
 	return first, true

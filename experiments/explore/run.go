@@ -86,7 +86,7 @@ func (s subject) Deliver(ctx context.Context, t engine.Trial) (engine.Found, err
 		if err != nil {
 			return engine.Found{}, err
 		}
-		return engine.Found{Points: proc.Report.Points, WindowUS: KillWindowUS(proc.Record.DurationMS)}, nil
+		return engine.Found{Points: proc.Report.Points, WindowUS: engine.KillWindowUS(proc.Record.DurationMS, 0)}, nil
 	case engine.Takeover:
 		return engine.Found{}, runTakeover(ctx, s.env, s.st, s.pat, c, t.Index, t.Point)
 	case engine.Concurrent:
@@ -98,12 +98,6 @@ func (s subject) Deliver(ctx context.Context, t engine.Trial) (engine.Found, err
 	}
 	_, err := runTrialSteps(ctx, s.env, s.st, s.pat, c, t.Index, stepPlan{point: t.Point, k: t.K, killUS: t.KillUS})
 	return engine.Found{}, err
-}
-
-// KillWindowUS is the range of kill delays: the discovery run's measured
-// length, a delivery into a fresh file from spawn to exit.
-func KillWindowUS(durationMS float64) int64 {
-	return max(1, int64(durationMS*1000))
 }
 
 // stepPlan is what the first delivery of a trial is subjected to.

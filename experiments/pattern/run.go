@@ -318,11 +318,10 @@ func KillFromFirst(pat Pattern, points []string) bool {
 // end, so no kill lands in an interpreter's start-up; otherwise the whole
 // delivery.
 func KillWindowUS(pat Pattern, durationMS float64, pointsUS []int64) int64 {
-	total := int64(durationMS * 1000)
 	if pat.File.IsProgram() && len(pointsUS) > 0 {
-		return max(1, total-pointsUS[0])
+		return engine.KillWindowUS(durationMS, pointsUS[0])
 	}
-	return max(1, total)
+	return engine.KillWindowUS(durationMS, 0)
 }
 
 // Deliver runs one trial; the discovery's also sets what the others
