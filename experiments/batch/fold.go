@@ -38,7 +38,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	for _, c := range st.Conditions {
 		f.conds[c.Name] = &condFold{c: c, p: st.Params(c), journal: UsesJournal(st.Params(c))}
 	}
-	dbs := map[string]string{}
+	dbs := engine.Places{}
 	// A first pass indexes each trial's sends by sender, so that every
 	// run's sends are the ones its token names, whichever line holds them.
 	var lines []*line
@@ -48,10 +48,9 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 			return
 		}
 		if tf.read == 0 && o.DB != "" {
-			if other, dup := dbs[o.DB]; dup {
+			if other, dup := dbs.Take(l.Shard, o.DB, fmt.Sprintf("%s trial %d", o.Condition, o.Trial)); dup {
 				f.c.Obs(l, "db", "%s is also %s's file; every trial starts on a fresh journal", o.DB, other)
 			}
-			dbs[o.DB] = fmt.Sprintf("%s trial %d", o.Condition, o.Trial)
 		}
 		tf.read++
 		tf.tokens = tf.tokens || o.Sender != ""

@@ -32,7 +32,7 @@ type folder struct {
 	// per is each condition's deliveries so far; dbs the condition each
 	// file belongs to.
 	per      map[string]*condState
-	dbs      map[string]string
+	dbs      engine.Places
 	readBack *Extra
 	// ends is each condition's last delivery's end, with --broker.
 	ends map[string]time.Time
@@ -65,7 +65,7 @@ type line struct {
 // worker's claims about what it did (job inserted, already processed, the
 // pragmas it read back) are checked against the rows before and after.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}, ends: map[string]time.Time{}, pubs: map[string][]PublisherFacts{}}
+	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: engine.Places{}, ends: map[string]time.Time{}, pubs: map[string][]PublisherFacts{}}
 	for _, cond := range st.Conditions {
 		f.conds[cond.Name] = cond
 	}
@@ -99,10 +99,9 @@ func (f *folder) read(ln line) (line, bool) {
 	if ln.s == nil {
 		ln.s = &condState{db: ln.o.DB, prev: wr.State{FollowUpJobs: []wr.Event{}, ProcessedEvents: []string{}}}
 		f.per[ln.o.Condition] = ln.s
-		if other, dup := f.dbs[ln.o.DB]; dup {
+		if other, dup := f.dbs.Take(ln.l.Shard, ln.o.DB, ln.o.Condition); dup {
 			f.c.Obs(ln.l, "db", "%s is also condition %s's file; every condition starts on a fresh file", ln.o.DB, other)
 		}
-		f.dbs[ln.o.DB] = ln.o.Condition
 	}
 	return ln, true
 }
