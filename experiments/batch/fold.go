@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -37,30 +38,19 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	for _, c := range st.Conditions {
 		f.conds[c.Name] = &condFold{c: c, p: st.Params(c), journal: UsesJournal(st.Params(c))}
 	}
-	dbs := map[string]string{}
+	dbs := engine.Places{}
 	// A first pass indexes each trial's sends by sender, so that every
 	// run's sends are the ones its token names, whichever line holds them.
 	var lines []*line
-	for _, l := range rec.Observations {
-		var o Observation
-		if err := results.DecodeStrict(l.Raw, &o); err != nil {
-			f.c.Obs(l, "", "not a batch observation: %v", err)
-			continue
-		}
-		cf, ok := f.conds[o.Condition]
-		if !ok {
-			f.c.Obs(l, "condition", "%q is not a condition in the settings", o.Condition)
-			continue
-		}
+	engine.Each(&f.c, rec, "a batch observation", f.conds, func(l results.Line, o Observation, cf *condFold) {
 		tf := cf.trialFor(f, l, o.Trial)
 		if tf == nil {
-			continue
+			return
 		}
 		if tf.read == 0 && o.DB != "" {
-			if other, dup := dbs[o.DB]; dup {
+			if other, dup := dbs.Take(l.Shard, o.DB, fmt.Sprintf("%s trial %d", o.Condition, o.Trial)); dup {
 				f.c.Obs(l, "db", "%s is also %s's file; every trial starts on a fresh journal", o.DB, other)
 			}
-			dbs[o.DB] = fmt.Sprintf("%s trial %d", o.Condition, o.Trial)
 		}
 		tf.read++
 		tf.tokens = tf.tokens || o.Sender != ""
@@ -68,7 +58,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 			tf.bySender[e.Sender] = append(tf.bySender[e.Sender], e)
 		}
 		lines = append(lines, &line{l: l, o: o, cf: cf, tf: tf})
-	}
+	})
 	for _, ln := range lines {
 		f.line(ln)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
@@ -266,10 +267,7 @@ func (t *trial) observe(ctx context.Context, step, sender string, pid int, lk *w
 		}
 		t.rows, o.Journal = rows, rows
 	}
-	if err := t.env.Recorder.Observe(o); err != nil {
-		return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
-	}
-	return nil
+	return engine.Record(t.env.Recorder, o)
 }
 
 // readJournal opens the journal as the next process would, which on

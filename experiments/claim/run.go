@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/scenario"
@@ -100,8 +101,8 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		for k, m := range l.members {
 			l.obs.Racers[k].ProcessID = procs[m].Record.ID
 		}
-		if err := env.Recorder.Observe(l.obs); err != nil {
-			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+		if err := engine.Record(env.Recorder, l.obs); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
@@ -267,10 +268,7 @@ func userTable(st Settings, res results.ScenarioResult, ex Extra) scenario.Table
 			"X:now is race X's winner's clock, X:event its caller timestamp, X:winner its follow-up",
 		},
 	}
-	conds := map[string]results.ConditionResult{}
-	for _, c := range res.Conditions {
-		conds[c.Name] = c
-	}
+	conds := engine.ByName(res)
 	var failed []string
 	ran := 0
 	for _, r := range st.Rounds {

@@ -165,6 +165,9 @@ func TestRealSlice(t *testing.T) {
 		{"pragma read back", false, 0, func(m map[string]any) {
 			m["stdout"] = strings.Replace(m["stdout"].(string), `"synchronous":"NORMAL"`, `"synchronous":"FULL"`, 1)
 		}, "raw-processes.jsonl", "read back"},
+		// Every trial starts on a fresh folder (engine.Places): the cut
+		// after the commit on the normal run's file is a finding.
+		{"folder of another trial", true, 3, func(m map[string]any) { m["db"] = dbOf(t, out, at(t, out, true, 0)) }, "observations.jsonl", "every trial starts on a fresh folder"},
 	}
 	for _, tt := range tampers {
 		t.Run("tamper "+tt.name, func(t *testing.T) {
@@ -285,4 +288,14 @@ func at(tb testing.TB, out scenariotest.Outcome, obs bool, n int) int {
 	}
 	tb.Fatalf("%s has no line %d", cond, n)
 	return -1
+}
+
+// dbOf is the database an observation line of the run names.
+func dbOf(tb testing.TB, out scenariotest.Outcome, line int) string {
+	tb.Helper()
+	var o Observation
+	if err := json.Unmarshal(out.Records.Observations[line].Raw, &o); err != nil {
+		tb.Fatal(err)
+	}
+	return o.DB
 }

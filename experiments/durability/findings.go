@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 )
@@ -42,10 +43,7 @@ func (c cell) setting() string { return c.cond.SettingName() }
 // the settings, trials in the model's order, then any trial the model
 // lacks (which the check fails).
 func cellsOf(st Settings, res results.ScenarioResult) []cell {
-	byName := map[string]results.ConditionResult{}
-	for _, c := range res.Conditions {
-		byName[c.Name] = c
-	}
+	byName := engine.ByName(res)
 	var out []cell
 	for _, cond := range st.Conditions {
 		cr, ok := byName[cond.Name]

@@ -5,10 +5,12 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
@@ -59,8 +61,8 @@ type folder struct {
 	st  Settings
 	rec results.Records
 	per map[string]*conditionFold
-	// dirs maps each trial's folder to the line that used it.
-	dirs map[string]int
+	// dirs are the trials' folders, each with the line that used it.
+	dirs engine.Places
 	// firstShard is the lowest shard of a merged folder's records, whose
 	// normal runs stand for the plan's; ran are the plan's trials held.
 	firstShard int
@@ -70,25 +72,15 @@ type folder struct {
 // Fold derives every trial's outcome from the records, checking each
 // process line against the settings and the trial it belongs to.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, per: map[string]*conditionFold{}, dirs: map[string]int{}}
+	f := &folder{st: st, rec: rec, per: map[string]*conditionFold{}, dirs: engine.Places{}}
 	conds := map[string]Condition{}
 	for _, cond := range st.Conditions {
 		conds[cond.Name] = cond
 	}
 	f.firstShard = rec.FirstShard()
-	for _, l := range rec.Observations {
-		var o Observation
-		if err := results.DecodeStrict(l.Raw, &o); err != nil {
-			f.c.Obs(l, "", "not a durability observation: %v", err)
-			continue
-		}
-		cond, ok := conds[o.Condition]
-		if !ok {
-			f.c.Obs(l, "condition", "%q is not a condition in the settings", o.Condition)
-			continue
-		}
+	engine.Each(&f.c, rec, "a durability observation", conds, func(l results.Line, o Observation, cond Condition) {
 		f.trial(trialLine{l: l, o: o, cond: cond})
-	}
+	})
 	folded := scenario.Folded{Observed: map[string]any{}, Plan: []shard.Trial{}, Ran: f.ran}
 	discovered := map[string][]string{}
 	for _, cond := range st.Conditions {
@@ -222,16 +214,14 @@ func (f *folder) checkOrder(t trialLine, s *conditionFold) string {
 	case !t.cond.OnServer() && filepath.Base(t.o.DB) != wantDB:
 		f.c.Obs(t.l, "db", "%q, but the pattern's file is named %s", t.o.DB, wantDB)
 	}
-	// Shards ran on machines of their own: only one shard's folders
-	// need differ. On PostgreSQL a trial's schema stands for its folder.
-	dir := fmt.Sprintf("%d:%s", t.l.Shard, filepath.Dir(t.o.DB))
+	// On PostgreSQL a trial's schema stands for its folder.
+	dir := filepath.Dir(t.o.DB)
 	if t.cond.OnServer() {
-		dir = fmt.Sprintf("%d:%s", t.l.Shard, t.o.DB)
+		dir = t.o.DB
 	}
-	if prev, dup := f.dirs[dir]; dup {
-		f.c.Obs(t.l, "db", "folder %s is also line %d's; every trial starts on a fresh folder", dir, prev)
+	if prev, dup := f.dirs.Take(t.l.Shard, dir, strconv.Itoa(t.l.N)); dup {
+		f.c.Obs(t.l, "db", "folder %d:%s is also line %s's; every trial starts on a fresh folder", t.l.Shard, dir, prev)
 	}
-	f.dirs[dir] = t.l.N
 	return key
 }
 

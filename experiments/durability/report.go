@@ -328,10 +328,7 @@ func lostTable(st Settings, res results.ScenarioResult) scenario.Table {
 		Header: []string{"pattern", "synchronous_commit", "point", "first process", "outcome", "rows lost"},
 	}
 	var distinct []string
-	byName := map[string]results.ConditionResult{}
-	for _, c := range res.Conditions {
-		byName[c.Name] = c
-	}
+	byName := engine.ByName(res)
 	for _, c := range st.Conditions {
 		var obs map[string]Trial
 		if c.Kind != KindServer || json.Unmarshal(byName[c.Name].Observed, &obs) != nil {

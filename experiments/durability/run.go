@@ -269,8 +269,8 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	if t.rcv != nil {
 		t.o.Sends, _ = t.rcv.LogSince(0)
 	}
-	if err := env.Recorder.Observe(t.o); err != nil {
-		return nil, 0, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+	if err := engine.Record(env.Recorder, t.o); err != nil {
+		return nil, 0, err
 	}
 	return first.Report.Points, t.o.syncs(), nil
 }

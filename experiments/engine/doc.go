@@ -29,13 +29,21 @@
 // (harness.Slots, which several runs may share), then the sequential
 // ones one at a time, and returns the trials it ran.
 //
+// A trial's line of observations.jsonl is the subject's payload, written
+// by Record and read back by Each (record.go): decoded strictly into the
+// scenario's type and matched to a condition of its settings, or a
+// finding. A fold lists the plan's trials by Listed and checks each
+// trial's fresh file or folder by Places (fold.go); a report says its
+// tallies by Counts and finds conditions by ByName (table.go).
+//
 // An oracle is the scenario's own judge of what its trials recorded
 // (explore's allowed outcomes, a pattern's invariants); it reads the
 // records, not the engine, and stays in the scenario's fold.
 //
 // Read, in order: class.go (the kinds, the registry and each class's
 // plan), trial.go (Trial, Set, Found, Input), sweep.go (the point × seed
-// plan), engine.go (Subject, Plan, Run.Execute), then a subject:
+// plan), engine.go (Subject, Plan, Run.Execute), record.go (Record, Each),
+// fold.go (Listed, Places), table.go (Counts, ByName), then a subject:
 // subject/deliver's Runner (explore's built-in subjects),
 // pattern/run.go's runner.Deliver and durability/run.go's subject.
 package engine

@@ -144,7 +144,7 @@ type folder struct {
 	c     results.Checker
 	st    Settings
 	rec   results.Records
-	dbs   map[string]string
+	dbs   engine.Places
 	extra Extra
 	// windows are each pattern's kill windows by shard: in a merged
 	// folder every shard measured its own discovery run.
@@ -159,7 +159,7 @@ type folder struct {
 // and the invariants over each trial's history.
 func (Scenario) Fold(st Settings, all results.Records) (scenario.Folded, []results.Finding) {
 	rec, files := splitRecords(st.Articles, all)
-	f := &folder{st: st, rec: rec, dbs: map[string]string{}, windows: map[string]map[int]int64{}, extra: Extra{
+	f := &folder{st: st, rec: rec, dbs: engine.Places{}, windows: map[string]map[int]int64{}, extra: Extra{
 		Seed: st.Seed, Discovered: map[string][]string{}, KillWindowUS: map[string]int64{},
 		Violations: []ViolationRecord{}, TimingViolations: []ViolationRecord{},
 	}}
@@ -180,7 +180,7 @@ func (Scenario) Fold(st Settings, all results.Records) (scenario.Folded, []resul
 			if obs, ok := f.discoveries(cf); ok {
 				points[c.Pattern] = obs.Points
 				f.extra.Discovered[c.Pattern] = obs.Points
-				f.extra.KillWindowUS[c.Pattern] = KillWindowUS(obs.DurationMS)
+				f.extra.KillWindowUS[c.Pattern] = engine.KillWindowUS(obs.DurationMS, 0)
 				folded.Observed[c.Name] = obs
 			}
 		case KindSweep:
@@ -223,7 +223,7 @@ func (f *folder) discoveries(cf condFold) (DiscoveryObserved, bool) {
 			obs = f.discovery(cf, byShard[sh])
 			results.SameDiscovery(&f.c, byShard[sh][0].l, order[0], "discovery passed", obs.Points, first.Points)
 		}
-		windows[sh] = KillWindowUS(obs.DurationMS)
+		windows[sh] = engine.KillWindowUS(obs.DurationMS, 0)
 	}
 	f.windows[cf.c.Pattern] = windows
 	return first, true
@@ -240,9 +240,7 @@ func (f *folder) window(pattern string, l results.Line) int64 {
 func (f *folder) plan(points map[string][]string) []shard.Trial {
 	out := []shard.Trial{}
 	for _, c := range f.st.Conditions {
-		for _, t := range f.st.trials(c, nil, points[c.Pattern]) {
-			out = append(out, t.Listed())
-		}
+		out = append(out, engine.Listed(f.st.trials(c, nil, points[c.Pattern]))...)
 	}
 	return out
 }
@@ -250,23 +248,13 @@ func (f *folder) plan(points map[string][]string) []shard.Trial {
 // group decodes the observations and groups them by condition and trial,
 // in the order recorded.
 func (f *folder) group() map[string]map[int][]entry {
-	conds := f.st.conditionsByName()
 	trials := map[string]map[int][]entry{}
-	for _, l := range f.rec.Observations {
-		var o Observation
-		if err := results.DecodeStrict(l.Raw, &o); err != nil {
-			f.c.Obs(l, "", "not an explore observation: %v", err)
-			continue
-		}
-		if _, ok := conds[o.Condition]; !ok {
-			f.c.Obs(l, "condition", "%q is not a condition in the settings", o.Condition)
-			continue
-		}
+	engine.Each(&f.c, f.rec, "an explore observation", f.st.conditionsByName(), func(l results.Line, o Observation, _ Condition) {
 		if trials[o.Condition] == nil {
 			trials[o.Condition] = map[int][]entry{}
 		}
 		trials[o.Condition][o.Trial] = append(trials[o.Condition][o.Trial], entry{l, o})
-	}
+	})
 	return trials
 }
 
@@ -502,13 +490,9 @@ func sessionParams(dsn string) store.PGRequested {
 // fresh says a trial's file is its own.
 func (f *folder) fresh(e entry) {
 	key := fmt.Sprintf("%s trial %d", e.o.Condition, e.o.Trial)
-	// Shards ran on machines of their own, so only one shard's files
-	// need differ.
-	db := fmt.Sprintf("%d:%s", e.l.Shard, e.o.DB)
-	if other, dup := f.dbs[db]; dup && other != key {
+	if other, dup := f.dbs.Take(e.l.Shard, e.o.DB, key); dup && other != key {
 		f.c.Obs(e.l, "db", "%s is also %s's file; every trial starts on a fresh file", e.o.DB, other)
 	}
-	f.dbs[db] = key
 }
 
 func label(i int, step string) string { return fmt.Sprintf("trial %06d %s", i, step) }

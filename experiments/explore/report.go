@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -194,19 +195,11 @@ func trialTables(res results.ScenarioResult) (rt, bt scenario.Table, err error) 
 		case KindKill, KindRace:
 			o := rc.timing
 			trials, violating, hist = o.Trials, o.Timing.ViolatingTrials, o.Timing.Histogram
-			ends := []string{}
-			for _, k := range slices.Sorted(maps.Keys(o.Timing.RacerEnds)) {
-				ends = append(ends, fmt.Sprintf("%s %d", k, o.Timing.RacerEnds[k]))
-			}
-			bt.Rows = append(bt.Rows, []string{c.Name, fmt.Sprint(o.Timing.Kills), fmt.Sprint(o.Timing.Landed), strings.Join(ends, ", "), fmt.Sprint(o.Timing.BusyErrors), fmt.Sprint(o.Timing.SerializationErrors), fmt.Sprint(o.Timing.Retries)})
+			bt.Rows = append(bt.Rows, []string{c.Name, fmt.Sprint(o.Timing.Kills), fmt.Sprint(o.Timing.Landed), engine.Counts(o.Timing.RacerEnds, "%s %d"), fmt.Sprint(o.Timing.BusyErrors), fmt.Sprint(o.Timing.SerializationErrors), fmt.Sprint(o.Timing.Retries)})
 		default:
 			continue
 		}
-		outs := []string{}
-		for _, k := range slices.Sorted(maps.Keys(hist)) {
-			outs = append(outs, fmt.Sprintf("%s %d", k, hist[k]))
-		}
-		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), strings.Join(outs, ", "), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
+		rt.Rows = append(rt.Rows, []string{c.Name, fmt.Sprint(trials), engine.Counts(hist, "%s %d"), fmt.Sprintf("%d (%s)", violating, percent(violating, trials)), harness.Mark(c.Pass)})
 	}
 	return rt, bt, nil
 }
@@ -229,10 +222,7 @@ func levelTable(st Settings, res results.ScenarioResult) (scenario.Table, error)
 	for _, l := range st.Isolations {
 		t.Header = append(t.Header, levelName(l))
 	}
-	byName := map[string]results.ConditionResult{}
-	for _, c := range res.Conditions {
-		byName[c.Name] = c
-	}
+	byName := engine.ByName(res)
 	for _, ps := range st.Patterns {
 		for _, k := range st.Racers {
 			row := []string{ps.Name, fmt.Sprint(k)}
@@ -247,11 +237,8 @@ func levelTable(st Settings, res results.ScenarioResult) (scenario.Table, error)
 					return t, err
 				}
 				o := v.timing
-				outs := []string{}
-				for _, k := range byCount(slices.Sorted(maps.Keys(o.Timing.Histogram))) {
-					outs = append(outs, fmt.Sprintf("%s ×%d", k, o.Timing.Histogram[k]))
-				}
-				row = append(row, fmt.Sprintf("%d/%d: %s; %d retried %s", o.Timing.ViolatingTrials, o.Trials, strings.Join(outs, ", "), o.Timing.SerializationErrors, harness.Mark(c.Pass)))
+				outs := engine.CountsIn(byCount(slices.Sorted(maps.Keys(o.Timing.Histogram))), o.Timing.Histogram, "%s ×%d", ", ")
+				row = append(row, fmt.Sprintf("%d/%d: %s; %d retried %s", o.Timing.ViolatingTrials, o.Trials, outs, o.Timing.SerializationErrors, harness.Mark(c.Pass)))
 			}
 			t.Rows = append(t.Rows, row)
 		}

@@ -44,10 +44,6 @@ const (
 	StepStale     = subject.StepStale
 )
 
-// KillWindowUS is the range of kill delays: the discovery run's measured
-// length.
-func KillWindowUS(durationMS float64) int64 { return subject.KillWindowUS(durationMS) }
-
 // Check runs every invariant over one history.
 func Check(h History, invs []Invariant) []Violation { return subject.Check(h, invs) }
 

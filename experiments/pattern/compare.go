@@ -2,10 +2,8 @@ package pattern
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wp "idemlab/worker/pattern"
@@ -79,22 +77,11 @@ func extraWords(ce ConditionExtra, unsafe Unsafety) string {
 	default:
 		w = fmt.Sprintf("broke %d/%d trials", ce.Violating, ce.Trials)
 	}
-	if b := counts(ce.Broken); b != "" {
+	if b := engine.Counts(ce.Broken, "%s ×%d"); b != "" {
 		w += ": " + b
 	}
-	if f := counts(ce.Failed); f != "" {
+	if f := engine.Counts(ce.Failed, "%s ×%d"); f != "" {
 		w += "; failed deliveries: " + f
 	}
 	return w
-}
-
-// counts says a count per name, in name order: "one-job ×2, one-send ×1".
-func counts(m map[string]int) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if m[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%s ×%d", k, m[k]))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

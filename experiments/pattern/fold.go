@@ -206,9 +206,7 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 		}
 	}
 	f.first = rec.FirstShard()
-	for _, l := range rec.Observations {
-		f.line(l)
-	}
+	engine.Each(&f.c, rec, "a pattern observation", f.conds, f.line)
 	f.c.Unused(rec, 1)
 	return f.result()
 }
@@ -271,17 +269,9 @@ type trialLine struct {
 	acks int
 }
 
-func (f *folder) line(l results.Line) {
-	var o Observation
-	if err := results.DecodeStrict(l.Raw, &o); err != nil {
-		f.c.Obs(l, "", "not a pattern observation: %v", err)
-		return
-	}
-	c, ok := f.conds[o.Condition]
-	if !ok {
-		f.c.Obs(l, "condition", "%q is not a condition in the settings", o.Condition)
-		return
-	}
+// line folds one trial's line: its plan, each delivery, their sequence
+// and the invariants, into its condition's tallies.
+func (f *folder) line(l results.Line, o Observation, c Condition) {
 	t := &trialLine{l: l, o: o, c: c, pat: f.pats[c.Pattern]}
 	if !f.checkPlan(t) {
 		return
@@ -814,11 +804,8 @@ func (f *folder) plan() []shard.Trial {
 	out := []shard.Trial{}
 	for _, p := range f.st.Patterns {
 		for _, c := range f.st.Conditions {
-			if c.Pattern != p.File.Name {
-				continue
-			}
-			for _, t := range f.st.plan(c, f.legacy, f.discovered(p)) {
-				out = append(out, t.Listed())
+			if c.Pattern == p.File.Name {
+				out = append(out, engine.Listed(f.st.plan(c, f.legacy, f.discovered(p)))...)
 			}
 		}
 	}

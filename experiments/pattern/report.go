@@ -3,10 +3,10 @@ package pattern
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/faultvfs"
@@ -26,10 +26,7 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 	if st.Postgres != nil {
 		sec.Settings = append(sec.Settings, [2]string{"backend", fmt.Sprintf("%s, %s, synchronous_commit %s", st.Backend, st.Postgres.Isolation, st.Postgres.SynchronousCommit)})
 	}
-	conds := map[string]results.ConditionResult{}
-	for _, c := range res.Conditions {
-		conds[c.Name] = c
-	}
+	conds := engine.ByName(res)
 	if n := expectedBreaks(res); res.Pass && n > 0 {
 		sec.PassNote = ExpectedBreaksWords(n)
 	}
@@ -220,20 +217,11 @@ func addFailed(t *scenario.Table, failed []map[string]int) {
 	for i := range t.Rows {
 		cell := "-"
 		if i < len(failed) {
-			cell = failedText(failed[i])
+			cell = engine.Counts(failed[i], "%s %d")
 		}
 		t.Rows[i] = slices.Insert(t.Rows[i], 3, cell)
 	}
 	t.Legend = slices.Insert(t.Legend, 1, "failed steps: deliveries whose step failed, by error class (serialization: 40001, deadlock: 40P01, busy: SQLITE_BUSY, constraint); such a delivery is not ACKed, and the event is redelivered")
-}
-
-// failedText reads as "serialization 3, constraint 1".
-func failedText(m map[string]int) string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(out, ", ")
 }
 
 // firstText is a violation's cell: where it broke and what.
@@ -262,11 +250,7 @@ func landingsText(kills []KillLanding) string {
 		}
 		n[k.Landing]++
 	}
-	var out []string
-	for _, l := range order {
-		out = append(out, fmt.Sprintf("%s: %d", l, n[l]))
-	}
-	return strings.Join(out, "; ")
+	return engine.CountsIn(order, n, "%s: %d", "; ")
 }
 
 // killLegend says over what the kills were drawn, and where each landed.

@@ -327,11 +327,10 @@ func KillFromFirst(pat Pattern, points []string) bool {
 // end, so no kill lands in an interpreter's start-up; otherwise the whole
 // delivery.
 func KillWindowUS(pat Pattern, durationMS float64, pointsUS []int64) int64 {
-	total := int64(durationMS * 1000)
 	if pat.File.IsProgram() && len(pointsUS) > 0 {
-		return max(1, total-pointsUS[0])
+		return engine.KillWindowUS(durationMS, pointsUS[0])
 	}
-	return max(1, total)
+	return engine.KillWindowUS(durationMS, 0)
 }
 
 // Deliver runs one trial; the discovery's also sets what the others
@@ -698,10 +697,7 @@ func (t *trial) observe(rcv *receiver.Receiver) error {
 		return fmt.Errorf("%w: %s trial %d: read the invariants: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
 	}
 	t.o.Sends, _ = rcv.LogSince(0)
-	if err := t.r.env.Recorder.Observe(t.o); err != nil {
-		return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
-	}
-	return nil
+	return engine.Record(t.r.env.Recorder, t.o)
 }
 
 // checkOnServer prepares every pattern's statements on the run's

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"idemlab/experiments/broker"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
@@ -361,8 +362,8 @@ func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) err
 				first.URL, first.State = tr.URL(), st
 				o.Broker = first
 			}
-			if err := env.Recorder.Observe(o); err != nil {
-				return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+			if err := engine.Record(env.Recorder, o); err != nil {
+				return err
 			}
 		}
 	}
@@ -457,8 +458,8 @@ func (p *plan) publishers(ctx context.Context, env scenario.Env, tr broker.Trial
 			return fmt.Errorf("%s publisher %d: %w", c.Name, n, err)
 		}
 		o := Observation{Scenario: Name, Condition: c.Name, Publisher: n, ProcessID: proc.Record.ID, DB: db, Broker: &BrokerObservation{URL: tr.URL()}}
-		if err := env.Recorder.Observe(o); err != nil {
-			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+		if err := engine.Record(env.Recorder, o); err != nil {
+			return err
 		}
 	}
 	return nil

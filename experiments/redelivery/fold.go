@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/protocol"
@@ -31,7 +32,7 @@ type folder struct {
 	// per is each condition's deliveries so far; dbs the condition each
 	// file belongs to.
 	per      map[string]*condState
-	dbs      map[string]string
+	dbs      engine.Places
 	readBack *Extra
 	// ends is each condition's last delivery's end, with --broker.
 	ends map[string]time.Time
@@ -64,15 +65,15 @@ type line struct {
 // worker's claims about what it did (job inserted, already processed, the
 // pragmas it read back) are checked against the rows before and after.
 func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
-	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: map[string]string{}, ends: map[string]time.Time{}, pubs: map[string][]PublisherFacts{}}
+	f := &folder{st: st, rec: rec, conds: map[string]Condition{}, per: map[string]*condState{}, dbs: engine.Places{}, ends: map[string]time.Time{}, pubs: map[string][]PublisherFacts{}}
 	for _, cond := range st.Conditions {
 		f.conds[cond.Name] = cond
 	}
-	for _, l := range rec.Observations {
-		if ln, ok := f.read(l); ok {
+	engine.Each(&f.c, rec, "a redelivery observation", f.conds, func(l results.Line, o Observation, cond Condition) {
+		if ln, ok := f.read(line{l: l, o: o, cond: cond}); ok {
 			f.deliver(ln)
 		}
-	}
+	})
 	folded := scenario.Folded{Observed: map[string]any{}}
 	for name, s := range f.per {
 		if len(s.out) != st.Deliveries {
@@ -87,19 +88,9 @@ func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []resul
 	return folded, f.c.Findings
 }
 
-// read decodes a line and places it in its condition; a line that is not
-// a delivery of a known condition is a finding and nothing more.
-func (f *folder) read(l results.Line) (line, bool) {
-	ln := line{l: l}
-	if err := results.DecodeStrict(l.Raw, &ln.o); err != nil {
-		f.c.Obs(l, "", "not a redelivery observation: %v", err)
-		return ln, false
-	}
-	var ok bool
-	if ln.cond, ok = f.conds[ln.o.Condition]; !ok {
-		f.c.Obs(l, "condition", "%q is not a condition in the settings", ln.o.Condition)
-		return ln, false
-	}
+// read places a line of a known condition in it; a publisher's line is
+// folded apart, and is no delivery.
+func (f *folder) read(ln line) (line, bool) {
 	if ln.o.Publisher != 0 {
 		f.publisher(ln)
 		return ln, false
@@ -108,10 +99,9 @@ func (f *folder) read(l results.Line) (line, bool) {
 	if ln.s == nil {
 		ln.s = &condState{db: ln.o.DB, prev: wr.State{FollowUpJobs: []wr.Event{}, ProcessedEvents: []string{}}}
 		f.per[ln.o.Condition] = ln.s
-		if other, dup := f.dbs[ln.o.DB]; dup {
-			f.c.Obs(l, "db", "%s is also condition %s's file; every condition starts on a fresh file", ln.o.DB, other)
+		if other, dup := f.dbs.Take(ln.l.Shard, ln.o.DB, ln.o.Condition); dup {
+			f.c.Obs(ln.l, "db", "%s is also condition %s's file; every condition starts on a fresh file", ln.o.DB, other)
 		}
-		f.dbs[ln.o.DB] = ln.o.Condition
 	}
 	return ln, true
 }

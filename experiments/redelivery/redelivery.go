@@ -15,6 +15,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/broker"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
@@ -337,8 +338,8 @@ func (p *plan) runCondition(ctx context.Context, env scenario.Env, c Condition) 
 				return fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
 			}
 		}
-		if err := env.Recorder.Observe(o); err != nil {
-			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+		if err := engine.Record(env.Recorder, o); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -43,9 +43,3 @@ const (
 
 // Label is the harness label of trial i's process of step.
 func Label(i int, step string) string { return fmt.Sprintf("trial %06d %s", i, step) }
-
-// KillWindowUS is the range of kill delays: the discovery run's measured
-// length, a delivery into a fresh file from spawn to exit.
-func KillWindowUS(durationMS float64) int64 {
-	return max(1, int64(durationMS*1000))
-}

@@ -67,7 +67,7 @@ func (r Runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, erro
 		if err != nil {
 			return engine.Found{}, err
 		}
-		return engine.Found{Points: proc.Report.Points, WindowUS: subject.KillWindowUS(proc.Record.DurationMS)}, nil
+		return engine.Found{Points: proc.Report.Points, WindowUS: engine.KillWindowUS(proc.Record.DurationMS, 0)}, nil
 	case engine.Takeover:
 		return engine.Found{}, r.takeover(ctx, t.Condition, t.Index, t.Point)
 	case engine.Concurrent:
@@ -266,10 +266,7 @@ func (r Runner) observe(ctx context.Context, t *trialEnv, o subject.Observation)
 		}
 	}
 	o.Rows = rows
-	if err := r.Env.Recorder.Observe(o); err != nil {
-		return nil, fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
-	}
-	return rows, nil
+	return rows, engine.Record(r.Env.Recorder, o)
 }
 
 // read reads the subject's tables as the next process would find them:
