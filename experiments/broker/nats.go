@@ -83,23 +83,6 @@ func (natsBroker) Caps() Caps {
 	return Caps{Redelivers: true, DeliveryCount: true, Dedup: true, Kill: true}
 }
 
-// FindNATSServer finds the idemlab-nats binary.
-func FindNATSServer() (string, error) {
-	if p := os.Getenv(EnvNATSServer); p != "" {
-		return p, nil
-	}
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), NATSBinary)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(NATSBinary); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("--broker nats runs the %s binary, found neither in $%s, beside this executable nor on PATH: build both with `make build` (or `go build -o bin/ . ./cmd/idemlab-nats`) and run the idemlab beside it", NATSBinary, EnvNATSServer)
-}
-
 // natsTrial is one running broker process.
 type natsTrial struct {
 	s     Settings
@@ -125,9 +108,12 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	if s.URL != "" {
 		return attach(s)
 	}
-	exe, err := FindNATSServer()
-	if err != nil {
-		return nil, err
+	exe := s.Binary
+	if exe == "" {
+		var err error
+		if exe, err = FindNATSServer(); err != nil {
+			return nil, err
+		}
 	}
 	self, err := backend.Self()
 	if err != nil {
@@ -151,6 +137,10 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	return t, nil
 }
 
+// ExternalSync is the sync interval a trial on a user's server records:
+// idemlab neither sets nor reads it.
+const ExternalSync = "the server's own"
+
 // ErrNotOwned is a kill or restart of a server idemlab did not start.
 var ErrNotOwned = errors.New("--broker-url names a server idemlab does not own: it cannot kill or restart it")
 
@@ -162,7 +152,7 @@ func attach(s Settings) (Trial, error) {
 	if t.conn, err = natswire.Dial(s.URL, natswire.APITimeout); err != nil {
 		return nil, err
 	}
-	t.ready = natswire.Ready{URL: s.URL, Version: t.conn.Version, SyncInterval: "the server's own"}
+	t.ready = natswire.Ready{URL: s.URL, Version: t.conn.Version, SyncInterval: ExternalSync}
 	if err := t.conn.DeleteStream(s.Stream); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
@@ -253,7 +243,8 @@ func (t *natsTrial) URL() string      { return t.ready.URL }
 func (t *natsTrial) StoreDir() string { return t.store }
 
 func (t *natsTrial) Server() Server {
-	return Server{PID: t.ready.PID, Version: t.ready.Version, SyncInterval: t.ready.SyncInterval, ReadyMS: t.ready.ReadyMS}
+	return Server{PID: t.ready.PID, Version: t.ready.Version, SyncInterval: t.ready.SyncInterval, ReadyMS: t.ready.ReadyMS,
+		Binary: t.exe, BinarySHA256: t.s.BinarySHA256}
 }
 
 func (t *natsTrial) Publish(msgID string, data []byte) (Published, error) {

@@ -289,6 +289,20 @@ func expectBroker(s Settings, c Condition) []Delivery {
 	return out
 }
 
+// Preflight finds the idemlab-nats binary a run with its own brokers
+// starts, or builds it for `go run` (broker.EnsureNATSServer), before the
+// output folder is made: a machine without it is a usage error, not a
+// harness failure at the first condition.
+func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
+	b := p.s.Broker
+	if b == nil || b.URL != "" || b.Name != broker.NATS {
+		return nil
+	}
+	var err error
+	b.Binary, b.BinarySHA256, err = broker.EnsureNATSServer(ctx, env.Executable, env.Workdir, env.Notice)
+	return err
+}
+
 // runBroker delivers one condition's event through a broker of its own:
 // start it, publish the event with its id as Nats-Msg-Id, apply the
 // condition's fault, run a consumer process per delivery, and read the
@@ -547,6 +561,8 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 			b.Republished = &PublishFacts{Seq: r.Seq, Duplicate: r.Duplicate}
 		}
 		b.Restarted = o.Restarted != nil
+		f.checkServer(ln, "broker.server", o.Server, ts)
+		f.checkServer(ln, "broker.restarted", o.Restarted, ts)
 		if o.Restarted != nil && o.Server != nil && o.Restarted.PID == o.Server.PID {
 			f.c.Obs(ln.l, "broker.restarted.pid", "is %d, the first broker's: a restart is a new process", o.Restarted.PID)
 		}
@@ -577,6 +593,22 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 		}
 	}
 	d.Broker = b
+}
+
+// checkServer checks what a broker said of its store when it was ready
+// against the settings the trial asked for: its sync_interval as
+// natswire.SyncLabel states it (a user's server states none of its own).
+func (f *folder) checkServer(ln line, field string, srv *broker.Server, ts broker.Settings) {
+	if srv == nil {
+		return
+	}
+	want := natswire.SyncLabel(ts.SyncInterval)
+	if ts.URL != "" {
+		want = broker.ExternalSync
+	}
+	if srv.SyncInterval != want {
+		f.c.Obs(ln.l, field+".sync_interval", "is %q, but the trial asked its broker for sync_interval %q", srv.SyncInterval, want)
+	}
 }
 
 // publisher folds a publisher's observation line: its process's command

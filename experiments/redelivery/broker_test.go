@@ -95,6 +95,9 @@ func brokerTamper(t *testing.T, out scenariotest.Outcome) {
 			m["broker"].(map[string]any)["published"].(map[string]any)["msg_id"] = "other"
 		}, "broker.published"},
 		{"server dropped", true, 0, func(m map[string]any) { delete(m["broker"].(map[string]any), "server") }, "broker.server"},
+		{"server sync interval", true, 0, func(m map[string]any) {
+			m["broker"].(map[string]any)["server"].(map[string]any)["sync_interval"] = natswire.SyncAlways
+		}, "broker.server.sync_interval"},
 		{"broker url", true, 3, func(m map[string]any) { m["broker"].(map[string]any)["url"] = "nats://127.0.0.1:1" }, "argv"},
 		{"delivery count", false, 3, stdout(`"num_delivered":2`, `"num_delivered":1`), "broker.consumer.num_delivered"},
 		{"redelivered flag", false, 3, stdout(`"redelivered":true`, `"redelivered":false`), "redelivered"},
