@@ -136,6 +136,10 @@ type Trial interface {
 	// Restart SIGKILLs the broker and starts it again on the same store;
 	// Server then describes the new process.
 	Restart(ctx context.Context) error
+	// Declare creates the trial's stream and durable consumer where they
+	// are missing, as a service declares them when it starts; what
+	// exists is left as it is.
+	Declare() error
 	// Close stops the broker, reaps it and removes its store folder.
 	Close() error
 }

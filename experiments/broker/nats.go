@@ -239,6 +239,15 @@ func (t *natsTrial) Restart(ctx context.Context) error {
 	return t.launch(ctx)
 }
 
+// Declare creates the stream and the consumer again; JetStream answers a
+// create of what exists with the same settings with success and leaves
+// it as it is.
+func (t *natsTrial) Declare() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.create()
+}
+
 func (t *natsTrial) URL() string      { return t.ready.URL }
 func (t *natsTrial) StoreDir() string { return t.store }
 

@@ -106,6 +106,9 @@ func (s Settings) trialSettings(c Condition) broker.Settings {
 	if c.MaxDeliver > 0 {
 		b.MaxDeliver = c.MaxDeliver
 	}
+	if c.SyncInterval != "" {
+		b.SyncInterval = c.SyncInterval
+	}
 	return b
 }
 
@@ -128,6 +131,8 @@ type BrokerDelivery struct {
 	// delivery's had ended.
 	Concurrent bool         `json:"concurrent,omitempty"`
 	State      broker.State `json:"state"`
+	// Power is what a power condition's cut left, on delivery 1.
+	Power *PowerFacts `json:"power,omitempty"`
 }
 
 // ConsumerFacts are what a consumer that reached its ack reported.
@@ -212,6 +217,9 @@ func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs
 //     loses the event: the broker counts it acked and never delivers it
 //     again, and the rows stay as the crash left them.
 func expectBroker(s Settings, c Condition) []Delivery {
+	if powerCut(c.BrokerFault) {
+		return expectPower(s, c)
+	}
 	limit := uint64(s.trialSettings(c).MaxDeliver)
 	var model wr.Model
 	fresh := []uint64{1}
@@ -308,6 +316,9 @@ func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
 // condition's fault, run a consumer process per delivery, and read the
 // broker's state after each.
 func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) error {
+	if powerCut(c.BrokerFault) {
+		return p.runBrokerPower(ctx, env, c)
+	}
 	b, err := broker.Lookup(p.s.Broker.Name)
 	if err != nil {
 		return err
@@ -517,6 +528,8 @@ type BrokerObservation struct {
 	// publish's ack, and the restarted broker's ready line.
 	Republished *broker.Published `json:"republished,omitempty"`
 	Restarted   *broker.Server    `json:"restarted,omitempty"`
+	// Power is a power condition's cut, on delivery 1.
+	Power *BrokerPower `json:"power,omitempty"`
 }
 
 // foldBroker derives a broker delivery's facts from its observation and
@@ -592,6 +605,7 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 			b.Consumer = &ConsumerFacts{}
 		}
 	}
+	f.foldPower(ln, o, b)
 	d.Broker = b
 }
 

@@ -1,0 +1,564 @@
+package redelivery
+
+// The broker's power cut (issues 30 and 29): the broker's store folder on
+// a power-loss filesystem (worker/powerfs), one mount per condition,
+// served by a re-executed idemlab; the broker is the idemlab-nats process
+// that uses the mount. A cut SIGKILLs every process on the mount (the
+// broker's group), rebuilds the backing folder under the drop model and
+// the condition's directory model, and the broker is started again on a
+// fresh mount of the rebuilt folder, where the parent reads its word on
+// the stream and the consumer before it declares them again, as a
+// service does when it starts.
+//
+// The oracle predicts from the condition's settings alone: under the
+// default sync_interval (two minutes) nats-server syncs nothing within a
+// trial, so everything since the mount's start is lost, the stream's
+// definition too, and the publish it acknowledged with it (the shape of
+// Jepsen's NATS 2.12.1 finding, on one node); under sync_interval always
+// it syncs each message before its publish ack and the consumer's state
+// file before it replaces it, so nothing acknowledged is lost, where an
+// fsync of a file also makes its name durable (ext4's data=ordered). Under
+// strict POSIX directories it is lost all the same: nats-server syncs the
+// stream's own folder, never the folders above it that it made.
+// The fold derives from the op log whether the publish and the ack were
+// durable at the cut, and the broker's word after the restart must agree
+// with both.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"idemlab/experiments/backend"
+	"idemlab/experiments/broker"
+	"idemlab/experiments/errclass"
+	"idemlab/experiments/harness"
+	"idemlab/experiments/powerlayer"
+	"idemlab/experiments/scenario"
+	"idemlab/worker/natswire"
+	"idemlab/worker/powerfs"
+	"idemlab/worker/protocol"
+	wr "idemlab/worker/redelivery"
+)
+
+// FlagBrokerPower adds BrokerPowerConditions to a --broker nats run.
+const FlagBrokerPower = "broker-power"
+
+// The broker's power cuts.
+const (
+	// FaultPowerAfterPublish cuts the broker's power once it has acked
+	// the publish; both deliveries run on the restarted broker.
+	FaultPowerAfterPublish = "power-cut-after-publish"
+	// FaultPowerAfterAck cuts it once delivery 1 has done the work and
+	// its ack has been answered, and the broker has written its
+	// consumer's state after the ack; delivery 2 runs on the restarted
+	// broker.
+	FaultPowerAfterAck = "power-cut-after-ack"
+)
+
+// powerCut says whether a fault is a power cut of the broker.
+func powerCut(fault string) bool {
+	return fault == FaultPowerAfterPublish || fault == FaultPowerAfterAck
+}
+
+// BrokerPowerConditions are the conditions --broker-power adds, on the
+// separate commits: each cut under the default sync_interval and under
+// always, with ext4-ordered directories, and the cut after the publish
+// under always with strict POSIX directories.
+func BrokerPowerConditions() []Condition {
+	var out []Condition
+	for _, sync := range []string{"", natswire.SyncAlways} {
+		name := "sync-default"
+		if sync != "" {
+			name = "sync-" + sync
+		}
+		for _, fault := range []string{FaultPowerAfterPublish, FaultPowerAfterAck} {
+			out = append(out, Condition{Name: "separate-commit/" + fault + "/" + name, Pattern: wr.SeparateCommit, BrokerFault: fault,
+				SyncInterval: sync, DirModel: powerfs.DirExt4})
+		}
+	}
+	return append(out, Condition{Name: "separate-commit/" + FaultPowerAfterPublish + "/sync-always/posix-dirs", Pattern: wr.SeparateCommit,
+		BrokerFault: FaultPowerAfterPublish, SyncInterval: natswire.SyncAlways, DirModel: powerfs.DirPOSIX})
+}
+
+// powerParams are the models of condition c's cut.
+func powerParams(c Condition) powerfs.Params {
+	return powerfs.Params{Model: powerfs.ModelDrop, DirModel: c.DirModel, Unit: 512}
+}
+
+// BrokerPower is the record of a broker's power cut, on delivery 1's
+// line: the models, the mount's op log up to the cut (no data) and the
+// outcome the server rebuilt the folder to; where in the log the publish
+// ack and delivery 1's ack came; and the broker's word after its restart,
+// read before the stream and the consumer were declared again.
+type BrokerPower struct {
+	Params  powerfs.Params  `json:"params"`
+	Log     []powerfs.Op    `json:"log"`
+	Outcome powerfs.Outcome `json:"outcome"`
+	// Mount is the mount point; Store the broker's store folder,
+	// relative to it.
+	Mount string `json:"mount"`
+	Store string `json:"store"`
+	// PublishedAt is how many ops the log held when the publish ack
+	// came; AckedAt when delivery 1, which acks synchronously, had ended
+	// (a cut after the ack only).
+	PublishedAt int `json:"published_at_op"`
+	AckedAt     int `json:"acked_at_op,omitempty"`
+	// StreamLost says the restarted broker had no stream; AfterRestart is
+	// its state otherwise.
+	StreamLost   bool          `json:"stream_lost"`
+	AfterRestart *broker.State `json:"after_restart,omitempty"`
+	// ServerProcessIDs are the lines of raw-processes.jsonl of the
+	// mounts' servers: the one that cut, then the restart's.
+	ServerProcessIDs []int `json:"server_process_ids"`
+	// CutMS is from the cut's start to the restarted broker's word.
+	CutMS float64 `json:"cut_ms"`
+}
+
+// PowerFacts are what a broker's power cut left, on delivery 1: whether
+// the publish and the ack were durable at the cut (derived from the op
+// log) and the restarted broker's word.
+type PowerFacts struct {
+	PublishDurable bool `json:"publish_durable"`
+	AckDurable     bool `json:"ack_durable"`
+	StreamFound    bool `json:"stream_found"`
+	// Messages and AckFloor are the restarted broker's, before anything
+	// was delivered again.
+	Messages uint64 `json:"messages_after_restart"`
+	AckFloor uint64 `json:"ack_floor_after_restart"`
+}
+
+// expectPower is the oracle of a power condition: from the sync policy
+// and the directory model, what is durable at the cut, and then what
+// each delivery does on the restarted broker.
+func expectPower(s Settings, c Condition) []Delivery {
+	durable := c.SyncInterval == natswire.SyncAlways && c.DirModel == powerfs.DirExt4
+	afterAck := c.BrokerFault == FaultPowerAfterAck
+	pf := &PowerFacts{PublishDurable: durable, AckDurable: durable && afterAck, StreamFound: durable}
+	if durable {
+		pf.Messages = 1
+		if afterAck {
+			pf.AckFloor = 1
+		}
+	}
+	var model wr.Model
+	var rows wr.Counts
+	out := make([]Delivery, 0, s.Deliveries)
+	// The message is there to fetch for delivery 1 before a cut after
+	// the ack, and after a cut only where it was durable.
+	pending := !afterAck && durable || afterAck
+	acked := uint64(0)
+	for i := range s.Deliveries {
+		b := &BrokerDelivery{}
+		d := Delivery{Delivery: i + 1, ExitCode: protocol.ExitACK, Points: []string{}, Broker: b}
+		if i == 0 {
+			b.Published, b.Restarted, b.Power = &PublishFacts{Seq: 1}, true, pf
+		}
+		if afterAck && i == 1 && !durable {
+			acked = 0 // the cut took the stream, and with it the ack
+		}
+		if pending {
+			m := model.Deliver(c.Pattern, "")
+			rows, d.Points = m.After, m.Points
+			b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: 1, Acked: true}
+			pending, acked = false, 1
+		} else {
+			b.Consumer = &ConsumerFacts{}
+		}
+		d.FollowUpJobs, d.ProcessedEvents = rows.Jobs, rows.Processed
+		if acked > 0 {
+			b.State = broker.State{Messages: 1, LastSeq: 1, Delivered: 1, AckFloor: 1}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// powerTrial is one power condition's folders, mount and broker.
+type powerTrial struct {
+	dir, backing, mnt string
+	m                 *powerfs.Mount
+	rec               powerlayer.Recording
+	pw                *BrokerPower
+}
+
+// mount mounts the trial's backing folder on its mount point with the
+// models p; n numbers the mount's store, as a trial mounts twice.
+func (t *powerTrial) mount(ctx context.Context, exe string, p powerfs.Params, n int) error {
+	m, err := powerfs.Start(ctx, exe, powerfs.Config{Backing: t.backing, Mountpoint: t.mnt,
+		Store: filepath.Join(t.dir, fmt.Sprintf("store-%d", n)), Params: p})
+	if err != nil {
+		return fmt.Errorf("%w: mount the broker's folder: %w", errclass.ErrHarness, err)
+	}
+	t.m = m
+	return nil
+}
+
+// ops is the op log of the mount up to now, as the server wrote it.
+func (t *powerTrial) ops() (int, error) {
+	ops, err := powerfs.ReadLogFile(t.m.Store)
+	return len(ops), err
+}
+
+// unmount unmounts without a cut, if a mount is up, and records its
+// server.
+func (t *powerTrial) unmount() error {
+	if t.m == nil {
+		return nil
+	}
+	m := t.m
+	t.m = nil
+	return errors.Join(m.Close(), t.recordServer(m))
+}
+
+func (t *powerTrial) recordServer(m *powerfs.Mount) error {
+	id, err := powerlayer.RecordServer(m, t.rec)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	if id != 0 && t.pw != nil {
+		t.pw.ServerProcessIDs = append(t.pw.ServerProcessIDs, id)
+	}
+	return nil
+}
+
+// StateFlushWait bounds the wait, before a cut after the ack, for the
+// broker to replace its consumer's state file after the ack.
+const StateFlushWait = 3 * time.Second
+
+// waitStateFlush waits until the log shows the consumer's state file
+// replaced after op after (and, under sync always, its folder synced
+// after that), or StateFlushWait has passed: the cut then falls after the
+// ack's write, whatever the machine's load.
+func (t *powerTrial) waitStateFlush(ctx context.Context, after int, always bool) {
+	for end := time.Now().Add(StateFlushWait); time.Now().Before(end); {
+		ops, _ := powerfs.ReadLogFile(t.m.Store)
+		renamed := false
+		for _, op := range ops[min(after, len(ops)):] {
+			if op.Kind == powerfs.OpRename && op.Name2 == consumerStateFile {
+				renamed = true
+			} else if renamed && (!always || op.Kind == powerfs.OpFsyncDir) {
+				return
+			}
+		}
+		if renamed && !always {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// consumerStateFile is the file nats-server keeps a consumer's state in,
+// in the consumer's folder; a message block's name ends in blockSuffix.
+const (
+	consumerStateFile = "o.dat"
+	blockSuffix       = ".blk"
+)
+
+// runBrokerPower runs a power condition: its broker's store on a mount
+// of its own, the publish, delivery 1 before the cut after the ack, the
+// cut, the restart on a fresh mount of the rebuilt folder, and the rest
+// of the deliveries.
+func (p *plan) runBrokerPower(ctx context.Context, env scenario.Env, c Condition) (err error) {
+	fresh, err := env.Fresh(ctx, "idemlab-redelivery-", DBName)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	defer fresh.Drop()
+	// The service's tables are there before its first delivery, as a
+	// deployed service's are: a condition whose event the cut loses runs
+	// no delivery that would make them.
+	if err := makeTables(ctx, fresh); err != nil {
+		return fmt.Errorf("%w: %s: %w", errclass.ErrHarness, c.Name, err)
+	}
+	dir, err := os.MkdirTemp(env.TempDir, "idemlab-broker-power-")
+	if err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	defer os.RemoveAll(dir)
+	t := &powerTrial{dir: dir, backing: filepath.Join(dir, "backing"), mnt: filepath.Join(dir, "mnt"),
+		rec: powerlayer.Recording{Recorder: env.Recorder, Scenario: Name, Condition: c.Name, Label: "broker"}}
+	defer func() { err = errors.Join(err, t.unmount()) }()
+	params := powerParams(c)
+	if err := t.mount(ctx, env.Runner.Executable, params, 1); err != nil {
+		return err
+	}
+	b, err := broker.Lookup(p.s.Broker.Name)
+	if err != nil {
+		return err
+	}
+	tr, err := b.Start(ctx, p.s.trialSettings(c), t.mnt)
+	if err != nil {
+		return fmt.Errorf("%w: %s: start the broker: %w", errclass.ErrHarness, c.Name, err)
+	}
+	defer tr.Close()
+	db := fresh.Target
+	first := &BrokerObservation{}
+	if err := p.publish(ctx, tr, c, first); err != nil {
+		return fmt.Errorf("%w: %s: %w", errclass.ErrHarness, c.Name, err)
+	}
+	t.pw = &BrokerPower{Params: params, Mount: t.mnt, ServerProcessIDs: []int{}}
+	if t.pw.Store, err = filepath.Rel(t.mnt, tr.StoreDir()); err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	if t.pw.PublishedAt, err = t.ops(); err != nil {
+		return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
+	}
+	first.Power = t.pw
+	spec := func(d int) harness.Spec {
+		return harness.Spec{Scenario: Name, Condition: c.Name, Label: fmt.Sprintf("delivery %d", d),
+			Worker: wr.ConsumerName, Args: p.s.consumeArgs(c, d, db, tr.URL()).Argv()}
+	}
+	var pending []Observation
+	d := 1
+	if c.BrokerFault == FaultPowerAfterAck {
+		o, err := p.brokerDelivery(ctx, env, tr, fresh, c, spec(d), d)
+		if err != nil {
+			return err
+		}
+		if t.pw.AckedAt, err = t.ops(); err != nil {
+			return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
+		}
+		t.waitStateFlush(ctx, t.pw.AckedAt, c.SyncInterval == natswire.SyncAlways)
+		pending, d = append(pending, o), d+1
+	}
+	if err := t.cutAndRestart(ctx, env, tr); err != nil {
+		return fmt.Errorf("%s: %w", c.Name, err)
+	}
+	again := tr.Server()
+	first.Restarted = &again
+	for ; d <= p.s.Deliveries; d++ {
+		o, err := p.brokerDelivery(ctx, env, tr, fresh, c, spec(d), d)
+		if err != nil {
+			return err
+		}
+		pending = append(pending, o)
+	}
+	pending[0].Broker.Published, pending[0].Broker.Server, pending[0].Broker.Restarted = first.Published, first.Server, first.Restarted
+	pending[0].Broker.Power = t.pw
+	if err := t.unmount(); err != nil {
+		return err
+	}
+	for _, o := range pending {
+		if err := env.Recorder.Observe(o); err != nil {
+			return fmt.Errorf("%w: record observation: %w", errclass.ErrHarness, err)
+		}
+	}
+	return nil
+}
+
+// makeTables creates the events file's tables.
+func makeTables(ctx context.Context, db backend.Database) error {
+	st, err := db.Open(ctx, wr.Options(""))
+	if err != nil {
+		return err
+	}
+	return errors.Join(wr.EnsureSchema(ctx, st.DB), st.Close())
+}
+
+// brokerDelivery runs delivery d's consumer process and reads the rows
+// and the broker's state after it.
+func (p *plan) brokerDelivery(ctx context.Context, env scenario.Env, tr broker.Trial, db backend.Database, c Condition, spec harness.Spec, d int) (Observation, error) {
+	proc, err := env.Runner.Run(ctx, spec)
+	if err != nil {
+		return Observation{}, fmt.Errorf("%s delivery %d: %w", c.Name, d, err)
+	}
+	rows, err := readState(ctx, db)
+	if err != nil {
+		return Observation{}, fmt.Errorf("%w: %s delivery %d: %w", errclass.ErrHarness, c.Name, d, err)
+	}
+	st, err := tr.State()
+	if err != nil {
+		return Observation{}, fmt.Errorf("%w: %s delivery %d: the broker's state: %w", errclass.ErrHarness, c.Name, d, err)
+	}
+	return Observation{Scenario: Name, Condition: c.Name, Delivery: d, ProcessID: proc.Record.ID, DB: db.Target, Rows: rows,
+		Broker: &BrokerObservation{URL: tr.URL(), State: st}}, nil
+}
+
+// cutAndRestart cuts the mount (the broker dies with everything else on
+// it), records the cut, mounts the rebuilt folder again and restarts the
+// broker on it, reads its word on the stream and the consumer, and
+// declares both again.
+func (t *powerTrial) cutAndRestart(ctx context.Context, env scenario.Env, tr broker.Trial) error {
+	t0 := time.Now()
+	m := t.m
+	t.m = nil
+	out, err := m.Cut()
+	if rerr := t.recordServer(m); rerr != nil {
+		return rerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: the broker's power cut: %w", errclass.ErrHarness, err)
+	}
+	if t.pw.Log, err = powerfs.ReadLogFile(m.Store); err != nil {
+		return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
+	}
+	t.pw.Outcome = out
+	if err := t.mount(ctx, env.Runner.Executable, powerfs.Params{}, 2); err != nil {
+		return err
+	}
+	if err := tr.Restart(ctx); err != nil {
+		return fmt.Errorf("%w: restart the broker after the cut: %w", errclass.ErrHarness, err)
+	}
+	st, err := tr.State()
+	var api *natswire.APIError
+	switch {
+	case errors.As(err, &api) && api.Code == 404:
+		t.pw.StreamLost = true
+	case err != nil:
+		return fmt.Errorf("%w: the restarted broker's state: %w", errclass.ErrHarness, err)
+	default:
+		t.pw.AfterRestart = &st
+	}
+	t.pw.CutMS = float64(time.Since(t0).Microseconds()) / 1000
+	if err := tr.Declare(); err != nil {
+		return fmt.Errorf("%w: declare the stream and the consumer after the cut: %w", errclass.ErrHarness, err)
+	}
+	return nil
+}
+
+// foldPower derives a power condition's facts from delivery 1's record
+// of the cut: the outcome again from the log (powerfs.Plan), whether the
+// publish and the ack were durable at the cut, and the restarted
+// broker's word. It checks the mounts' server lines.
+func (f *folder) foldPower(ln line, o *BrokerObservation, b *BrokerDelivery) {
+	pw := o.Power
+	if !powerCut(ln.cond.BrokerFault) || ln.o.Delivery != 1 {
+		if pw != nil {
+			f.c.Obs(ln.l, "broker.power", "recorded, but only delivery 1 of a power condition records a cut")
+		}
+		return
+	}
+	if pw == nil {
+		f.c.Obs(ln.l, "broker.power", "missing: delivery 1 of a power condition records the broker's cut")
+		return
+	}
+	if want := powerParams(ln.cond); pw.Params != want {
+		f.c.Obs(ln.l, "broker.power.params", "the cut was made under %+v, but the condition's models are %+v", pw.Params, want)
+		return
+	}
+	want, err := powerfs.Plan(pw.Log, pw.Params)
+	if err != nil {
+		f.c.Obs(ln.l, "broker.power.log", "%v", err)
+		return
+	}
+	if field, text := powerlayer.FirstDiff(want, pw.Outcome); field != "" {
+		f.c.Obs(ln.l, "broker.power.outcome"+field, "differs from what powerfs.Plan derives from the op log and the models (%s)", text)
+	}
+	n := len(pw.Log)
+	if pw.PublishedAt < 1 || pw.PublishedAt > n || pw.AckedAt > n || (pw.AckedAt != 0) != (ln.cond.BrokerFault == FaultPowerAfterAck) || (pw.AckedAt != 0 && pw.AckedAt < pw.PublishedAt) {
+		f.c.Obs(ln.l, "broker.power.acked_at_op", "the publish at op %d and the ack at op %d do not fit a log of %d ops and a %s", pw.PublishedAt, pw.AckedAt, n, ln.cond.BrokerFault)
+	}
+	ts := f.st.trialSettings(ln.cond)
+	stream := path.Join(filepath.ToSlash(pw.Store), "jetstream", "$G", "streams", ts.Stream)
+	pf := &PowerFacts{
+		PublishDurable: publishDurable(pw, want, stream),
+		AckDurable:     ackDurable(pw, want, path.Join(stream, "obs", ts.Consumer, consumerStateFile)),
+		StreamFound:    !pw.StreamLost,
+	}
+	switch a := pw.AfterRestart; {
+	case pw.StreamLost && a != nil:
+		f.c.Obs(ln.l, "broker.power.after_restart", "recorded, but the stream was lost")
+	case a != nil:
+		pf.Messages, pf.AckFloor = a.Messages, a.AckFloor
+	case !pw.StreamLost:
+		f.c.Obs(ln.l, "broker.power.after_restart", "missing: the restarted broker's state, or stream_lost")
+	}
+	b.Power = pf
+	if len(pw.ServerProcessIDs) != 2 {
+		f.c.Obs(ln.l, "broker.power.server_process_ids", "names %d servers; a power condition mounts twice, to cut and to restart", len(pw.ServerProcessIDs))
+	}
+	for i, id := range pw.ServerProcessIDs {
+		p, ok := f.c.Use(f.rec, ln.l, id)
+		if !ok {
+			continue
+		}
+		params := pw.Params
+		if i > 0 {
+			params = powerfs.Params{}
+		}
+		if field, text := powerlayer.CheckServer(p, pw.Mount, params); field != "" {
+			f.c.Proc(p, field, "%s", text)
+		}
+	}
+}
+
+// entry finds the surviving entry at path p in a cut's outcome.
+func entry(o powerfs.Outcome, p string) (powerfs.Entry, bool) {
+	for _, e := range o.Entries {
+		if e.Path == p {
+			return e, true
+		}
+	}
+	return powerfs.Entry{}, false
+}
+
+// durableTo is how many of an inode's first bytes a drop cut kept: all it
+// held (end) unless the outcome lists unsynced bytes of it, when its
+// durable size.
+func durableTo(o powerfs.Outcome, ino uint64, end int64) int64 {
+	for _, f := range o.Files {
+		if f.Ino == ino {
+			return min(f.Size, end)
+		}
+	}
+	return end
+}
+
+// publishDurable says whether the message the publish ack answered was
+// durable at the cut: the stream's definition survives, and a message
+// block survives that held, to its last durable byte, all the bytes
+// written to it before the ack.
+func publishDurable(pw *BrokerPower, o powerfs.Outcome, stream string) bool {
+	if _, ok := entry(o, path.Join(stream, "meta.inf")); !ok {
+		return false
+	}
+	for _, e := range o.Entries {
+		if path.Dir(e.Path) != path.Join(stream, "msgs") || path.Ext(e.Path) != blockSuffix {
+			continue
+		}
+		var end int64
+		for _, op := range pw.Log[:pw.PublishedAt] {
+			if op.Kind == powerfs.OpWrite && op.Ino == e.Ino {
+				end = max(end, op.Off+op.Len)
+			}
+		}
+		if end > 0 && durableTo(o, e.Ino, end) >= end {
+			return true
+		}
+	}
+	return false
+}
+
+// ackDurable says whether delivery 1's ack was durable at the cut: the
+// consumer's state file that survives is one the broker made after the
+// ack (it writes the whole state anew and renames it into place), and
+// all of it survives.
+func ackDurable(pw *BrokerPower, o powerfs.Outcome, state string) bool {
+	e, ok := entry(o, state)
+	if !ok || pw.AckedAt == 0 {
+		return false
+	}
+	var end int64
+	made := 0
+	for _, op := range pw.Log {
+		if op.Ino != e.Ino {
+			continue
+		}
+		switch op.Kind {
+		case powerfs.OpCreate:
+			made = op.Seq
+		case powerfs.OpWrite:
+			end = max(end, op.Off+op.Len)
+		}
+	}
+	return made > pw.AckedAt && durableTo(o, e.Ino, end) >= end
+}
