@@ -54,9 +54,9 @@ const (
 	// the publish; both deliveries run on the restarted broker.
 	FaultPowerAfterPublish = "power-cut-after-publish"
 	// FaultPowerAfterAck cuts it once delivery 1 has done the work and
-	// its ack has been answered, and the broker has written its
-	// consumer's state after the ack; delivery 2 runs on the restarted
-	// broker.
+	// its ack has been answered, and the broker has gone quiet on its
+	// store (it has written its consumer's state after the ack); delivery
+	// 2 runs on the restarted broker.
 	FaultPowerAfterAck = "power-cut-after-ack"
 )
 
@@ -226,32 +226,28 @@ func (t *powerTrial) recordServer(m *powerfs.Mount) error {
 	return nil
 }
 
-// StateFlushWait bounds the wait, before a cut after the ack, for the
-// broker to replace its consumer's state file after the ack.
-const StateFlushWait = 3 * time.Second
+// QuietWait bounds the wait, before a cut after the ack, for the broker
+// to go quiet on its store, and QuietFor is how long no op must come: the
+// consumer's state file it writes after an ack is then its last.
+const (
+	QuietWait = 3 * time.Second
+	QuietFor  = 250 * time.Millisecond
+)
 
-// waitStateFlush waits until the log shows the consumer's state file
-// replaced after op after (and, under sync always, its folder synced
-// after that), or StateFlushWait has passed: the cut then falls after the
-// ack's write, whatever the machine's load.
-func (t *powerTrial) waitStateFlush(ctx context.Context, after int, always bool) {
-	for end := time.Now().Add(StateFlushWait); time.Now().Before(end); {
-		ops, _ := powerfs.ReadLogFile(t.m.Store)
-		renamed := false
-		for _, op := range ops[min(after, len(ops)):] {
-			if op.Kind == powerfs.OpRename && op.Name2 == consumerStateFile {
-				renamed = true
-			} else if renamed && (!always || op.Kind == powerfs.OpFsyncDir) {
-				return
-			}
-		}
-		if renamed && !always {
+// waitQuiet waits until the mount's op log has not grown for QuietFor,
+// or QuietWait has passed.
+func (t *powerTrial) waitQuiet(ctx context.Context) {
+	n, last := -1, time.Now()
+	for end := time.Now().Add(QuietWait); time.Now().Before(end); {
+		if m, err := t.ops(); err == nil && m != n {
+			n, last = m, time.Now()
+		} else if time.Since(last) >= QuietFor {
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
@@ -327,7 +323,7 @@ func (p *plan) runBrokerPower(ctx context.Context, env scenario.Env, c Condition
 		if t.pw.AckedAt, err = t.ops(); err != nil {
 			return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
 		}
-		t.waitStateFlush(ctx, t.pw.AckedAt, c.SyncInterval == natswire.SyncAlways)
+		t.waitQuiet(ctx)
 		pending, d = append(pending, o), d+1
 	}
 	if err := t.cutAndRestart(ctx, env, tr); err != nil {
@@ -454,7 +450,7 @@ func (f *folder) foldPower(ln line, o *BrokerObservation, b *BrokerDelivery) {
 		f.c.Obs(ln.l, "broker.power.outcome"+field, "differs from what powerfs.Plan derives from the op log and the models (%s)", text)
 	}
 	n := len(pw.Log)
-	if pw.PublishedAt < 1 || pw.PublishedAt > n || pw.AckedAt > n || (pw.AckedAt != 0) != (ln.cond.BrokerFault == FaultPowerAfterAck) || (pw.AckedAt != 0 && pw.AckedAt < pw.PublishedAt) {
+	if pw.PublishedAt < 1 || pw.PublishedAt >= n || pw.AckedAt >= n || (pw.AckedAt != 0) != (ln.cond.BrokerFault == FaultPowerAfterAck) || (pw.AckedAt != 0 && pw.AckedAt < pw.PublishedAt) {
 		f.c.Obs(ln.l, "broker.power.acked_at_op", "the publish at op %d and the ack at op %d do not fit a log of %d ops and a %s", pw.PublishedAt, pw.AckedAt, n, ln.cond.BrokerFault)
 	}
 	ts := f.st.trialSettings(ln.cond)
@@ -539,26 +535,33 @@ func publishDurable(pw *BrokerPower, o powerfs.Outcome, stream string) bool {
 }
 
 // ackDurable says whether delivery 1's ack was durable at the cut: the
-// consumer's state file that survives is one the broker made after the
-// ack (it writes the whole state anew and renames it into place), and
-// all of it survives.
+// consumer's state file that survives is the last the broker wrote (it
+// writes the whole state anew and renames it into place; the cut came
+// once it had gone quiet after the ack), written after the publish, so
+// after the delivery began, and all of it survives.
 func ackDurable(pw *BrokerPower, o powerfs.Outcome, state string) bool {
 	e, ok := entry(o, state)
 	if !ok || pw.AckedAt == 0 {
 		return false
 	}
 	var end int64
-	made := 0
+	made, last := 0, 0
 	for _, op := range pw.Log {
-		if op.Ino != e.Ino {
-			continue
-		}
-		switch op.Kind {
-		case powerfs.OpCreate:
+		switch {
+		case op.Kind == powerfs.OpRename && path.Base(state) == op.Name2:
+			last = op.Seq
+		case op.Ino != e.Ino:
+		case op.Kind == powerfs.OpCreate:
 			made = op.Seq
-		case powerfs.OpWrite:
+		case op.Kind == powerfs.OpWrite:
 			end = max(end, op.Off+op.Len)
 		}
 	}
-	return made > pw.AckedAt && durableTo(o, e.Ino, end) >= end
+	renamed := 0
+	for _, op := range pw.Log {
+		if op.Kind == powerfs.OpRename && op.Ino == e.Ino {
+			renamed = op.Seq
+		}
+	}
+	return made > pw.PublishedAt && renamed == last && durableTo(o, e.Ino, end) >= end
 }

@@ -3,12 +3,15 @@ package redelivery
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/broker"
 	"idemlab/experiments/broker/brokertest"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/scenariotest"
@@ -35,6 +38,7 @@ func TestBrokerPowerCut(t *testing.T) {
 	st := p.Settings().(Settings)
 	st.Conditions = BrokerPowerConditions()
 	out := scenariotest.RunPlan(t, New(), &plan{s: st}, nil, nil)
+	leftOver(t)
 	if len(out.Findings) > 0 {
 		t.Fatalf("findings: %v", out.Findings)
 	}
@@ -91,7 +95,7 @@ func powerTamper(t *testing.T, out scenariotest.Outcome) {
 		field string
 	}{
 		{"a logged sync removed", 6, power(dropSyncs), "broker.power.outcome"},
-		{"the ack's place in the log", 6, power(func(pw map[string]any) { pw["acked_at_op"] = float64(len(pw["log"].([]any))) }), "broker.power.ack_durable"},
+		{"the ack's place in the log", 6, power(func(pw map[string]any) { pw["acked_at_op"] = float64(len(pw["log"].([]any))) }), "broker.power.acked_at_op"},
 		{"the recorded outcome", 6, power(func(pw map[string]any) { pw["outcome"].(map[string]any)["entries"] = []any{} }), "broker.power.outcome.entries"},
 		{"the stream said lost", 6, power(func(pw map[string]any) { pw["stream_lost"] = true; delete(pw, "after_restart") }), "broker.power.stream_found"},
 		{"the ack floor after the restart", 6, power(func(pw map[string]any) {
@@ -113,5 +117,61 @@ func powerTamper(t *testing.T, out scenariotest.Outcome) {
 				t.Errorf("nothing names %q; got:\n%s", tt.field, said)
 			}
 		})
+	}
+}
+
+// TestBrokerPowerFlag: --broker-power adds the power conditions to a
+// --broker nats run; without a broker, on a user's server or on a machine
+// without FUSE it is refused, saying why.
+func TestBrokerPowerFlag(t *testing.T) {
+	plan := func(ov map[string]string, fuse string) (Settings, error) {
+		p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: backend.SQLite, Section: json.RawMessage(section),
+			Overrides: ov, Machine: scenario.Machine{FUSE: fuse}})
+		if err != nil {
+			return Settings{}, err
+		}
+		return p.Settings().(Settings), nil
+	}
+	st, err := plan(powerFlags, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(append(Conditions(), BrokerPowerConditions()...), st.Conditions); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	const noFUSE = "FUSE is missing: no /dev/fuse"
+	for _, tt := range []struct {
+		ov         map[string]string
+		fuse, want string
+	}{
+		{map[string]string{FlagBrokerPower: "true"}, "", "needs a broker"},
+		{map[string]string{FlagBroker: "nats", FlagBrokerPower: "true", FlagBrokerURL: "nats://127.0.0.1:4222"}, "", "--broker-url"},
+		{powerFlags, noFUSE, noFUSE},
+	} {
+		if _, err := plan(tt.ov, tt.fuse); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v (FUSE %q): %v, want an error containing %q", tt.ov, tt.fuse, err, tt.want)
+		}
+	}
+}
+
+// leftOver fails t if a power condition's mount is still mounted or a
+// broker of this test binary's still runs.
+func leftOver(t *testing.T) {
+	t.Helper()
+	ms, err := powerfs.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if strings.Contains(m.Mountpoint, "idemlab-broker-power-") {
+			t.Errorf("left mounted: %s", m.Mountpoint)
+		}
+	}
+	exe := os.Getenv(broker.EnvNATSServer)
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && l == exe {
+			t.Errorf("a broker still runs: pid %s", e.Name())
+		}
 	}
 }

@@ -281,7 +281,8 @@ func planPower(req scenario.PlanRequest, st *Settings) error {
 
 type plan struct{ s Settings }
 
-func (p *plan) Settings() any  { return p.s }
+func (p *plan) Settings() any { return p.s }
+
 // Processes counts the deliveries, and a power condition's two mount
 // servers, which are recorded too.
 func (p *plan) Processes() int {
