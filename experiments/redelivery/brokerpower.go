@@ -437,6 +437,7 @@ func (f *folder) foldPower(ln line, o *BrokerObservation, b *BrokerDelivery) {
 		f.c.Obs(ln.l, "broker.power", "missing: delivery 1 of a power condition records the broker's cut")
 		return
 	}
+	f.powerServers(ln, pw)
 	if want := powerParams(ln.cond); pw.Params != want {
 		f.c.Obs(ln.l, "broker.power.params", "the cut was made under %+v, but the condition's models are %+v", pw.Params, want)
 		return
@@ -469,6 +470,12 @@ func (f *folder) foldPower(ln line, o *BrokerObservation, b *BrokerDelivery) {
 		f.c.Obs(ln.l, "broker.power.after_restart", "missing: the restarted broker's state, or stream_lost")
 	}
 	b.Power = pf
+}
+
+// powerServers checks the process lines of a power condition's mounts'
+// servers: the first cut under the condition's models, the second served
+// the restart.
+func (f *folder) powerServers(ln line, pw *BrokerPower) {
 	if len(pw.ServerProcessIDs) != 2 {
 		f.c.Obs(ln.l, "broker.power.server_process_ids", "names %d servers; a power condition mounts twice, to cut and to restart", len(pw.ServerProcessIDs))
 	}

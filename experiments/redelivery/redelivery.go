@@ -283,17 +283,7 @@ type plan struct{ s Settings }
 
 func (p *plan) Settings() any { return p.s }
 
-// Processes counts the deliveries, and a power condition's two mount
-// servers, which are recorded too.
-func (p *plan) Processes() int {
-	n := len(p.s.Conditions) * p.s.Deliveries
-	for _, c := range p.s.Conditions {
-		if powerCut(c.BrokerFault) {
-			n += 2
-		}
-	}
-	return n
-}
+func (p *plan) Processes() int { return len(p.s.Conditions) * p.s.Deliveries }
 
 // Observation is one line of observations.jsonl: which process delivered,
 // into which file, and the rows the parent read from that file after the
