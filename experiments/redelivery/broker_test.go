@@ -105,16 +105,21 @@ func brokerTamper(t *testing.T, out scenariotest.Outcome) {
 		{"fetched", false, 1, stdout(`"fetched":false`, `"fetched":true`), "broker.consumer"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
-			said := whatFails(scenario.Evaluate(New(), natsFlag, out.Settings, rec))
-			if said == "" {
-				t.Fatal("edit passed unnoticed")
-			}
-			if !strings.Contains(said, tt.field) {
-				t.Errorf("nothing names %q; got:\n%s", tt.field, said)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { requireNamed(t, out, natsFlag, tt.obs, tt.index, tt.edit, tt.field) })
+	}
+}
+
+// requireNamed edits one record of out (observation or process line
+// index) and requires the evaluation under flags to fail, naming field.
+func requireNamed(t *testing.T, out scenariotest.Outcome, flags map[string]string, obs bool, index int, edit func(map[string]any), field string) {
+	t.Helper()
+	rec := scenariotest.Edit(t, out.Records, obs, index, edit)
+	said := whatFails(scenario.Evaluate(New(), flags, out.Settings, rec))
+	if said == "" {
+		t.Fatal("edit passed unnoticed")
+	}
+	if !strings.Contains(said, field) {
+		t.Errorf("nothing names %q; got:\n%s", field, said)
 	}
 }
 
