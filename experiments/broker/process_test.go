@@ -14,6 +14,7 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/broker"
 	"idemlab/experiments/broker/brokertest"
+	"idemlab/worker/powerfs"
 )
 
 // TestRunLeavesNothing runs the built idemlab with --broker nats, which
@@ -26,17 +27,7 @@ func TestRunLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds idemlab and runs it")
 	}
-	brokertest.Need(t)
-	bin := t.TempDir()
-	for _, pkg := range []string{".", "./cmd/idemlab-nats"} {
-		name := "idemlab"
-		if pkg != "." {
-			name = broker.NATSBinary
-		}
-		if err := brokertest.Build(filepath.Join(bin, name), pkg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := buildBoth(t)
 	root, err := brokertest.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +105,91 @@ func TestRunLeavesNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// buildBoth builds idemlab and idemlab-nats side by side into a folder
+// of the test's and returns it.
+func buildBoth(t *testing.T) string {
+	t.Helper()
+	brokertest.Need(t)
+	bin := t.TempDir()
+	for _, pkg := range []string{".", "./cmd/idemlab-nats"} {
+		name := "idemlab"
+		if pkg != "." {
+			name = broker.NATSBinary
+		}
+		if err := brokertest.Build(filepath.Join(bin, name), pkg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// TestPowerRunInterruptedLeavesNothing interrupts a --broker-power run
+// (SIGINT) while a condition's broker runs on its power-loss mount: the
+// run exits 130 and leaves no mount, no broker, no trial folder and no
+// results folder.
+func TestPowerRunInterruptedLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds idemlab and runs it")
+	}
+	if why := powerfs.Missing(); why != "" {
+		t.Skip(why)
+	}
+	bin := buildBoth(t)
+	root, err := brokertest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "out")
+	cmd := exec.Command(filepath.Join(bin, "idemlab"), "experiment", "--quiet", "--scenario", "redelivery", "--broker", broker.NATS,
+		"--broker-power", "--input", filepath.Join(root, "input.json"), "--out", out)
+	cmd.Env = append(withoutVar(os.Environ(), broker.EnvNATSServer), "TMPDIR="+tmp)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mounted := func() []string {
+		var on []string
+		ms, _ := powerfs.Mounts()
+		for _, m := range ms {
+			if strings.HasPrefix(m.Mountpoint, tmp) {
+				on = append(on, m.Mountpoint)
+			}
+		}
+		return on
+	}
+	exe := filepath.Join(bin, broker.NATSBinary)
+	if !waitFor(func() bool { return len(mounted()) > 0 && len(running(exe)) > 0 }, 60*time.Second) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no broker on a power-loss mount under %s; stderr:\n%s", tmp, stderr.String())
+	}
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want 130; stderr:\n%s", err, stderr.String())
+	}
+	if on := mounted(); len(on) > 0 {
+		t.Errorf("left mounted: %v", on)
+	}
+	if pids := running(exe); len(pids) > 0 {
+		t.Errorf("broker processes left: %v", pids)
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+	trials, _ := filepath.Glob(filepath.Join(tmp, "idemlab-broker-power-*"))
+	if left := append(stores(t, tmp), trials...); len(left) > 0 {
+		t.Errorf("folders left: %v", left)
+	}
+	if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--out %s was made (%v)", out, err)
 	}
 }
 
