@@ -58,11 +58,25 @@ const (
 	// store (it has written its consumer's state after the ack); delivery
 	// 2 runs on the restarted broker.
 	FaultPowerAfterAck = "power-cut-after-ack"
+	// FaultPowerBeforeStateSync arms the mount, once the publish ack has
+	// come, to freeze before its next sync, which under sync_interval
+	// always is the broker's write of its consumer's state after
+	// delivery 1; delivery 1 does the work and its ack is answered; then
+	// the cut. The message survives and the consumer's record of its
+	// delivery and ack does not: the restarted broker delivers finished
+	// work again, and the processed check must absorb it.
+	FaultPowerBeforeStateSync = "power-cut-before-state-sync"
 )
 
 // powerCut says whether a fault is a power cut of the broker.
 func powerCut(fault string) bool {
-	return fault == FaultPowerAfterPublish || fault == FaultPowerAfterAck
+	return fault == FaultPowerAfterPublish || fault == FaultPowerAfterAck || fault == FaultPowerBeforeStateSync
+}
+
+// cutAfterWork says whether a power condition's delivery 1 runs before
+// the cut.
+func cutAfterWork(fault string) bool {
+	return fault == FaultPowerAfterAck || fault == FaultPowerBeforeStateSync
 }
 
 // BrokerPowerConditions are the conditions --broker-power adds, on the
@@ -81,8 +95,11 @@ func BrokerPowerConditions() []Condition {
 				SyncInterval: sync, DirModel: powerfs.DirExt4})
 		}
 	}
-	return append(out, Condition{Name: "separate-commit/" + FaultPowerAfterPublish + "/sync-always/posix-dirs", Pattern: wr.SeparateCommit,
-		BrokerFault: FaultPowerAfterPublish, SyncInterval: natswire.SyncAlways, DirModel: powerfs.DirPOSIX})
+	return append(out,
+		Condition{Name: "separate-commit/" + FaultPowerBeforeStateSync + "/sync-always", Pattern: wr.SeparateCommit,
+			BrokerFault: FaultPowerBeforeStateSync, SyncInterval: natswire.SyncAlways, DirModel: powerfs.DirExt4},
+		Condition{Name: "separate-commit/" + FaultPowerAfterPublish + "/sync-always/posix-dirs", Pattern: wr.SeparateCommit,
+			BrokerFault: FaultPowerAfterPublish, SyncInterval: natswire.SyncAlways, DirModel: powerfs.DirPOSIX})
 }
 
 // powerParams are the models of condition c's cut.
@@ -108,6 +125,9 @@ type BrokerPower struct {
 	// (a cut after the ack only).
 	PublishedAt int `json:"published_at_op"`
 	AckedAt     int `json:"acked_at_op,omitempty"`
+	// CutBeforeSync is the sync the mount was armed to freeze before, the
+	// first after the publish (a cut before the state's sync only).
+	CutBeforeSync int `json:"cut_before_sync,omitempty"`
 	// StreamLost says the restarted broker had no stream; AfterRestart is
 	// its state otherwise.
 	StreamLost   bool          `json:"stream_lost"`
@@ -132,45 +152,45 @@ type PowerFacts struct {
 	AckFloor uint64 `json:"ack_floor_after_restart"`
 }
 
-// expectPower is the oracle of a power condition: from the sync policy
-// and the directory model, what is durable at the cut, and then what
-// each delivery does on the restarted broker.
+// expectPower is the oracle of a power condition: from the sync policy,
+// the directory model and the cut point, what is durable at the cut, and
+// then what each delivery does on the restarted broker. A message whose
+// delivery and ack the cut lost is delivered again as a first delivery
+// (the broker lost its count too), and the processed check makes it a
+// no-op.
 func expectPower(s Settings, c Condition) []Delivery {
-	durable := c.SyncInterval == natswire.SyncAlways && c.DirModel == powerfs.DirExt4
-	afterAck := c.BrokerFault == FaultPowerAfterAck
-	pf := &PowerFacts{PublishDurable: durable, AckDurable: durable && afterAck, StreamFound: durable}
-	if durable {
+	msg := c.SyncInterval == natswire.SyncAlways && c.DirModel == powerfs.DirExt4
+	ack := msg && c.BrokerFault == FaultPowerAfterAck
+	pf := &PowerFacts{PublishDurable: msg, AckDurable: ack, StreamFound: msg}
+	if msg {
 		pf.Messages = 1
-		if afterAck {
-			pf.AckFloor = 1
-		}
+	}
+	if ack {
+		pf.AckFloor = 1
+	}
+	// fetch[i] says whether delivery i+1 gets the message.
+	fetch := []bool{msg, false}
+	if cutAfterWork(c.BrokerFault) {
+		fetch = []bool{true, msg && !ack}
 	}
 	var model wr.Model
 	var rows wr.Counts
 	out := make([]Delivery, 0, s.Deliveries)
-	// The message is there to fetch for delivery 1 before a cut after
-	// the ack, and after a cut only where it was durable.
-	pending := !afterAck && durable || afterAck
-	acked := uint64(0)
 	for i := range s.Deliveries {
-		b := &BrokerDelivery{}
+		b := &BrokerDelivery{Consumer: &ConsumerFacts{}}
 		d := Delivery{Delivery: i + 1, ExitCode: protocol.ExitACK, Points: []string{}, Broker: b}
 		if i == 0 {
 			b.Published, b.Restarted, b.Power = &PublishFacts{Seq: 1}, true, pf
 		}
-		if afterAck && i == 1 && !durable {
-			acked = 0 // the cut took the stream, and with it the ack
-		}
-		if pending {
+		if i < len(fetch) && fetch[i] {
 			m := model.Deliver(c.Pattern, "")
 			rows, d.Points = m.After, m.Points
 			b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: 1, Acked: true}
-			pending, acked = false, 1
-		} else {
-			b.Consumer = &ConsumerFacts{}
 		}
 		d.FollowUpJobs, d.ProcessedEvents = rows.Jobs, rows.Processed
-		if acked > 0 {
+		// The stream holds the message, delivered and acked, after any
+		// delivery that fetched it, and after the cut where it survived.
+		if rows.Processed > 0 && (msg || !cutAfterWork(c.BrokerFault) || i == 0) {
 			b.State = broker.State{Messages: 1, LastSeq: 1, Delivered: 1, AckFloor: 1}
 		}
 		out = append(out, d)
@@ -252,6 +272,40 @@ func (t *powerTrial) waitQuiet(ctx context.Context) {
 	}
 }
 
+// armNextSync arms the mount to freeze before its next sync: the one
+// after the last the log holds.
+func (t *powerTrial) armNextSync() error {
+	ops, err := powerfs.ReadLogFile(t.m.Store)
+	if err != nil {
+		return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
+	}
+	t.pw.CutBeforeSync = syncsIn(ops) + 1
+	if err := t.m.Arm(t.pw.CutBeforeSync); err != nil {
+		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	return nil
+}
+
+// syncsIn is how many syncs ops hold.
+func syncsIn(ops []powerfs.Op) int {
+	n := 0
+	for _, op := range ops {
+		n = max(n, op.Sync)
+	}
+	return n
+}
+
+// waitFrozen waits until the armed sync has frozen the mount, or
+// QuietWait has passed (the cut then comes by command, and the fold
+// finds it was not where the condition puts it).
+func (t *powerTrial) waitFrozen(ctx context.Context) {
+	select {
+	case <-t.m.Cuts():
+	case <-time.After(QuietWait):
+	case <-ctx.Done():
+	}
+}
+
 // consumerStateFile is the file nats-server keeps a consumer's state in,
 // in the consumer's folder; a message block's name ends in blockSuffix.
 const (
@@ -315,7 +369,12 @@ func (p *plan) runBrokerPower(ctx context.Context, env scenario.Env, c Condition
 	}
 	var pending []Observation
 	d := 1
-	if c.BrokerFault == FaultPowerAfterAck {
+	if c.BrokerFault == FaultPowerBeforeStateSync {
+		if err := t.armNextSync(); err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+	}
+	if cutAfterWork(c.BrokerFault) {
 		o, err := p.brokerDelivery(ctx, env, tr, fresh, c, spec(d), d)
 		if err != nil {
 			return err
@@ -323,7 +382,11 @@ func (p *plan) runBrokerPower(ctx context.Context, env scenario.Env, c Condition
 		if t.pw.AckedAt, err = t.ops(); err != nil {
 			return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
 		}
-		t.waitQuiet(ctx)
+		if c.BrokerFault == FaultPowerAfterAck {
+			t.waitQuiet(ctx)
+		} else {
+			t.waitFrozen(ctx)
+		}
 		pending, d = append(pending, o), d+1
 	}
 	if err := t.cutAndRestart(ctx, env, tr); err != nil {
@@ -450,8 +513,14 @@ func (f *folder) foldPower(ln line, o *BrokerObservation, b *BrokerDelivery) {
 	if field, text := powerlayer.FirstDiff(want, pw.Outcome); field != "" {
 		f.c.Obs(ln.l, "broker.power.outcome"+field, "differs from what powerfs.Plan derives from the op log and the models (%s)", text)
 	}
-	n := len(pw.Log)
-	if pw.PublishedAt < 1 || pw.PublishedAt >= n || pw.AckedAt >= n || (pw.AckedAt != 0) != (ln.cond.BrokerFault == FaultPowerAfterAck) || (pw.AckedAt != 0 && pw.AckedAt < pw.PublishedAt) {
+	f.checkArmed(ln, pw)
+	// The cut is the log's last op; an armed cut may come before the
+	// ack's answer, a cut by command only after it.
+	n, last := len(pw.Log), len(pw.Log)-1
+	if ln.cond.BrokerFault == FaultPowerBeforeStateSync {
+		last = n
+	}
+	if pw.PublishedAt < 1 || pw.PublishedAt >= n || pw.AckedAt > last || (pw.AckedAt != 0) != cutAfterWork(ln.cond.BrokerFault) || (pw.AckedAt != 0 && pw.AckedAt < pw.PublishedAt) {
 		f.c.Obs(ln.l, "broker.power.acked_at_op", "the publish at op %d and the ack at op %d do not fit a log of %d ops and a %s", pw.PublishedAt, pw.AckedAt, n, ln.cond.BrokerFault)
 	}
 	ts := f.st.trialSettings(ln.cond)
@@ -470,6 +539,25 @@ func (f *folder) foldPower(ln line, o *BrokerObservation, b *BrokerDelivery) {
 		f.c.Obs(ln.l, "broker.power.after_restart", "missing: the restarted broker's state, or stream_lost")
 	}
 	b.Power = pf
+}
+
+// checkArmed checks a cut before the state's sync: armed at the first
+// sync after the publish, and the log's cut is before that sync.
+func (f *folder) checkArmed(ln line, pw *BrokerPower) {
+	if ln.cond.BrokerFault != FaultPowerBeforeStateSync {
+		if pw.CutBeforeSync != 0 {
+			f.c.Obs(ln.l, "broker.power.cut_before_sync", "is %d, but only a cut before the state's sync is armed", pw.CutBeforeSync)
+		}
+		return
+	}
+	if pw.PublishedAt > 0 && pw.PublishedAt <= len(pw.Log) {
+		if want := syncsIn(pw.Log[:pw.PublishedAt]) + 1; pw.CutBeforeSync != want {
+			f.c.Obs(ln.l, "broker.power.cut_before_sync", "is %d, but the first sync after the publish is %d", pw.CutBeforeSync, want)
+		}
+	}
+	if n := len(pw.Log); n == 0 || pw.Log[n-1].Kind != powerfs.OpCut || pw.Log[n-1].At != "before" || pw.Log[n-1].Sync != pw.CutBeforeSync {
+		f.c.Obs(ln.l, "broker.power.log", "does not end in the cut before sync %d the mount was armed for", pw.CutBeforeSync)
+	}
 }
 
 // powerServers checks the process lines of a power condition's mounts'

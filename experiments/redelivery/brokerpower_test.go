@@ -63,6 +63,7 @@ func TestBrokerPowerCut(t *testing.T) {
 		"separate-commit/power-cut-after-ack/sync-default":               {false, false, false, 1},
 		"separate-commit/power-cut-after-publish/sync-always":            {true, false, true, 1},
 		"separate-commit/power-cut-after-ack/sync-always":                {true, true, true, 1},
+		"separate-commit/power-cut-before-state-sync/sync-always":        {true, false, true, 1},
 		"separate-commit/power-cut-after-publish/sync-always/posix-dirs": {false, false, false, 0},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -75,7 +76,8 @@ func TestBrokerPowerCut(t *testing.T) {
 // fail the evaluation, naming the field.
 func powerTamper(t *testing.T, out scenariotest.Outcome) {
 	// Observation 6 is separate-commit/power-cut-after-ack/sync-always's
-	// delivery 1 (both durable); 0 the first condition's.
+	// delivery 1 (both durable), 8 the cut before the state's sync's; 0
+	// the first condition's.
 	power := func(edit func(pw map[string]any)) func(m map[string]any) {
 		return func(m map[string]any) { edit(m["broker"].(map[string]any)["power"].(map[string]any)) }
 	}
@@ -101,6 +103,7 @@ func powerTamper(t *testing.T, out scenariotest.Outcome) {
 		{"the ack floor after the restart", 6, power(func(pw map[string]any) {
 			pw["after_restart"].(map[string]any)["ack_floor_stream_seq"] = 0.0
 		}), "broker.power.ack_floor_after_restart"},
+		{"the armed sync", 8, power(func(pw map[string]any) { pw["cut_before_sync"] = pw["cut_before_sync"].(float64) + 1 }), "broker.power.cut_before_sync"},
 		{"the models", 0, power(func(pw map[string]any) { pw["params"].(map[string]any)["dir_model"] = powerfs.DirPOSIX }), "broker.power.params"},
 		{"the restarted broker's sync", 0, func(m map[string]any) {
 			m["broker"].(map[string]any)["restarted"].(map[string]any)["sync_interval"] = "always"
