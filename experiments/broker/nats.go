@@ -43,8 +43,15 @@ const OwnerFile = "idemlab-owner"
 // folder without an owner record is left alone: it may be one being made
 // this moment. It returns the folders it removed.
 func SweepStores(dir string, self backend.Owner) []string {
+	return SweepOwned(dir, StorePrefix, self)
+}
+
+// SweepOwned removes the folders prefix* under dir whose owner record
+// (OwnerFile, WriteOwner) names a process that is gone, as SweepStores
+// does for the stores.
+func SweepOwned(dir, prefix string, self backend.Owner) []string {
 	var removed []string
-	dirs, _ := filepath.Glob(filepath.Join(dir, StorePrefix+"*"))
+	dirs, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, OwnerFile))
 		if err != nil {
@@ -59,6 +66,12 @@ func SweepStores(dir string, self backend.Owner) []string {
 		}
 	}
 	return removed
+}
+
+// WriteOwner records self as the owner of the folder dir, for
+// SweepOwned.
+func WriteOwner(dir string, self backend.Owner) error {
+	return os.WriteFile(filepath.Join(dir, OwnerFile), []byte(self.String()+"\n"), 0o644)
 }
 
 // ReadyTimeout bounds the wait for the broker's ready line.
@@ -124,7 +137,7 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(store, OwnerFile), []byte(self.String()+"\n"), 0o644); err != nil {
+	if err := WriteOwner(store, self); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(store))
 	}
 	t := &natsTrial{s: s, exe: exe, store: store}

@@ -329,7 +329,7 @@ func (p *plan) runBrokerPower(ctx context.Context, env scenario.Env, c Condition
 	if err := makeTables(ctx, fresh); err != nil {
 		return fmt.Errorf("%w: %s: %w", errclass.ErrHarness, c.Name, err)
 	}
-	dir, err := os.MkdirTemp(env.TempDir, "idemlab-broker-power-")
+	dir, err := powerTrialDir(env.TempDir)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
@@ -412,6 +412,39 @@ func (p *plan) runBrokerPower(ctx context.Context, env scenario.Env, c Condition
 		}
 	}
 	return nil
+}
+
+// PowerTrialPrefix starts a power condition's folder's name: the mount's
+// backing folder, its mount point and its servers' stores.
+const PowerTrialPrefix = "idemlab-broker-power-"
+
+// powerTrialDir makes a power condition's folder under tmp with its
+// owner's record, after removing the folders of runs that are gone (a
+// harness killed by SIGKILL leaves them; its mounts' servers unmount
+// when their standard input ends, and powerfs.Sweep clears a mount whose
+// server died).
+func powerTrialDir(tmp string) (string, error) {
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	self, err := backend.Self()
+	if err != nil {
+		return "", err
+	}
+	if _, err := powerfs.Sweep(os.Stderr); err != nil {
+		return "", err
+	}
+	for _, d := range broker.SweepOwned(tmp, PowerTrialPrefix, self) {
+		fmt.Fprintf(os.Stderr, "idemlab: removed %s, a broker power trial's folder left by a run that is gone\n", d)
+	}
+	dir, err := os.MkdirTemp(tmp, PowerTrialPrefix)
+	if err != nil {
+		return "", err
+	}
+	if err := broker.WriteOwner(dir, self); err != nil {
+		return "", errors.Join(err, os.RemoveAll(dir))
+	}
+	return dir, nil
 }
 
 // makeTables creates the events file's tables.
