@@ -178,7 +178,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"},
 		{Name: FlagBrokerFaults, Bool: true, Usage: "redelivery, with --broker nats: add conditions that kill the broker after the publish ack, republish inside and after the dedup window, and work longer than AckWait"},
 		{Name: FlagBrokerURL, Usage: "redelivery, with --broker nats: a NATS server of your own (nats://host:port) instead of one per condition; each condition makes a stream IDEMLAB_REDELIVERY_<n> there and deletes it; no broker kill then"},
-		{Name: FlagBrokerPower, Bool: true, Usage: "redelivery, with --broker nats: add conditions that cut the broker's power (its store on a power-loss FUSE mount, drop model) after the publish ack and after the consumer's ack, under the default sync_interval and under always; needs FUSE"},
+		{Name: FlagBrokerPower, Bool: true, Usage: "with --broker nats: add conditions that cut the broker's power (its store on a power-loss FUSE mount, drop model) after the publish ack, after the consumer's ack and before the broker syncs the consumer's state, under the default sync_interval and under always; needs FUSE"},
 		{Name: FlagBroker, Usage: "redelivery: who redelivers, none (the harness, default) or nats (a JetStream server per condition; needs the idemlab-nats binary)"},
 	}
 }
