@@ -191,7 +191,7 @@ func experiment(ctx context.Context, opts *ExperimentOptions) (*results.Results,
 		Registry: opts.hooks.Registry, Out: opts.Out, InputPath: opts.Input, Scenarios: opts.Scenarios,
 		Overrides: opts.Overrides, Executable: exe, Workdir: wd, TempDir: opts.hooks.TempDir,
 		Backend: opts.Backend, Parallel: opts.Parallel, OnBackend: sayCleaned(opts.Streams.Err, opts.hooks.OnBackend),
-		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process,
+		OnStart: prog.Start, OnScenario: prog.Scenario, OnProcess: prog.Process, Notice: opts.Streams.Err,
 	}
 	part := shardJob(opts)
 	if _, lerr := os.Lstat(opts.Out); part != nil && lerr == nil {
@@ -312,7 +312,7 @@ func verdictWord(pass bool) string {
 // with the module's root.
 func selfName() string {
 	exe := os.Args[0]
-	if review.TemporaryBuild(exe) {
+	if results.TemporaryBuild(exe) {
 		return "go run " + scenario.ShellQuote(moduleRoot())
 	}
 	return scenario.ShellQuote(exe)
@@ -369,6 +369,7 @@ func rerunFunc(h Hooks, bo backend.Options, stderr io.Writer) review.RunFunc {
 		_, _, err = suite.Run(ctx, suite.Options{
 			Registry: h.Registry, Out: out, InputPath: input, Scenarios: scenarios, Overrides: overrides,
 			Executable: exe, Workdir: wd, TempDir: h.TempDir, Files: files, Backend: bo, OnBackend: sayCleaned(stderr, h.OnBackend),
+			Notice: stderr,
 		})
 		return err
 	}

@@ -56,6 +56,11 @@ type Settings struct {
 	// server is started, killed or restarted; each trial makes its own
 	// stream there and deletes it at its end.
 	URL string `json:"url,omitempty"`
+	// Binary and BinarySHA256 are the idemlab-nats the run's preflight
+	// found or built (EnsureNATSServer), not recorded here: each trial's
+	// Server records them. Empty, a trial finds the binary itself.
+	Binary       string `json:"-"`
+	BinarySHA256 string `json:"-"`
 }
 
 // AckWait is the setting as a duration.
@@ -96,6 +101,10 @@ type Server struct {
 	Version      string  `json:"version"`
 	SyncInterval string  `json:"sync_interval"`
 	ReadyMS      float64 `json:"ready_ms"`
+	// Binary is the idemlab-nats that ran, and BinarySHA256 its hash when
+	// the run's preflight took it; absent in folders made before.
+	Binary       string `json:"binary,omitempty"`
+	BinarySHA256 string `json:"binary_sha256,omitempty"`
 }
 
 // Broker starts trials.
@@ -127,6 +136,10 @@ type Trial interface {
 	// Restart SIGKILLs the broker and starts it again on the same store;
 	// Server then describes the new process.
 	Restart(ctx context.Context) error
+	// Declare creates the trial's stream and durable consumer where they
+	// are missing, as a service declares them when it starts; what
+	// exists is left as it is.
+	Declare() error
 	// Close stops the broker, reaps it and removes its store folder.
 	Close() error
 }

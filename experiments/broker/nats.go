@@ -43,8 +43,15 @@ const OwnerFile = "idemlab-owner"
 // folder without an owner record is left alone: it may be one being made
 // this moment. It returns the folders it removed.
 func SweepStores(dir string, self backend.Owner) []string {
+	return SweepOwned(dir, StorePrefix, self)
+}
+
+// SweepOwned removes the folders prefix* under dir whose owner record
+// (OwnerFile, WriteOwner) names a process that is gone, as SweepStores
+// does for the stores.
+func SweepOwned(dir, prefix string, self backend.Owner) []string {
 	var removed []string
-	dirs, _ := filepath.Glob(filepath.Join(dir, StorePrefix+"*"))
+	dirs, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, OwnerFile))
 		if err != nil {
@@ -59,6 +66,12 @@ func SweepStores(dir string, self backend.Owner) []string {
 		}
 	}
 	return removed
+}
+
+// WriteOwner records self as the owner of the folder dir, for
+// SweepOwned.
+func WriteOwner(dir string, self backend.Owner) error {
+	return os.WriteFile(filepath.Join(dir, OwnerFile), []byte(self.String()+"\n"), 0o644)
 }
 
 // ReadyTimeout bounds the wait for the broker's ready line.
@@ -81,23 +94,6 @@ func (natsBroker) Name() string { return NATS }
 
 func (natsBroker) Caps() Caps {
 	return Caps{Redelivers: true, DeliveryCount: true, Dedup: true, Kill: true}
-}
-
-// FindNATSServer finds the idemlab-nats binary.
-func FindNATSServer() (string, error) {
-	if p := os.Getenv(EnvNATSServer); p != "" {
-		return p, nil
-	}
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), NATSBinary)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(NATSBinary); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("--broker nats runs the %s binary, found neither in $%s, beside this executable nor on PATH: build both with `make build` (or `go build -o bin/ . ./cmd/idemlab-nats`) and run the idemlab beside it", NATSBinary, EnvNATSServer)
 }
 
 // natsTrial is one running broker process.
@@ -125,9 +121,12 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	if s.URL != "" {
 		return attach(s)
 	}
-	exe, err := FindNATSServer()
-	if err != nil {
-		return nil, err
+	exe := s.Binary
+	if exe == "" {
+		var err error
+		if exe, err = FindNATSServer(); err != nil {
+			return nil, err
+		}
 	}
 	self, err := backend.Self()
 	if err != nil {
@@ -138,7 +137,7 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(store, OwnerFile), []byte(self.String()+"\n"), 0o644); err != nil {
+	if err := WriteOwner(store, self); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(store))
 	}
 	t := &natsTrial{s: s, exe: exe, store: store}
@@ -151,6 +150,10 @@ func (natsBroker) Start(ctx context.Context, s Settings, dir string) (Trial, err
 	return t, nil
 }
 
+// ExternalSync is the sync interval a trial on a user's server records:
+// idemlab neither sets nor reads it.
+const ExternalSync = "the server's own"
+
 // ErrNotOwned is a kill or restart of a server idemlab did not start.
 var ErrNotOwned = errors.New("--broker-url names a server idemlab does not own: it cannot kill or restart it")
 
@@ -162,7 +165,7 @@ func attach(s Settings) (Trial, error) {
 	if t.conn, err = natswire.Dial(s.URL, natswire.APITimeout); err != nil {
 		return nil, err
 	}
-	t.ready = natswire.Ready{URL: s.URL, Version: t.conn.Version, SyncInterval: "the server's own"}
+	t.ready = natswire.Ready{URL: s.URL, Version: t.conn.Version, SyncInterval: ExternalSync}
 	if err := t.conn.DeleteStream(s.Stream); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
@@ -249,11 +252,21 @@ func (t *natsTrial) Restart(ctx context.Context) error {
 	return t.launch(ctx)
 }
 
+// Declare creates the stream and the consumer again; JetStream answers a
+// create of what exists with the same settings with success and leaves
+// it as it is.
+func (t *natsTrial) Declare() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.create()
+}
+
 func (t *natsTrial) URL() string      { return t.ready.URL }
 func (t *natsTrial) StoreDir() string { return t.store }
 
 func (t *natsTrial) Server() Server {
-	return Server{PID: t.ready.PID, Version: t.ready.Version, SyncInterval: t.ready.SyncInterval, ReadyMS: t.ready.ReadyMS}
+	return Server{PID: t.ready.PID, Version: t.ready.Version, SyncInterval: t.ready.SyncInterval, ReadyMS: t.ready.ReadyMS,
+		Binary: t.exe, BinarySHA256: t.s.BinarySHA256}
 }
 
 func (t *natsTrial) Publish(msgID string, data []byte) (Published, error) {

@@ -14,6 +14,8 @@ import (
 	"idemlab/experiments/backend"
 	"idemlab/experiments/broker"
 	"idemlab/experiments/broker/brokertest"
+	"idemlab/experiments/redelivery"
+	"idemlab/worker/powerfs"
 )
 
 // TestRunLeavesNothing runs the built idemlab with --broker nats, which
@@ -26,17 +28,7 @@ func TestRunLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds idemlab and runs it")
 	}
-	brokertest.Need(t)
-	bin := t.TempDir()
-	for _, pkg := range []string{".", "./cmd/idemlab-nats"} {
-		name := "idemlab"
-		if pkg != "." {
-			name = broker.NATSBinary
-		}
-		if err := brokertest.Build(filepath.Join(bin, name), pkg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := buildBoth(t)
 	root, err := brokertest.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +104,108 @@ func TestRunLeavesNothing(t *testing.T) {
 				for _, p := range pids {
 					syscall.Kill(p, syscall.SIGKILL)
 				}
+			}
+		})
+	}
+}
+
+// buildBoth builds idemlab and idemlab-nats side by side into a folder
+// of the test's and returns it.
+func buildBoth(t *testing.T) string {
+	t.Helper()
+	brokertest.Need(t)
+	bin := t.TempDir()
+	for _, pkg := range []string{".", "./cmd/idemlab-nats"} {
+		name := "idemlab"
+		if pkg != "." {
+			name = broker.NATSBinary
+		}
+		if err := brokertest.Build(filepath.Join(bin, name), pkg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// TestPowerRunInterruptedLeavesNothing interrupts a --broker-power run
+// while a condition's broker runs on its power-loss mount. Interrupted
+// (SIGINT), the run exits 130 and leaves no mount, no broker, no trial
+// folder and no results folder. Killed (SIGKILL), it runs no cleanup: its
+// mount's server unmounts when its standard input ends and its broker
+// dies with it, and the trial folder it leaves is the next run's to
+// sweep.
+func TestPowerRunInterruptedLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds idemlab and runs it")
+	}
+	if why := powerfs.Missing(); why != "" {
+		t.Skip(why)
+	}
+	bin := buildBoth(t)
+	root, err := brokertest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(bin, broker.NATSBinary)
+	for _, sig := range []os.Signal{os.Interrupt, os.Kill} {
+		t.Run(sig.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			out := filepath.Join(tmp, "out")
+			cmd := exec.Command(filepath.Join(bin, "idemlab"), "experiment", "--quiet", "--scenario", "redelivery", "--broker", broker.NATS,
+				"--broker-power", "--input", filepath.Join(root, "input.json"), "--out", out)
+			cmd.Env = append(withoutVar(os.Environ(), broker.EnvNATSServer), "TMPDIR="+tmp)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			mounted := func() []string {
+				var on []string
+				ms, _ := powerfs.Mounts()
+				for _, m := range ms {
+					if strings.HasPrefix(m.Mountpoint, tmp) {
+						on = append(on, m.Mountpoint)
+					}
+				}
+				return on
+			}
+			if !waitFor(func() bool { return len(mounted()) > 0 && len(running(exe)) > 0 }, 60*time.Second) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no broker on a power-loss mount under %s; stderr:\n%s", tmp, stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if want := map[os.Signal]int{os.Interrupt: 130, os.Kill: -1}[sig]; !errors.As(err, &ee) || ee.ExitCode() != want {
+				t.Errorf("exit %v, want %d; stderr:\n%s", err, want, stderr.String())
+			}
+			if !waitFor(func() bool { return len(mounted()) == 0 && len(running(exe)) == 0 }, 10*time.Second) {
+				t.Errorf("left mounted %v, brokers left %v", mounted(), running(exe))
+				for _, p := range running(exe) {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+			}
+			trials, _ := filepath.Glob(filepath.Join(tmp, redelivery.PowerTrialPrefix+"*"))
+			if sig == os.Kill {
+				self, err := backend.Self()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(trials) == 0 {
+					t.Fatal("no trial folder left by a killed run: the sweep below proves nothing")
+				}
+				if swept := broker.SweepOwned(tmp, redelivery.PowerTrialPrefix, self); len(swept) != len(trials) {
+					t.Errorf("the sweep removed %v, the run left %v", swept, trials)
+				}
+				trials, _ = filepath.Glob(filepath.Join(tmp, redelivery.PowerTrialPrefix+"*"))
+			}
+			if left := append(stores(t, tmp), trials...); len(left) > 0 {
+				t.Errorf("folders left: %v", left)
+			}
+			if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("--out %s was made (%v)", out, err)
 			}
 		})
 	}

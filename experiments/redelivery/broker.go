@@ -107,6 +107,9 @@ func (s Settings) trialSettings(c Condition) broker.Settings {
 	if c.MaxDeliver > 0 {
 		b.MaxDeliver = c.MaxDeliver
 	}
+	if c.SyncInterval != "" {
+		b.SyncInterval = c.SyncInterval
+	}
 	return b
 }
 
@@ -129,6 +132,8 @@ type BrokerDelivery struct {
 	// delivery's had ended.
 	Concurrent bool         `json:"concurrent,omitempty"`
 	State      broker.State `json:"state"`
+	// Power is what a power condition's cut left, on delivery 1.
+	Power *PowerFacts `json:"power,omitempty"`
 }
 
 // ConsumerFacts are what a consumer that reached its ack reported.
@@ -213,6 +218,9 @@ func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs
 //     loses the event: the broker counts it acked and never delivers it
 //     again, and the rows stay as the crash left them.
 func expectBroker(s Settings, c Condition) []Delivery {
+	if powerCut(c.BrokerFault) {
+		return expectPower(s, c)
+	}
 	limit := uint64(s.trialSettings(c).MaxDeliver)
 	var model wr.Model
 	fresh := []uint64{1}
@@ -290,11 +298,28 @@ func expectBroker(s Settings, c Condition) []Delivery {
 	return out
 }
 
+// Preflight finds the idemlab-nats binary a run with its own brokers
+// starts, or builds it for `go run` (broker.EnsureNATSServer), before the
+// output folder is made: a machine without it is a usage error, not a
+// harness failure at the first condition.
+func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
+	b := p.s.Broker
+	if b == nil || b.URL != "" || b.Name != broker.NATS {
+		return nil
+	}
+	var err error
+	b.Binary, b.BinarySHA256, err = broker.EnsureNATSServer(ctx, env.Executable, env.Workdir, env.Notice)
+	return err
+}
+
 // runBroker delivers one condition's event through a broker of its own:
 // start it, publish the event with its id as Nats-Msg-Id, apply the
 // condition's fault, run a consumer process per delivery, and read the
 // broker's state after each.
 func (p *plan) runBroker(ctx context.Context, env scenario.Env, c Condition) error {
+	if powerCut(c.BrokerFault) {
+		return p.runBrokerPower(ctx, env, c)
+	}
 	b, err := broker.Lookup(p.s.Broker.Name)
 	if err != nil {
 		return err
@@ -504,6 +529,8 @@ type BrokerObservation struct {
 	// publish's ack, and the restarted broker's ready line.
 	Republished *broker.Published `json:"republished,omitempty"`
 	Restarted   *broker.Server    `json:"restarted,omitempty"`
+	// Power is a power condition's cut, on delivery 1.
+	Power *BrokerPower `json:"power,omitempty"`
 }
 
 // foldBroker derives a broker delivery's facts from its observation and
@@ -548,6 +575,8 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 			b.Republished = &PublishFacts{Seq: r.Seq, Duplicate: r.Duplicate}
 		}
 		b.Restarted = o.Restarted != nil
+		f.checkServer(ln, "broker.server", o.Server, ts)
+		f.checkServer(ln, "broker.restarted", o.Restarted, ts)
 		if o.Restarted != nil && o.Server != nil && o.Restarted.PID == o.Server.PID {
 			f.c.Obs(ln.l, "broker.restarted.pid", "is %d, the first broker's: a restart is a new process", o.Restarted.PID)
 		}
@@ -577,7 +606,24 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 			b.Consumer = &ConsumerFacts{}
 		}
 	}
+	f.foldPower(ln, o, b)
 	d.Broker = b
+}
+
+// checkServer checks what a broker said of its store when it was ready
+// against the settings the trial asked for: its sync_interval as
+// natswire.SyncLabel states it (a user's server states none of its own).
+func (f *folder) checkServer(ln line, field string, srv *broker.Server, ts broker.Settings) {
+	if srv == nil {
+		return
+	}
+	want := natswire.SyncLabel(ts.SyncInterval)
+	if ts.URL != "" {
+		want = broker.ExternalSync
+	}
+	if srv.SyncInterval != want {
+		f.c.Obs(ln.l, field+".sync_interval", "is %q, but the trial asked its broker for sync_interval %q", srv.SyncInterval, want)
+	}
 }
 
 // publisher folds a publisher's observation line: its process's command

@@ -95,6 +95,9 @@ func brokerTamper(t *testing.T, out scenariotest.Outcome) {
 			m["broker"].(map[string]any)["published"].(map[string]any)["msg_id"] = "other"
 		}, "broker.published"},
 		{"server dropped", true, 0, func(m map[string]any) { delete(m["broker"].(map[string]any), "server") }, "broker.server"},
+		{"server sync interval", true, 0, func(m map[string]any) {
+			m["broker"].(map[string]any)["server"].(map[string]any)["sync_interval"] = natswire.SyncAlways
+		}, "broker.server.sync_interval"},
 		{"broker url", true, 3, func(m map[string]any) { m["broker"].(map[string]any)["url"] = "nats://127.0.0.1:1" }, "argv"},
 		{"delivery count", false, 3, stdout(`"num_delivered":2`, `"num_delivered":1`), "broker.consumer.num_delivered"},
 		{"redelivered flag", false, 3, stdout(`"redelivered":true`, `"redelivered":false`), "redelivered"},
@@ -102,16 +105,21 @@ func brokerTamper(t *testing.T, out scenariotest.Outcome) {
 		{"fetched", false, 1, stdout(`"fetched":false`, `"fetched":true`), "broker.consumer"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, tt.obs, tt.index, tt.edit)
-			said := whatFails(scenario.Evaluate(New(), natsFlag, out.Settings, rec))
-			if said == "" {
-				t.Fatal("edit passed unnoticed")
-			}
-			if !strings.Contains(said, tt.field) {
-				t.Errorf("nothing names %q; got:\n%s", tt.field, said)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { requireNamed(t, out, natsFlag, tt.obs, tt.index, tt.edit, tt.field) })
+	}
+}
+
+// requireNamed edits one record of out (observation or process line
+// index) and requires the evaluation under flags to fail, naming field.
+func requireNamed(t *testing.T, out scenariotest.Outcome, flags map[string]string, obs bool, index int, edit func(map[string]any), field string) {
+	t.Helper()
+	rec := scenariotest.Edit(t, out.Records, obs, index, edit)
+	said := whatFails(scenario.Evaluate(New(), flags, out.Settings, rec))
+	if said == "" {
+		t.Fatal("edit passed unnoticed")
+	}
+	if !strings.Contains(said, field) {
+		t.Errorf("nothing names %q; got:\n%s", field, said)
 	}
 }
 

@@ -73,6 +73,11 @@ type Condition struct {
 	// MaxDeliver, when set, the condition's own limit of deliveries.
 	ProgressMS int64 `json:"progress_ms,omitempty"`
 	MaxDeliver int   `json:"max_deliver,omitempty"`
+	// SyncInterval, when set, is the condition's own sync_interval, and
+	// DirModel the directory model of its broker's power cut
+	// (--broker-power).
+	SyncInterval string `json:"sync_interval,omitempty"`
+	DirModel     string `json:"dir_model,omitempty"`
 }
 
 // Conditions are the article's four conditions plus single-transaction
@@ -176,6 +181,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"},
 		{Name: FlagBrokerFaults, Bool: true, Usage: "redelivery, with --broker nats: add conditions that kill the broker after the publish ack, republish inside and after the dedup window, and work longer than AckWait"},
 		{Name: FlagBrokerURL, Usage: "redelivery, with --broker nats: a NATS server of your own (nats://host:port) instead of one per condition; each condition makes a stream IDEMLAB_REDELIVERY_<n> there and deletes it; no broker kill then"},
+		{Name: FlagBrokerPower, Bool: true, Usage: "with --broker nats: add conditions that cut the broker's power (its store on a power-loss FUSE mount, drop model) after the publish ack, after the consumer's ack and before the broker syncs the consumer's state, under the default sync_interval and under always; needs FUSE"},
 		{Name: FlagBroker, Usage: "redelivery: who redelivers, none (the harness, default) or nats (a JetStream server per condition; needs the idemlab-nats binary)"},
 	}
 }
@@ -252,12 +258,34 @@ func (Scenario) Plan(_ context.Context, req scenario.PlanRequest) (scenario.Plan
 			st.Conditions = append(st.Conditions, c)
 		}
 	}
+	if err := planPower(req, &st); err != nil {
+		return nil, err
+	}
 	return &plan{s: st}, nil
+}
+
+// planPower adds the broker's power conditions with --broker-power: they
+// need a broker idemlab owns and a machine with FUSE.
+func planPower(req scenario.PlanRequest, st *Settings) error {
+	on, _, err := scenario.BoolFlag(req.Overrides, FlagBrokerPower)
+	switch {
+	case err != nil || !on:
+		return err
+	case st.Broker == nil:
+		return fmt.Errorf("--%s needs a broker: add --%s %s", FlagBrokerPower, FlagBroker, broker.NATS)
+	case st.Broker.URL != "":
+		return fmt.Errorf("--%s cuts the power of a broker idemlab runs; --%s names a server of yours", FlagBrokerPower, FlagBrokerURL)
+	case req.Machine.FUSE != "":
+		return fmt.Errorf("--%s puts the broker's store on a power-loss filesystem: %s", FlagBrokerPower, req.Machine.FUSE)
+	}
+	st.Conditions = append(st.Conditions, BrokerPowerConditions()...)
+	return nil
 }
 
 type plan struct{ s Settings }
 
-func (p *plan) Settings() any  { return p.s }
+func (p *plan) Settings() any { return p.s }
+
 func (p *plan) Processes() int { return len(p.s.Conditions) * p.s.Deliveries }
 
 // Observation is one line of observations.jsonl: which process delivered,

@@ -399,6 +399,18 @@ func HashFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// TemporaryBuild reports whether path is a binary the go command built in
+// a temporary folder that it deletes afterwards (go run, go test), or a
+// debugger's build.
+func TemporaryBuild(path string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(path), "/") {
+		if strings.HasPrefix(part, "go-build") {
+			return true
+		}
+	}
+	return strings.HasPrefix(filepath.Base(path), "__debug")
+}
+
 // FindModuleRoot walks up from dir to the folder whose go.mod declares
 // module idemlab. ok is false when no such folder exists, as when a binary
 // runs away from its source.

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -336,22 +335,10 @@ func (c *check) temporaryExecutable() string {
 	if len(c.f.Processes) == 0 || len(c.f.Processes[0].Argv) == 0 {
 		return ""
 	}
-	if exe := c.f.Processes[0].Argv[0]; TemporaryBuild(exe) {
+	if exe := c.f.Processes[0].Argv[0]; results.TemporaryBuild(exe) {
 		return exe
 	}
 	return ""
-}
-
-// TemporaryBuild reports whether path is a binary the go command built in
-// a temporary folder that it deletes afterwards (go run, go test), or a
-// debugger's build.
-func TemporaryBuild(path string) bool {
-	for _, part := range strings.Split(filepath.ToSlash(path), "/") {
-		if strings.HasPrefix(part, "go-build") {
-			return true
-		}
-	}
-	return strings.HasPrefix(filepath.Base(path), "__debug")
 }
 
 // scenarios derives every scenario again and compares.

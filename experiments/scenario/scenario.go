@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -144,6 +145,23 @@ type Plan interface {
 // in them: it is how a run was scheduled, not what it tested.
 type SideBySide interface {
 	Parallel(flag int) int
+}
+
+// Preflight is a plan that needs something of this machine that its
+// settings do not depend on, such as a binary beside idemlab. A run calls
+// Preflight once every scenario is planned, before it makes the output
+// folder or starts a process; verify, merge and report, which plan from
+// a folder, never call it. Its error is a usage error unless it wraps
+// another class.
+type Preflight interface {
+	Preflight(ctx context.Context, env PreflightEnv) error
+}
+
+// PreflightEnv is what a plan's Preflight may use: the run's executable,
+// its working folder, and where to say what it does that takes time.
+type PreflightEnv struct {
+	Executable, Workdir string
+	Notice              io.Writer
 }
 
 // MaxParallel bounds --parallel and an input's parallel.

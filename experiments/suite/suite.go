@@ -69,6 +69,9 @@ type Options struct {
 	OnStart    func(parts []progress.Part)
 	OnScenario func(name string)
 	OnProcess  func(results.ProcessRecord)
+	// Notice is where a plan's preflight says what it does that takes
+	// time (scenario.Preflight); nil discards it.
+	Notice io.Writer
 }
 
 // Input is a decoded input file: its bytes, hash and sections.
@@ -271,6 +274,9 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := preflight(ctx, opts, plans); err != nil {
+		return nil, nil, err
+	}
 	out, err := results.PrepareOutput(opts.Out)
 	if err != nil {
 		return nil, nil, err
@@ -293,6 +299,32 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 		return res, plans, fmt.Errorf("%w: results written to %s with pass: false", errclass.ErrExpectation, opts.Out)
 	}
 	return res, plans, nil
+}
+
+// preflight runs each plan's Preflight, before the output folder is made
+// or any process started: what a run needs of the machine and lacks is a
+// usage error with nothing left behind.
+func preflight(ctx context.Context, opts Options, plans []Planned) error {
+	env := scenario.PreflightEnv{Executable: opts.Executable, Workdir: opts.Workdir, Notice: opts.Notice}
+	if env.Notice == nil {
+		env.Notice = io.Discard
+	}
+	for _, p := range plans {
+		pf, ok := p.Plan.(scenario.Preflight)
+		if !ok {
+			continue
+		}
+		if err := pf.Preflight(ctx, env); err != nil {
+			if errors.Is(err, errclass.ErrUsage) || errors.Is(err, errclass.ErrHarness) {
+				return err
+			}
+			if cause := ctx.Err(); cause != nil {
+				return fmt.Errorf("%w: stopped by a signal (%w) before the run; nothing was written to %s", errclass.ErrInterrupted, cause, opts.Out)
+			}
+			return fmt.Errorf("%w: %w", errclass.ErrUsage, err)
+		}
+	}
+	return nil
 }
 
 // shardOf reads --shard, which every chosen scenario must take: one that

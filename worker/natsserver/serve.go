@@ -28,7 +28,7 @@ import (
 const WorkerName = "nats.serve"
 
 // SyncAlways is the -sync value for a file store that syncs every write.
-const SyncAlways = "always"
+const SyncAlways = natswire.SyncAlways
 
 // Args are the broker process's arguments.
 type Args struct {
@@ -50,7 +50,7 @@ func (a Args) Argv() []string {
 
 // DefaultSyncInterval is the file store's sync interval when none is set;
 // nats-server documents two minutes.
-const DefaultSyncInterval = 2 * time.Minute
+const DefaultSyncInterval = natswire.DefaultSyncInterval
 
 // Main runs the broker: argv is the arguments after the worker name. It
 // returns the exit code.
@@ -72,18 +72,17 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: a.Store,
 		NoSigs: true, NoLog: true, ServerName: "idemlab",
 	}
-	sync := "default " + DefaultSyncInterval.String()
 	switch a.Sync {
 	case "":
 	case SyncAlways:
-		opts.SyncAlways, sync = true, SyncAlways
+		opts.SyncAlways = true
 	default:
 		d, err := time.ParseDuration(a.Sync)
 		if err != nil || d <= 0 {
 			fmt.Fprintf(stderr, "nats.serve: -sync %q is neither a positive duration nor %q\n", a.Sync, SyncAlways)
 			return 2
 		}
-		opts.SyncInterval, sync = d, d.String()
+		opts.SyncInterval = d
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -96,7 +95,7 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		s.Shutdown()
 		return 1
 	}
-	r := natswire.Ready{URL: s.ClientURL(), PID: os.Getpid(), Version: server.VERSION, Store: a.Store, SyncInterval: sync,
+	r := natswire.Ready{URL: s.ClientURL(), PID: os.Getpid(), Version: server.VERSION, Store: a.Store, SyncInterval: natswire.SyncLabel(a.Sync),
 		ReadyMS: float64(time.Since(t0).Microseconds()) / 1000}
 	line, _ := json.Marshal(r)
 	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {

@@ -54,3 +54,28 @@ type Ready struct {
 	// ReadyMS is from the start of the broker's main to ready.
 	ReadyMS float64 `json:"ready_ms"`
 }
+
+// SyncAlways is the sync_interval setting of a file store that syncs
+// every write, and DefaultSyncInterval the interval when none is set
+// (nats-server documents two minutes).
+const (
+	SyncAlways          = "always"
+	DefaultSyncInterval = 2 * time.Minute
+)
+
+// SyncLabel is how a broker's ready line states the sync_interval
+// setting s: "always", the duration as Go prints it, or "default 2m0s"
+// when s is empty. The broker prints it, and the fold derives it from the
+// recorded settings to check the line.
+func SyncLabel(s string) string {
+	switch s {
+	case "":
+		return "default " + DefaultSyncInterval.String()
+	case SyncAlways:
+		return SyncAlways
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return d.String()
+	}
+	return s
+}

@@ -79,6 +79,7 @@ type Mount struct {
 	// mounted is closed on the server's "mounted"; cuts carries its sync
 	// cut events; end gets its last event; exited is closed when it ends.
 	mounted chan struct{}
+	armed   chan struct{}
 	cuts    chan CutEvent
 	mu      sync.Mutex
 	last    string
@@ -147,7 +148,7 @@ func Start(ctx context.Context, exe string, cfg Config) (*Mount, error) {
 			return nil, err
 		}
 	}
-	m := &Mount{Config: cfg, mounted: make(chan struct{}), cuts: make(chan CutEvent, 1), exited: make(chan struct{})}
+	m := &Mount{Config: cfg, mounted: make(chan struct{}), armed: make(chan struct{}, 1), cuts: make(chan CutEvent, 1), exited: make(chan struct{})}
 	m.cmd = exec.Command(exe, append([]string{"worker", WorkerName}, cfg.Args()...)...)
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	m.cmd.Stderr = &m.stderr
@@ -200,6 +201,11 @@ func (m *Mount) read(out io.Reader) {
 		switch f[0] {
 		case EventMounted:
 			close(m.mounted)
+		case EventArmed:
+			select {
+			case m.armed <- struct{}{}:
+			default:
+			}
 		case EventCut:
 			if len(f) == 4 {
 				n, _ := strconv.Atoi(f[2])
@@ -224,6 +230,26 @@ func (m *Mount) read(out io.Reader) {
 	delete(live.m, m)
 	live.Unlock()
 	close(m.exited)
+}
+
+// armWait bounds the wait for the server's answer to Arm.
+const armWait = 10 * time.Second
+
+// Arm has the mount freeze before its n-th sync from now on, as a start
+// with CutSync n does (Cuts then delivers it), and waits for the server
+// to say it is armed.
+func (m *Mount) Arm(n int) error {
+	if _, err := fmt.Fprintf(m.stdin, "%s %d\n", CmdArm, n); err != nil {
+		return fmt.Errorf("powerfs: arm the cut: %w", err)
+	}
+	select {
+	case <-m.armed:
+		return nil
+	case <-m.exited:
+		return fmt.Errorf("powerfs: the server exited before it armed the cut: %s", strings.TrimSpace(m.stderr.String()))
+	case <-time.After(armWait):
+		return fmt.Errorf("powerfs: the server did not arm the cut in %s", armWait)
+	}
 }
 
 // Cuts delivers the sync cut the server was started with, when a process

@@ -531,3 +531,26 @@ func TestKilledServerThatCannotExit(t *testing.T) {
 		})
 	}
 }
+
+// TestArmedCut: a mount armed after its start (Mount.Arm) freezes before
+// the sync it names and cuts the same folder as a mount started with that
+// CutSync (TestSyncCutPoints' row 3 before, POSIX, drop).
+func TestArmedCut(t *testing.T) {
+	requireFUSE(t)
+	requirePython(t)
+	cfg := trial(t, powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX})
+	m := start(t, cfg)
+	if err := m.Arm(3); err != nil {
+		t.Fatal(err)
+	}
+	s := python(t, fileOps, cfg.Mountpoint)
+	if got := waitAckOrCut(t, m, s); got != "before" {
+		t.Fatalf("the subject stopped at %q, want before", got)
+	}
+	if _, err := m.Cut(s.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"a": "A1"}, files(t, cfg.Backing)); diff != "" {
+		t.Errorf("backing folder after the cut (-want +got):\n%s", diff)
+	}
+}

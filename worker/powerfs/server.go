@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,7 +47,14 @@ const (
 const (
 	CmdCut     = "cut"
 	CmdUnmount = "unmount"
+	// CmdArm is "arm N": from now on the mount freezes before its N-th
+	// sync, as with CutSync N and no CutAfter; the server answers
+	// EventArmed.
+	CmdArm = "arm"
 )
+
+// EventArmed is the server's answer to CmdArm.
+const EventArmed = "armed"
 
 // Config is what a serving process is started with.
 type Config struct {
@@ -187,7 +195,12 @@ func serve(cfg Config, stdin io.Reader, stdout io.Writer) error {
 	in := bufio.NewScanner(stdin)
 	cmd := CmdUnmount
 	for in.Scan() {
-		if c := strings.TrimSpace(in.Text()); c == CmdCut || c == CmdUnmount {
+		c := strings.TrimSpace(in.Text())
+		if n, ok := strings.CutPrefix(c, CmdArm+" "); ok {
+			s.arm(n)
+			continue
+		}
+		if c == CmdCut || c == CmdUnmount {
 			cmd = c
 			break
 		}
@@ -209,6 +222,18 @@ func serve(cfg Config, stdin io.Reader, stdout io.Writer) error {
 	}
 	s.event(EventDone)
 	return nil
+}
+
+// arm sets the sync cut to the sync n names, before it, and says so.
+func (s *server) arm(n string) {
+	k, err := strconv.Atoi(n)
+	if err != nil || k < 1 {
+		return
+	}
+	s.mu.Lock()
+	s.cfg.CutSync, s.cfg.CutAfter = k, false
+	s.mu.Unlock()
+	s.event(fmt.Sprintf("%s %d", EventArmed, k))
 }
 
 // recoverCut is the server's cut; a test replaces it with a broken one.
