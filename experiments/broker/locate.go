@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"idemlab/experiments/errclass"
@@ -22,6 +23,9 @@ var ErrNoNATSServer = errors.New("no " + NATSBinary + " binary")
 // else beside this executable, else on PATH. A binary named but not there
 // is an error, not a fall-through.
 func FindNATSServer() (string, error) {
+	if p := builtNATS.Load(); p != nil {
+		return *p, nil
+	}
 	if p := os.Getenv(EnvNATSServer); p != "" {
 		if !isExecutable(p) {
 			return "", fmt.Errorf("%w: $%s names %s, which is not an executable file", ErrNoNATSServer, EnvNATSServer, p)
@@ -62,11 +66,28 @@ func EnsureNATSServer(ctx context.Context, exe, workdir string, notice io.Writer
 		if path, err = buildFromSource(ctx, root, notice); err != nil {
 			return "", "", fmt.Errorf("%w: %w (build it yourself: `make build`)", errclass.ErrHarness, err)
 		}
+		builtNATS.Store(&path)
 	}
 	if sum, err = results.HashFile(path); err != nil {
 		return "", "", fmt.Errorf("%w: hash %s: %w", errclass.ErrHarness, path, err)
 	}
 	return path, sum, nil
+}
+
+// builtNATS is the idemlab-nats this process built for `go run`
+// (EnsureNATSServer), which FindNATSServer then finds first: a scenario's
+// trials that look the binary up themselves (pattern's, explore's article
+// files) start the one the run's preflight built.
+var builtNATS atomic.Pointer[string]
+
+// Preflight is EnsureNATSServer for a run on broker name, with a server
+// of the run's own unless url is set: nothing to find for --broker none
+// or a user's server.
+func Preflight(ctx context.Context, name, url, exe, workdir string, notice io.Writer) (path, sum string, err error) {
+	if name != NATS || url != "" {
+		return "", "", nil
+	}
+	return EnsureNATSServer(ctx, exe, workdir, notice)
 }
 
 // CacheDir is where `go run` keeps the idemlab-nats it built, one folder

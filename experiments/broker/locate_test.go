@@ -26,14 +26,18 @@ func buildIdemlab(t *testing.T, dir, sub string) string {
 
 // brokerRun runs exe's experiment with --broker nats from folder wd,
 // with env, into out; it returns the exit code and stderr.
-func brokerRun(t *testing.T, exe, wd, out string, env []string) (int, string) {
+func brokerRun(t *testing.T, exe, wd, out string, env []string, scenario ...string) (int, string) {
 	t.Helper()
 	root, err := brokertest.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "experiment", "--quiet", "--scenario", "redelivery", "--broker", broker.NATS,
-		"--input", filepath.Join(root, "input.json"), "--out", out)
+	if scenario == nil {
+		scenario = []string{"--scenario", "redelivery"}
+	}
+	args := append([]string{"experiment", "--quiet"}, scenario...)
+	cmd := exec.Command(exe, append(args, "--broker", broker.NATS,
+		"--input", filepath.Join(root, "input.json"), "--out", out)...)
 	cmd.Dir, cmd.Env = wd, env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -82,17 +86,27 @@ func TestMissingServerRefusedUpFront(t *testing.T) {
 	tmp := t.TempDir()
 	exe := buildIdemlab(t, tmp, "bin")
 	env := cleanEnv(t, filepath.Join(tmp, "cache"))
+	root, err := brokertest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := []string{"make build", "go build -o idemlab-nats ./cmd/idemlab-nats", "$" + broker.EnvNATSServer}
 	for _, c := range []struct {
-		name string
-		env  []string
-		want []string
+		name     string
+		env      []string
+		scenario []string
+		want     []string
 	}{
-		{"nowhere", env, []string{"make build", "go build -o idemlab-nats ./cmd/idemlab-nats", "$" + broker.EnvNATSServer}},
-		{"named but absent", append(env, broker.EnvNATSServer+"="+filepath.Join(tmp, "none")), []string{"$" + broker.EnvNATSServer + " names " + filepath.Join(tmp, "none")}},
+		{"nowhere", env, nil, nowhere},
+		{"named but absent", append(env, broker.EnvNATSServer+"="+filepath.Join(tmp, "none")), nil, []string{"$" + broker.EnvNATSServer + " names " + filepath.Join(tmp, "none")}},
+		// pattern's and explore's article files start their brokers
+		// trial by trial; the run refuses them as early.
+		{"pattern", env, []string{"--scenario", "pattern", "--pattern-file", filepath.Join(root, "testdata", "patterns", "single-transaction.json")}, nowhere},
+		{"explore", env, []string{"--scenario", "explore"}, nowhere},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(tmp, "out-"+strings.ReplaceAll(c.name, " ", "-"))
-			code, stderr := brokerRun(t, exe, tmp, out, c.env)
+			code, stderr := brokerRun(t, exe, tmp, out, c.env, c.scenario...)
 			if code != 2 {
 				t.Errorf("exit %d, want 2 (usage); stderr:\n%s", code, stderr)
 			}

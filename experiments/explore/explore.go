@@ -566,6 +566,14 @@ type plan struct {
 
 func (p *plan) Settings() any { return p.s }
 
+// Preflight finds or builds the idemlab-nats the article files' trials
+// start on --broker nats (broker.Preflight), before the output folder is
+// made.
+func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
+	_, _, err := broker.Preflight(ctx, p.s.Broker, p.s.BrokerURL, env.Executable, env.Workdir, env.Notice)
+	return err
+}
+
 // Parallel: every trial and race side by side, as many as ParallelOf.
 func (p *plan) Parallel(flag int) int { return scenario.ParallelOf(flag, p.parallel) }
 

@@ -475,6 +475,18 @@ type plan struct {
 
 func (p *plan) Settings() any { return p.s }
 
+// Preflight finds or builds the idemlab-nats a run on its own brokers
+// starts (broker.Preflight), before the output folder is made.
+func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
+	b := p.s.Broker
+	if b == nil {
+		return nil
+	}
+	var err error
+	b.Binary, b.BinarySHA256, err = broker.Preflight(ctx, b.Name, b.URL, env.Executable, env.Workdir, env.Notice)
+	return err
+}
+
 // Processes counts the run's processes for progress (Settings.Processes).
 func (p *plan) Processes() int { return p.s.Processes() }
 

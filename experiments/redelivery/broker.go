@@ -304,11 +304,11 @@ func expectBroker(s Settings, c Condition) []Delivery {
 // harness failure at the first condition.
 func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
 	b := p.s.Broker
-	if b == nil || b.URL != "" || b.Name != broker.NATS {
+	if b == nil {
 		return nil
 	}
 	var err error
-	b.Binary, b.BinarySHA256, err = broker.EnsureNATSServer(ctx, env.Executable, env.Workdir, env.Notice)
+	b.Binary, b.BinarySHA256, err = broker.Preflight(ctx, b.Name, b.URL, env.Executable, env.Workdir, env.Notice)
 	return err
 }
 
