@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,29 +142,73 @@ func union(name string, plan []shard.Trial, parts []part, i int) []string {
 }
 
 // joinRecords appends each shard's record files, in shard order, and
-// says where each shard's block is.
+// says where each shard's block is. The files are copied through, not
+// held: at 100,000 trials they are hundreds of MB, which the merged
+// folder's loader reads again anyway.
 func joinRecords(parts []part, staging string) ([]results.ShardRun, error) {
-	var obs, procs bytes.Buffer
+	obs, err := createNew(filepath.Join(staging, results.ObservationsFile))
+	if err != nil {
+		return nil, err
+	}
+	defer obs.Close()
+	procs, err := createNew(filepath.Join(staging, results.ProcessesFile))
+	if err != nil {
+		return nil, err
+	}
+	defer procs.Close()
 	var blocks []results.ShardRun
 	for _, p := range parts {
-		o, err := os.ReadFile(filepath.Join(p.dir, results.ObservationsFile))
+		o, err := appendLines(obs, filepath.Join(p.dir, results.ObservationsFile))
 		if err != nil {
 			return nil, err
 		}
-		pr, err := os.ReadFile(filepath.Join(p.dir, results.ProcessesFile))
+		pr, err := appendLines(procs, filepath.Join(p.dir, results.ProcessesFile))
 		if err != nil {
 			return nil, err
 		}
-		obs.Write(o)
-		procs.Write(pr)
 		blocks = append(blocks, results.ShardRun{
 			Index: p.r.Shard.Index, Count: p.r.Shard.Count, Folder: p.dir, ResultsSHA256: results.SHA256Hex(p.o.Folder.ResultsRaw),
 			StartedAt: p.r.StartedAt, FinishedAt: p.r.FinishedAt, Environment: p.r.Environment, Tool: p.r.Tool, Code: p.r.Code,
-			Pass: p.r.Pass, Observations: bytes.Count(o, []byte("\n")), Processes: bytes.Count(pr, []byte("\n")),
+			Pass: p.r.Pass, Observations: o, Processes: pr,
 		})
 	}
-	if err := writeNew(filepath.Join(staging, results.ObservationsFile), obs.Bytes()); err != nil {
-		return nil, err
+	for _, f := range []*os.File{obs, procs} {
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
 	}
-	return blocks, writeNew(filepath.Join(staging, results.ProcessesFile), procs.Bytes())
+	return blocks, nil
+}
+
+// createNew creates a file of the merged folder that must not exist.
+func createNew(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+}
+
+// appendLines copies the file at src to the end of dst and returns the
+// number of lines it held.
+func appendLines(dst *os.File, src string) (int, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	w := &lineCounter{w: dst}
+	_, err = io.Copy(w, f)
+	return w.n, err
+}
+
+// lineCounter counts the newlines written through it.
+type lineCounter struct {
+	w io.Writer
+	n int
+}
+
+func (c *lineCounter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += bytes.Count(b[:n], []byte("\n"))
+	return n, err
 }

@@ -822,7 +822,23 @@ func (f *folder) discoveredAll() map[string][]string {
 
 // discovered reads the points a pattern's discovery delivery passed: from
 // its report, or for a program from what the parent saw on its socket.
+// Every trial's check asks, so the answer is kept per pattern (read once,
+// where each of 100,000 trials decoded the discovery line and its report
+// again).
 func (f *folder) discovered(p Pattern) []string {
+	if points, ok := f.points[p.File.Name]; ok {
+		return points
+	}
+	// Clipped: a caller's append makes its own copy.
+	points := slices.Clip(f.discover(p))
+	if f.points == nil {
+		f.points = map[string][]string{}
+	}
+	f.points[p.File.Name] = points
+	return points
+}
+
+func (f *folder) discover(p Pattern) []string {
 	for _, l := range f.rec.Observations {
 		if l.Condition != p.File.Name+"/"+FaultNone {
 			continue

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -331,6 +332,7 @@ func (f *Folder) loadObservations(lim Limits) {
 }
 
 func (f *Folder) loadProcesses(lim Limits) {
+	in := interner{}
 	f.readLines(ProcessesFile, lim, func(n int, raw []byte) {
 		var p ProcessRecord
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -339,8 +341,32 @@ func (f *Folder) loadProcesses(lim Limits) {
 			f.add(ProcessesFile, fmt.Sprintf("line %d", n), "not a process record: %v", describe(raw, err))
 			return
 		}
+		in.process(&p)
 		f.Processes = append(f.Processes, Process{N: n, ProcessRecord: p})
 	})
+}
+
+// interner keeps one copy of each string the process lines repeat: the
+// executable's hash, the scenario, condition and worker, most command
+// line words, and the reports of workers that did the same (at 100,000
+// trials, about half of the bytes the decoded lines held).
+type interner map[string]string
+
+func (in interner) s(v string) string {
+	if c, ok := in[v]; ok {
+		return c
+	}
+	in[v] = v
+	return v
+}
+
+func (in interner) process(p *ProcessRecord) {
+	p.Scenario, p.Condition, p.Worker = in.s(p.Scenario), in.s(p.Condition), in.s(p.Worker)
+	p.Signal, p.KilledBy, p.ExecutableSHA256 = in.s(p.Signal), in.s(p.KilledBy), in.s(p.ExecutableSHA256)
+	p.Stdout, p.Stderr = in.s(p.Stdout), in.s(p.Stderr)
+	for i, a := range p.Argv {
+		p.Argv[i] = in.s(a)
+	}
 }
 
 // loadInput reads the folder's copy of the input file; verify checks its
@@ -366,18 +392,36 @@ func (f *Folder) Records(scenario string) Records {
 	if f.Results != nil {
 		r.Shards = f.markShards(f.Results.Shards)
 	}
-	for _, l := range f.Observations {
-		if l.Scenario == scenario {
-			r.Observations = append(r.Observations, l)
-		}
-	}
-	for _, p := range f.Processes {
-		if p.Scenario == scenario {
-			r.Processes = append(r.Processes, p)
-		}
-	}
+	r.Observations = linesOf(f.Observations, scenario, func(l Line) string { return l.Scenario })
+	r.Processes = linesOf(f.Processes, scenario, func(p Process) string { return p.Scenario })
 	r.index()
 	return r
+}
+
+// linesOf are the lines of one scenario, in file order. When every line
+// is that scenario's, as in a folder of one scenario, they are the
+// folder's own (clipped, so an append copies): at 100,000 trials a copy
+// is tens of MB.
+func linesOf[T any](all []T, scenario string, of func(T) string) []T {
+	mine := 0
+	for _, x := range all {
+		if of(x) == scenario {
+			mine++
+		}
+	}
+	switch mine {
+	case 0:
+		return nil
+	case len(all):
+		return slices.Clip(all)
+	}
+	out := make([]T, 0, mine)
+	for _, x := range all {
+		if of(x) == scenario {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // markShards gives every line the shard whose block holds it, when the
