@@ -14,6 +14,7 @@ import (
 	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -380,10 +381,9 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		o.DB = t.db.Target
 	}
 	if t.c.Fault == wp.FaultPower && r.pat.File.IsProgram() {
-		t.fs = newFSTrial(dir)
-		o.DB = filepath.Join(t.fs.mnt, DBName)
-		t.db.Target = filepath.Join(t.fs.backing, DBName)
-		defer t.fs.close()
+		t.backing = filepath.Join(dir, "backing")
+		t.db.Target = filepath.Join(t.backing, DBName)
+		defer func() { _ = t.fs.Close() }()
 	}
 	if err := t.prepare(); err != nil {
 		return d, fmt.Errorf("%w: %s trial %d: prepare the file: %w", errclass.ErrHarness, c.Name, o.Trial, err)
@@ -398,8 +398,11 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	if err := t.redeliver(first); err != nil {
 		return d, err
 	}
-	if err := t.fs.close(); err != nil {
+	if err := t.fs.Close(); err != nil {
 		return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
+	}
+	if o.PowerFS != nil {
+		o.PowerFS.ServerProcessIDs = t.fs.ServerIDs()
 	}
 	if err := t.observe(rcv); err != nil {
 		return d, err
@@ -415,9 +418,10 @@ type trial struct {
 	// db is the trial's database: the file in dir on SQLite, a schema of
 	// its own on PostgreSQL.
 	db backend.Database
-	// fs is a program power trial's mount; the parent reads its backing
-	// folder only.
-	fs *fsTrial
+	// backing is a program power trial's backing folder, the only one the
+	// parent reads, and fs its mount, once the first delivery starts.
+	backing string
+	fs      *powerlayer.Trial
 	// pc is a power trial's own cluster on PostgreSQL (pgpower.go).
 	pc *backend.PowerCluster
 }
@@ -436,8 +440,8 @@ func (t *trial) env() map[string]string {
 // condition's, so its own reads change nothing a worker would not.
 func (t *trial) options() sqlitedb.Options {
 	o := wp.Options(t.o.DB)
-	if t.fs != nil {
-		o = wp.Options(filepath.Join(t.fs.backing, DBName))
+	if t.backing != "" {
+		o = wp.Options(filepath.Join(t.backing, DBName))
 	}
 	if t.c.Fault == wp.FaultPower && !onServerPower(t.c) {
 		o.JournalMode, o.Synchronous = splitPower(t.c.Power)
@@ -452,8 +456,8 @@ func (t *trial) prepare() error {
 	if t.r.env.Backend != nil {
 		return t.r.env.Backend.Setup(t.r.ctx, t.db, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
 	}
-	if t.fs != nil {
-		if err := os.MkdirAll(t.fs.backing, 0o755); err != nil {
+	if t.backing != "" {
+		if err := os.MkdirAll(t.backing, 0o755); err != nil {
 			return err
 		}
 	}
@@ -470,7 +474,7 @@ func (t *trial) prepare() error {
 	if err := db.Close(); err != nil {
 		return err
 	}
-	if t.c.Fault == wp.FaultPower && t.fs == nil {
+	if t.c.Fault == wp.FaultPower && t.backing == "" {
 		return faultvfs.Baseline(t.dir)
 	}
 	return nil
@@ -563,7 +567,7 @@ func ackedRecord(r results.ProcessRecord) bool {
 
 // first runs the trial's first delivery, or its racers.
 func (t *trial) first() ([]delivered, error) {
-	if t.fs != nil {
+	if t.backing != "" {
 		return t.powerFirst()
 	}
 	if t.r.pat.File.IsProgram() {
