@@ -216,7 +216,7 @@ type trial struct {
 	// once the cut has ended its request (runToFreeze).
 	frozenWait func() error
 	// pc is a PostgreSQL power trial's own cluster, on its mount.
-	pc *backend.PowerCluster
+	pc *backend.PowerTrial
 }
 
 // trial runs one trial and returns the points its first process passed
@@ -321,28 +321,21 @@ func (t *trial) open() (func(), error) {
 	return drop, nil
 }
 
-// openPower starts a PostgreSQL power trial's own cluster on a mount,
-// with the condition's server settings and cut, and makes the pattern's
-// tables in a schema of their own, flushed whatever synchronous_commit
-// says (backend.PowerCluster.Setup).
+// openPower starts a PostgreSQL power trial (backend.PowerTrial) with the
+// condition's server settings and cut, and the pattern's tables in a
+// schema of their own.
 func (t *trial) openPower() (func(), error) {
+	ddl, err := ServerSchema(t.c.Pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
+	}
 	cfg := backend.PowerConfig{Settings: t.p.s.powerSettings(t.c), Params: t.p.s.pgParams(t.c)}
-	pc, err := backend.StartPowerCluster(t.ctx, t.env.Backend.PowerTemp(t.env.TempDir), cfg)
+	pt, err := t.env.Backend.StartPowerTrial(t.ctx, t.env.TempDir, cfg, t.p.s.spec(t.c), pgSchema, ddl)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
-	drop := func() { _ = pc.Close() }
-	ddl, err := ServerSchema(t.c.Pattern)
-	if err == nil {
-		err = pc.SetupIn(t.ctx, pgSchema, ddl)
-	}
-	if err != nil {
-		drop()
-		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
-	}
-	db := pc.Database(t.p.s.spec(t.c), pgSchema)
-	t.pc, t.pg, t.db = pc, &db, db.Target
-	return drop, nil
+	t.pc, t.pg, t.db = pt, &pt.DB, pt.DB.Target
+	return func() { _ = pt.Close() }, nil
 }
 
 // cutPower reads what the first process left, cuts the power, which
@@ -354,7 +347,7 @@ func (t *trial) cutPower() error {
 	if t.o.Before, _, err = t.read("", false); err != nil {
 		return fmt.Errorf("read the rows the first process left: %w", err)
 	}
-	o, err := t.pc.Cut(t.ctx, backend.ReadBackQuery)
+	o, err := t.pc.Cut(t.ctx)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@ package pattern
 
 // A pattern file's power class on PostgreSQL (--backend postgres --faults
 // power, opt-in): each power trial runs on a throwaway cluster of its own
-// whose data folder lives on a power-loss mount (backend.PowerCluster),
+// whose data folder lives on a power-loss mount (backend.PowerTrial),
 // with data checksums, fsync and full_page_writes on, and the run's
 // synchronous_commit, which every session asks for too. The first
 // delivery runs to its point, its ACK or its ACK with the connection
@@ -18,13 +18,9 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/seed"
-	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/store"
 )
-
-// pgPowerPrefix starts a power condition's setting on PostgreSQL.
-const pgPowerPrefix = "fsync="
 
 // pgPowerSetting is the one power setting of a run on PostgreSQL: its
 // synchronous_commit, fsync and full_page_writes on.
@@ -33,38 +29,17 @@ func pgPowerSetting(r *store.PGRequested) string {
 	if r != nil && r.SynchronousCommit != "" {
 		sc = r.SynchronousCommit
 	}
-	return pgPowerPrefix + "on,synchronous_commit=" + sc + ",full_page_writes=on"
+	return backend.PowerSettings{Fsync: "on", SynchronousCommit: sc, FullPageWrites: "on"}.Name()
 }
 
 // onServerPower says whether c is a power condition on PostgreSQL.
-func onServerPower(c Condition) bool { return strings.HasPrefix(c.Power, pgPowerPrefix) }
+func onServerPower(c Condition) bool { return strings.HasPrefix(c.Power, backend.PowerNamePrefix) }
 
-// pgPowerSettings are the server settings of power condition c.
-func pgPowerSettings(c Condition) backend.PowerSettings {
-	s := backend.PowerSettings{}
-	for _, kv := range strings.Split(c.Power, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "fsync":
-			s.Fsync = v
-		case "synchronous_commit":
-			s.SynchronousCommit = v
-		case "full_page_writes":
-			s.FullPageWrites = v
-		}
-	}
-	return s
-}
-
-// pgPowerParams are the cut's models of PostgreSQL power trial o: its
-// model, strict POSIX directories, and under torn its seed and 512-byte
-// units.
-func pgPowerParams(s Settings, o Observation) powerfs.Params {
-	p := powerfs.Params{Model: modelName(o.Model), DirModel: powerfs.DirPOSIX, Unit: faultvfs.UnitSector}
-	if p.Model == powerfs.ModelTorn {
-		p.Seed = seed.TornSeed(s.Seed, o.Condition, o.Trial)
-	}
-	return p
+// powerParams are the cut's models of power trial o, on the filesystem
+// under a program or a PostgreSQL cluster: its model, strict POSIX
+// directories, 512-byte units, and under torn the trial's own seed.
+func powerParams(s Settings, o Observation) powerfs.Params {
+	return backend.CutParams(modelName(o.Model), seed.TornSeed(s.Seed, o.Condition, o.Trial))
 }
 
 // pgSpec is the backend spec of the run's sessions, from its settings.
@@ -90,7 +65,7 @@ func (f *folder) checkPGPower(t *trialLine) {
 		f.c.Obs(t.l, "pg_power", "missing: a power trial on PostgreSQL records its cut")
 		return
 	}
-	for _, m := range o.Check(pgPowerSettings(t.c), pgPowerParams(f.st, t.o)) {
+	for _, m := range o.Check(backend.ParsePowerName(t.c.Power), powerParams(f.st, t.o)) {
 		f.c.Obs(t.l, "pg_power."+m.Field, "%s", m.Text)
 	}
 	if !o.Started {

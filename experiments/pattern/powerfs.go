@@ -41,8 +41,6 @@ import (
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/powerlayer"
-	"idemlab/experiments/seed"
-	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
@@ -72,15 +70,6 @@ type PowerFS struct {
 	// then the redeliveries', if any; absent in folders made before they
 	// were recorded.
 	ServerProcessIDs []int `json:"server_process_ids,omitempty"`
-}
-
-// ProgramPowerParams are the cut's models of program power trial o.
-func ProgramPowerParams(s Settings, o Observation) powerfs.Params {
-	p := powerfs.Params{Model: modelName(o.Model), DirModel: powerfs.DirPOSIX, Unit: faultvfs.UnitSector}
-	if p.Model == powerfs.ModelTorn {
-		p.Seed = seed.TornSeed(s.Seed, o.Condition, o.Trial)
-	}
-	return p
 }
 
 // withPowerEnv adds a power condition's setting to a program's
@@ -132,7 +121,7 @@ func OpsSHA256(ops []powerfs.Op) (string, error) {
 // mount, cuts, and mounts the rebuilt folder again, at the same mount
 // point, for the redeliveries.
 func (t *trial) powerFirst() ([]delivered, error) {
-	p := ProgramPowerParams(t.r.s, *t.o)
+	p := powerParams(t.r.s, *t.o)
 	fs, err := powerlayer.Start(t.r.ctx, t.r.env.Runner.Executable, t.backing, t.dir, p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mount the trial's folder: %w", errclass.ErrHarness, err)
@@ -185,7 +174,7 @@ func (f *folder) checkPowerFS(t *trialLine) {
 		f.c.Obs(t.l, "powerfs", "missing: a program's power trial records its filesystem cut")
 		return
 	}
-	if want := ProgramPowerParams(f.st, t.o); r.Params != want {
+	if want := powerParams(f.st, t.o); r.Params != want {
 		f.c.Obs(t.l, "powerfs.params", "the cut was made under %+v, but the trial's models are %+v", r.Params, want)
 		return
 	}

@@ -367,12 +367,13 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	o.Scenario, o.Condition, o.File, o.DB, o.Receiver, o.Senders = r.as, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL, true
 	t := &trial{r: r, c: c, o: &o, dir: dir, db: backend.Database{Backend: store.BackendSQLite, Target: o.DB}}
 	if r.env.Backend != nil && onServerPower(c) {
-		cfg := backend.PowerConfig{Settings: pgPowerSettings(c), Params: pgPowerParams(r.s, o)}
-		if t.pc, err = backend.StartPowerCluster(r.ctx, r.env.Backend.PowerTemp(r.env.TempDir), cfg); err != nil {
+		cfg := backend.PowerConfig{Settings: backend.ParsePowerName(c.Power), Params: powerParams(r.s, o)}
+		ddl := strings.Join(r.pat.File.SchemaOn(store.BackendPostgres), ";\n")
+		if t.pc, err = r.env.Backend.StartPowerTrial(r.ctx, r.env.TempDir, cfg, r.s.pgSpec(), pgPowerSchema, ddl); err != nil {
 			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 		}
 		defer t.pc.Close()
-		t.db = t.pc.Database(r.s.pgSpec(), pgPowerSchema)
+		t.db = t.pc.DB
 		o.DB = t.db.Target
 	} else if r.env.Backend != nil {
 		if t.db, err = r.env.Backend.Fresh(r.ctx, "pattern"); err != nil {
@@ -423,7 +424,7 @@ type trial struct {
 	backing string
 	fs      *powerlayer.Trial
 	// pc is a power trial's own cluster on PostgreSQL (pgpower.go).
-	pc *backend.PowerCluster
+	pc *backend.PowerTrial
 }
 
 // env is what every process of the trial runs with: the power-loss VFS
@@ -451,7 +452,7 @@ func (t *trial) options() sqlitedb.Options {
 
 func (t *trial) prepare() error {
 	if t.pc != nil {
-		return t.pc.SetupIn(t.r.ctx, pgPowerSchema, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
+		return nil // made by StartPowerTrial
 	}
 	if t.r.env.Backend != nil {
 		return t.r.env.Backend.Setup(t.r.ctx, t.db, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
@@ -599,7 +600,7 @@ func (t *trial) first() ([]delivered, error) {
 	d.ProcessID = proc.Record.ID
 	t.o.Deliveries = append(t.o.Deliveries, d)
 	if t.pc != nil {
-		cut, err := t.pc.Cut(t.r.ctx, backend.ReadBackQuery)
+		cut, err := t.pc.Cut(t.r.ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s trial %d: power cut: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
 		}
