@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"syscall"
 
+	"idemlab/experiments/harness"
+	"idemlab/experiments/powerlayer"
+	"idemlab/experiments/results"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
 )
@@ -23,12 +28,14 @@ import (
 type PowerTrial struct {
 	Cluster *PowerCluster
 	DB      Database
+	rec     powerlayer.Recording
 }
 
 // StartPowerTrial starts a power trial's cluster beside the run's server
 // (PowerTemp, or tmp), makes ddl in schema and returns the trial, whose
-// sessions start with spec's settings. Close it on every path.
-func (s *Server) StartPowerTrial(ctx context.Context, tmp string, cfg PowerConfig, spec Spec, schema, ddl string) (*PowerTrial, error) {
+// sessions start with spec's settings; the postmaster the cut ends is
+// recorded to rec. Close it on every path.
+func (s *Server) StartPowerTrial(ctx context.Context, tmp string, cfg PowerConfig, spec Spec, schema, ddl string, rec powerlayer.Recording) (*PowerTrial, error) {
 	pc, err := StartPowerCluster(ctx, s.PowerTemp(tmp), cfg)
 	if err != nil {
 		return nil, err
@@ -36,14 +43,83 @@ func (s *Server) StartPowerTrial(ctx context.Context, tmp string, cfg PowerConfi
 	if err := pc.SetupIn(ctx, schema, ddl); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare: %w", err), pc.Close())
 	}
-	return &PowerTrial{Cluster: pc, DB: pc.Database(spec, schema)}, nil
+	return &PowerTrial{Cluster: pc, DB: pc.Database(spec, schema), rec: rec}, nil
 }
 
 // Cut cuts the power, restarts the server on the rebuilt folder and
 // reads back its settings, with amcheck and the checksum count
-// (PowerCluster.Cut with ReadBackQuery).
+// (PowerCluster.Cut with ReadBackQuery); the postmaster it SIGKILLed on
+// the mount gets its process line, which the outcome names.
 func (t *PowerTrial) Cut(ctx context.Context) (PowerOutcome, error) {
-	return t.Cluster.Cut(ctx, ReadBackQuery)
+	o, err := t.Cluster.Cut(ctx, ReadBackQuery)
+	if pm := t.Cluster.OnMount(); t.rec.Recorder != nil && !pm.Ended.IsZero() {
+		id, rerr := recordPostmaster(pm, t.rec)
+		o.ServerProcessID = id
+		err = errors.Join(err, rerr)
+	}
+	return o, err
+}
+
+// PostmasterWorker is the worker name of a postmaster's process line.
+const PostmasterWorker = harness.ServerWorker
+
+// PostmasterRole ends the label of a postmaster's process line.
+const PostmasterRole = "postmaster on the power-loss mount"
+
+// recordPostmaster appends pm's process line to r's recorder: started by
+// pg_ctl, SIGKILLed by the harness at the cut.
+func recordPostmaster(pm Postmaster, r powerlayer.Recording) (int, error) {
+	started, ended, ms := harness.Window(pm.Started, pm.Ended)
+	p := results.ProcessRecord{Scenario: r.Scenario, Condition: r.Condition,
+		Label: strings.TrimSpace(r.Label + " " + PostmasterRole), Worker: PostmasterWorker,
+		Argv: pm.Argv, Env: map[string]string{}, PID: pm.PID, StartedAt: started, EndedAt: ended, DurationMS: ms,
+		ExitCode: -1, Signal: syscall.SIGKILL.String(), KilledBy: "harness"}
+	if len(pm.Argv) > 0 {
+		p.ExecutableSHA256 = r.Recorder.ExecutableSHA256("", pm.Argv[0])
+	}
+	if err := r.Recorder.AppendProcess(&p); err != nil {
+		return 0, fmt.Errorf("record the postmaster: %w", err)
+	}
+	return p.ID, nil
+}
+
+// FoldPostmaster has checker c look up the process line that power trial
+// record o, on observation line l, names as its postmaster, and check it
+// (CheckPostmaster) against the settings want; a folder made before it was
+// recorded names none. Every fold of a PostgreSQL power trial calls it.
+func FoldPostmaster(c *results.Checker, r results.Records, l results.Line, o PowerOutcome, want PowerSettings) {
+	if o.ServerProcessID == 0 {
+		return
+	}
+	if p, ok := c.Use(r, l, o.ServerProcessID); ok {
+		if field, text := CheckPostmaster(p, want); field != "" {
+			c.Proc(p, field, "%s", text)
+		}
+	}
+}
+
+// CheckPostmaster checks process line p, which a power trial's record
+// names as the postmaster its cut ended: a postgres server, started with
+// every setting the trial's server runs with (PowerQuiet and want's),
+// and SIGKILLed by the harness. It returns the first field that is wrong,
+// or "".
+func CheckPostmaster(p results.Process, want PowerSettings) (field, text string) {
+	if p.Worker != PostmasterWorker {
+		return "worker", fmt.Sprintf("is %q, but the record names it as the postmaster its cut ended (%s)", p.Worker, PostmasterWorker)
+	}
+	var got []string
+	for i := 0; i+1 < len(p.Argv); i++ {
+		if p.Argv[i] == "-c" {
+			got = append(got, p.Argv[i+1])
+		}
+	}
+	if w := want.started(); !slices.Equal(got, w) {
+		return "argv", fmt.Sprintf("sets %v, but the trial's server runs with %v", got, w)
+	}
+	if p.Signal != syscall.SIGKILL.String() || p.KilledBy != "harness" {
+		return "signal", fmt.Sprintf("%q, killed by %q, but the cut SIGKILLs the postmaster (killed, by the harness)", p.Signal, p.KilledBy)
+	}
+	return "", ""
 }
 
 // Close stops the server, unmounts and removes the cluster's folder.

@@ -212,9 +212,11 @@ func (f *folder) checkPGPower(t trialLine) {
 		return
 	}
 	o := t.o.PGPower
-	for _, m := range o.Check(f.st.powerSettings(t.cond), f.st.pgParams(t.cond)) {
+	want := f.st.powerSettings(t.cond)
+	for _, m := range o.Check(want, f.st.pgParams(t.cond)) {
 		f.c.Obs(t.l, "pg_power."+m.Field, "%s", m.Text)
 	}
+	backend.FoldPostmaster(&f.c, f.rec, t.l, *o, want)
 	if !slices.Equal(o.Quiet, f.st.PowerQuiet) {
 		f.c.Obs(t.l, "pg_power.quiet", "%v, but the settings run every power trial's server with %v", o.Quiet, f.st.PowerQuiet)
 	}

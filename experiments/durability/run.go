@@ -206,8 +206,10 @@ type trial struct {
 	rcv *receiver.Receiver
 	cl  *wire.Client
 	ctx context.Context
-	// seed is the index of the trial's seed under the torn mode.
-	seed int
+	// seed is the index of the trial's seed under the torn mode; point
+	// is the trial's.
+	seed  int
+	point string
 	// fs is the trial's mount on the fs power layer, nil otherwise; held
 	// is the parent's reader on it at PointACKReader, closed after the cut.
 	fs   *powerlayer.Trial
@@ -224,7 +226,7 @@ type trial struct {
 // its point or its ACK, the cut or the crash, the processes that follow,
 // and the rows at the end.
 func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr TrialRef) ([]string, int, error) {
-	t := &trial{p: p, env: env, c: c, ctx: ctx, seed: tr.Seed}
+	t := &trial{p: p, env: env, c: c, ctx: ctx, seed: tr.Seed, point: tr.Point}
 	drop, err := t.open()
 	if err != nil {
 		return nil, 0, err
@@ -330,7 +332,8 @@ func (t *trial) openPower() (func(), error) {
 		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
 	}
 	cfg := backend.PowerConfig{Settings: t.p.s.powerSettings(t.c), Params: t.p.s.pgParams(t.c)}
-	pt, err := t.env.Backend.StartPowerTrial(t.ctx, t.env.TempDir, cfg, t.p.s.spec(t.c), pgSchema, ddl)
+	rec := powerlayer.Recording{Recorder: t.env.Recorder, Scenario: Name, Condition: t.c.Name, Label: t.point}
+	pt, err := t.env.Backend.StartPowerTrial(t.ctx, t.env.TempDir, cfg, t.p.s.spec(t.c), pgSchema, ddl, rec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}

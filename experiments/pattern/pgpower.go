@@ -65,9 +65,11 @@ func (f *folder) checkPGPower(t *trialLine) {
 		f.c.Obs(t.l, "pg_power", "missing: a power trial on PostgreSQL records its cut")
 		return
 	}
-	for _, m := range o.Check(backend.ParsePowerName(t.c.Power), powerParams(f.st, t.o)) {
+	want := backend.ParsePowerName(t.c.Power)
+	for _, m := range o.Check(want, powerParams(f.st, t.o)) {
 		f.c.Obs(t.l, "pg_power."+m.Field, "%s", m.Text)
 	}
+	backend.FoldPostmaster(&f.c, f.rec, t.l, *o, want)
 	if !o.Started {
 		f.c.Obs(t.l, "pg_power.started", "false: the server did not start on the folder the cut left, with fsync on")
 	}

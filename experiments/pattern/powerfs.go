@@ -127,7 +127,7 @@ func (t *trial) powerFirst() ([]delivered, error) {
 		return nil, fmt.Errorf("%w: mount the trial's folder: %w", errclass.ErrHarness, err)
 	}
 	t.fs = fs
-	fs.RecordTo(powerlayer.Recording{Recorder: t.r.env.Recorder, Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d", t.o.Trial)})
+	fs.RecordTo(t.recording())
 	t.o.DB = filepath.Join(fs.Mount(), DBName)
 	got, err := t.runProgram(Delivery{Number: 1}, nil)
 	if err != nil {
@@ -145,6 +145,12 @@ func (t *trial) powerFirst() ([]delivered, error) {
 		}
 	}
 	return []delivered{got}, nil
+}
+
+// recording is where a power trial's servers' process lines go: the
+// mount's, or the postmaster on the mount.
+func (t *trial) recording() powerlayer.Recording {
+	return powerlayer.Recording{Recorder: t.r.env.Recorder, Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d", t.o.Trial)}
 }
 
 // cutRecord cuts the mount the first delivery ran on and returns the

@@ -369,7 +369,7 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	if r.env.Backend != nil && onServerPower(c) {
 		cfg := backend.PowerConfig{Settings: backend.ParsePowerName(c.Power), Params: powerParams(r.s, o)}
 		ddl := strings.Join(r.pat.File.SchemaOn(store.BackendPostgres), ";\n")
-		if t.pc, err = r.env.Backend.StartPowerTrial(r.ctx, r.env.TempDir, cfg, r.s.pgSpec(), pgPowerSchema, ddl); err != nil {
+		if t.pc, err = r.env.Backend.StartPowerTrial(r.ctx, r.env.TempDir, cfg, r.s.pgSpec(), pgPowerSchema, ddl, t.recording()); err != nil {
 			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 		}
 		defer t.pc.Close()
