@@ -29,10 +29,20 @@ type pgPowerObs struct {
 // as known unsafe, so the run fails (exit 1); the folder verifies as
 // consistent, nothing is left mounted, and an edited setting fails verify
 // naming it. About 60 s.
+//
+// The shipped psql handler (a program of the user's, which connects with
+// the IDEMLAB_DSN it is given, here the trial's cluster's) runs the same
+// class and must show the same.
 func TestPatternPowerOnPostgres(t *testing.T) {
 	needPostgres(t)
 	needFUSE(t)
-	r, out := runPattern(t, "../testdata/patterns/single-transaction.json", "--backend", "postgres", "--synchronous-commit", "off", "--faults", "power")
+	for _, file := range []string{"../testdata/patterns/single-transaction.json", "../testdata/handlers/single-transaction-psql.json"} {
+		t.Run(filepath.Base(file), func(t *testing.T) { patternPowerOnPostgres(t, file) })
+	}
+}
+
+func patternPowerOnPostgres(t *testing.T, file string) {
+	r, out := runPattern(t, file, "--backend", "postgres", "--synchronous-commit", "off", "--faults", "power")
 	ms, err := powerfs.Mounts()
 	if err != nil {
 		t.Fatal(err)

@@ -393,10 +393,10 @@ func (f *folder) checkPlan(t *trialLine) bool {
 			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
 		}
 		switch {
-		case t.pat.File.IsProgram():
-			f.checkPowerFS(t)
 		case onServerPower(t.c):
 			f.checkPGPower(t)
+		case t.pat.File.IsProgram():
+			f.checkPowerFS(t)
 		default:
 			f.checkRecovery(t)
 		}

@@ -246,9 +246,6 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 		if askedPower && p.PowerNotApplicable != "" {
 			return nil, progPowerNotApplicable(p.PowerNotApplicable)
 		}
-		if askedPower && !b.IsSQLite() && p.File.IsProgram() {
-			return nil, progPowerNotApplicable("its power class runs on SQLite only")
-		}
 	}
 	return &plan{s: st, parallel: in.Parallel}, nil
 }
@@ -275,8 +272,9 @@ func (s *Settings) addFiles(ctx context.Context, files scenario.Files, names []s
 				return fmt.Errorf("%s: name %q is also %s's; every pattern needs its own name", name, p.File.Name, other.Source)
 			}
 		}
-		if !on.IsSQLite() && !p.File.IsProgram() && slices.Contains(s.Faults, wp.FaultPower) {
-			// Asked for on PostgreSQL: the run's one power setting.
+		if !on.IsSQLite() && slices.Contains(s.Faults, wp.FaultPower) {
+			// Asked for on PostgreSQL: the run's one power setting, for a
+			// program as for the built-in worker.
 			p.Power = []string{pgPowerSetting(on.Requested())}
 		}
 		s.Patterns = append(s.Patterns, p)

@@ -18,8 +18,9 @@ import (
 // TestPowerOnPostgresPlan: on PostgreSQL a pattern file's power class is
 // opt-in: asked for, it is one condition, the run's synchronous_commit
 // with fsync and full_page_writes on; not asked for, it is recorded as
-// not run, with why; asked for where FUSE is missing, or for a handler
-// program, the plan is refused with one line saying what is missing.
+// not run, with why; asked for where FUSE is missing, the plan is refused
+// with one line saying what is missing. A handler program gets the same
+// condition.
 func TestPowerOnPostgresPlan(t *testing.T) {
 	article := filepath.Join("..", "..", "testdata", "patterns", "single-transaction.json")
 	program := filepath.Join("..", "..", "testdata", "handlers", "single-transaction-psql.json")
@@ -35,7 +36,7 @@ func TestPowerOnPostgresPlan(t *testing.T) {
 		{"asked for", article, "points,power", "", []string{"single-transaction/power:fsync=on,synchronous_commit=off,full_page_writes=on"}, false, ""},
 		{"not asked for", article, "", "", nil, true, ""},
 		{"asked for without FUSE", article, "power", why, nil, false, "usage error: pattern.faults: power: not applicable on PostgreSQL: " + why},
-		{"a program, asked for", program, "power", "", nil, false, "usage error: pattern.faults: power: not applicable to a handler program: its power class runs on SQLite only"},
+		{"a program, asked for", program, "power", "", []string{"single-transaction-psql/power:fsync=on,synchronous_commit=off,full_page_writes=on"}, false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ov := map[string]string{"pattern-file": tt.file}

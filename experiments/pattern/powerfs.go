@@ -74,9 +74,11 @@ type PowerFS struct {
 
 // withPowerEnv adds a power condition's setting to a program's
 // environment: IDEMLAB_JOURNAL_MODE and IDEMLAB_SYNCHRONOUS, which a
-// handler applies to its connection (the README's handler protocol).
+// handler applies to its connection (the README's handler protocol); on
+// PostgreSQL the server's settings are the cluster's, and the program
+// gets its connection string alone, as without power.
 func withPowerEnv(c Condition, env map[string]string) map[string]string {
-	if c.Fault != wp.FaultPower {
+	if c.Fault != wp.FaultPower || onServerPower(c) {
 		return env
 	}
 	j, sy := splitPower(c.Power)

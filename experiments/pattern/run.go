@@ -381,7 +381,7 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		}
 		o.DB = t.db.Target
 	}
-	if t.c.Fault == wp.FaultPower && r.pat.File.IsProgram() {
+	if t.c.Fault == wp.FaultPower && r.pat.File.IsProgram() && !onServerPower(c) {
 		t.backing = filepath.Join(dir, "backing")
 		t.db.Target = filepath.Join(t.backing, DBName)
 		defer func() { _ = t.fs.Close() }()
@@ -572,7 +572,17 @@ func (t *trial) first() ([]delivered, error) {
 		return t.powerFirst()
 	}
 	if t.r.pat.File.IsProgram() {
-		return t.firstProgram()
+		out, err := t.firstProgram()
+		if err != nil || t.pc == nil {
+			return out, err
+		}
+		if err := t.cutCluster(); err != nil {
+			return nil, err
+		}
+		if ackOpenCut(t.r.pat, *t.o, t.o.Deliveries[0]) {
+			out[0].acked = true
+		}
+		return out, nil
 	}
 	if t.o.Kind == KindRace {
 		racers := make([]harness.Racer, t.o.Racers)
@@ -600,11 +610,9 @@ func (t *trial) first() ([]delivered, error) {
 	d.ProcessID = proc.Record.ID
 	t.o.Deliveries = append(t.o.Deliveries, d)
 	if t.pc != nil {
-		cut, err := t.pc.Cut(t.r.ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s trial %d: power cut: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
+		if err := t.cutCluster(); err != nil {
+			return nil, err
 		}
-		t.o.PGPower = &cut
 	} else if t.o.Kind == KindPower {
 		rep, err := faultvfs.RecoverWith(t.dir, RecoveryOptions(t.r.s, *t.o))
 		if err != nil {
@@ -616,6 +624,17 @@ func (t *trial) first() ([]delivered, error) {
 		}
 	}
 	return []delivered{{acked: ackedRecord(proc.Record), points: proc.Report.Points, durationMS: proc.Record.DurationMS}}, nil
+}
+
+// cutCluster cuts the power of a PostgreSQL power trial's cluster after
+// its first delivery and records the cut.
+func (t *trial) cutCluster() error {
+	cut, err := t.pc.Cut(t.r.ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s trial %d: power cut: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
+	}
+	t.o.PGPower = &cut
+	return nil
 }
 
 // redeliver delivers the event again to fresh processes until one ACKs or
