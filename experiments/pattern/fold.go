@@ -526,8 +526,8 @@ func (f *folder) checkClaims(t *trialLine, p results.Process, d Delivery, who st
 	}
 	switch {
 	case f.st.Postgres != nil:
-		if r.Postgres == nil || !f.st.Postgres.Matches(r.Postgres.Requested()) {
-			f.c.Proc(p, "stdout", "%s read back %s, the run asks for %s", who, results.Compact(r.Postgres), results.Compact(f.st.Postgres))
+		if want := f.st.requested(t.c); r.Postgres == nil || !want.Matches(r.Postgres.Requested()) {
+			f.c.Proc(p, "stdout", "%s read back %s, the run asks for %s", who, results.Compact(r.Postgres), results.Compact(want))
 		}
 	case r.Postgres != nil:
 		f.c.Proc(p, "stdout", "%s read back PostgreSQL's settings on a SQLite run", who)

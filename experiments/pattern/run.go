@@ -369,7 +369,7 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	if r.env.Backend != nil && onServerPower(c) {
 		cfg := backend.PowerConfig{Settings: backend.ParsePowerName(c.Power), Params: powerParams(r.s, o)}
 		ddl := strings.Join(r.pat.File.SchemaOn(store.BackendPostgres), ";\n")
-		if t.pc, err = r.env.Backend.StartPowerTrial(r.ctx, r.env.TempDir, cfg, r.s.pgSpec(), pgPowerSchema, ddl, t.recording()); err != nil {
+		if t.pc, err = r.env.Backend.StartPowerTrial(r.ctx, r.env.TempDir, cfg, r.s.pgSpec(c), pgPowerSchema, ddl, t.recording()); err != nil {
 			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 		}
 		defer t.pc.Close()
@@ -666,10 +666,17 @@ func (t *trial) redeliver(first []delivered) error {
 // observe reads what the trial left, as the parent's own witness, and
 // records it.
 func (t *trial) observe(rcv *receiver.Receiver) error {
-	st, err := t.db.Open(t.r.ctx, t.options())
-	if err == nil {
-		t.o.Values, err = wp.QueryValues(t.r.ctx, st, t.r.pat.File, t.r.s.EventID)
-		err = errors.Join(err, st.Close())
+	var err error
+	if t.o.PGPower != nil && !t.o.PGPower.Started {
+		// A cut under fsync=off may leave a folder the server does not
+		// start on: an outcome, every invariant unreadable.
+		t.o.Values = noServerValues(t.r.pat.File)
+	} else {
+		var st store.Store
+		if st, err = t.db.Open(t.r.ctx, t.options()); err == nil {
+			t.o.Values, err = wp.QueryValues(t.r.ctx, st, t.r.pat.File, t.r.s.EventID)
+			err = errors.Join(err, st.Close())
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s trial %d: read the invariants: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
