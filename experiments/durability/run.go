@@ -68,7 +68,7 @@ func (s Settings) mayHold(c Condition, point string) (bool, error) {
 	if c.OnServer() {
 		return mayHoldOnServer(c, s.Items, point)
 	}
-	return MayHoldSend(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
+	return MayHoldSend(c.Pattern, s.modelOf(c), s.Items, point, s.faultOf(c))
 }
 
 // Parallel: on SQLite through the fault VFS, the conditions side by side,
