@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/pattern"
 	"idemlab/worker/powerfs"
 )
@@ -28,10 +29,20 @@ type pgPowerObs struct {
 // as known unsafe, so the run fails (exit 1); the folder verifies as
 // consistent, nothing is left mounted, and an edited setting fails verify
 // naming it. About 60 s.
+//
+// The shipped psql handler (a program of the user's, which connects with
+// the IDEMLAB_DSN it is given, here the trial's cluster's) runs the same
+// class and must show the same.
 func TestPatternPowerOnPostgres(t *testing.T) {
 	needPostgres(t)
 	needFUSE(t)
-	r, out := runPattern(t, "../testdata/patterns/single-transaction.json", "--backend", "postgres", "--synchronous-commit", "off", "--faults", "power")
+	for _, file := range []string{"../testdata/patterns/single-transaction.json", "../testdata/handlers/single-transaction-psql.json"} {
+		t.Run(filepath.Base(file), func(t *testing.T) { patternPowerOnPostgres(t, file) })
+	}
+}
+
+func patternPowerOnPostgres(t *testing.T, file string) {
+	r, out := runPattern(t, file, "--backend", "postgres", "--synchronous-commit", "off", "--faults", "power")
 	ms, err := powerfs.Mounts()
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +80,32 @@ func TestPatternPowerOnPostgres(t *testing.T) {
 	}
 	if drops == 0 {
 		t.Fatal("no drop power trial on PostgreSQL recorded")
+	}
+	// Each trial names the postmaster its cut SIGKILLed on the mount, a
+	// process line of its own.
+	workers := map[int]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(out, "raw-processes.jsonl")))), "\n") {
+		var p struct {
+			ID     int    `json:"id"`
+			Worker string `json:"worker"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			t.Fatal(err)
+		}
+		workers[p.ID] = p.Worker
+	}
+	for i, l := range lines {
+		var o struct {
+			PGPower *struct {
+				ID int `json:"server_process_id"`
+			} `json:"pg_power"`
+		}
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.PGPower != nil && workers[o.PGPower.ID] != backend.PostmasterWorker {
+			t.Errorf("line %d: server_process_id %d names worker %q, want the postmaster's line", i, o.PGPower.ID, workers[o.PGPower.ID])
+		}
 	}
 	if v := execIn(t, Hooks{}, "verify", out); v.code != 4 || strings.Contains(v.stdout, "✗") {
 		t.Fatalf("verify exit %d, want 4 (consistent, the run failed) with no finding:\n%s%s", v.code, v.stdout, v.stderr)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -82,6 +83,12 @@ func (s PowerSettings) server() []string {
 	return out
 }
 
+// started lists every "-c" setting a power cluster's server starts with:
+// no TCP, a socket every user reaches, then server().
+func (s PowerSettings) started() []string {
+	return append([]string{"listen_addresses=", "unix_socket_permissions=0777"}, s.server()...)
+}
+
 // PowerConfig is one power trial's server and cut.
 type PowerConfig struct {
 	Settings PowerSettings
@@ -109,6 +116,18 @@ type PowerCluster struct {
 	// primed is when Setup saw the WAL writer's flush.
 	primed time.Time
 	cut    bool
+	// onMount is the postmaster started on the mount, the one the cut
+	// ends.
+	onMount Postmaster
+}
+
+// Postmaster is a power cluster's postmaster on its mount, for its
+// process line: its pid and command line, when its start began, and when
+// the cut SIGKILLed it (zero before the cut).
+type Postmaster struct {
+	PID            int
+	Argv           []string
+	Started, Ended time.Time
 }
 
 // StartPowerCluster makes a cluster with data checksums in a new folder
@@ -145,11 +164,12 @@ func StartPowerCluster(ctx context.Context, tmp string, cfg PowerConfig) (p *Pow
 	if err != nil {
 		return p, err
 	}
-	opts := []string{"-k", c.Dir, "-c", "listen_addresses=", "-c", "unix_socket_permissions=0777"}
-	for _, s := range cfg.Settings.server() {
+	opts := []string{"-k", c.Dir}
+	for _, s := range cfg.Settings.started() {
 		opts = append(opts, "-c", s)
 	}
 	c.serverOpts = shellJoin(opts)
+	p.onMount.Started = time.Now()
 	started := make(chan error, 1)
 	go func() { started <- c.start(ctx) }()
 	select {
@@ -172,8 +192,24 @@ func StartPowerCluster(ctx context.Context, tmp string, cfg PowerConfig) (p *Pow
 			cerr, p.waitGone(10*time.Second), removeSegment(shm))
 	}
 	c.StartedIn = time.Since(began)
+	p.onMount.PID = c.PID
+	p.onMount.Argv = cmdline(c.PID)
 	return p, ctx.Err()
 }
+
+// cmdline is process pid's command line, from /proc; nil when it cannot be
+// read.
+func cmdline(pid int) []string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+}
+
+// OnMount is the postmaster that ran on the mount; its Ended is set once
+// Cut has SIGKILLed it.
+func (p *PowerCluster) OnMount() Postmaster { return p.onMount }
 
 // DSN connects to the cluster's postgres database.
 func (p *PowerCluster) DSN() string { return p.AdminDSN("postgres") }
@@ -275,6 +311,10 @@ type PowerOutcome struct {
 	// the server log's "page verification failed" lines since the restart.
 	ChecksumFailures int64    `json:"checksum_failures"`
 	Rejected         []string `json:"rejected,omitempty"`
+	// ServerProcessID is the line of raw-processes.jsonl that records the
+	// postmaster the cut SIGKILLed on the mount (PowerTrial); 0 in folders
+	// made before it was recorded.
+	ServerProcessID int `json:"server_process_id,omitempty"`
 	// CutTook is the kill and the rebuild, RestartTook the server's start
 	// with its recovery, CheckTook the query and the checks.
 	CutTook, RestartTook, CheckTook time.Duration
@@ -303,6 +343,7 @@ func (p *PowerCluster) Cut(ctx context.Context, query string) (PowerOutcome, err
 	t0 := time.Now()
 	pid := p.PID
 	if err := p.killOnMount(func() error {
+		p.onMount.Ended = time.Now()
 		var err error
 		o.Cut, err = p.mount.Cut(pid)
 		return err

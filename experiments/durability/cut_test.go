@@ -155,7 +155,7 @@ func TestFaultFlagsRefused(t *testing.T) {
 		overrides map[string]string
 		want      string
 	}{
-		{``, map[string]string{FlagFault: "shred"}, `--fault: "shred" is not one of drop, torn`},
+		{``, map[string]string{FlagFault: "shred"}, `--fault: "shred" is not one of drop, keep, torn`},
 		{``, map[string]string{FlagFaultSeeds: "4"}, `--fault-seeds: only with fault "torn"`},
 		{``, map[string]string{FlagFault: "torn", FlagFaultSeeds: "0"}, "--fault-seeds 0: want 1 to 64"},
 		{``, map[string]string{FlagFault: "torn", FlagFaultUnit: "1000"}, "--fault-unit 1000: want 512 or 4096"},

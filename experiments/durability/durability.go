@@ -142,7 +142,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagPowerModels, Usage: "on --backend postgres with --kind power: what the cut leaves, comma list: drop,torn"},
 		{Name: FlagWalSyncMethod, Usage: "on --backend postgres with --kind power: wal_sync_method (" + strings.Join(WalSyncMethods, ", ") + "; the server's default, fdatasync, when not given)"},
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
-		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
+		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default), keep (all kept, as after a process crash, whose outcome the model then predicts) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
 		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},
 		{Name: FlagFaultUnit, Usage: "with --fault torn: the unit decided, 512 (a sector, the default) or 4096 (a page)"},
 		{Name: FlagSeed, Usage: "with --fault torn: the base seed; a trial's seeds follow it"},

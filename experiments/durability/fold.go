@@ -129,7 +129,7 @@ func (f *folder) trial(t trialLine) {
 	f.checkCut(t)
 	facts, claims := f.processes(t, s)
 	if t.o.PGPower != nil {
-		facts.Integrity = append(slices.Clone(facts.Integrity), pgDamage(*t.o.PGPower)...)
+		facts.Integrity = append(slices.Clone(facts.Integrity), t.o.PGPower.Damage()...)
 	}
 	f.checkSends(t, facts)
 	if t.cond.Pattern == PatternClaim {

@@ -35,6 +35,9 @@ func (s Settings) fsParams(seed int) powerfs.Params {
 	if s.DirModel != "" {
 		p.DirModel = s.DirModel
 	}
+	if s.Keep() {
+		p.Model = powerfs.ModelKeep
+	}
 	if s.Torn() {
 		o := s.FaultOptions(seed)
 		p.Model, p.Seed, p.Unit = powerfs.ModelTorn, o.Seed, o.Unit
@@ -124,7 +127,7 @@ func (s Settings) fsSyncWant(c Condition) (Want, error) {
 	for k := 1; k <= n; k++ {
 		for _, after := range []bool{false, true} {
 			point := protocol.SyncCut{N: k, After: after}.Point()
-			w, err := WantOf(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
+			w, err := WantOf(c.Pattern, s.modelOf(c), s.Items, point, s.faultOf(c))
 			if err != nil {
 				return Want{}, err
 			}

@@ -498,7 +498,7 @@ func TestPowerLayerRefused(t *testing.T) {
 		want      string
 	}{
 		{map[string]string{FlagPowerLayer: "disk"}, `--power-layer: "disk" is not one of vfs, fs`},
-		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "keep"}, `--fault: "keep" is not one of drop, torn`},
+		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagFault: "shred"}, `--fault: "shred" is not one of drop, keep, torn`},
 		{map[string]string{FlagDirModel: powerfs.DirExt4}, `--dir-model: only with durability.power_layer fs`},
 		{map[string]string{FlagPowerLayer: engine.LayerFS, FlagDirModel: "btrfs"}, `--dir-model: "btrfs" is not one of posix, ext4-ordered`},
 	}

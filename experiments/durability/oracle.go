@@ -91,7 +91,7 @@ func (s Settings) wantOf(c Condition, point string) (Want, error) {
 	if _, ok := s.fsSyncCut(c, point); ok {
 		return s.fsSyncWant(c)
 	}
-	w, err := WantOf(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
+	w, err := WantOf(c.Pattern, s.modelOf(c), s.Items, point, s.faultOf(c))
 	if err == nil && w.Torn != nil && s.OnFS(c) {
 		w.Torn = map[string][]string{"": AllowedSet(w.Torn)}
 	}
@@ -116,6 +116,18 @@ func AllowedSet(torn map[string][]string) []string {
 		}
 	}
 	return out
+}
+
+// modelOf is the setting the model predicts condition c's trials under:
+// c's own, but for a power cut under the keep mode a process crash's
+// (kind kill): a cut that keeps everything written leaves what a crash
+// of the process at the same point leaves.
+func (s Settings) modelOf(c Condition) Setting {
+	m := c.Setting()
+	if c.Kind == KindPower && s.Keep() {
+		m.Kind = KindKill
+	}
+	return m
 }
 
 // faultOf is the fault mode of a condition's cuts: the settings' for a

@@ -6,14 +6,14 @@ import (
 	"strings"
 
 	"idemlab/experiments/backend"
-	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
 )
 
 // PostgreSQL power cuts (--backend postgres --kind power): each trial
 // runs on a throwaway cluster of its own whose data folder lives on a
-// power-loss mount (backend.StartPowerCluster, the engine's Power class on
-// its fs layer). After the first process the parent cuts the power under
+// power-loss mount (backend.PowerTrial, the engine's Power class on its
+// fs layer); this file holds only durability's conditions, oracle and
+// record check of it. After the first process the parent cuts the power under
 // the condition's model (drop or torn), the server restarts on the
 // rebuilt folder and runs WAL recovery, amcheck and the checksum count
 // run, and the pattern goes on as after a server crash. The conditions
@@ -73,17 +73,13 @@ func (s Settings) powerSettings(c Condition) backend.PowerSettings {
 // model, strict POSIX directories, and under torn the run's seed and
 // 512-byte units.
 func (s Settings) pgParams(c Condition) powerfs.Params {
-	p := powerfs.Params{Model: c.Model, DirModel: powerfs.DirPOSIX, Unit: faultvfs.UnitSector}
-	if c.Model == powerfs.ModelTorn {
-		p.Seed = s.Seed
-	}
-	return p
+	return backend.CutParams(c.Model, s.Seed)
 }
 
 // pgPowerSettingName is a PostgreSQL power condition's setting, as
 // tables name it.
 func pgPowerSettingName(c Condition) string {
-	return "fsync=" + c.Fsync + ",synchronous_commit=" + c.SynchronousCommit + ",full_page_writes=" + c.FullPageWrites + "," + c.Model
+	return backend.PowerSettings{Fsync: c.Fsync, SynchronousCommit: c.SynchronousCommit, FullPageWrites: c.FullPageWrites}.Name() + "," + c.Model
 }
 
 // pgPowerSettingOrder lists every PostgreSQL power setting name in table
@@ -201,30 +197,6 @@ func pgPowerWant(c Condition, items int, point string) (Want, error) {
 	return Want{Torn: map[string][]string{"": allow}, Recovered: []string{}}, nil
 }
 
-// pgDamage is what the recorded power cut says the recovered server
-// showed: a start that failed, amcheck's rejections, checksum failures
-// and the pages the server's log rejected. The fold adds it to the
-// integrity the parent read, so a damaged cluster is corrupt.
-func pgDamage(o backend.PowerOutcome) []string {
-	var out []string
-	if !o.Started {
-		why := ""
-		for i := len(o.StartLog) - 1; i >= 0; i-- {
-			if why == "" || strings.Contains(o.StartLog[i], "FATAL:") || strings.Contains(o.StartLog[i], "PANIC:") {
-				why = ": " + o.StartLog[i]
-			}
-		}
-		out = append(out, "the server did not start on the rebuilt folder"+why)
-	}
-	for _, a := range o.Amcheck {
-		out = append(out, "amcheck: "+a)
-	}
-	if o.ChecksumFailures > 0 {
-		out = append(out, fmt.Sprintf("checksum failures: %d", o.ChecksumFailures))
-	}
-	return append(out, o.Rejected...)
-}
-
 // checkPGPower checks a PostgreSQL power trial's record: present exactly
 // for a power cut on PostgreSQL; its settings, its quiet settings and what
 // the recovered server read back are the condition's; the cut's models
@@ -240,9 +212,11 @@ func (f *folder) checkPGPower(t trialLine) {
 		return
 	}
 	o := t.o.PGPower
-	for _, m := range o.Check(f.st.powerSettings(t.cond), f.st.pgParams(t.cond)) {
+	want := f.st.powerSettings(t.cond)
+	for _, m := range o.Check(want, f.st.pgParams(t.cond)) {
 		f.c.Obs(t.l, "pg_power."+m.Field, "%s", m.Text)
 	}
+	backend.FoldPostmaster(&f.c, f.rec, t.l, *o, want)
 	if !slices.Equal(o.Quiet, f.st.PowerQuiet) {
 		f.c.Obs(t.l, "pg_power.quiet", "%v, but the settings run every power trial's server with %v", o.Quiet, f.st.PowerQuiet)
 	}

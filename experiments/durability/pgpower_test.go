@@ -2,14 +2,19 @@ package durability
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/scenariotest"
 	"idemlab/worker"
 	"idemlab/worker/powerfs"
 )
@@ -95,6 +100,63 @@ func TestPGPowerMatchesModel(t *testing.T) {
 	for _, tt := range tampers {
 		t.Run(tt.name, func(t *testing.T) {
 			requireObsFinding(t, out, flags, 0, tt.field, tt.edit)
+		})
+	}
+	requirePostmasterLines(t, out, flags)
+}
+
+// requirePostmasterLines checks that every PostgreSQL power trial of out
+// names the postmaster its cut SIGKILLed, as a process line of its own,
+// and that an edit of that line is found in raw-processes.jsonl, naming
+// the field.
+func requirePostmasterLines(t *testing.T, out scenariotest.Outcome, flags map[string]string) {
+	t.Helper()
+	pm := -1
+	for i, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.PGPower == nil {
+			continue
+		}
+		at := slices.IndexFunc(out.Records.Processes, func(p results.Process) bool { return p.ID == o.PGPower.ServerProcessID })
+		if at < 0 {
+			t.Fatalf("line %d names no postmaster process line (server_process_id %d)", i, o.PGPower.ServerProcessID)
+		}
+		if p := out.Records.Processes[at]; p.Worker != backend.PostmasterWorker || p.PID == 0 || p.KilledBy != "harness" {
+			t.Fatalf("the postmaster's line: worker %q, pid %d, killed by %q", p.Worker, p.PID, p.KilledBy)
+		}
+		if pm < 0 {
+			pm = at
+		}
+	}
+	if pm < 0 {
+		t.Fatal("no PostgreSQL power trial")
+	}
+	for _, tt := range []struct {
+		name, field string
+		edit        func(m map[string]any)
+	}{
+		{"postmaster's worker", "worker", func(m map[string]any) { m["worker"] = "durability.first" }},
+		{"postmaster's setting", "argv", func(m map[string]any) {
+			argv := m["argv"].([]any)
+			for i, a := range argv {
+				if a == "fsync=on" {
+					argv[i] = "fsync=off"
+				}
+			}
+		}},
+		{"postmaster stopped", "signal", func(m map[string]any) { m["signal"], m["exit_code"] = "", 0 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := scenariotest.Edit(t, out.Records, false, pm, tt.edit)
+			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
+			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
+				return f.File == results.ProcessesFile && strings.Contains(f.String(), tt.field)
+			}) {
+				t.Errorf("no finding in %s naming %s; got %v", results.ProcessesFile, tt.field, findings)
+			}
 		})
 	}
 }

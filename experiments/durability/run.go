@@ -68,7 +68,7 @@ func (s Settings) mayHold(c Condition, point string) (bool, error) {
 	if c.OnServer() {
 		return mayHoldOnServer(c, s.Items, point)
 	}
-	return MayHoldSend(c.Pattern, c.Setting(), s.Items, point, s.faultOf(c))
+	return MayHoldSend(c.Pattern, s.modelOf(c), s.Items, point, s.faultOf(c))
 }
 
 // Parallel: on SQLite through the fault VFS, the conditions side by side,
@@ -206,8 +206,10 @@ type trial struct {
 	rcv *receiver.Receiver
 	cl  *wire.Client
 	ctx context.Context
-	// seed is the index of the trial's seed under the torn mode.
-	seed int
+	// seed is the index of the trial's seed under the torn mode; point
+	// is the trial's.
+	seed  int
+	point string
 	// fs is the trial's mount on the fs power layer, nil otherwise; held
 	// is the parent's reader on it at PointACKReader, closed after the cut.
 	fs   *powerlayer.Trial
@@ -216,7 +218,7 @@ type trial struct {
 	// once the cut has ended its request (runToFreeze).
 	frozenWait func() error
 	// pc is a PostgreSQL power trial's own cluster, on its mount.
-	pc *backend.PowerCluster
+	pc *backend.PowerTrial
 }
 
 // trial runs one trial and returns the points its first process passed
@@ -224,7 +226,7 @@ type trial struct {
 // its point or its ACK, the cut or the crash, the processes that follow,
 // and the rows at the end.
 func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr TrialRef) ([]string, int, error) {
-	t := &trial{p: p, env: env, c: c, ctx: ctx, seed: tr.Seed}
+	t := &trial{p: p, env: env, c: c, ctx: ctx, seed: tr.Seed, point: tr.Point}
 	drop, err := t.open()
 	if err != nil {
 		return nil, 0, err
@@ -321,28 +323,22 @@ func (t *trial) open() (func(), error) {
 	return drop, nil
 }
 
-// openPower starts a PostgreSQL power trial's own cluster on a mount,
-// with the condition's server settings and cut, and makes the pattern's
-// tables in a schema of their own, flushed whatever synchronous_commit
-// says (backend.PowerCluster.Setup).
+// openPower starts a PostgreSQL power trial (backend.PowerTrial) with the
+// condition's server settings and cut, and the pattern's tables in a
+// schema of their own.
 func (t *trial) openPower() (func(), error) {
+	ddl, err := ServerSchema(t.c.Pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
+	}
 	cfg := backend.PowerConfig{Settings: t.p.s.powerSettings(t.c), Params: t.p.s.pgParams(t.c)}
-	pc, err := backend.StartPowerCluster(t.ctx, t.env.Backend.PowerTemp(t.env.TempDir), cfg)
+	rec := powerlayer.Recording{Recorder: t.env.Recorder, Scenario: Name, Condition: t.c.Name, Label: t.point}
+	pt, err := t.env.Backend.StartPowerTrial(t.ctx, t.env.TempDir, cfg, t.p.s.spec(t.c), pgSchema, ddl, rec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
-	drop := func() { _ = pc.Close() }
-	ddl, err := ServerSchema(t.c.Pattern)
-	if err == nil {
-		err = pc.SetupIn(t.ctx, pgSchema, ddl)
-	}
-	if err != nil {
-		drop()
-		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
-	}
-	db := pc.Database(t.p.s.spec(t.c), pgSchema)
-	t.pc, t.pg, t.db = pc, &db, db.Target
-	return drop, nil
+	t.pc, t.pg, t.db = pt, &pt.DB, pt.DB.Target
+	return func() { _ = pt.Close() }, nil
 }
 
 // cutPower reads what the first process left, cuts the power, which
@@ -354,7 +350,7 @@ func (t *trial) cutPower() error {
 	if t.o.Before, _, err = t.read("", false); err != nil {
 		return fmt.Errorf("read the rows the first process left: %w", err)
 	}
-	o, err := t.pc.Cut(t.ctx, backend.ReadBackQuery)
+	o, err := t.pc.Cut(t.ctx)
 	if err != nil {
 		return err
 	}

@@ -236,6 +236,10 @@ const (
 // Torn says the power cuts tear unsynced writes.
 func (s Settings) Torn() bool { return s.Fault == faultvfs.FaultTorn }
 
+// Keep says the power cuts keep every write, synced or not, as after a
+// process crash.
+func (s Settings) Keep() bool { return s.Fault == faultvfs.FaultKeep }
+
 // Seeds is how many times a condition runs each point: FaultSeeds for a
 // power cut under the torn mode, once otherwise.
 func (s Settings) Seeds(c Condition) int {
@@ -248,6 +252,9 @@ func (s Settings) Seeds(c Condition) int {
 // FaultOptions are the recovery options of the seed-th run of a power
 // trial.
 func (s Settings) FaultOptions(seed int) faultvfs.Options {
+	if s.Keep() {
+		return faultvfs.Options{Fault: faultvfs.FaultKeep}
+	}
 	if !s.Torn() {
 		return faultvfs.Options{Fault: faultvfs.FaultDrop}
 	}
@@ -306,8 +313,10 @@ func faultSettings(in Input, from map[string]string, st *Settings) error {
 		return err
 	}
 	switch in.Fault {
-	case "", faultvfs.FaultDrop:
-		st.Fault = faultvfs.FaultDrop
+	case "", faultvfs.FaultDrop, faultvfs.FaultKeep:
+		if in.Fault == "" {
+			st.Fault = faultvfs.FaultDrop
+		}
 		// The seed is left alone: --seed is explore's and pattern's too,
 		// and a run of several scenarios may well give it.
 		for _, f := range []struct {
@@ -321,9 +330,7 @@ func faultSettings(in Input, from map[string]string, st *Settings) error {
 		return nil
 	case faultvfs.FaultTorn:
 	default:
-		// The keep mode is the pattern scenario's upper bound; durability's
-		// oracle predicts drop and torn cuts.
-		return fmt.Errorf("%s: %q is not one of %s, %s", name("fault"), in.Fault, faultvfs.FaultDrop, faultvfs.FaultTorn)
+		return fmt.Errorf("%s: %q is not one of %s, %s, %s", name("fault"), in.Fault, faultvfs.FaultDrop, faultvfs.FaultKeep, faultvfs.FaultTorn)
 	}
 	st.FaultSeeds, st.FaultUnit, st.Seed = defaultFaultSeeds, faultvfs.UnitSector, defaultSeed
 	if in.FaultSeeds != 0 {

@@ -20,6 +20,15 @@ import (
 // ProgramWorker is the worker name a user's program is recorded under.
 const ProgramWorker = "program"
 
+// ServerWorker is the worker name of a database server the harness
+// records (the postmaster a PostgreSQL power cut ends): an executable of
+// its own, as a program's is, not the run's.
+const ServerWorker = "postgres"
+
+// External says whether a process line of worker ran an executable other
+// than the run's own: a user's program or a database server.
+func External(worker string) bool { return worker == ProgramWorker || worker == ServerWorker }
+
 // ProgramPointsFD is the descriptor on which a program finds its end of the
 // points socket: the first inherited extra file.
 const ProgramPointsFD = 3

@@ -384,10 +384,10 @@ func (f *folder) checkPlan(t *trialLine) bool {
 			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
 		}
 		switch {
-		case t.pat.File.IsProgram():
-			f.checkPowerFS(t)
 		case onServerPower(t.c):
 			f.checkPGPower(t)
+		case t.pat.File.IsProgram():
+			f.checkPowerFS(t)
 		default:
 			f.checkRecovery(t)
 		}
@@ -580,8 +580,8 @@ func (f *folder) checkClaims(t *trialLine, p results.Process, d Delivery, who st
 	}
 	switch {
 	case f.st.Postgres != nil:
-		if r.Postgres == nil || !f.st.Postgres.Matches(r.Postgres.Requested()) {
-			f.c.Proc(p, "stdout", "%s read back %s, the run asks for %s", who, results.Compact(r.Postgres), results.Compact(f.st.Postgres))
+		if want := f.st.requested(t.c); r.Postgres == nil || !want.Matches(r.Postgres.Requested()) {
+			f.c.Proc(p, "stdout", "%s read back %s, the run asks for %s", who, results.Compact(r.Postgres), results.Compact(want))
 		}
 	case r.Postgres != nil:
 		f.c.Proc(p, "stdout", "%s read back PostgreSQL's settings on a SQLite run", who)

@@ -67,6 +67,10 @@ type Input struct {
 	// power, from --power, replaces every file's power settings: a
 	// replay of one power condition cuts under its setting alone.
 	power []string
+	// pgPower, from --fsync, --synchronous-commits and --full-page-writes,
+	// are the PostgreSQL power matrix's values (pgpower.go); empty ones
+	// keep the run's one setting.
+	pgPower pgMatrix
 }
 
 // Settings are recorded with the scenario; verify derives them again from
@@ -200,13 +204,16 @@ func (Scenario) Validate(Settings) error { return nil }
 func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{
 		{Name: "pattern-file", Usage: "a pattern file to test (replaces pattern.files)"},
-		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all; power on SQLite only)"},
+		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all; power opt-in on PostgreSQL)"},
 		{Name: "seed", Usage: "the seed of the random trials"},
 		{Name: "trials", Usage: "random trials per pattern"},
 		{Name: "rounds", Usage: "races per racer count and kill mode"},
 		{Name: "power", Usage: "power settings, comma-separated JOURNAL_MODE/SYNCHRONOUS (replaces each pattern file's power list)"},
 		{Name: FlagBroker, Usage: "pattern: who redelivers, none (the harness, default) or nats (a JetStream server per trial: each delivery a consumer process that fetches from a durable pull consumer and acks at the ack step or after the last step; points and random only; needs the idemlab-nats binary)"},
 		{Name: FlagBrokerURL, Usage: "pattern, with --broker nats: a NATS server of your own (nats://host:port) instead of one per trial; each trial makes a stream IDEMLAB_PATTERN_<condition>_<trial> there and deletes it"},
+		{Name: flagFsync, Usage: "on --backend postgres with --faults power: fsync values, comma list: on,off (default on)"},
+		{Name: flagSynchronousCommits, Usage: "on --backend postgres with --faults power: synchronous_commit values, comma list: on,local,off (default the run's --synchronous-commit)"},
+		{Name: flagFullPageWrites, Usage: "on --backend postgres with --faults power: full_page_writes values, comma list: on,off (default on)"},
 		scenario.ShardFlag,
 	}
 }
@@ -260,7 +267,10 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	if err := st.PlanBroker(ov); err != nil {
 		return nil, err
 	}
-	if err := st.addFiles(ctx, files, in.Files, b, in.power, req.Machine); err != nil {
+	if err := in.pgPower.check(b, askedPower); err != nil {
+		return nil, err
+	}
+	if err := st.addFiles(ctx, files, in.Files, b, in.power, in.pgPower, req.Machine); err != nil {
 		return nil, err
 	}
 	if err := st.refuseProgramsOnBroker(); err != nil {
@@ -269,9 +279,6 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	for _, p := range st.Patterns {
 		if askedPower && p.PowerNotApplicable != "" {
 			return nil, progPowerNotApplicable(p.PowerNotApplicable)
-		}
-		if askedPower && !b.IsSQLite() && p.File.IsProgram() {
-			return nil, progPowerNotApplicable("its power class runs on SQLite only")
 		}
 	}
 	return &plan{s: st, parallel: in.Parallel}, nil
@@ -283,12 +290,12 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 // patterns with it: its files are not programs, so no machine fact is
 // asked for.
 func (s *Settings) AddFiles(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string) error {
-	return s.addFiles(ctx, files, names, on, power, scenario.Machine{})
+	return s.addFiles(ctx, files, names, on, power, pgMatrix{}, scenario.Machine{})
 }
 
 // addFiles is AddFiles on the machine m the run's plan request records: a
 // program's power class needs its FUSE.
-func (s *Settings) addFiles(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string, m scenario.Machine) error {
+func (s *Settings) addFiles(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string, matrix pgMatrix, m scenario.Machine) error {
 	for _, name := range names {
 		p, err := readPattern(ctx, files, name, on, power, m)
 		if err != nil {
@@ -299,9 +306,10 @@ func (s *Settings) addFiles(ctx context.Context, files scenario.Files, names []s
 				return fmt.Errorf("%s: name %q is also %s's; every pattern needs its own name", name, p.File.Name, other.Source)
 			}
 		}
-		if !on.IsSQLite() && !p.File.IsProgram() && slices.Contains(s.Faults, wp.FaultPower) {
-			// Asked for on PostgreSQL: the run's one power setting.
-			p.Power = []string{pgPowerSetting(on.Requested())}
+		if !on.IsSQLite() && slices.Contains(s.Faults, wp.FaultPower) {
+			// Asked for on PostgreSQL: the matrix's settings, by default
+			// the run's one, for a program as for the built-in worker.
+			p.Power = pgPowerSettings(on.Requested(), matrix)
 		}
 		s.Patterns = append(s.Patterns, p)
 		s.Conditions = append(s.Conditions, conditionsOf(p, s.Faults)...)
@@ -411,6 +419,7 @@ func (in *Input) override(ov map[string]string) error {
 			}
 		}
 	}
+	in.pgPower.override(ov)
 	if v, ok := ov["seed"]; ok {
 		var s uint64
 		if _, err := fmt.Sscan(v, &s); err != nil {

@@ -32,19 +32,15 @@ package pattern
 // the fold derives the outcome again with powerfs.Plan.
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/powerlayer"
-	"idemlab/experiments/seed"
-	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
@@ -76,20 +72,13 @@ type PowerFS struct {
 	ServerProcessIDs []int `json:"server_process_ids,omitempty"`
 }
 
-// ProgramPowerParams are the cut's models of program power trial o.
-func ProgramPowerParams(s Settings, o Observation) powerfs.Params {
-	p := powerfs.Params{Model: modelName(o.Model), DirModel: powerfs.DirPOSIX, Unit: faultvfs.UnitSector}
-	if p.Model == powerfs.ModelTorn {
-		p.Seed = seed.TornSeed(s.Seed, o.Condition, o.Trial)
-	}
-	return p
-}
-
 // withPowerEnv adds a power condition's setting to a program's
 // environment: IDEMLAB_JOURNAL_MODE and IDEMLAB_SYNCHRONOUS, which a
-// handler applies to its connection (the handlers topic's protocol).
+// handler applies to its connection (the handlers topic's protocol); on
+// PostgreSQL the server's settings are the cluster's, and the program
+// gets its connection string alone, as without power.
 func withPowerEnv(c Condition, env map[string]string) map[string]string {
-	if c.Fault != wp.FaultPower {
+	if c.Fault != wp.FaultPower || onServerPower(c) {
 		return env
 	}
 	j, sy := splitPower(c.Power)
@@ -116,81 +105,6 @@ func ackOpenCut(pat Pattern, o Observation, d Delivery) bool {
 	return pat.File.IsProgram() && o.Kind == KindPower && o.Point == PointACKOpen && d.Number == 1 && d.KilledAt != ""
 }
 
-// fsTrial is one program power trial's folders and mount; rec is where
-// its servers' process lines go, and pf the record that names them.
-type fsTrial struct {
-	backing, mnt, store string
-	m                   *powerfs.Mount
-	rec                 powerlayer.Recording
-	pf                  *PowerFS
-}
-
-// recordServer records the ended server of m and names it in the trial's
-// record.
-func (f *fsTrial) recordServer(m *powerfs.Mount) error {
-	id, err := powerlayer.RecordServer(m, f.rec)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
-	}
-	if id != 0 && f.pf != nil {
-		f.pf.ServerProcessIDs = append(f.pf.ServerProcessIDs, id)
-	}
-	return nil
-}
-
-func newFSTrial(dir string) *fsTrial {
-	return &fsTrial{backing: filepath.Join(dir, "backing"), mnt: filepath.Join(dir, "mnt"), store: filepath.Join(dir, "store")}
-}
-
-// start mounts the backing folder with the cut's models; n numbers the
-// mount's store, as a trial mounts twice.
-func (f *fsTrial) start(ctx context.Context, exe string, p powerfs.Params, n int) error {
-	m, err := powerfs.Start(ctx, exe, powerfs.Config{Backing: f.backing, Mountpoint: f.mnt,
-		Store: fmt.Sprintf("%s-%d", f.store, n), Params: p})
-	if err != nil {
-		return fmt.Errorf("%w: mount the trial's folder: %w", errclass.ErrHarness, err)
-	}
-	f.m = m
-	return nil
-}
-
-// cut cuts the mount the first delivery ran on and records it.
-func (f *fsTrial) cut(o *Observation, p powerfs.Params) error {
-	m := f.m
-	f.m = nil
-	out, err := m.Cut()
-	f.pf = &PowerFS{}
-	if rerr := f.recordServer(m); rerr != nil {
-		return rerr
-	}
-	if err != nil {
-		return fmt.Errorf("%w: power cut: %w", errclass.ErrHarness, err)
-	}
-	ops, err := powerfs.ReadLogFile(m.Store)
-	if err != nil {
-		return fmt.Errorf("%w: read the op log: %w", errclass.ErrHarness, err)
-	}
-	rec := &PowerFS{Params: p, Outcome: out, MountMS: float64(m.MountTook.Microseconds()) / 1000, LogOps: len(ops), ServerProcessIDs: f.pf.ServerProcessIDs}
-	if rec.LogSHA256, err = OpsSHA256(ops); err != nil {
-		return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
-	}
-	if len(ops) <= MaxLoggedOps {
-		rec.Log = ops
-	}
-	o.PowerFS, f.pf = rec, rec
-	return nil
-}
-
-// close unmounts without a cut, if a mount is up.
-func (f *fsTrial) close() error {
-	if f == nil || f.m == nil {
-		return nil
-	}
-	m := f.m
-	f.m = nil
-	return errors.Join(m.Close(), f.recordServer(m))
-}
-
 // OpsSHA256 is the SHA-256 of ops as their JSON array, which a record
 // keeps of its op log.
 func OpsSHA256(ops []powerfs.Op) (string, error) {
@@ -206,29 +120,57 @@ func OpsSHA256(ops []powerfs.Op) (string, error) {
 }
 
 // powerFirst runs the first delivery of a program power trial on its
-// mount, cuts, and mounts the rebuilt folder again for the redeliveries.
+// mount, cuts, and mounts the rebuilt folder again, at the same mount
+// point, for the redeliveries.
 func (t *trial) powerFirst() ([]delivered, error) {
-	p := ProgramPowerParams(t.r.s, *t.o)
-	t.fs.rec = powerlayer.Recording{Recorder: t.r.env.Recorder, Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d", t.o.Trial)}
-	if err := t.fs.start(t.r.ctx, t.r.env.Runner.Executable, p, 1); err != nil {
-		return nil, err
+	p := powerParams(t.r.s, *t.o)
+	fs, err := powerlayer.Start(t.r.ctx, t.r.env.Runner.Executable, t.backing, t.dir, p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mount the trial's folder: %w", errclass.ErrHarness, err)
 	}
+	t.fs = fs
+	fs.RecordTo(t.recording())
+	t.o.DB = filepath.Join(fs.Mount(), DBName)
 	got, err := t.runProgram(Delivery{Number: 1}, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.fs.cut(t.o, p); err != nil {
+	if t.o.PowerFS, err = cutRecord(fs); err != nil {
 		return nil, err
 	}
 	if ackOpenCut(t.r.pat, *t.o, t.o.Deliveries[0]) {
 		got.acked = true
 	}
 	if !got.acked {
-		if err := t.fs.start(t.r.ctx, t.r.env.Runner.Executable, powerfs.Params{}, 2); err != nil {
-			return nil, err
+		if err := fs.Remount(t.r.ctx, t.r.env.Runner.Executable); err != nil {
+			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 	}
 	return []delivered{got}, nil
+}
+
+// recording is where a power trial's servers' process lines go: the
+// mount's, or the postmaster on the mount.
+func (t *trial) recording() powerlayer.Recording {
+	return powerlayer.Recording{Recorder: t.r.env.Recorder, Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d", t.o.Trial)}
+}
+
+// cutRecord cuts the mount the first delivery ran on and returns the
+// trial's record of it; the servers are named once the trial's mounts
+// are closed (powerlayer.Trial.ServerIDs).
+func cutRecord(fs *powerlayer.Trial) (*PowerFS, error) {
+	cut, err := fs.Cut()
+	if err != nil {
+		return nil, fmt.Errorf("%w: power cut: %w", errclass.ErrHarness, err)
+	}
+	rec := &PowerFS{Params: cut.Params, Outcome: cut.Outcome, MountMS: float64(fs.MountTook().Microseconds()) / 1000, LogOps: len(cut.Log)}
+	if rec.LogSHA256, err = OpsSHA256(cut.Log); err != nil {
+		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+	}
+	if len(cut.Log) <= MaxLoggedOps {
+		rec.Log = cut.Log
+	}
+	return rec, nil
 }
 
 // checkPowerFS checks a program power trial's record of the cut: the
@@ -240,7 +182,7 @@ func (f *folder) checkPowerFS(t *trialLine) {
 		f.c.Obs(t.l, "powerfs", "missing: a program's power trial records its filesystem cut")
 		return
 	}
-	if want := ProgramPowerParams(f.st, t.o); r.Params != want {
+	if want := powerParams(f.st, t.o); r.Params != want {
 		f.c.Obs(t.l, "powerfs.params", "the cut was made under %+v, but the trial's models are %+v", r.Params, want)
 		return
 	}
@@ -253,13 +195,11 @@ func (f *folder) checkPowerFS(t *trialLine) {
 	if h, err := OpsSHA256(r.Log); err != nil || h != r.LogSHA256 {
 		f.c.Obs(t.l, "powerfs.log_sha256", "is %s, but the log's ops hash to %s", r.LogSHA256, h)
 	}
-	want, err := powerfs.Plan(r.Log, r.Params)
-	if err != nil {
-		f.c.Obs(t.l, "powerfs.log", "%v", err)
-		return
-	}
-	if field, text := powerlayer.FirstDiff(want, r.Outcome); field != "" {
-		f.c.Obs(t.l, "powerfs.outcome"+field, "differs from what powerfs.Plan derives from the trial's op log and models (%s)", text)
+	if field, text := powerlayer.Check(powerlayer.Record{Params: r.Params, Log: r.Log, Outcome: r.Outcome}); field != "" {
+		f.c.Obs(t.l, "powerfs."+field, "%s", text)
+		if field == "log" {
+			return
+		}
 	}
 	f.checkServers(t, r)
 }

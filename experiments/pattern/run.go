@@ -15,6 +15,7 @@ import (
 	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -374,12 +375,13 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	o.Scenario, o.Condition, o.File, o.DB, o.Receiver, o.Senders = r.as, c.Name, r.file, filepath.Join(dir, DBName), rcv.URL, true
 	t := &trial{r: r, c: c, o: &o, dir: dir, db: backend.Database{Backend: store.BackendSQLite, Target: o.DB}}
 	if r.env.Backend != nil && onServerPower(c) {
-		cfg := backend.PowerConfig{Settings: pgPowerSettings(c), Params: pgPowerParams(r.s, o)}
-		if t.pc, err = backend.StartPowerCluster(r.ctx, r.env.Backend.PowerTemp(r.env.TempDir), cfg); err != nil {
+		cfg := backend.PowerConfig{Settings: backend.ParsePowerName(c.Power), Params: powerParams(r.s, o)}
+		ddl := strings.Join(r.pat.File.SchemaOn(store.BackendPostgres), ";\n")
+		if t.pc, err = r.env.Backend.StartPowerTrial(r.ctx, r.env.TempDir, cfg, r.s.pgSpec(c), pgPowerSchema, ddl, t.recording()); err != nil {
 			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
 		}
 		defer t.pc.Close()
-		t.db = t.pc.Database(r.s.pgSpec(), pgPowerSchema)
+		t.db = t.pc.DB
 		o.DB = t.db.Target
 	} else if r.env.Backend != nil {
 		if t.db, err = r.env.Backend.Fresh(r.ctx, "pattern"); err != nil {
@@ -387,11 +389,10 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		}
 		o.DB = t.db.Target
 	}
-	if t.c.Fault == wp.FaultPower && r.pat.File.IsProgram() {
-		t.fs = newFSTrial(dir)
-		o.DB = filepath.Join(t.fs.mnt, DBName)
-		t.db.Target = filepath.Join(t.fs.backing, DBName)
-		defer t.fs.close()
+	if t.c.Fault == wp.FaultPower && r.pat.File.IsProgram() && !onServerPower(c) {
+		t.backing = filepath.Join(dir, "backing")
+		t.db.Target = filepath.Join(t.backing, DBName)
+		defer func() { _ = t.fs.Close() }()
 	}
 	if err := t.prepare(); err != nil {
 		return d, fmt.Errorf("%w: %s trial %d: prepare the file: %w", errclass.ErrHarness, c.Name, o.Trial, err)
@@ -415,8 +416,11 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	if err := t.redeliver(first); err != nil {
 		return d, err
 	}
-	if err := t.fs.close(); err != nil {
+	if err := t.fs.Close(); err != nil {
 		return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
+	}
+	if o.PowerFS != nil {
+		o.PowerFS.ServerProcessIDs = t.fs.ServerIDs()
 	}
 	if err := t.observe(rcv); err != nil {
 		return d, err
@@ -432,11 +436,12 @@ type trial struct {
 	// db is the trial's database: the file in dir on SQLite, a schema of
 	// its own on PostgreSQL.
 	db backend.Database
-	// fs is a program power trial's mount; the parent reads its backing
-	// folder only.
-	fs *fsTrial
+	// backing is a program power trial's backing folder, the only one the
+	// parent reads, and fs its mount, once the first delivery starts.
+	backing string
+	fs      *powerlayer.Trial
 	// pc is a power trial's own cluster on PostgreSQL (pgpower.go).
-	pc *backend.PowerCluster
+	pc *backend.PowerTrial
 	// br is the trial's broker, with --broker nats.
 	br broker.Trial
 }
@@ -455,8 +460,8 @@ func (t *trial) env() map[string]string {
 // condition's, so its own reads change nothing a worker would not.
 func (t *trial) options() sqlitedb.Options {
 	o := wp.Options(t.o.DB)
-	if t.fs != nil {
-		o = wp.Options(filepath.Join(t.fs.backing, DBName))
+	if t.backing != "" {
+		o = wp.Options(filepath.Join(t.backing, DBName))
 	}
 	if t.c.Fault == wp.FaultPower && !onServerPower(t.c) {
 		o.JournalMode, o.Synchronous = splitPower(t.c.Power)
@@ -466,13 +471,13 @@ func (t *trial) options() sqlitedb.Options {
 
 func (t *trial) prepare() error {
 	if t.pc != nil {
-		return t.pc.SetupIn(t.r.ctx, pgPowerSchema, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
+		return nil // made by StartPowerTrial
 	}
 	if t.r.env.Backend != nil {
 		return t.r.env.Backend.Setup(t.r.ctx, t.db, strings.Join(t.r.pat.File.SchemaOn(store.BackendPostgres), ";\n"))
 	}
-	if t.fs != nil {
-		if err := os.MkdirAll(t.fs.backing, 0o755); err != nil {
+	if t.backing != "" {
+		if err := os.MkdirAll(t.backing, 0o755); err != nil {
 			return err
 		}
 	}
@@ -489,7 +494,7 @@ func (t *trial) prepare() error {
 	if err := db.Close(); err != nil {
 		return err
 	}
-	if t.c.Fault == wp.FaultPower && t.fs == nil {
+	if t.c.Fault == wp.FaultPower && t.backing == "" {
 		return faultvfs.Baseline(t.dir)
 	}
 	return nil
@@ -596,11 +601,21 @@ func ackedEarly(r results.ProcessRecord) bool {
 
 // first runs the trial's first delivery, or its racers.
 func (t *trial) first() ([]delivered, error) {
-	if t.fs != nil {
+	if t.backing != "" {
 		return t.powerFirst()
 	}
 	if t.r.pat.File.IsProgram() {
-		return t.firstProgram()
+		out, err := t.firstProgram()
+		if err != nil || t.pc == nil {
+			return out, err
+		}
+		if err := t.cutCluster(); err != nil {
+			return nil, err
+		}
+		if ackOpenCut(t.r.pat, *t.o, t.o.Deliveries[0]) {
+			out[0].acked = true
+		}
+		return out, nil
 	}
 	if t.o.Kind == KindRace {
 		racers := make([]harness.Racer, t.o.Racers)
@@ -628,11 +643,9 @@ func (t *trial) first() ([]delivered, error) {
 	d.ProcessID = proc.Record.ID
 	t.o.Deliveries = append(t.o.Deliveries, d)
 	if t.pc != nil {
-		cut, err := t.pc.Cut(t.r.ctx, backend.ReadBackQuery)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s trial %d: power cut: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
+		if err := t.cutCluster(); err != nil {
+			return nil, err
 		}
-		t.o.PGPower = &cut
 	} else if t.o.Kind == KindPower {
 		rep, err := faultvfs.RecoverWith(t.dir, RecoveryOptions(t.r.s, *t.o))
 		if err != nil {
@@ -650,6 +663,17 @@ func (t *trial) first() ([]delivered, error) {
 		}
 	}
 	return []delivered{{acked: acked, points: proc.Report.Points, durationMS: proc.Record.DurationMS}}, nil
+}
+
+// cutCluster cuts the power of a PostgreSQL power trial's cluster after
+// its first delivery and records the cut.
+func (t *trial) cutCluster() error {
+	cut, err := t.pc.Cut(t.r.ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s trial %d: power cut: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
+	}
+	t.o.PGPower = &cut
+	return nil
 }
 
 // redeliver delivers the event again to fresh processes until one ACKs or
@@ -688,10 +712,17 @@ func (t *trial) redeliver(first []delivered) error {
 // observe reads what the trial left, as the parent's own witness, and
 // records it.
 func (t *trial) observe(rcv *receiver.Receiver) error {
-	st, err := t.db.Open(t.r.ctx, t.options())
-	if err == nil {
-		t.o.Values, err = wp.QueryValues(t.r.ctx, st, t.r.pat.File, t.r.s.EventID)
-		err = errors.Join(err, st.Close())
+	var err error
+	if t.o.PGPower != nil && !t.o.PGPower.Started {
+		// A cut under fsync=off may leave a folder the server does not
+		// start on: an outcome, every invariant unreadable.
+		t.o.Values = noServerValues(t.r.pat.File)
+	} else {
+		var st store.Store
+		if st, err = t.db.Open(t.r.ctx, t.options()); err == nil {
+			t.o.Values, err = wp.QueryValues(t.r.ctx, st, t.r.pat.File, t.r.s.EventID)
+			err = errors.Join(err, st.Close())
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s trial %d: read the invariants: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)

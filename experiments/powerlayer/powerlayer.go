@@ -39,14 +39,21 @@ type Record struct {
 	ServerProcessID int `json:"server_process_id,omitempty"`
 }
 
-// Trial is one mount over a trial's folder.
+// Trial is one mount over a trial's folder, and after its cut, if the
+// caller asks (Remount), a second one over the rebuilt folder at the same
+// mount point.
 type Trial struct {
-	m          *powerfs.Mount
-	mnt, store string
-	params     powerfs.Params
-	rec        Recording
-	// serverID is the server's process line once it is recorded.
-	serverID int
+	m                        *powerfs.Mount
+	backing, mnt, store, tmp string
+	params                   powerfs.Params
+	rec                      Recording
+	// mountTook is how long the first mount took.
+	mountTook time.Duration
+	// serverIDs are the process lines of the ended mounts' servers, in
+	// order; recorded says the current mount's server has its line.
+	serverIDs []int
+	recorded  bool
+	closed    bool
 }
 
 // Recording says where the server's process line goes: the run's
@@ -98,8 +105,42 @@ func StartCut(ctx context.Context, exe, backing, tmp string, p powerfs.Params, c
 		os.RemoveAll(store)
 		return nil, fmt.Errorf("power layer fs: mount: %w", err)
 	}
-	return &Trial{m: m, mnt: mnt, store: store, params: p}, nil
+	return &Trial{m: m, backing: backing, mnt: mnt, store: store, tmp: tmp, params: p, mountTook: m.MountTook}, nil
 }
+
+// Remount mounts the backing folder, as the cut rebuilt it, again at the
+// same mount point, with no models (it is closed, never cut), so later
+// processes open the same paths; call it after Cut. The first mount's
+// op log is gone with its store.
+func (t *Trial) Remount(ctx context.Context, exe string) error {
+	if err := t.recordServer(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(t.store); err != nil {
+		return err
+	}
+	store, err := os.MkdirTemp(t.tmp, "idemlab-powerfs-store-")
+	if err != nil {
+		return err
+	}
+	t.store = store
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	m, err := powerfs.Start(ctx, exe, powerfs.Config{Backing: t.backing, Mountpoint: t.mnt, Store: store})
+	if err != nil {
+		_ = powerfs.Detach(t.mnt)
+		return fmt.Errorf("power layer fs: mount again: %w", err)
+	}
+	t.m, t.recorded = m, false
+	return nil
+}
+
+// MountTook is how long the trial's first mount took.
+func (t *Trial) MountTook() time.Duration { return t.mountTook }
+
+// ServerIDs are the process lines of the trial's mounts' servers that have
+// ended and been recorded, the first mount's first.
+func (t *Trial) ServerIDs() []int { return t.serverIDs }
 
 // Cuts delivers the sync cut the trial was started with (StartCut), when
 // a process reaches it.
@@ -124,19 +165,26 @@ func (t *Trial) Cut(pgids ...int) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("power layer fs: read the op log: %w", err)
 	}
-	return Record{Params: t.params, Log: log, Outcome: o, ServerProcessID: t.serverID}, nil
+	r := Record{Params: t.params, Log: log, Outcome: o}
+	if len(t.serverIDs) > 0 {
+		r.ServerProcessID = t.serverIDs[0]
+	}
+	return r, nil
 }
 
 // ServerRole ends the label of a server's process line.
 const ServerRole = "power-loss server"
 
-// recordServer appends the server's process line once it has ended, once.
+// recordServer appends the current mount's server's process line once it
+// has ended, once.
 func (t *Trial) recordServer() error {
-	if t.serverID != 0 {
+	if t.recorded {
 		return nil
 	}
 	id, err := RecordServer(t.m, t.rec)
-	t.serverID = id
+	if id != 0 {
+		t.serverIDs, t.recorded = append(t.serverIDs, id), true
+	}
 	return err
 }
 
@@ -176,8 +224,13 @@ func RecordServer(m *powerfs.Mount, r Recording) (int, error) {
 
 // Close unmounts, if a cut has not already, and removes the mount point
 // and the store; the backing folder stays. Call it on every path: after a
-// cut, a failure or a cancelled run, nothing is left mounted.
+// cut, a failure or a cancelled run, nothing is left mounted. A second
+// Close does nothing.
 func (t *Trial) Close() error {
+	if t == nil || t.closed {
+		return nil
+	}
+	t.closed = true
 	err := t.m.Close()
 	if err == nil {
 		err = os.Remove(t.mnt)

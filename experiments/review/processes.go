@@ -15,13 +15,13 @@ const BuiltInWorkers = "built-in workers"
 // ranAs is the key of Outcome.Executables a process's executable is
 // recorded under.
 func ranAs(p results.Process) string {
-	if p.Worker != harness.ProgramWorker {
+	if !harness.External(p.Worker) {
 		return BuiltInWorkers
 	}
 	if len(p.Argv) == 0 {
-		return "program"
+		return p.Worker
 	}
-	return "program " + p.Argv[0]
+	return p.Worker + " " + p.Argv[0]
 }
 
 // maxLeadIn bounds the harness's own time before a run's first process
@@ -80,7 +80,7 @@ func (c *check) executables() {
 				c.add(results.ProcessesFile, procField(p, "executable_sha256"), "is %s, but line %d started %q too and records %s: one path hashes alike within a run", p.ExecutableSHA256, q.N, p.Argv[0], q.ExecutableSHA256)
 			}
 		}
-		if p.Worker == harness.ProgramWorker {
+		if harness.External(p.Worker) {
 			continue
 		}
 		workers++
@@ -110,7 +110,7 @@ func (c *check) workerPaths() {
 	first := map[int]results.Process{}
 	n := 0
 	for _, p := range c.f.Processes {
-		if p.Worker == harness.ProgramWorker || len(p.Argv) == 0 {
+		if harness.External(p.Worker) || len(p.Argv) == 0 {
 			continue
 		}
 		q, seen := first[p.Shard]

@@ -1,0 +1,61 @@
+package backend
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/worker/powerfs"
+)
+
+// TestPowerName: a condition's name of its server settings reads back as
+// the same settings, for every cell of the matrix.
+func TestPowerName(t *testing.T) {
+	for _, fs := range []string{"on", "off"} {
+		for _, sc := range []string{"on", "local", "off"} {
+			for _, fpw := range []string{"on", "off"} {
+				s := PowerSettings{Fsync: fs, SynchronousCommit: sc, FullPageWrites: fpw}
+				if d := cmp.Diff(s, ParsePowerName(s.Name())); d != "" {
+					t.Errorf("%s read back (-want +got):\n%s", s.Name(), d)
+				}
+			}
+		}
+	}
+}
+
+// TestPowerDamage: what a recorded cut says of the recovered server, one
+// line for each kind of damage, and none for a clean one.
+func TestPowerDamage(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    PowerOutcome
+		want []string
+	}{
+		{"clean", PowerOutcome{Started: true}, nil},
+		{"no start, first FATAL", PowerOutcome{StartLog: []string{"LOG: a", "FATAL: b", "PANIC: c", "LOG: d"}},
+			[]string{"the server did not start on the rebuilt folder: FATAL: b"}},
+		{"no start, last line", PowerOutcome{StartLog: []string{"LOG: a", "LOG: d"}},
+			[]string{"the server did not start on the rebuilt folder: LOG: d"}},
+		{"amcheck, checksums, pages", PowerOutcome{Started: true, Amcheck: []string{"i: bad"}, ChecksumFailures: 2, Rejected: []string{"page verification failed"}},
+			[]string{"amcheck: i: bad", "checksum failures: 2", "page verification failed"}},
+	} {
+		if d := cmp.Diff(tt.want, tt.o.Damage()); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, d)
+		}
+	}
+}
+
+// TestCutParams: the seed goes with torn only.
+func TestCutParams(t *testing.T) {
+	for _, tt := range []struct {
+		model string
+		want  powerfs.Params
+	}{
+		{powerfs.ModelDrop, powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX, Unit: 512}},
+		{powerfs.ModelTorn, powerfs.Params{Model: powerfs.ModelTorn, DirModel: powerfs.DirPOSIX, Unit: 512, Seed: 7}},
+	} {
+		if d := cmp.Diff(tt.want, CutParams(tt.model, 7)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.model, d)
+		}
+	}
+}
