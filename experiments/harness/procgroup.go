@@ -124,6 +124,12 @@ const LingerGrace = 500 * time.Millisecond
 // returns the live processes it found before the first kill, once the
 // group had LingerGrace to empty by itself.
 func reapGroup(pgid int, timeout time.Duration) []procstat.Stat {
+	// Most groups are the leader alone, already waited for: a signal 0 to
+	// the group then finds no one, and the scan of /proc (every process
+	// of the machine's stat file, once per child) is not needed.
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
 	first := groupStats(pgid)
 	for end := time.Now().Add(LingerGrace); len(first) > 0 && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
