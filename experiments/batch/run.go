@@ -22,6 +22,10 @@ type plan struct{ s Settings }
 
 func (p *plan) Settings() any { return p.s }
 
+// Caps: its lanes are its own (Run), not the suite's slots; it needs
+// nothing before the run.
+func (p *plan) Caps() scenario.PlanCaps { return scenario.PlanCaps{} }
+
 // Processes counts runs and resolves from the model, which plays the
 // same script as Run.
 func (p *plan) Processes() int {

@@ -64,6 +64,9 @@ type plan struct{ s Settings }
 func (p *plan) Settings() any  { return p.s }
 func (p *plan) Processes() int { return p.s.PoolSize }
 
+// Caps: one pool, raced slot by slot; it needs nothing before the run.
+func (p *plan) Caps() scenario.PlanCaps { return scenario.PlanCaps{} }
+
 // pending is an observation whose racers are still named by pool member:
 // a member's process id exists only once the harness records it, when
 // the pool closes.

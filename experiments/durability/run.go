@@ -71,7 +71,7 @@ func (s Settings) mayHold(c Condition, point string) (bool, error) {
 	return MayHoldSend(c.Pattern, s.modelOf(c), s.Items, point, s.faultOf(c))
 }
 
-// Parallel: on SQLite through the fault VFS, the conditions side by side,
+// Caps: on SQLite through the fault VFS, the conditions side by side,
 // as many as ParallelOf (the input has no parallel of its own); each
 // trial has its own folder and file, and its cut is made by the seed and
 // the point, not by timing. One condition's trials still run one after
@@ -81,20 +81,19 @@ func (s Settings) mayHold(c Condition, point string) (bool, error) {
 // freezes the server's writers and takes it down under every other
 // session), and a cut in the power-loss filesystem, whose FUSE mount and
 // server each trial starts and stops, and which has only ever been
-// measured one at a time.
-func (p *plan) Parallel(flag int) int {
-	for _, c := range p.s.Conditions {
-		if c.OnServer() || p.s.OnFS(c) {
-			return 1
-		}
+// measured one at a time (Bound 1). It needs nothing before the run.
+func (p *plan) Caps() scenario.PlanCaps {
+	caps := scenario.PlanCaps{SideBySide: true}
+	if slices.ContainsFunc(p.s.Conditions, func(c Condition) bool { return c.OnServer() || p.s.OnFS(c) }) {
+		caps.Bound = 1
 	}
-	return scenario.ParallelOf(flag, 0)
+	return caps
 }
 
 // Run runs each condition through the engine, one trial at a time: the
 // normal run first, whose report names the crash points and whose log
 // counts the syncs, then the condition's sweep (Settings.sweep); as many
-// conditions at once as the slots allow (Parallel). A run with server
+// conditions at once as the slots allow (Caps). A run with server
 // crashes first sets backend.CrashSettings on the cluster.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	if len(p.s.ServerSettings) > 0 {
@@ -121,7 +120,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 			return err
 		})
 	}
-	return harness.RunJobs(ctx, env.SlotsOf(p.Parallel(0)).N(), conditions)
+	return harness.RunJobs(ctx, env.SlotsOf(p.Caps().Slots(0)).N(), conditions)
 }
 
 // subject is one condition's trials as the engine delivers them: the

@@ -566,16 +566,23 @@ type plan struct {
 
 func (p *plan) Settings() any { return p.s }
 
-// Preflight finds or builds the idemlab-nats the article files' trials
+// preflight finds or builds the idemlab-nats the article files' trials
 // start on --broker nats (broker.Preflight), before the output folder is
 // made.
-func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
+func (p *plan) preflight(ctx context.Context, env scenario.PreflightEnv) error {
 	_, _, err := broker.Preflight(ctx, p.s.Broker, p.s.BrokerURL, env.Executable, env.Workdir, env.Notice)
 	return err
 }
 
-// Parallel: every trial and race side by side, as many as ParallelOf.
-func (p *plan) Parallel(flag int) int { return scenario.ParallelOf(flag, p.parallel) }
+// Caps: every trial and race side by side, as many as ParallelOf; a run
+// with a broker needs its binary first.
+func (p *plan) Caps() scenario.PlanCaps {
+	c := scenario.PlanCaps{SideBySide: true, Parallel: p.parallel}
+	if p.s.Broker != "" {
+		c.Preflight = p.preflight
+	}
+	return c
+}
 
 // Processes counts, condition by condition, the processes the runner
 // starts for each trial (deliver.Processes, from the subject's model):

@@ -46,9 +46,9 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		units = append(units, u)
 	}
 	// The built-in patterns' run and each article file's run go side by
-	// side, sharing the slots: together they keep p.Parallel trials
+	// side, sharing the slots: together they keep that many trials
 	// going, and none waits for another's discovery or last race.
-	env.Slots = env.SlotsOf(p.Parallel(0))
+	env.Slots = env.SlotsOf(p.Caps().Slots(0))
 	runs := []func(context.Context) error{func(ctx context.Context) error {
 		_, err := engine.Run{Seed: st.Seed, Slots: env.Slots, Shard: st.Shard, Units: units}.Execute(ctx)
 		return err

@@ -484,13 +484,10 @@ type plan struct {
 
 func (p *plan) Settings() any { return p.s }
 
-// Preflight finds or builds the idemlab-nats a run on its own brokers
+// preflight finds or builds the idemlab-nats a run on its own brokers
 // starts (broker.Preflight), before the output folder is made.
-func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
+func (p *plan) preflight(ctx context.Context, env scenario.PreflightEnv) error {
 	b := p.s.Broker
-	if b == nil {
-		return nil
-	}
 	var err error
 	b.Binary, b.BinarySHA256, err = broker.Preflight(ctx, b.Name, b.URL, env.Executable, env.Workdir, env.Notice)
 	return err

@@ -159,12 +159,19 @@ type Delivery struct {
 
 // Run discovers each pattern's points, then runs its fault classes.
 func (p *plan) Run(ctx context.Context, env scenario.Env) error {
-	env.Slots = env.SlotsOf(p.Parallel(0))
+	env.Slots = env.SlotsOf(p.Caps().Slots(0))
 	return Run(ctx, env, p.s, Name)
 }
 
-// Parallel: every trial and race side by side, as many as ParallelOf.
-func (p *plan) Parallel(flag int) int { return scenario.ParallelOf(flag, p.parallel) }
+// Caps: every trial and race side by side, as many as ParallelOf; a run
+// on brokers of its own needs their binary first.
+func (p *plan) Caps() scenario.PlanCaps {
+	c := scenario.PlanCaps{SideBySide: true, Parallel: p.parallel}
+	if p.s.Broker != nil {
+		c.Preflight = p.preflight
+	}
+	return c
+}
 
 // Run runs the settings' pattern files through the engine with the
 // pattern-file subject, each process and observation recorded under the

@@ -298,15 +298,12 @@ func expectBroker(s Settings, c Condition) []Delivery {
 	return out
 }
 
-// Preflight finds the idemlab-nats binary a run with its own brokers
+// preflight finds the idemlab-nats binary a run with its own brokers
 // starts, or builds it for `go run` (broker.EnsureNATSServer), before the
 // output folder is made: a machine without it is a usage error, not a
 // harness failure at the first condition.
-func (p *plan) Preflight(ctx context.Context, env scenario.PreflightEnv) error {
+func (p *plan) preflight(ctx context.Context, env scenario.PreflightEnv) error {
 	b := p.s.Broker
-	if b == nil {
-		return nil
-	}
 	var err error
 	b.Binary, b.BinarySHA256, err = broker.Preflight(ctx, b.Name, b.URL, env.Executable, env.Workdir, env.Notice)
 	return err

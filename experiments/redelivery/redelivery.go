@@ -288,6 +288,15 @@ func (p *plan) Settings() any { return p.s }
 
 func (p *plan) Processes() int { return len(p.s.Conditions) * p.s.Deliveries }
 
+// Caps: the conditions one after another; a run with a broker needs its
+// binary first.
+func (p *plan) Caps() scenario.PlanCaps {
+	if p.s.Broker == nil {
+		return scenario.PlanCaps{}
+	}
+	return scenario.PlanCaps{Preflight: p.preflight}
+}
+
 // Observation is one line of observations.jsonl: which process delivered,
 // into which file, and the rows the parent read from that file after the
 // process had exited.

@@ -132,29 +132,54 @@ type Plan interface {
 	// lands, the most it may start. Each scenario has a test that a real
 	// run records exactly this many (or no more, where it is a bound).
 	Processes() int
+	// Caps declares how the suite schedules the plan and what the plan
+	// needs of this machine before the run. Every plan states them; the
+	// zero PlanCaps is a plan whose processes run one after another and
+	// that needs nothing.
+	Caps() PlanCaps
 	// Run starts the workers and records what happened. It reaches no
 	// verdict: that is Evaluate's job, over what was recorded.
 	Run(ctx context.Context, env Env) error
 }
 
-// SideBySide is a plan whose trials run side by side (explore, pattern,
-// durability). Parallel is how many at once, given the --parallel flag's
-// value, 0 when it was not given: ParallelOf, or fewer where the plan's
-// trials share what cannot be shared. The suite gives the plan's Run that
-// many slots (Env.Slots) and records the figure beside the settings, not
-// in them: it is how a run was scheduled, not what it tested.
-type SideBySide interface {
-	Parallel(flag int) int
+// PlanCaps are what a plan declares about how it runs, from its settings:
+// the suite reads them, never discovers them by type assertion.
+type PlanCaps struct {
+	// SideBySide says the plan's trials run side by side (explore,
+	// pattern, durability), as many at once as Slots says, in the slots
+	// the suite gives its Run (Env.Slots). The suite records that figure
+	// beside the settings, not in them: it is how a run was scheduled,
+	// not what it tested. A plan that does not runs its processes one
+	// after another, gets no slots and records no parallel.
+	SideBySide bool
+	// Parallel is the input section's parallel, 0 where it sets none.
+	Parallel int
+	// Bound is the most trials that may run at once, 0 for no bound but
+	// the flag's and the machine's: 1 where the plan's trials share what
+	// cannot be shared.
+	Bound int
+	// Preflight is what the plan needs of this machine that its settings
+	// do not depend on, such as a binary beside idemlab; nil when it
+	// needs nothing. A run calls it once every scenario is planned, before
+	// it makes the output folder or starts a process; verify, merge and
+	// report, which plan from a folder, never call it. Its error is a
+	// usage error unless it wraps another class.
+	Preflight func(ctx context.Context, env PreflightEnv) error
 }
 
-// Preflight is a plan that needs something of this machine that its
-// settings do not depend on, such as a binary beside idemlab. A run calls
-// Preflight once every scenario is planned, before it makes the output
-// folder or starts a process; verify, merge and report, which plan from
-// a folder, never call it. Its error is a usage error unless it wraps
-// another class.
-type Preflight interface {
-	Preflight(ctx context.Context, env PreflightEnv) error
+// Slots is how many of the plan's trials run at once, given the
+// --parallel flag's value, 0 when it was not given: ParallelOf the flag
+// and the section's parallel, no more than Bound; 0 for a plan whose
+// trials do not run side by side.
+func (c PlanCaps) Slots(flag int) int {
+	if !c.SideBySide {
+		return 0
+	}
+	n := ParallelOf(flag, c.Parallel)
+	if c.Bound > 0 {
+		n = min(n, c.Bound)
+	}
+	return n
 }
 
 // PreflightEnv is what a plan's Preflight may use: the run's executable,
@@ -194,8 +219,8 @@ func (e Env) SlotsOf(n int) *harness.Slots {
 type Env struct {
 	Runner   *harness.Runner
 	Recorder *results.Recorder
-	// Slots bound how many trials of a SideBySide plan run at once; nil
-	// for a plan that is not one.
+	// Slots bound how many trials of a plan run at once when its trials
+	// run side by side (PlanCaps.SideBySide); nil for one whose do not.
 	Slots *harness.Slots
 	// TempDir holds scratch databases; empty means the system default.
 	TempDir string

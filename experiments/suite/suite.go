@@ -70,7 +70,7 @@ type Options struct {
 	OnScenario func(name string)
 	OnProcess  func(results.ProcessRecord)
 	// Notice is where a plan's preflight says what it does that takes
-	// time (scenario.Preflight); nil discards it.
+	// time (scenario.PlanCaps.Preflight); nil discards it.
 	Notice io.Writer
 }
 
@@ -301,20 +301,21 @@ func Run(ctx context.Context, opts Options) (*results.Results, []Planned, error)
 	return res, plans, nil
 }
 
-// preflight runs each plan's Preflight, before the output folder is made
-// or any process started: what a run needs of the machine and lacks is a
-// usage error with nothing left behind.
+// preflight runs each plan's declared Preflight (scenario.PlanCaps),
+// before the output folder is made or any process started: what a run
+// needs of the machine and lacks is a usage error with nothing left
+// behind.
 func preflight(ctx context.Context, opts Options, plans []Planned) error {
 	env := scenario.PreflightEnv{Executable: opts.Executable, Workdir: opts.Workdir, Notice: opts.Notice}
 	if env.Notice == nil {
 		env.Notice = io.Discard
 	}
 	for _, p := range plans {
-		pf, ok := p.Plan.(scenario.Preflight)
-		if !ok {
+		pf := p.Plan.Caps().Preflight
+		if pf == nil {
 			continue
 		}
-		if err := pf.Preflight(ctx, env); err != nil {
+		if err := pf(ctx, env); err != nil {
 			if errors.Is(err, errclass.ErrUsage) || errors.Is(err, errclass.ErrHarness) {
 				return err
 			}
@@ -405,8 +406,7 @@ func runInto(ctx context.Context, opts Options, plans []Planned, in Input, files
 			opts.OnScenario(p.Scenario.Name())
 		}
 		env.Slots = nil
-		if sb, ok := p.Plan.(scenario.SideBySide); ok {
-			parallel[i] = sb.Parallel(opts.Parallel)
+		if parallel[i] = p.Plan.Caps().Slots(opts.Parallel); parallel[i] > 0 {
 			env.Slots = harness.NewSlots(parallel[i])
 		}
 		if err := p.Plan.Run(ctx, env); err != nil {
