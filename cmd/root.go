@@ -69,6 +69,7 @@ Run "idemlab experiment --out results-local", then "idemlab verify results-local
 	})
 	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newMergeCmd(s, h), newResolveCmd(s))
 	root.AddCommand(topicCmds(h.Registry)...)
+	root.SetHelpCommand(newHelpCmd())
 	return root
 }
 
