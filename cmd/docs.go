@@ -164,7 +164,14 @@ func commandMarkdown(c *cobra.Command) string {
 	if long == "" {
 		long = c.Short
 	}
-	fmt.Fprintf(&b, "### Synopsis\n\n%s\n\n", strings.TrimSpace(long))
+	b.WriteString("### Synopsis\n\n")
+	for _, para := range paragraphs(long) {
+		if kept(para) {
+			fmt.Fprintf(&b, "```\n%s\n```\n\n", para)
+		} else {
+			fmt.Fprintf(&b, "%s\n\n", para)
+		}
+	}
 	if c.Runnable() {
 		fmt.Fprintf(&b, "```\n%s\n```\n\n", c.UseLine())
 	}
@@ -215,22 +222,34 @@ func roff(text string) string {
 	return b.String()
 }
 
-// roffText is prose for a man page: paragraphs of unindented lines are
-// filled, blocks with an indented line are kept as they are.
+// paragraphs are text's paragraphs, split at blank lines.
+func paragraphs(text string) []string {
+	var out []string
+	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
+		if para = strings.Trim(para, "\n"); para != "" {
+			out = append(out, para)
+		}
+	}
+	return out
+}
+
+// kept says a paragraph has an indented line (a table, a list of exit
+// codes): it is printed as it is, not filled.
+func kept(para string) bool {
+	for _, line := range strings.Split(para, "\n") {
+		if strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t") {
+			return true
+		}
+	}
+	return false
+}
+
+// roffText is prose for a man page: paragraphs are filled, kept ones
+// are printed as they are.
 func roffText(text string) string {
 	var b strings.Builder
-	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
-		para = strings.Trim(para, "\n")
-		if para == "" {
-			continue
-		}
-		kept := false
-		for _, line := range strings.Split(para, "\n") {
-			if strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t") {
-				kept = true
-			}
-		}
-		if kept {
+	for _, para := range paragraphs(text) {
+		if kept(para) {
 			fmt.Fprintf(&b, ".PP\n.nf\n%s\n.fi\n", roff(para))
 		} else {
 			fmt.Fprintf(&b, ".PP\n%s\n", roff(para))
