@@ -33,7 +33,7 @@ experiment:
 # $(DOCS)/markdown/idemlab.md) and their man pages.
 DOCS ?= manual
 docs:
-	$(GO) run ./cmd/idemlab-docs --markdown $(DOCS)/markdown --man $(DOCS)/man
+	$(GO) run . docs --markdown $(DOCS)/markdown --man $(DOCS)/man
 
 # Benchmarks are figures, not pass/fail checks; see BENCHMARKS.md. One
 # sitting: the Go benchmarks (start-up, delivery, journal steps, the power

@@ -66,6 +66,11 @@ var commandExits = []struct {
 		{errclass.ExitOK, `printed`, ""},
 		{errclass.ExitUsage, `usage error (an argument or an unknown flag)`, ""},
 	}},
+	{"docs", []exitCode{
+		{errclass.ExitOK, `the pages are written`, ""},
+		{errclass.ExitUsage, `usage error (neither --markdown nor --man, an argument, an unknown flag)`, ""},
+		{errclass.ExitHarness, `a folder or a page could not be written`, ""},
+	}},
 }
 
 // exitsOf is a command's declaration.

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -58,7 +59,40 @@ func TestHelpTopics(t *testing.T) {
 			}
 		})
 	}
-	if r := execIn(t, Hooks{}, "help", "no-such-topic"); r.code == 0 && !strings.Contains(r.stdout+r.stderr, "Unknown help topic") {
-		t.Errorf("idemlab help no-such-topic: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+}
+
+// TestHelpUnknownTopic: "idemlab help NAME" for a name that is neither a
+// command nor a topic exits 2 with one line on stderr that names it and
+// lists every topic; a command and a topic still print their help.
+func TestHelpUnknownTopic(t *testing.T) {
+	tests := []struct {
+		args     []string
+		wantCode int
+		wantOut  bool
+	}{
+		{[]string{"help", "no-such-topic"}, 2, false},
+		{[]string{"help", "no", "such"}, 2, false},
+		{[]string{"help", "verify"}, 0, true},
+		{[]string{"help", "patterns"}, 0, true},
+		{[]string{"help"}, 0, true},
+	}
+	for _, tt := range tests {
+		r := execIn(t, Hooks{}, tt.args...)
+		if r.code != tt.wantCode || (r.stdout != "") != tt.wantOut {
+			t.Errorf("idemlab %s: exit %d (want %d), stdout %d bytes\nstderr: %s", strings.Join(tt.args, " "), r.code, tt.wantCode, len(r.stdout), r.stderr)
+			continue
+		}
+		if tt.wantCode == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], strconv.Quote(strings.Join(tt.args[1:], " "))) {
+			t.Errorf("idemlab %s: want one line naming the topic, got:\n%s", strings.Join(tt.args, " "), r.stderr)
+		}
+		for _, tp := range help.Topics {
+			if !strings.Contains(r.stderr, tp.Name) {
+				t.Errorf("idemlab %s: the line does not list the topic %s: %s", strings.Join(tt.args, " "), tp.Name, r.stderr)
+			}
+		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"idemlab/experiments/backend"
 	"io"
 	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -67,15 +66,10 @@ Run "idemlab experiment --out results-local", then "idemlab verify results-local
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v (see %s --help)", errclass.ErrUsage, err, c.CommandPath())
 	})
-	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newMergeCmd(s, h), newResolveCmd(s))
+	root.AddCommand(newExperimentCmd(s, h), newListCmd(s, h), newVerifyCmd(s, h), newReportCmd(s, h), newMergeCmd(s, h), newResolveCmd(s), newDocsCmd(s, h))
 	root.AddCommand(topicCmds(h.Registry)...)
+	root.SetHelpCommand(newHelpCmd())
 	return root
-}
-
-// Root is the command tree with the standard streams, as idemlab-docs
-// writes its pages from it.
-func Root(patterns fs.FS) *cobra.Command {
-	return newRootCmd(Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, Hooks{Patterns: patterns})
 }
 
 // Execute runs the command line and returns the process exit code. It is

@@ -32,12 +32,8 @@ func topicCmds(reg scenario.Registry) []*cobra.Command {
 	return cmds
 }
 
-// TopicMarkdown is a topic's Markdown with its generated parts filled in:
-// the page idemlab-docs writes, the text "idemlab help" renders.
-func TopicMarkdown(name string) (string, error) {
-	return topicMarkdown(name)
-}
-
+// topicMarkdown is a topic's Markdown with its generated parts filled
+// in: the text "idemlab help" renders and "idemlab docs" writes.
 func topicMarkdown(name string) (string, error) {
 	h := Hooks{Registry: all.Scenarios(nil)}
 	return help.Markdown(name, generatedParts(newRootCmd(Streams{}, h), h.Registry))
