@@ -24,6 +24,7 @@ import (
 func TestProgramPowerMachineRecorded(t *testing.T) {
 	needPython(t)
 	needFUSE(t)
+	ownTmp(t)
 	r, out := runPattern(t, "../testdata/handlers/single-transaction.json", "--faults", "power", "--power", "DELETE/EXTRA")
 	noPowerMounts(t, "a run")
 	if r.code != 0 {

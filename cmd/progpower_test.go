@@ -26,8 +26,16 @@ func needFUSE(t *testing.T) {
 	}
 }
 
+// ownTmp gives the test a $TMPDIR of its own, where its runs make their
+// trials' folders and mounts: /proc/self/mountinfo is the machine's, and
+// other packages' tests (experiments/pattern's own) mount pattern trials
+// beside it at the same time.
+func ownTmp(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+}
+
 // noPowerMounts fails the test if a pattern trial's powerfs mount is left
-// in /proc/self/mountinfo (other packages' tests may mount beside it).
+// in /proc/self/mountinfo under the test's own $TMPDIR (ownTmp).
 func noPowerMounts(t *testing.T, after string) {
 	t.Helper()
 	ms, err := powerfs.Mounts()
@@ -35,7 +43,7 @@ func noPowerMounts(t *testing.T, after string) {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		if strings.Contains(m.Mountpoint, "idemlab-pattern-trial-") {
+		if strings.HasPrefix(m.Mountpoint, os.TempDir()+"/") && strings.Contains(m.Mountpoint, "idemlab-pattern-trial-") {
 			t.Errorf("after %s, still mounted: %+v", after, m)
 		}
 	}
@@ -43,10 +51,10 @@ func noPowerMounts(t *testing.T, after string) {
 
 // powerObs is a program power trial's observation as the test reads it.
 type powerObs struct {
-	Condition, Point, Model string
-	Trial                   int
-	Values                  map[string]struct{ Text string }
-	PowerFS                 *pattern.PowerFS
+	Condition, Point, Model, DB string
+	Trial                       int
+	Values                      map[string]struct{ Text string }
+	PowerFS                     *pattern.PowerFS
 }
 
 func readPowerObs(t *testing.T, dir string) ([]powerObs, []string) {
@@ -75,12 +83,20 @@ func readPowerObs(t *testing.T, dir string) ([]powerObs, []string) {
 func TestProgramPowerOnTheFilesystem(t *testing.T) {
 	needPython(t)
 	needFUSE(t)
+	ownTmp(t)
 	r, out := runPattern(t, "../testdata/handlers/single-transaction.json", "--faults", "power", "--power", "DELETE/FULL,DELETE/EXTRA,WAL/NORMAL")
 	noPowerMounts(t, "a run")
 	if r.code != 0 {
 		t.Fatalf("exit %d, want 0 (known_unsafe lists DELETE/FULL and WAL/NORMAL):\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	obs, lines := readPowerObs(t, out)
+	// The trials mounted under the test's own $TMPDIR, so noPowerMounts
+	// above looked where they were.
+	for _, o := range obs {
+		if !strings.HasPrefix(o.DB, os.TempDir()+"/") {
+			t.Fatalf("trial %d's database %s is not under the test's $TMPDIR %s", o.Trial, o.DB, os.TempDir())
+		}
+	}
 	got, want := againstSyncModel(t, obs)
 	if len(got) != 6 {
 		t.Fatalf("found %d drop cuts after the ACK, want 6: %v", len(got), got)
@@ -260,6 +276,7 @@ func againstSyncModel(t *testing.T, obs []powerObs) (got, want map[ackCell]int) 
 func TestProgramPowerBrokenCut(t *testing.T) {
 	needPython(t)
 	needFUSE(t)
+	ownTmp(t)
 	t.Setenv(worker.EnvBreak, breakPowerKeep)
 	_, out := runPattern(t, "../testdata/handlers/single-transaction.json", "--faults", "power", "--power", "DELETE/FULL")
 	noPowerMounts(t, "a run with a broken cut")
@@ -303,6 +320,7 @@ func rehash(t *testing.T, p map[string]any) bool {
 func TestProgramPowerSignalLeavesNoMount(t *testing.T) {
 	needPython(t)
 	needFUSE(t)
+	ownTmp(t)
 	bin := idemlabBinary(t)
 	input, _ := filepath.Abs(goodInput)
 	const program = `import os, sqlite3, time
@@ -334,8 +352,8 @@ db.execute("INSERT INTO jobs VALUES (?)", (os.environ["IDEMLAB_EVENT_ID"],))
 	if r.code != 130 {
 		t.Fatalf("exit %d, want 130:\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(onMount, "idemlab-pattern-trial-") {
-		t.Fatalf("the program's database %q is not a trial's mount", onMount)
+	if !strings.HasPrefix(onMount, os.TempDir()+"/") || !strings.Contains(onMount, "idemlab-pattern-trial-") {
+		t.Fatalf("the program's database %q is not a trial's mount under the test's $TMPDIR %s", onMount, os.TempDir())
 	}
 	noPowerMounts(t, "Ctrl-C")
 }

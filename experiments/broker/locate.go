@@ -60,7 +60,10 @@ func EnsureNATSServer(ctx context.Context, exe, workdir string, notice io.Writer
 	path, ferr := FindNATSServer()
 	if ferr != nil {
 		root, ok := results.FindModuleRoot(workdir)
-		if !results.TemporaryBuild(exe) || !ok || os.Getenv(EnvNATSServer) != "" {
+		// Without the go command there is nothing to build with: the
+		// machine lacks the binary, as for a built idemlab.
+		_, noGo := exec.LookPath("go")
+		if !results.TemporaryBuild(exe) || !ok || os.Getenv(EnvNATSServer) != "" || noGo != nil {
 			return "", "", fmt.Errorf("%w: %w", errclass.ErrUsage, ferr)
 		}
 		if path, err = buildFromSource(ctx, root, notice); err != nil {
