@@ -36,8 +36,8 @@ func PatternNATS(url string) broker.Settings {
 
 // PlanBroker reads --broker and --broker-url into s and leaves out the
 // classes a broker does not run, saying why; explore plans its article
-// files' broker with it. A program is refused (refuseProgramsOnBroker):
-// its deliveries on a broker are not built yet.
+// files' broker with it. A program's deliveries on a broker are each a
+// consumer process that runs the program (pattern.consume-program).
 func (s *Settings) PlanBroker(ov map[string]string) error {
 	name, url := ov[FlagBroker], ov[FlagBrokerURL]
 	if name == "" || name == broker.None {
@@ -60,16 +60,6 @@ func (s *Settings) PlanBroker(ov map[string]string) error {
 	}
 	if len(s.Faults) == 0 {
 		return fmt.Errorf("%w: %s.faults: none of the classes asked for runs on --broker %s (points and random do)", errclass.ErrUsage, Name, name)
-	}
-	return nil
-}
-
-// refuseProgramsOnBroker refuses a program on a broker run.
-func (s Settings) refuseProgramsOnBroker() error {
-	for _, p := range s.Patterns {
-		if s.Broker != nil && p.File.IsProgram() {
-			return fmt.Errorf("%w: pattern file %s: a program's deliveries on --broker %s are not built yet; run it with --broker none", errclass.ErrUsage, p.Source, s.Broker.Name)
-		}
 	}
 	return nil
 }

@@ -140,6 +140,9 @@ func (f *folder) programConsumer(t *trialLine, i int, d Delivery, prog results.P
 	rec := r.Program.Record
 	rec.ID, rec.Scenario, rec.Condition, rec.Label = prog.ID, prog.Scenario, prog.Condition, prog.Label
 	seen := wp.ProgramRan{Record: prog.ProcessRecord, Points: d.Points, PointsUS: d.PointsUS, KilledAt: d.KilledAt, Stray: d.Stray, TimedOut: d.TimedOut, SocketCut: d.SocketCut}
+	if seen.Points == nil {
+		seen.Points = []string{} // the observation's omitempty
+	}
 	if r.Program.Record = rec; !reflect.DeepEqual(*r.Program, seen) {
 		f.c.Proc(p, "stdout", "delivery %d's consumer reports its program as %s, but the records say %s", d.Number, results.Compact(r.Program), results.Compact(seen))
 	}
