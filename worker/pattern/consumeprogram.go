@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -198,13 +199,16 @@ func ConsumeProgramMain(call *protocol.Call) int {
 	}
 	p := harness.Program{
 		Scenario: call.Name, Label: ProgramConsumerName, Argv: a.Command, Dir: a.Dir, Env: env,
-		Timeout: time.Duration(a.TimeoutMS) * time.Millisecond, KillAt: a.Fault.killAt(),
+		Timeout: time.Duration(a.TimeoutMS) * time.Millisecond, KillAt: a.Fault.killAt(), DieWithParent: true,
 	}
 	if delay := time.Duration(a.Fault.KillUS) * time.Microsecond; a.Fault.FromFirst {
 		p.KillAfterFirst = delay
 	} else {
 		p.KillAfter = delay
 	}
+	// The program's leader is tied to this thread: Pdeathsig fires when
+	// the thread that started it ends, not only the process.
+	runtime.LockOSThread()
 	run, err := (&harness.Runner{}).RunProgram(context.Background(), p)
 	if err != nil {
 		return call.Fail(err)
