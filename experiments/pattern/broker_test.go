@@ -159,6 +159,9 @@ func brokerTamper(t *testing.T, out scenariotest.Outcome) {
 		{"broker url", true, line, func(m map[string]any) { m["broker"].(map[string]any)["url"] = "nats://127.0.0.1:1" }, "argv"},
 		{"delivery count", false, procIndex(second), stdout(`"num_delivered":2`, `"num_delivered":1`), "delivered it 1 times"},
 		{"redelivered flag", false, procIndex(second), stdout(`"redelivered":true`, `"redelivered":false`), "redelivered=false"},
+		{"a file's delivery with a consumer", true, line, func(m map[string]any) {
+			m["deliveries"].([]any)[0].(map[string]any)["consumer_id"] = 1.0
+		}, "deliveries[0].consumer_id"},
 		{"ack answer", false, procIndex(second), stdout(`"ack":{"answered":true}`, `"ack":{"answered":false}`), "did not accept its ack"},
 		{"the crashed one acked", false, procIndex(first), func(m map[string]any) { m["stderr"] = "pattern.deliver: ack\n" }, "deliveries[0].broker"},
 	}

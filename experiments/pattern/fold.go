@@ -411,6 +411,9 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 		f.programDelivery(t, i, d, p)
 		return
 	}
+	if d.Consumer != 0 {
+		f.c.Obs(t.l, results.Field("deliveries", i, "consumer_id"), "is %d, but only a program's delivery has a consumer of its own", d.Consumer)
+	}
 	if f.st.Broker != nil && t.o.Broker != nil {
 		f.c.Argv(p, wp.ConsumerName, ConsumeArgs(f.st, t.c, t.o, d).Argv())
 	} else {
