@@ -45,6 +45,9 @@ var registry = map[string]Func{
 	redelivery.ConsumerName:  redelivery.ConsumeMain,
 	redelivery.PublisherName: redelivery.PublishMain,
 	pattern.ConsumerName:     pattern.ConsumeMain,
+	// A handler program's consumer: it runs the user's program for the
+	// message it fetched.
+	pattern.ProgramConsumerName: pattern.ConsumeProgramMain,
 }
 
 // Names lists the registered workers, sorted.

@@ -41,9 +41,14 @@ type group struct {
 
 // startGroup starts cmd as the leader of a new process group. Its
 // standard output and error go through pipes the harness owns into
-// stdout and stderr; a cancelled context kills the whole group.
+// stdout and stderr; a cancelled context kills the whole group. A
+// Pdeathsig already set on cmd is kept.
 func startGroup(cmd *exec.Cmd, stdout, stderr io.Writer) (*group, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var death syscall.Signal
+	if cmd.SysProcAttr != nil {
+		death = cmd.SysProcAttr.Pdeathsig
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: death}
 	g := &group{cmd: cmd, copied: make(chan struct{})}
 	var ends []*os.File
 	for range 2 {

@@ -64,6 +64,10 @@ type Program struct {
 	// Gate, when set, holds a first point named "ready" until it is
 	// released, which is how concurrent deliveries start together.
 	Gate *Gate
+	// DieWithParent kills the program (its leader) with SIGKILL when the
+	// process that runs it dies: a broker's consumer killed by its own
+	// parent takes its program with it.
+	DieWithParent bool
 }
 
 // ProgramRun is a finished program, as the parent saw it.
@@ -133,6 +137,9 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 	cmd.Env = childEnv(p.Env)
 	out, errb := &capped{}, &capped{}
 	cmd.ExtraFiles = []*os.File{theirs}
+	if p.DieWithParent {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	}
 	run := &ProgramRun{}
 	start := time.Now()
 	g, err := startGroup(cmd, out, errb)

@@ -36,8 +36,8 @@ func PatternNATS(url string) broker.Settings {
 
 // PlanBroker reads --broker and --broker-url into s and leaves out the
 // classes a broker does not run, saying why; explore plans its article
-// files' broker with it. A program is refused (refuseProgramsOnBroker):
-// its deliveries on a broker are not built yet.
+// files' broker with it. A program's deliveries on a broker are each a
+// consumer process that runs the program (pattern.consume-program).
 func (s *Settings) PlanBroker(ov map[string]string) error {
 	name, url := ov[FlagBroker], ov[FlagBrokerURL]
 	if name == "" || name == broker.None {
@@ -60,16 +60,6 @@ func (s *Settings) PlanBroker(ov map[string]string) error {
 	}
 	if len(s.Faults) == 0 {
 		return fmt.Errorf("%w: %s.faults: none of the classes asked for runs on --broker %s (points and random do)", errclass.ErrUsage, Name, name)
-	}
-	return nil
-}
-
-// refuseProgramsOnBroker refuses a program on a broker run.
-func (s Settings) refuseProgramsOnBroker() error {
-	for _, p := range s.Patterns {
-		if s.Broker != nil && p.File.IsProgram() {
-			return fmt.Errorf("%w: pattern file %s: a program's deliveries on --broker %s are not built yet; run it with --broker none", errclass.ErrUsage, p.Source, s.Broker.Name)
-		}
 	}
 	return nil
 }
@@ -153,11 +143,15 @@ func (t *trial) startBroker() error {
 // records it there; the event is done once the broker's ack floor has
 // reached its message: it was acked, by this delivery or an earlier one.
 func (t *trial) brokerWord() (bool, error) {
+	return t.brokerOn(&t.o.Deliveries[len(t.o.Deliveries)-1])
+}
+
+// brokerOn reads the broker's state after delivery d and records it in d.
+func (t *trial) brokerOn(d *Delivery) (bool, error) {
 	st, err := t.br.State()
 	if err != nil {
 		return false, fmt.Errorf("%w: %s trial %d: the broker's state: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
 	}
-	d := &t.o.Deliveries[len(t.o.Deliveries)-1]
 	d.Broker = &st
 	return st.AckFloor >= 1, nil
 }
@@ -195,7 +189,7 @@ func (f *folder) checkBroker(t *trialLine) {
 	acked := false
 	var n uint64 // the broker's deliveries so far
 	for i, d := range o.Deliveries {
-		p, ok := f.rec.Process(d.ProcessID)
+		p, ok := f.brokerProcess(t, d)
 		if !ok {
 			continue
 		}
@@ -236,11 +230,10 @@ func (f *folder) checkConsumed(t *trialLine, p results.Process, i int, n uint64,
 	if err != nil {
 		return // the delivery's own check names it
 	}
-	var r wp.Result
-	if results.DecodeStrict(rep.Result, &r) != nil {
+	c, err := consumedOf(p, rep.Result)
+	if err != nil {
 		return
 	}
-	c := r.Broker
 	switch {
 	case c == nil:
 		f.c.Proc(p, "stdout", "delivery %d ran on the broker without the broker's word", i+1)

@@ -411,6 +411,9 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 		f.programDelivery(t, i, d, p)
 		return
 	}
+	if d.Consumer != 0 {
+		f.c.Obs(t.l, results.Field("deliveries", i, "consumer_id"), "is %d, but only a program's delivery has a consumer of its own", d.Consumer)
+	}
 	if f.st.Broker != nil && t.o.Broker != nil {
 		f.c.Argv(p, wp.ConsumerName, ConsumeArgs(f.st, t.c, t.o, d).Argv())
 	} else {
@@ -890,7 +893,14 @@ func (f *folder) programDelivery(t *trialLine, i int, d Delivery, p results.Proc
 	if p.Worker != harness.ProgramWorker || !slices.Equal(p.Argv, t.pat.File.Command) {
 		f.c.Proc(p, "argv", "is %s %q, the pattern's command is %q", p.Worker, p.Argv, t.pat.File.Command)
 	}
-	f.c.Env(p, withPowerEnv(t.c, ProgramEnv(f.st, t.o, d)))
+	env := withPowerEnv(t.c, ProgramEnv(f.st, t.o, d))
+	if d.Consumer != 0 && f.st.Broker != nil {
+		// On a broker the consumer adds the message's variables: its
+		// id, and the broker's count, which is the delivery's number.
+		maps.Copy(env, wp.MessageEnv(f.st.EventID, uint64(d.Number)))
+	}
+	f.c.Env(p, env)
+	f.programConsumer(t, i, d, p)
 	if d.SocketCut > 0 {
 		f.c.Obs(t.l, results.Field("deliveries", i, "socket_cut"), "%s sent %d bytes on its points socket past its caps, which were not kept (a line is kept up to %d bytes, stray text up to %d and point names up to %d in all)", who, d.SocketCut, harness.SocketLineCap, harness.StrayCap, harness.PointsCap)
 	}

@@ -273,9 +273,6 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	if err := st.addFiles(ctx, files, in.Files, b, in.power, in.pgPower, req.Machine); err != nil {
 		return nil, err
 	}
-	if err := st.refuseProgramsOnBroker(); err != nil {
-		return nil, err
-	}
 	for _, p := range st.Patterns {
 		if askedPower && p.PowerNotApplicable != "" {
 			return nil, progPowerNotApplicable(p.PowerNotApplicable)

@@ -147,7 +147,14 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 			p.KillAfter = delay
 		}
 	}
-	run, err := t.r.env.Runner.RunProgram(t.r.ctx, p)
+	var run *harness.ProgramRun
+	var err error
+	acked := false
+	if t.br != nil {
+		d, run, acked, err = t.consumeProgram(d)
+	} else {
+		run, err = t.r.env.Runner.RunProgram(t.r.ctx, p)
+	}
 	if errors.Is(err, harness.ErrCannotStart) {
 		return d, delivered{}, fmt.Errorf("%w: pattern %s: command %w; fix the command (it runs in %s)", errclass.ErrUsage, pat.File.Name, err, pat.Dir)
 	}
@@ -165,7 +172,10 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 	if d.Points == nil {
 		d.Points = []string{}
 	}
-	return d, delivered{acked: ackedRecord(run.Record), points: run.Points, pointsUS: run.PointsUS, durationMS: run.Record.DurationMS}, nil
+	if t.br == nil {
+		acked = ackedRecord(run.Record)
+	}
+	return d, delivered{acked: acked, points: run.Points, pointsUS: run.PointsUS, durationMS: run.Record.DurationMS}, nil
 }
 
 // cannotRun says whether a program's discovery delivery, which runs with

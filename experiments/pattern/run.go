@@ -155,6 +155,9 @@ type Delivery struct {
 	// Broker is the broker's state, read once the delivery's consumer had
 	// exited, with --broker nats.
 	Broker *broker.State `json:"broker,omitempty"`
+	// Consumer is a program's consumer process on a broker
+	// (pattern.consume-program), which ran the program of ProcessID.
+	Consumer int `json:"consumer_id,omitempty"`
 }
 
 // Run discovers each pattern's points, then runs its fault classes.
