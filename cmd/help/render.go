@@ -67,20 +67,8 @@ func Terminal(md string, width int) string {
 			i++
 			out = append(out, "")
 		case strings.HasPrefix(trimmed, "#"):
-			level := len(trimmed) - len(strings.TrimLeft(trimmed, "#"))
-			text := Plain(strings.TrimSpace(trimmed[level:]))
-			if level == 1 {
-				// The title's name in capitals, as a man page's.
-				name, rest, ok := strings.Cut(text, ":")
-				if !ok {
-					name, rest = text, ""
-				} else {
-					rest = ":" + rest
-				}
-				text = strings.ToUpper(name) + rest
-			}
 			blank()
-			out = append(out, Wrap(text, width, "", "")...)
+			out = append(out, heading(trimmed, width)...)
 			out = append(out, "")
 			i++
 		case strings.HasPrefix(trimmed, "|"):
@@ -93,33 +81,9 @@ func Terminal(md string, width int) string {
 			out = append(out, "")
 		case listItem().MatchString(line):
 			blank()
-			for i < len(lines) && listItem().MatchString(lines[i]) {
-				m := listItem().FindStringSubmatch(lines[i])
-				depth := len(m[1])
-				marker := m[2]
-				text := []string{m[3]}
-				for i++; i < len(lines); i++ {
-					next := lines[i]
-					nt := strings.TrimSpace(next)
-					if nt == "" || listItem().MatchString(next) || strings.HasPrefix(nt, "```") || strings.HasPrefix(nt, "|") || strings.HasPrefix(nt, "#") {
-						break
-					}
-					text = append(text, nt)
-				}
-				lead := strings.Repeat(" ", depth)
-				if marker == "-" || marker == "*" {
-					marker = "-"
-				}
-				out = append(out, Wrap(Plain(strings.Join(text, " ")), width, lead+"  "+marker+" ", lead+strings.Repeat(" ", utf8.RuneCountInString(marker)+3))...)
-				// A code block or a paragraph inside the item, indented
-				// under it, belongs to it.
-				if i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "```") {
-					break
-				}
-				if i+1 < len(lines) && strings.TrimSpace(lines[i]) == "" && listItem().MatchString(lines[i+1]) {
-					i++
-				}
-			}
+			var items []string
+			items, i = listBlock(lines, i, width)
+			out = append(out, items...)
 			out = append(out, "")
 		default:
 			var text []string
@@ -144,6 +108,57 @@ func Terminal(md string, width int) string {
 		out = out[:len(out)-1]
 	}
 	return strings.Join(out, "\n") + "\n"
+}
+
+// heading renders a Markdown heading line: the title's (level 1) name in
+// capitals, as a man page's, wrapped.
+func heading(trimmed string, width int) []string {
+	level := len(trimmed) - len(strings.TrimLeft(trimmed, "#"))
+	text := Plain(strings.TrimSpace(trimmed[level:]))
+	if level == 1 {
+		name, rest, ok := strings.Cut(text, ":")
+		if !ok {
+			name, rest = text, ""
+		} else {
+			rest = ":" + rest
+		}
+		text = strings.ToUpper(name) + rest
+	}
+	return Wrap(text, width, "", "")
+}
+
+// listBlock renders the list that starts at lines[i], each item wrapped
+// under its marker, and returns the index of the line after it.
+func listBlock(lines []string, i, width int) ([]string, int) {
+	var out []string
+	for i < len(lines) && listItem().MatchString(lines[i]) {
+		m := listItem().FindStringSubmatch(lines[i])
+		depth := len(m[1])
+		marker := m[2]
+		text := []string{m[3]}
+		for i++; i < len(lines); i++ {
+			next := lines[i]
+			nt := strings.TrimSpace(next)
+			if nt == "" || listItem().MatchString(next) || strings.HasPrefix(nt, "```") || strings.HasPrefix(nt, "|") || strings.HasPrefix(nt, "#") {
+				break
+			}
+			text = append(text, nt)
+		}
+		lead := strings.Repeat(" ", depth)
+		if marker == "-" || marker == "*" {
+			marker = "-"
+		}
+		out = append(out, Wrap(Plain(strings.Join(text, " ")), width, lead+"  "+marker+" ", lead+strings.Repeat(" ", utf8.RuneCountInString(marker)+3))...)
+		// A code block or a paragraph inside the item, indented under
+		// it, belongs to it.
+		if i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "```") {
+			break
+		}
+		if i+1 < len(lines) && strings.TrimSpace(lines[i]) == "" && listItem().MatchString(lines[i+1]) {
+			i++
+		}
+	}
+	return out, i
 }
 
 // The patterns are compiled on first use, not at every worker's start
