@@ -197,3 +197,42 @@ func TestDSNMakesAndDropsItsDatabase(t *testing.T) {
 		t.Errorf("a malformed --dsn gave %v, want a usage error", err)
 	}
 }
+
+// TestKilledServerLeavesNoSharedMemory: a server SIGKILLed as a crash
+// kills it (KillGroup, which Crash and the power cut share) leaves no
+// dynamic shared memory segment in /dev/shm, where PostgreSQL would leave
+// its control segment to the machine's memory for good; and a crash's
+// restart maps segments of its own, which its stop removes.
+func TestKilledServerLeavesNoSharedMemory(t *testing.T) {
+	needBinaries(t)
+	ctx := context.Background()
+	c, err := StartCluster(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	before := dsmOf(ClusterProcesses(c.Dir))
+	if len(before) == 0 {
+		t.Fatalf("the running server maps no %s* segment: nothing to check", dsmPrefix)
+	}
+	if err := c.Crash(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := dsmOf(ClusterProcesses(c.Dir))
+	for _, p := range before {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the killed server's segment %s survives the crash (%v)", p, err)
+		}
+	}
+	if len(after) == 0 {
+		t.Fatalf("the restarted server maps no %s* segment", dsmPrefix)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range after {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the stopped server's segment %s survives (%v)", p, err)
+		}
+	}
+}

@@ -285,10 +285,12 @@ func (c *Cluster) KillGroup() error {
 	if c.PID <= 0 || c.stopped {
 		return errors.New("the server is not running")
 	}
-	for _, pid := range ClusterProcesses(c.Dir) {
+	pids := ClusterProcesses(c.Dir)
+	dsm := dsmOf(pids)
+	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	err := errors.Join(c.waitGone(10*time.Second), c.removeSharedMemory())
+	err := errors.Join(c.waitGone(10*time.Second), c.removeSharedMemory(), removeDSM(dsm))
 	c.stopped = true
 	return err
 }

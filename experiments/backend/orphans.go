@@ -227,6 +227,7 @@ func detachUnder(dir string) ([]string, error) {
 // the server is killed.
 func (c *Cluster) stopOrphan(procs []int) ([]string, error) {
 	var errs []error
+	dsm := dsmOf(procs)
 	if c.readPID() == nil && containsPID(procs, c.PID) {
 		if err := syscall.Kill(c.PID, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, fmt.Errorf("signal the server (pid %d): %w", c.PID, err))
@@ -236,7 +237,7 @@ func (c *Cluster) stopOrphan(procs []int) ([]string, error) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	errs = append(errs, c.waitGone(10*time.Second), c.removeSharedMemory())
+	errs = append(errs, c.waitGone(10*time.Second), c.removeSharedMemory(), removeDSM(dsm))
 	unmounted, err := detachUnder(c.Dir)
 	errs = append(errs, err)
 	if err == nil {

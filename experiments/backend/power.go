@@ -182,14 +182,16 @@ func StartPowerCluster(ctx context.Context, tmp string, cfg PowerConfig) (p *Pow
 		// in the folder) and the mount, and touch the cluster's fields only
 		// once the start has returned.
 		shm := shmIDIn(p.backing)
-		for _, q := range ClusterProcesses(c.Dir) {
+		pids := ClusterProcesses(c.Dir)
+		dsm := dsmOf(pids)
+		for _, q := range pids {
 			_ = syscall.Kill(q, syscall.SIGKILL)
 		}
 		cerr := p.mount.Close()
 		<-started
 		p.cut, p.dataDir, p.stopped = true, p.backing, true
 		return p, errors.Join(fmt.Errorf("the cut at sync %d fell inside the server's start: count the start's syncs (Syncs) and cut later", ev.Sync),
-			cerr, p.waitGone(10*time.Second), removeSegment(shm))
+			cerr, p.waitGone(10*time.Second), removeSegment(shm), removeDSM(dsm))
 	}
 	c.StartedIn = time.Since(began)
 	p.onMount.PID = c.PID
@@ -384,10 +386,12 @@ func (p *PowerCluster) Cut(ctx context.Context, query string) (PowerOutcome, err
 		o.Rejected = rejectedPages(o.StartLog)
 		p.stopped = true
 		// A start that failed half-way may leave processes behind.
-		for _, q := range ClusterProcesses(p.Dir) {
+		pids := ClusterProcesses(p.Dir)
+		dsm := dsmOf(pids)
+		for _, q := range pids {
 			_ = syscall.Kill(q, syscall.SIGKILL)
 		}
-		return o, errors.Join(ctx.Err(), p.waitGone(10*time.Second), p.removeSharedMemory())
+		return o, errors.Join(ctx.Err(), p.waitGone(10*time.Second), p.removeSharedMemory(), removeDSM(dsm))
 	}
 	o.Started = true
 	t2 := time.Now()
@@ -473,13 +477,15 @@ func rejectedPages(lines []string) []string {
 // then runs on the backing folder, if it runs again.
 func (p *PowerCluster) killOnMount(end func() error) error {
 	shm := shmIDIn(p.backing)
-	for _, q := range ClusterProcesses(p.Dir) {
+	pids := ClusterProcesses(p.Dir)
+	dsm := dsmOf(pids)
+	for _, q := range pids {
 		_ = syscall.Kill(q, syscall.SIGKILL)
 	}
 	err := end()
 	p.dataDir = p.backing
 	p.stopped = true
-	return errors.Join(err, p.waitGone(10*time.Second), removeSegment(shm))
+	return errors.Join(err, p.waitGone(10*time.Second), removeSegment(shm), removeDSM(dsm))
 }
 
 // Close stops the server, unmounts a mount that was not cut and removes
