@@ -317,6 +317,10 @@ type PowerOutcome struct {
 	// postmaster the cut SIGKILLed on the mount (PowerTrial); 0 in folders
 	// made before it was recorded.
 	ServerProcessID int `json:"server_process_id,omitempty"`
+	// MountServerProcessID is the line of raw-processes.jsonl that
+	// records the power-loss mount's server, which made the cut of the
+	// cluster's data folder; 0 in folders made before it was recorded.
+	MountServerProcessID int `json:"mount_server_process_id,omitempty"`
 	// CutTook is the kill and the rebuild, RestartTook the server's start
 	// with its recovery, CheckTook the query and the checks.
 	CutTook, RestartTook, CheckTook time.Duration

@@ -57,6 +57,11 @@ func (t *PowerTrial) Cut(ctx context.Context) (PowerOutcome, error) {
 		o.ServerProcessID = id
 		err = errors.Join(err, rerr)
 	}
+	if t.rec.Recorder != nil && t.Cluster.mount != nil {
+		id, rerr := powerlayer.RecordServer(t.Cluster.mount, t.rec)
+		o.MountServerProcessID = id
+		err = errors.Join(err, rerr)
+	}
 	return o, err
 }
 
@@ -91,11 +96,33 @@ func FoldPostmaster(c *results.Checker, r results.Records, l results.Line, o Pow
 	if o.ServerProcessID == 0 {
 		return
 	}
-	if p, ok := c.Use(r, l, o.ServerProcessID); ok {
-		if field, text := CheckPostmaster(p, want); field != "" {
+	pm, ok := c.Use(r, l, o.ServerProcessID)
+	if ok {
+		if field, text := CheckPostmaster(pm, want); field != "" {
+			c.Proc(pm, field, "%s", text)
+		}
+	}
+	if o.MountServerProcessID == 0 {
+		return // a folder made before the mount's server was recorded
+	}
+	if p, found := c.Use(r, l, o.MountServerProcessID); found {
+		// The mount is the postmaster's data folder (-D), and the models
+		// are the cut's, which the fold derives again from its log.
+		params := powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel}
+		if field, text := powerlayer.CheckServer(p, dataDirOf(pm.Argv), params); ok && field != "" {
 			c.Proc(p, field, "%s", text)
 		}
 	}
+}
+
+// dataDirOf is the data folder a postmaster's command line names (-D).
+func dataDirOf(argv []string) string {
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == "-D" {
+			return argv[i+1]
+		}
+	}
+	return ""
 }
 
 // CheckPostmaster checks process line p, which a power trial's record

@@ -111,7 +111,7 @@ func TestPGPowerMatchesModel(t *testing.T) {
 // the field.
 func requirePostmasterLines(t *testing.T, out scenariotest.Outcome, flags map[string]string) {
 	t.Helper()
-	pm := -1
+	pm, server := -1, -1
 	for i, l := range out.Records.Observations {
 		var o Observation
 		if err := json.Unmarshal(l.Raw, &o); err != nil {
@@ -129,6 +129,16 @@ func requirePostmasterLines(t *testing.T, out scenariotest.Outcome, flags map[st
 		}
 		if pm < 0 {
 			pm = at
+		}
+		ms := slices.IndexFunc(out.Records.Processes, func(p results.Process) bool { return p.ID == o.PGPower.MountServerProcessID })
+		if ms < 0 {
+			t.Fatalf("line %d names no mount server process line (mount_server_process_id %d)", i, o.PGPower.MountServerProcessID)
+		}
+		if p := out.Records.Processes[ms]; p.Worker != powerfs.WorkerName || p.ExitCode != 0 {
+			t.Fatalf("the mount server's line: worker %q, exit %d", p.Worker, p.ExitCode)
+		}
+		if server < 0 {
+			server = ms
 		}
 	}
 	if pm < 0 {
@@ -148,9 +158,30 @@ func requirePostmasterLines(t *testing.T, out scenariotest.Outcome, flags map[st
 			}
 		}},
 		{"postmaster stopped", "signal", func(m map[string]any) { m["signal"], m["exit_code"] = "", 0 }},
+		{"mount server crashed", "exit_code", func(m map[string]any) { m["exit_code"] = 2 }},
+		{"mount server's mount", "argv", func(m map[string]any) {
+			argv := m["argv"].([]any)
+			for i, a := range argv {
+				if a == "-mnt" {
+					argv[i+1] = "/elsewhere"
+				}
+			}
+		}},
+		{"mount server's model", "argv", func(m map[string]any) {
+			argv := m["argv"].([]any)
+			for i, a := range argv {
+				if a == "-model" {
+					argv[i+1] = map[bool]string{true: powerfs.ModelDrop, false: powerfs.ModelKeep}[argv[i+1] == powerfs.ModelKeep]
+				}
+			}
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := scenariotest.Edit(t, out.Records, false, pm, tt.edit)
+			at := pm
+			if strings.HasPrefix(tt.name, "mount server") {
+				at = server
+			}
+			rec := scenariotest.Edit(t, out.Records, false, at, tt.edit)
 			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()
 			if !slices.ContainsFunc(findings, func(f results.Finding) bool {
 				return f.File == results.ProcessesFile && strings.Contains(f.String(), tt.field)

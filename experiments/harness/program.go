@@ -61,6 +61,10 @@ type Program struct {
 	// the count of points so far, and a true answer is a SIGKILL while the
 	// program waits for its answer.
 	KillAt func(name string, n int) bool
+	// KillOn, when set, kills the program when it receives or is closed:
+	// a cut the parent learns of outside the program's points socket,
+	// such as a power-loss mount frozen at a sync.
+	KillOn <-chan struct{}
 	// Gate, when set, holds a first point named "ready" until it is
 	// released, which is how concurrent deliveries start together.
 	Gate *Gate
@@ -152,6 +156,17 @@ func (r *Runner) RunProgram(ctx context.Context, p Program) (*ProgramRun, error)
 	}
 	k := &killer{g: g}
 	stopTimers := k.arm(p.Timeout, p.KillAfter)
+	if p.KillOn != nil {
+		ended := make(chan struct{})
+		defer close(ended)
+		go func() {
+			select {
+			case <-p.KillOn:
+				k.kill("cut")
+			case <-ended:
+			}
+		}()
+	}
 	first := &laterKill{}
 	points := make(chan struct{})
 	go func() {

@@ -1,6 +1,7 @@
 package pattern
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -227,6 +228,9 @@ type folder struct {
 	// legacy says the power trials recorded no model: a folder of format
 	// 4 or older, which cut under drop only (PowerPlan).
 	legacy bool
+	// syncs are the fsyncs each sync-swept condition's sync discovery
+	// counted (syncCount).
+	syncs map[string]int
 }
 
 // legacyPower says whether the records' power trials are a folder of
@@ -273,6 +277,10 @@ type trialLine struct {
 // and the invariants, into its condition's tallies.
 func (f *folder) line(l results.Line, o Observation, c Condition) {
 	t := &trialLine{l: l, o: o, c: c, pat: f.pats[c.Pattern]}
+	if o.Kind == KindSyncDiscovery {
+		f.checkSyncDiscovery(t)
+		return
+	}
 	if !f.checkPlan(t) {
 		return
 	}
@@ -290,7 +298,7 @@ func (f *folder) line(l results.Line, o Observation, c Condition) {
 		return
 	}
 	if c.Fault != FaultNone {
-		f.ran = append(f.ran, engine.Trial{Condition: c.Name, Index: o.Trial}.Ran(l.Shard))
+		f.ran = append(f.ran, o.ref().Ran(l.Shard))
 	}
 	ex := f.extra[c.Name]
 	ex.Trials++
@@ -379,6 +387,10 @@ func (f *folder) checkPlan(t *trialLine) bool {
 			f.c.Obs(t.l, "point", "%q is not point %d of those discovery passed (%v)", t.o.Point, t.o.Trial, points)
 		}
 	case KindPower:
+		if cut, ok := syncCutOf(t.o); ok {
+			f.checkSyncCut(t, cut)
+			break
+		}
 		all := PowerPlan(points, f.legacy)
 		if want := (PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
 			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
@@ -558,7 +570,8 @@ func crashK(o Observation, i int) int {
 }
 
 func (f *folder) killPlanned(t *trialLine, i int) bool {
-	return t.o.Kind == KindKill && i == 0
+	_, atSync := syncCutOf(t.o)
+	return (t.o.Kind == KindKill || atSync) && i == 0
 }
 
 func racePlanned(st Settings, condition string, n, round int) Race {
@@ -809,6 +822,10 @@ func (f *folder) plan() []shard.Trial {
 		for _, c := range f.st.Conditions {
 			if c.Pattern == p.File.Name {
 				out = append(out, engine.Listed(f.st.plan(c, f.legacy, f.discovered(p)))...)
+				if f.st.syncSwept(c, p) {
+					ts, _ := engine.Plan(context.Background(), f.st.Seed, nil, syncSets(c), engine.Found{Syncs: f.syncCount(c)})
+					out = append(out, engine.Listed(ts)...)
+				}
 			}
 		}
 	}

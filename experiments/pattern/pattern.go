@@ -64,6 +64,9 @@ type Input struct {
 	// absent leaves it to --parallel and the machine, as many as it runs
 	// (runtime.GOMAXPROCS).
 	Parallel int `json:"parallel"`
+	// SyncPoints (--sync-points) adds to a handler program's power class
+	// a cut before and after each fsync its mount saw (syncpoints.go).
+	SyncPoints bool `json:"sync_points"`
 	// power, from --power, replaces every file's power settings: a
 	// replay of one power condition cuts under its setting alone.
 	power []string
@@ -106,6 +109,10 @@ type Settings struct {
 	// power setting to break; empty, as an older folder recorded it,
 	// expects every one to.
 	KnownUnsafeRule string `json:"known_unsafe_rule,omitempty"`
+	// SyncPoints: each power condition of a handler program also cuts
+	// just before and just after every fsync on its mount, over the
+	// fsyncs its sync discovery counted (syncpoints.go).
+	SyncPoints bool `json:"sync_points,omitempty"`
 }
 
 // RuleSomeSetting is the KnownUnsafeRule of a run from format 5 on.
@@ -214,6 +221,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: flagFsync, Usage: "on --backend postgres with --faults power: fsync values, comma list: on,off (default on)"},
 		{Name: flagSynchronousCommits, Usage: "on --backend postgres with --faults power: synchronous_commit values, comma list: on,local,off (default the run's --synchronous-commit)"},
 		{Name: flagFullPageWrites, Usage: "on --backend postgres with --faults power: full_page_writes values, comma list: on,off (default on)"},
+		{Name: FlagSyncPoints, Usage: "with --faults power on a handler program: also cut just before and just after every fsync on the trial's mount, over the fsyncs a discovery delivery on the mount counted", Bool: true},
 		scenario.ShardFlag,
 	}
 }
@@ -250,6 +258,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 		HitTrials: (in.Trials + 1) / 2, KillTrials: in.Trials / 2,
 		Racers: in.Racers, Rounds: in.Rounds,
 		KnownUnsafeRule: RuleSomeSetting,
+		SyncPoints:      in.SyncPoints,
 	}
 	if !b.IsSQLite() {
 		st.Backend, st.Postgres = b.Name, b.Requested()
@@ -417,6 +426,11 @@ func (in *Input) override(ov map[string]string) error {
 		}
 	}
 	in.pgPower.override(ov)
+	if b, ok, err := scenario.BoolFlag(ov, FlagSyncPoints); err != nil {
+		return err
+	} else if ok {
+		in.SyncPoints = b
+	}
 	if v, ok := ov["seed"]; ok {
 		var s uint64
 		if _, err := fmt.Sscan(v, &s); err != nil {

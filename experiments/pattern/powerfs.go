@@ -96,6 +96,9 @@ func powerKillAt(o Observation, last string) func(string, int) bool {
 	case o.Point == PointACKOpen:
 		return func(name string, _ int) bool { return last != "" && name == last }
 	}
+	if _, ok := syncCutOf(o); ok {
+		return nil // the mount's freeze kills it (KillOn)
+	}
 	return func(name string, _ int) bool { return name == o.Point }
 }
 
@@ -124,18 +127,25 @@ func OpsSHA256(ops []powerfs.Op) (string, error) {
 // point, for the redeliveries.
 func (t *trial) powerFirst() ([]delivered, error) {
 	p := powerParams(t.r.s, *t.o)
-	fs, err := powerlayer.Start(t.r.ctx, t.r.env.Runner.Executable, t.backing, t.dir, p)
+	sc, atSync := syncCutOf(*t.o)
+	fs, err := powerlayer.StartCut(t.r.ctx, t.r.env.Runner.Executable, t.backing, t.dir, p, sc.N, sc.After)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mount the trial's folder: %w", errclass.ErrHarness, err)
 	}
 	t.fs = fs
 	fs.RecordTo(t.recording())
+	cutAt := func() (powerlayer.Record, error) { return fs.Cut() }
+	if atSync {
+		cutAt = t.cutAtSync(fs)
+	}
 	t.o.DB = filepath.Join(fs.Mount(), DBName)
 	got, err := t.runProgram(Delivery{Number: 1}, nil)
+	t.killOn = nil
+	cut, cerr := cutAt()
 	if err != nil {
 		return nil, err
 	}
-	if t.o.PowerFS, err = cutRecord(fs); err != nil {
+	if t.o.PowerFS, err = cutRecord(fs, cut, cerr); err != nil {
 		return nil, err
 	}
 	if ackOpenCut(t.r.pat, *t.o, t.o.Deliveries[0]) {
@@ -155,11 +165,10 @@ func (t *trial) recording() powerlayer.Recording {
 	return powerlayer.Recording{Recorder: t.r.env.Recorder, Scenario: t.r.as, Condition: t.c.Name, Label: fmt.Sprintf("trial %d", t.o.Trial)}
 }
 
-// cutRecord cuts the mount the first delivery ran on and returns the
-// trial's record of it; the servers are named once the trial's mounts
-// are closed (powerlayer.Trial.ServerIDs).
-func cutRecord(fs *powerlayer.Trial) (*PowerFS, error) {
-	cut, err := fs.Cut()
+// cutRecord is the trial's record of the cut of the mount the first
+// delivery ran on, which returned cut and err; the servers are named once
+// the trial's mounts are closed (powerlayer.Trial.ServerIDs).
+func cutRecord(fs *powerlayer.Trial, cut powerlayer.Record, err error) (*PowerFS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: power cut: %w", errclass.ErrHarness, err)
 	}

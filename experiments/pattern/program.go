@@ -141,6 +141,7 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 		if t.o.Kind == KindPower {
 			p.KillAt = powerKillAt(*t.o, t.r.last)
 		}
+		p.KillOn = t.killOn
 		if delay := time.Duration(t.o.KillUS) * time.Microsecond; t.r.fromFirst {
 			p.KillAfterFirst = delay
 		} else {

@@ -62,6 +62,9 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 		}
 		if slices.ContainsFunc(p.Conditions, func(c ConditionExtra) bool { return len(c.Models) > 0 }) {
 			t.Legend = append(t.Legend, powerLegend...)
+			if st.SyncPoints && pat.File.IsProgram() && st.Backend == "" {
+				t.Legend = append(t.Legend, syncLegend)
+			}
 		}
 		if withFindings {
 			t.Legend = append(t.Legend, "findings: the records show what no verdict rests on (an invariant that returned no integer, a protocol finding), listed on stderr and in results.json; the class fails")
@@ -115,6 +118,9 @@ func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
 			args = append(args, "--rounds", fmt.Sprint(st.Rounds))
 		case "power":
 			args = append(args, "--power", c.Power)
+			if st.SyncPoints {
+				args = append(args, "--"+FlagSyncPoints)
+			}
 		}
 		what := fmt.Sprintf("%s/%s, trial %d", p.Name, conditionSuffix(c), c.First.Trial)
 		if c.First.Kind == KindKill || c.First.Kind == KindRace {

@@ -215,6 +215,7 @@ func Run(ctx context.Context, env scenario.Env, s Settings, as string) error {
 			return err
 		}
 		units = append(units, u)
+		units = append(units, p.syncUnits(u, pat)...)
 	}
 	slots := env.SlotsOf(scenario.ParallelOf(0, s.Parallel))
 	_, err = engine.Run{Seed: p.s.Seed, Slots: slots, Shard: p.s.Shard, Units: units}.Execute(ctx)
@@ -349,6 +350,10 @@ func KillWindowUS(pat Pattern, durationMS float64, pointsUS []int64) int64 {
 func (r *runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, error) {
 	rc := *r
 	rc.ctx = ctx
+	if c := r.conds[t.Condition]; t.Class == engine.None && c.Fault == wp.FaultPower {
+		d, err := rc.trial(c, syncDiscovery(), nil)
+		return engine.Found{Syncs: d.syncs}, err
+	}
 	o := Observation{Trial: t.Index, Kind: engine.Label(engine.Pattern, t.Class), Point: t.Point, Model: t.Model, K: t.K, KillUS: t.KillUS, Racers: t.Racers, RaceCrashK: t.CrashK}
 	d, err := rc.trial(r.conds[t.Condition], o, nil)
 	if err != nil || t.Class != engine.None {
@@ -367,6 +372,8 @@ type discovered struct {
 	points     []string
 	pointsUS   []int64
 	durationMS float64
+	// syncs are the fsyncs a sync discovery's mount saw.
+	syncs int
 }
 
 // trial runs one trial from a fresh file to the parent's reading of it.
@@ -431,6 +438,7 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	}
 	if o.PowerFS != nil {
 		o.PowerFS.ServerProcessIDs = t.fs.ServerIDs()
+		d.syncs = o.PowerFS.Outcome.Syncs
 	}
 	if err := t.observe(rcv); err != nil {
 		return d, err
@@ -450,6 +458,9 @@ type trial struct {
 	// parent reads, and fs its mount, once the first delivery starts.
 	backing string
 	fs      *powerlayer.Trial
+	// killOn, when set, kills the first delivery: its mount froze at
+	// the trial's sync (syncpoints.go).
+	killOn <-chan struct{}
 	// pc is a power trial's own cluster on PostgreSQL (pgpower.go).
 	pc *backend.PowerTrial
 	// br is the trial's broker, with --broker nats.

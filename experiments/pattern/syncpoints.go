@@ -1,0 +1,210 @@
+package pattern
+
+// Sync-point cuts of a handler program's power class (--sync-points,
+// issue 29's "before and after the N-th fsync of any process on the
+// mount"). A program's own SQLite, Python's or Node's, syncs through the
+// kernel, so the cut is counted by the mount: its N-th fsync (of a file or
+// a directory, by any process on it), which is not the VFS's N-th xSync.
+//
+// Each such power condition runs, besides the pattern's discovery, a sync
+// discovery of its own: one delivery on the mount under the condition's
+// setting, cut after its ACK under keep, whose op log counts the mount's
+// fsyncs (its outcome's syncs, which the fold derives again from the log).
+// The condition then cuts under drop just before and just after each of
+// them, sync-1-before … sync-N-after, each trial a mount frozen at its
+// fsync (powerlayer.StartCut): the parent kills the first delivery's group
+// (harness.Program.KillOn), cuts, and redelivers on the rebuilt folder.
+// The oracle is the pattern's invariants after the redeliveries, as for
+// the other power cuts; the fold lists every N from 1 to the discovered
+// count, before and after, in the plan, so a missing or extra cut is a
+// finding of the run's completeness.
+
+import (
+	"fmt"
+
+	"idemlab/experiments/durability"
+	"idemlab/experiments/engine"
+	"idemlab/experiments/powerlayer"
+	"idemlab/experiments/results"
+	"idemlab/worker/faultvfs"
+	wp "idemlab/worker/pattern"
+	"idemlab/worker/powerfs"
+	"idemlab/worker/protocol"
+)
+
+// FlagSyncPoints turns the sync-point cuts on.
+const FlagSyncPoints = "sync-points"
+
+// syncLegend says what a power setting's drop row holds with
+// --sync-points.
+const syncLegend = "  sync points (--sync-points): the drop row also holds a cut just before and just after each fsync on the trial's mount, sync-1-before to sync-N-after, N the fsyncs a sync discovery (one delivery on the mount under the setting) counted"
+
+// KindSyncDiscovery is a power condition's sync discovery: its delivery on
+// the mount, cut after the ACK under keep, which counts the fsyncs.
+const KindSyncDiscovery = "sync-discovery"
+
+// SyncModel is the model of the sync-point cuts: drop, where a cut just
+// before an fsync and one just after it differ by what that fsync made
+// durable.
+const SyncModel = faultvfs.FaultDrop
+
+// syncSwept says whether condition c of pattern pat cuts at the mount's
+// fsyncs: a handler program's power condition on the filesystem, with
+// --sync-points.
+func (s Settings) syncSwept(c Condition, pat Pattern) bool {
+	return s.SyncPoints && c.Fault == wp.FaultPower && pat.File.IsProgram() && !onServerPower(c)
+}
+
+// syncSets is the sweep of condition c's sync-point cuts, planned from the
+// syncs its sync discovery counted (engine.Found.Syncs); the sweep's
+// first cut stands for the sync discovery, which is no trial of it.
+func syncSets(c Condition) []engine.Set {
+	return []engine.Set{{Class: engine.Power, Condition: c.Name,
+		Sweep: &engine.Sweep{SyncPoints: true, Model: SyncModel, Layer: engine.LayerFS}}}
+}
+
+// syncCutOf says whether trial o cuts at a sync of its mount, and where.
+func syncCutOf(o Observation) (protocol.SyncCut, bool) {
+	if o.Kind != KindPower {
+		return protocol.SyncCut{}, false
+	}
+	return durability.ParseSyncPoint(o.Point)
+}
+
+// ref is trial o as the plan lists it: a sync-point cut by its key, the
+// point (engine.Sweep), any other by its index.
+func (o Observation) ref() engine.Trial {
+	t := engine.Trial{Condition: o.Condition, Index: o.Trial}
+	if _, ok := syncCutOf(o); ok {
+		t.Key = o.Point
+	}
+	return t
+}
+
+// syncDiscovery is what a power condition's sync discovery records: a
+// power delivery cut after its ACK under keep.
+func syncDiscovery() Observation {
+	return Observation{Kind: KindSyncDiscovery, Point: PointACK, Model: faultvfs.FaultKeep}
+}
+
+// syncCount is the number of fsyncs condition c's sync discovery counted
+// on its mount, from the first shard's record: the outcome's, which the
+// fold checks against the op log; 0 when there is none.
+func (f *folder) syncCount(c Condition) int {
+	if n, ok := f.syncs[c.Name]; ok {
+		return n
+	}
+	n := 0
+	for _, l := range f.rec.Observations {
+		if l.Condition != c.Name || l.Shard != f.first {
+			continue
+		}
+		var o Observation
+		if results.DecodeStrict(l.Raw, &o) == nil && o.Kind == KindSyncDiscovery && o.PowerFS != nil {
+			n = o.PowerFS.Outcome.Syncs
+			break
+		}
+	}
+	if f.syncs == nil {
+		f.syncs = map[string]int{}
+	}
+	f.syncs[c.Name] = n
+	return n
+}
+
+// checkSyncDiscovery checks a sync discovery's line: a condition that
+// sweeps, its plan (an ACK under keep), every delivery, and its cut,
+// derived again from its op log.
+func (f *folder) checkSyncDiscovery(t *trialLine) {
+	want := syncDiscovery()
+	switch {
+	case !f.st.syncSwept(t.c, t.pat):
+		f.c.Obs(t.l, "kind", "%q, but condition %s does not cut at the mount's fsyncs (a handler program's power condition with --sync-points)", t.o.Kind, t.c.Name)
+		return
+	case t.o.Point != want.Point || t.o.Model != want.Model || t.o.Trial != 0:
+		f.c.Obs(t.l, "point", "trial %d cut at %q under %q, but a sync discovery is trial 0, cut at %q under %q", t.o.Trial, t.o.Point, t.o.Model, want.Point, want.Model)
+	}
+	for i, d := range t.o.Deliveries {
+		f.delivery(t, i, d)
+	}
+	f.checkPowerFS(t)
+}
+
+// checkSyncCut checks a sync-point cut's plan and record: under the
+// sweep's model, at an fsync the sync discovery counted, and the mount's
+// logged cut at that fsync, before or after it as the point says.
+func (f *folder) checkSyncCut(t *trialLine, cut protocol.SyncCut) {
+	n := f.syncCount(t.c)
+	switch {
+	case !f.st.syncSwept(t.c, t.pat):
+		f.c.Obs(t.l, "point", "%q, but condition %s does not cut at the mount's fsyncs (a handler program's power condition with --sync-points)", t.o.Point, t.c.Name)
+		return
+	case t.o.Model != SyncModel:
+		f.c.Obs(t.l, "model", "%q, but the sync-point cuts are made under %s", t.o.Model, SyncModel)
+	case cut.N > n:
+		f.c.Obs(t.l, "point", "%q, but the sync discovery counted %d fsyncs on its mount", t.o.Point, n)
+	}
+	f.checkPowerFS(t)
+	if r := t.o.PowerFS; r != nil {
+		at := map[bool]string{false: "before", true: "after"}[cut.After]
+		if c := r.Outcome.Cut; c == nil || c.Kind != powerfs.OpCut || c.Sync != cut.N || c.At != at {
+			f.c.Obs(t.l, "powerfs.outcome.cut", "%s, but a cut at %s falls %s the mount's fsync %d", describeCut(c), t.o.Point, at, cut.N)
+		}
+	}
+}
+
+// describeCut names a logged cut op.
+func describeCut(c *powerfs.Op) string {
+	if c == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s fsync %d", c.At, c.Sync)
+}
+
+// syncUnits are the engine's units of pattern pat's conditions that cut
+// at the mount's fsyncs, one each: its sync discovery, then its sweep.
+// Each has a runner of its own, a copy of u's made before anything runs,
+// since the pattern's discovery sets what u's runner knows of it.
+func (p *plan) syncUnits(u engine.Unit, pat Pattern) []engine.Unit {
+	var out []engine.Unit
+	for _, c := range p.s.Conditions {
+		if c.Pattern == pat.File.Name && p.s.syncSwept(c, pat) {
+			r := *u.Subject.(*runner)
+			out = append(out, engine.Unit{Subject: &r, Discovery: c.Name, Sets: syncSets(c)})
+		}
+	}
+	return out
+}
+
+// cutAtSync has the first delivery of a sync-point cut killed and the
+// mount cut as soon as the mount freezes at its fsync, and returns what
+// gives that cut once the delivery has ended; the cut is made at once,
+// not after the delivery ends, since a process whose fsync the frozen
+// server holds cannot end before the cut aborts the mount. A delivery
+// that ends before the mount freezes is cut then, with no sync cut in its
+// log, which the fold finds.
+func (t *trial) cutAtSync(fs *powerlayer.Trial) func() (powerlayer.Record, error) {
+	type result struct {
+		r   powerlayer.Record
+		err error
+	}
+	kill, ended, res := make(chan struct{}), make(chan struct{}), make(chan *result, 1)
+	t.killOn = kill
+	go func() {
+		select {
+		case <-fs.Cuts():
+			close(kill)
+			r, err := fs.Cut()
+			res <- &result{r, err}
+		case <-ended:
+			res <- nil
+		}
+	}()
+	return func() (powerlayer.Record, error) {
+		close(ended)
+		if r := <-res; r != nil {
+			return r.r, r.err
+		}
+		return fs.Cut()
+	}
+}
