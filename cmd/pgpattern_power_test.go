@@ -42,18 +42,25 @@ func TestPatternPowerOnPostgres(t *testing.T) {
 }
 
 func patternPowerOnPostgres(t *testing.T, file string) {
+	ownTmp(t)
 	r, out := runPattern(t, file, "--backend", "postgres", "--synchronous-commit", "off", "--faults", "power")
 	ms, err := powerfs.Mounts()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		if strings.Contains(m.Mountpoint, "idemlab-pg-") {
+		if strings.HasPrefix(m.Mountpoint, os.TempDir()+"/") && strings.Contains(m.Mountpoint, "idemlab-pg-") {
 			t.Errorf("after the run, still mounted: %+v", m)
 		}
 	}
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1 (power breaks and the file does not list it):\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Other packages' tests mount clusters beside this one: the check
+	// above looked under the test's own $TMPDIR, where its trials' clusters were (their
+	// postmasters' lines name their folders).
+	if raw := string(readFile(t, filepath.Join(out, "raw-processes.jsonl"))); !strings.Contains(raw, os.TempDir()+"/") {
+		t.Fatalf("no process of the run worked under the test's $TMPDIR %s", os.TempDir())
 	}
 	lines := strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(out, "observations.jsonl")))), "\n")
 	drops, at := 0, -1

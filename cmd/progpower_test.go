@@ -29,9 +29,19 @@ func needFUSE(t *testing.T) {
 // ownTmp gives the test a $TMPDIR of its own, where its runs make their
 // trials' folders and mounts: /proc/self/mountinfo is the machine's, and
 // other packages' tests (experiments/pattern's own) mount pattern trials
-// beside it at the same time.
+// beside it at the same time. Its name is short and it is open to others,
+// as /tmp is: a throwaway PostgreSQL cluster there runs as the postgres
+// user, with its socket (at most 107 bytes of path) in its folder.
 func ownTmp(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
+	d, err := os.MkdirTemp("", "idl")
+	if err == nil {
+		err = os.Chmod(d, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	t.Setenv("TMPDIR", d)
 }
 
 // noPowerMounts fails the test if a pattern trial's powerfs mount is left
