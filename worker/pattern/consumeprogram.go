@@ -169,31 +169,23 @@ func ConsumeProgramMain(call *protocol.Call) int {
 	if err != nil {
 		return call.Usage(err)
 	}
-	c, err := natswire.Dial(a.Sub.URL, natswire.APITimeout)
-	if err != nil {
-		return call.Fail(err)
-	}
-	defer c.Close()
-	m, err := c.Next(a.Sub.Stream, a.Sub.Consumer, a.Sub.FetchWait)
-	if err != nil {
-		return call.Fail(err)
-	}
 	res := &ProgramResult{Broker: &wr.Consumed{}}
+	got := res.Broker
+	c, m, err := wr.Fetch(a.Sub, got, since)
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return call.Fail(err)
+	}
 	if m == nil {
 		return call.Finish(res, protocol.ExitACK)
 	}
-	got := res.Broker
-	got.Fetched, got.MsgID, got.FetchedMS = true, m.Header[natswire.HeaderMsgID], since()
-	meta, err := natswire.ParseMeta(m.Reply)
-	if err != nil {
-		return call.Fail(err)
-	}
-	got.Meta, got.Redelivered = &meta, meta.NumDelivered > 1
 	var ev string
 	if err := json.Unmarshal(m.Data, &ev); err != nil || ev != a.EventID {
 		return call.Fail(fmt.Errorf("the message holds %q (%v), the arguments name event %q", m.Data, err, a.EventID))
 	}
-	env := MessageEnv(got.MsgID, meta.NumDelivered)
+	env := MessageEnv(got.MsgID, got.Meta.NumDelivered)
 	for k, v := range a.Env {
 		env[k] = v
 	}

@@ -105,26 +105,18 @@ func ConsumeMain(call *protocol.Call) int {
 	if err != nil {
 		return call.Usage(err)
 	}
-	c, err := natswire.Dial(a.Sub.URL, natswire.APITimeout)
-	if err != nil {
-		return call.Fail(err)
-	}
-	defer c.Close()
-	m, err := c.Next(a.Sub.Stream, a.Sub.Consumer, a.Sub.FetchWait)
-	if err != nil {
-		return call.Fail(err)
-	}
 	res := Result{Pattern: a.Deliver.Pattern, Broker: &Consumed{}}
+	got := res.Broker
+	c, m, err := Fetch(a.Sub, got, since)
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return call.Fail(err)
+	}
 	if m == nil {
 		return call.Finish(res, protocol.ExitACK)
 	}
-	got := res.Broker
-	got.Fetched, got.MsgID, got.FetchedMS = true, m.Header[natswire.HeaderMsgID], since()
-	meta, err := natswire.ParseMeta(m.Reply)
-	if err != nil {
-		return call.Fail(err)
-	}
-	got.Meta, got.Redelivered = &meta, meta.NumDelivered > 1
 	var ev Event
 	if err := json.Unmarshal(m.Data, &ev); err != nil || ev != a.Deliver.Event {
 		return call.Fail(fmt.Errorf("the message holds %q (%v), the arguments name event %+v", m.Data, err, a.Deliver.Event))
@@ -215,4 +207,28 @@ func Notices(d, every time.Duration) int {
 		return 0
 	}
 	return int((d - 1) / every)
+}
+
+// Fetch is a consumer process's fetch: it dials sub's server and fetches
+// one message from its durable pull consumer, recording in got what the
+// broker said of it (its id, when it came, its delivery metadata and
+// whether it is a redelivery). The message is nil when none came within
+// the fetch wait. The caller closes the connection, which is nil only
+// with an error.
+func Fetch(sub natswire.Sub, got *Consumed, since func() float64) (*natswire.Conn, *natswire.Msg, error) {
+	c, err := natswire.Dial(sub.URL, natswire.APITimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := c.Next(sub.Stream, sub.Consumer, sub.FetchWait)
+	if err != nil || m == nil {
+		return c, nil, err
+	}
+	got.Fetched, got.MsgID, got.FetchedMS = true, m.Header[natswire.HeaderMsgID], since()
+	meta, err := natswire.ParseMeta(m.Reply)
+	if err != nil {
+		return c, nil, err
+	}
+	got.Meta, got.Redelivered = &meta, meta.NumDelivered > 1
+	return c, m, nil
 }
