@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"idemlab/experiments/durability/syncmodel"
 	"idemlab/experiments/pattern"
+	"idemlab/experiments/syncmodel"
 	"idemlab/worker"
 	"idemlab/worker/powerfs"
 )

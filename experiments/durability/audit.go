@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"idemlab/experiments/durability/syncmodel"
 	"idemlab/experiments/results"
+	"idemlab/experiments/syncmodel"
 	"idemlab/worker/faultvfs"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/durability/syncmodel"
 	"idemlab/experiments/engine"
+	"idemlab/experiments/syncmodel"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"idemlab/experiments/durability/syncmodel"
 	"idemlab/experiments/engine"
+	"idemlab/experiments/syncmodel"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"

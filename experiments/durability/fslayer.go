@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"idemlab/experiments/durability/syncmodel"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/powerlayer"
+	"idemlab/experiments/syncmodel"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"idemlab/experiments/durability/syncmodel"
+	"idemlab/experiments/syncmodel"
 	"idemlab/worker"
 	"idemlab/worker/powerfs"
 )
