@@ -11,6 +11,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
@@ -151,7 +152,7 @@ func (f *folder) trial(t trialLine) {
 		}
 	}
 	if t.o.FS != nil {
-		rec, err := fsRecovered(DBName(t.cond.Pattern), t.o.FS.Outcome, t.o.FS.Log)
+		rec, err := powerlayer.Recovered(DBName(t.cond.Pattern), t.o.FS.Outcome, t.o.FS.Log)
 		if err != nil {
 			f.c.Obs(t.l, "fs.log", "%v", err)
 		}

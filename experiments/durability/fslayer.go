@@ -2,7 +2,6 @@ package durability
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"idemlab/experiments/engine"
@@ -153,40 +152,6 @@ func (f *folder) checkFSSyncCut(t trialLine, cut protocol.SyncCut) {
 	}
 }
 
-// fsRecovered lists, as faultvfs's report does, "file:action" for the
-// pattern's files the cut removed or brought back: names the processes
-// left (the keep model's listing) that the cut's outcome lacks, and the
-// other way round.
-func fsRecovered(db string, r powerfs.Outcome, log []powerfs.Op) ([]string, error) {
-	live, err := powerfs.Plan(log, powerfs.Params{Model: powerfs.ModelKeep, DirModel: r.DirModel})
-	if err != nil {
-		return nil, err
-	}
-	names := func(o powerfs.Outcome) []string {
-		var out []string
-		for _, e := range o.Entries {
-			if strings.HasPrefix(e.Path, db) {
-				out = append(out, e.Path)
-			}
-		}
-		return out
-	}
-	left, kept := names(live), names(r)
-	var out []string
-	for _, n := range kept {
-		if !slices.Contains(left, n) {
-			out = append(out, n+":"+faultvfs.ActResurrect)
-		}
-	}
-	for _, n := range left {
-		if !slices.Contains(kept, n) {
-			out = append(out, n+":"+faultvfs.ActRemove)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
 // checkFS checks a trial's fs record: present exactly for a power cut on
 // the fs layer, made under the layer's models, and its outcome the one
 // powerfs.Plan derives from its log.
@@ -199,25 +164,13 @@ func (f *folder) checkFS(t trialLine) {
 	if !on {
 		return
 	}
-	want, got := f.st.fsParams(seedOf(t.o)), t.o.FS.Params
-	for _, p := range []struct {
-		field     string
-		want, got any
-	}{{"model", want.Model, got.Model}, {"dir_model", want.DirModel, got.DirModel}, {"seed", want.Seed, got.Seed}, {"unit", want.Unit, got.Unit}} {
-		if p.want != p.got {
-			f.c.Obs(t.l, "fs.params."+p.field, "%v, but the fs layer cuts this trial under %+v", p.got, want)
-		}
+	for _, m := range powerlayer.CheckParams(f.st.fsParams(seedOf(t.o)), t.o.FS.Params) {
+		f.c.Obs(t.l, "fs."+m.Field, "%s", m.Text)
 	}
 	if field, text := powerlayer.Check(t.o.FS.Record); field != "" {
 		f.c.Obs(t.l, "fs."+field, "%s", text)
 	}
 	// The mount's server is a process line of its own; folders made
 	// before it was recorded name none.
-	if id := t.o.FS.ServerProcessID; id != 0 {
-		if p, ok := f.c.Use(f.rec, t.l, id); ok {
-			if field, text := powerlayer.CheckServer(p, t.o.FS.Mount, t.o.FS.Params); field != "" {
-				f.c.Proc(p, field, "%s", text)
-			}
-		}
-	}
+	powerlayer.FoldServer(&f.c, f.rec, t.l, t.o.FS.ServerProcessID, t.o.FS.Mount, t.o.FS.Params)
 }
