@@ -48,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/scenario"
 	"idemlab/worker/store"
 )
@@ -140,7 +141,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagFsync, Usage: "on --backend postgres with --kind power: fsync values, comma list: on,off"},
 		{Name: FlagFullPageWrites, Usage: "on --backend postgres with --kind power: full_page_writes values, comma list: on,off"},
 		{Name: FlagPowerModels, Usage: "on --backend postgres with --kind power: what the cut leaves, comma list: drop,torn"},
-		{Name: FlagWalSyncMethod, Usage: "on --backend postgres with --kind power: wal_sync_method (" + strings.Join(WalSyncMethods, ", ") + "; the server's default, fdatasync, when not given)"},
+		{Name: FlagWalSyncMethod, Usage: "on --backend postgres with --kind power: wal_sync_method (" + strings.Join(backend.WalSyncMethods, ", ") + "; the server's default, fdatasync, when not given)"},
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
 		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default), keep (all kept, as after a process crash, whose outcome the model then predicts) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
 		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},

@@ -21,37 +21,7 @@ import (
 // is one value for the run (--wal-sync-method), recorded.
 //
 // What a cell may lose comes from the recorded settings alone
-// (pgPowerWant):
-//
-//	fsync=on, synchronous_commit=on:  every commit the worker made survives
-//	                                  (its WAL was flushed before it returned)
-//	fsync=on, synchronous_commit=off: drop loses every commit after Setup,
-//	                                  ACKed or not: the WAL writer flushed
-//	                                  at Setup and is quiet for 10 s
-//	                                  (backend.PowerQuiet), and the trial
-//	                                  must come inside them (quiet_held);
-//	                                  torn keeps a prefix of them, any length
-//	fsync=off:                        anything, the tables themselves, or a
-//	                                  server that does not start; under
-//	                                  drop at least every commit of the
-//	                                  first process (nothing is ever
-//	                                  synced, so the cut gives back the
-//	                                  folder the mount started on)
-//	full_page_writes=off under torn:  a page the checksums reject may also
-//	                                  come (corrupt)
-//
-// and nothing else may be corrupt.
-
-// pgOnOff are fsync's and full_page_writes' values, on first.
-var pgOnOff = []string{"on", "off"}
-
-// PGPowerModels are the models of a PostgreSQL power cut, the default
-// matrix's both.
-var PGPowerModels = []string{powerfs.ModelDrop, powerfs.ModelTorn}
-
-// WalSyncMethods are wal_sync_method's values on Linux; empty is the
-// server's default, fdatasync.
-var WalSyncMethods = []string{"fdatasync", "fsync", "open_datasync", "open_sync"}
+// (pgPowerWant), through PostgreSQL's guarantee (backend.Keeps).
 
 // pgSchema is the schema a PostgreSQL power trial's tables live in, on
 // its cluster's postgres database.
@@ -66,7 +36,9 @@ func (s Settings) cutOnFS(c Condition) bool { return s.OnFS(c) || c.pgPower() }
 
 // powerSettings are the server settings of a PostgreSQL power condition.
 func (s Settings) powerSettings(c Condition) backend.PowerSettings {
-	return backend.PowerSettings{Fsync: c.Fsync, SynchronousCommit: c.SynchronousCommit, FullPageWrites: c.FullPageWrites, WalSyncMethod: s.WalSyncMethod}
+	p := c.power()
+	p.WalSyncMethod = s.WalSyncMethod
+	return p
 }
 
 // pgParams are the cut's models of a PostgreSQL power condition: its
@@ -78,18 +50,22 @@ func (s Settings) pgParams(c Condition) powerfs.Params {
 
 // pgPowerSettingName is a PostgreSQL power condition's setting, as
 // tables name it.
-func pgPowerSettingName(c Condition) string {
-	return backend.PowerSettings{Fsync: c.Fsync, SynchronousCommit: c.SynchronousCommit, FullPageWrites: c.FullPageWrites}.Name() + "," + c.Model
+func pgPowerSettingName(c Condition) string { return c.power().Name() + "," + c.Model }
+
+// power is a PostgreSQL power condition's server settings, but the run's
+// wal_sync_method (Settings.powerSettings).
+func (c Condition) power() backend.PowerSettings {
+	return backend.PowerSettings{Fsync: c.Fsync, SynchronousCommit: c.SynchronousCommit, FullPageWrites: c.FullPageWrites}
 }
 
 // pgPowerSettingOrder lists every PostgreSQL power setting name in table
 // order.
 func pgPowerSettingOrder(scs []string) []string {
 	var out []string
-	for _, fs := range pgOnOff {
+	for _, fs := range backend.OnOff {
 		for _, sc := range scs {
-			for _, fpw := range pgOnOff {
-				for _, m := range PGPowerModels {
+			for _, fpw := range backend.OnOff {
+				for _, m := range backend.PowerModels {
 					out = append(out, pgPowerSettingName(Condition{Fsync: fs, SynchronousCommit: sc, FullPageWrites: fpw, Model: m}))
 				}
 			}
@@ -102,8 +78,8 @@ func pgPowerSettingOrder(scs []string) []string {
 // defaults: set without the power kind, they are an error.
 func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 	power := slices.Contains(in.Kinds, KindPower)
-	lists := []listField{{"fsync", &in.Fsync, pgOnOff, false, nil}, {"full_page_writes", &in.FullPageWrites, pgOnOff, false, nil},
-		{"power_models", &in.PowerModels, PGPowerModels, false, nil}}
+	lists := []listField{{"fsync", &in.Fsync, backend.OnOff, false, nil}, {"full_page_writes", &in.FullPageWrites, backend.OnOff, false, nil},
+		{"power_models", &in.PowerModels, backend.PowerModels, false, nil}}
 	for _, l := range lists {
 		if !power && len(*l.v) > 0 {
 			return fmt.Errorf("%s: only with kind %s", fieldName(from, l.field), KindPower)
@@ -118,8 +94,8 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 	if err := checkLists(lists, from); err != nil {
 		return err
 	}
-	if in.WalSyncMethod != "" && !slices.Contains(WalSyncMethods, in.WalSyncMethod) {
-		return fmt.Errorf("%s: %q is not one of %s", fieldName(from, "wal_sync_method"), in.WalSyncMethod, strings.Join(WalSyncMethods, ", "))
+	if in.WalSyncMethod != "" && !slices.Contains(backend.WalSyncMethods, in.WalSyncMethod) {
+		return fmt.Errorf("%s: %q is not one of %s", fieldName(from, "wal_sync_method"), in.WalSyncMethod, strings.Join(backend.WalSyncMethods, ", "))
 	}
 	if why := in.machine.FUSE; why != "" {
 		return fmt.Errorf("%s %s: %s", fieldName(from, "kinds"), KindPower, why)
@@ -138,9 +114,9 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 // full_page_writes × model, in the known lists' order.
 func pgPowerConditions(c Condition, in Input) []Condition {
 	var out []Condition
-	for _, fs := range pgOnOff {
-		for _, fpw := range pgOnOff {
-			for _, m := range PGPowerModels {
+	for _, fs := range backend.OnOff {
+		for _, fpw := range backend.OnOff {
+			for _, m := range backend.PowerModels {
 				if slices.Contains(in.Fsync, fs) && slices.Contains(in.FullPageWrites, fpw) && slices.Contains(in.PowerModels, m) {
 					c.Fsync, c.FullPageWrites, c.Model = fs, fpw, m
 					c.Name = c.name()
@@ -161,10 +137,10 @@ func pgPowerWant(c Condition, items int, point string) (Want, error) {
 		return Want{}, err
 	}
 	made := sh.Process.Commits
-	outcome := func(kept int) string { return outcomeOf(c.Pattern, items, sh, made, made-kept) }
-	if c.Fsync == "off" {
+	k := backend.Keeps(c.power(), c.Model, made)
+	if k.Anything {
 		allow := AnyOutcome
-		if c.Model == powerfs.ModelDrop && made > 0 {
+		if len(k.Kept) == 1 && k.Kept[0] < made {
 			allow = AnyWith(TagRolledBack)
 			if sh.Acked {
 				allow = AnyWith(TagLostAcked)
@@ -172,27 +148,17 @@ func pgPowerWant(c Condition, items int, point string) (Want, error) {
 		}
 		return Want{Torn: map[string][]string{"": {allow}}, Recovered: []string{}}, nil
 	}
-	kept := []int{made}
-	if c.SynchronousCommit == "off" {
-		kept = []int{0}
-		if c.Model == powerfs.ModelTorn {
-			kept = nil
-			for k := 0; k <= made; k++ {
-				kept = append(kept, k)
-			}
-		}
-	}
 	var allow []string
-	for _, k := range kept {
-		if o := outcome(k); !slices.Contains(allow, o) {
+	for _, kept := range k.Kept {
+		if o := outcomeOf(c.Pattern, items, sh, made, made-kept); !slices.Contains(allow, o) {
 			allow = append(allow, o)
 		}
 	}
-	if c.Model == powerfs.ModelTorn && c.FullPageWrites == "off" {
+	if k.Corrupt {
 		allow = append(allow, AnyWith(TagCorrupt))
 	}
-	if len(kept) == 1 && len(allow) == 1 {
-		return Want{Outcome: allow[0], RowsLost: rowsLost(c.Pattern, made, kept[0]), Recovered: []string{}}, nil
+	if len(k.Kept) == 1 && len(allow) == 1 {
+		return Want{Outcome: allow[0], RowsLost: rowsLost(c.Pattern, made, k.Kept[0]), Recovered: []string{}}, nil
 	}
 	return Want{Torn: map[string][]string{"": allow}, Recovered: []string{}}, nil
 }
@@ -212,11 +178,7 @@ func (f *folder) checkPGPower(t trialLine) {
 		return
 	}
 	o := t.o.PGPower
-	want := f.st.powerSettings(t.cond)
-	for _, m := range o.Check(want, f.st.pgParams(t.cond)) {
-		f.c.Obs(t.l, "pg_power."+m.Field, "%s", m.Text)
-	}
-	backend.FoldPostmaster(&f.c, f.rec, t.l, *o, want)
+	backend.FoldPower(&f.c, f.rec, t.l, *o, f.st.powerSettings(t.cond), f.st.pgParams(t.cond))
 	if !slices.Equal(o.Quiet, f.st.PowerQuiet) {
 		f.c.Obs(t.l, "pg_power.quiet", "%v, but the settings run every power trial's server with %v", o.Quiet, f.st.PowerQuiet)
 	}
