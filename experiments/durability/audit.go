@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"idemlab/experiments/results"
-	"idemlab/experiments/syncmodel"
 	"idemlab/worker/faultvfs"
 )
 
@@ -74,14 +73,4 @@ func AuditCut(log []faultvfs.Op, rep faultvfs.Report, want faultvfs.Options) []P
 		}
 	}
 	return out
-}
-
-// Views reads, from a torn recovery's decisions, the view of each file the
-// seed decided, as ViewKey names them.
-func Views(db string, torn []faultvfs.TornFile) string {
-	v := syncmodel.Views{}
-	for _, tf := range torn {
-		v[strings.TrimPrefix(tf.Name, db)] = ViewOf(tf.Decisions)
-	}
-	return ViewKey(db, v)
 }

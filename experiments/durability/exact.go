@@ -560,3 +560,13 @@ func mayHoldOnServer(c Condition, items int, point string) (bool, error) {
 	}
 	return false, nil
 }
+
+// Views reads, from a torn recovery's decisions, the view of each file the
+// seed decided, as ViewKey names them.
+func Views(db string, torn []faultvfs.TornFile) string {
+	v := syncmodel.Views{}
+	for _, tf := range torn {
+		v[strings.TrimPrefix(tf.Name, db)] = ViewOf(tf.Decisions)
+	}
+	return ViewKey(db, v)
+}
