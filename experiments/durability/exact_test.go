@@ -196,3 +196,10 @@ func syncPoints(n int) []string {
 	}
 	return out
 }
+
+func TestViews(t *testing.T) {
+	got := Views("events.sqlite3", []faultvfs.TornFile{{Name: "events.sqlite3-wal", Decisions: "kkk"}, {Name: "events.sqlite3", Decisions: "kdg"}})
+	if want := "events.sqlite3=t events.sqlite3-wal=k"; got != want {
+		t.Errorf("Views = %q, want %q", got, want)
+	}
+}

@@ -252,7 +252,7 @@ func (f *folder) checkCut(t trialLine) {
 	if t.o.Recovery == nil {
 		return
 	}
-	for _, p := range AuditCut(t.o.Log, *t.o.Recovery, f.st.FaultOptions(seedOf(t.o))) {
+	for _, p := range powerlayer.AuditCut(t.o.Log, *t.o.Recovery, f.st.FaultOptions(seedOf(t.o))) {
 		f.c.Obs(t.l, p.Field, "%s", p.Text)
 	}
 }

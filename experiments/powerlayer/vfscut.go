@@ -1,4 +1,4 @@
-package durability
+package powerlayer
 
 import (
 	"fmt"

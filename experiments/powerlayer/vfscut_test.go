@@ -1,4 +1,4 @@
-package durability
+package powerlayer
 
 import (
 	"slices"
@@ -81,12 +81,5 @@ func TestAuditCut(t *testing.T) {
 				t.Errorf("no problem at %s: %+v", tt.field, got)
 			}
 		})
-	}
-}
-
-func TestViews(t *testing.T) {
-	got := Views("events.sqlite3", []faultvfs.TornFile{{Name: "events.sqlite3-wal", Decisions: "kkk"}, {Name: "events.sqlite3", Decisions: "kdg"}})
-	if want := "events.sqlite3=t events.sqlite3-wal=k"; got != want {
-		t.Errorf("Views = %q, want %q", got, want)
 	}
 }
