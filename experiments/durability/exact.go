@@ -2,7 +2,6 @@ package durability
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -12,7 +11,6 @@ import (
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/faultvfs"
-	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 )
 
@@ -102,20 +100,9 @@ func namedShape(pattern string, items int, point string) (commits int, inTx bool
 	return a.commits, a.inTx, ok
 }
 
-// ParseSyncPoint reads a sync point's name, "sync-N-before" or
-// "sync-N-after"; ok is false for any other point.
-func ParseSyncPoint(point string) (protocol.SyncCut, bool) {
-	rest, ok := strings.CutPrefix(point, "sync-")
-	if !ok {
-		return protocol.SyncCut{}, false
-	}
-	n, when, ok := strings.Cut(rest, "-")
-	c, err := protocol.ParseSyncCut(n + ":" + when)
-	if !ok || err != nil || c.Point() != point {
-		return protocol.SyncCut{}, false
-	}
-	return c, true
-}
+// ParseSyncPoint reads a sync point's name (syncmodel.ParseSyncPoint),
+// under the name pattern's sync-point cuts call it by.
+var ParseSyncPoint = syncmodel.ParseSyncPoint
 
 // ShapeOf places a trial's point in the sync model.
 func ShapeOf(pattern string, items int, point string) (Shape, error) {
@@ -310,15 +297,7 @@ func MayHoldSend(pattern string, s Setting, items int, point, fault string) (boo
 	if pl.cut != nil {
 		lo, hi = pl.cut.Min, pl.cut.Min
 		if fault == faultvfs.FaultTorn {
-			all := syncmodel.Views{}
-			dirty, err := syncmodel.Dirty(ModelSetting(s), pl.sh.Process, pl.sh.Cut)
-			if err != nil {
-				return false, err
-			}
-			for _, f := range dirty {
-				all[f] = syncmodel.ViewTorn
-			}
-			r, err := syncmodel.PowerCut(ModelSetting(s), pl.sh.Process, pl.sh.Cut, all)
+			r, err := syncmodel.AllTorn(ModelSetting(s), pl.sh.Process, pl.sh.Cut)
 			if err != nil {
 				return false, err
 			}
@@ -366,68 +345,29 @@ func WantOf(pattern string, s Setting, items int, point, fault string) (Want, er
 	return w, err
 }
 
-// tornWants enumerates every combination of views of the files a torn cut
-// decides and the outcomes each allows: a commit count anywhere between
-// what the views leave, and corruption where a torn database has nothing
-// to repair it.
+// tornWants gives, for every combination of views of the files a torn
+// cut decides (syncmodel.TornCuts), the outcomes it allows: a commit
+// count anywhere between what the views leave, and corruption where a
+// torn database has nothing to repair it.
 func tornWants(pattern string, items int, ms syncmodel.Setting, sh Shape, made int) (map[string][]string, error) {
-	dirty, err := syncmodel.Dirty(ms, sh.Process, sh.Cut)
+	cuts, err := syncmodel.TornCuts(ms, sh.Process, sh.Cut)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]string{}
-	views := []syncmodel.View{syncmodel.ViewDrop, syncmodel.ViewKeep, syncmodel.ViewTorn}
-	combos := 1
-	for range dirty {
-		combos *= len(views)
-	}
-	for k := 0; k < combos; k++ {
-		v := syncmodel.Views{}
-		for i, rest := 0, k; i < len(dirty); i, rest = i+1, rest/len(views) {
-			v[dirty[i]] = views[rest%len(views)]
-		}
-		r, err := syncmodel.PowerCut(ms, sh.Process, sh.Cut, v)
-		if err != nil {
-			return nil, err
-		}
+	for _, tc := range cuts {
 		var allowed []string
-		for n := r.Max; n >= r.Min; n-- {
+		for n := tc.Result.Max; n >= tc.Result.Min; n-- {
 			if o := outcomeOf(pattern, items, sh, made, made-n); !slices.Contains(allowed, o) {
 				allowed = append(allowed, o)
 			}
 		}
-		if r.MayCorrupt {
+		if tc.Result.MayCorrupt {
 			allowed = append(allowed, AnyOutcome)
 		}
-		out[ViewKey(DBName(pattern), v)] = allowed
+		out[syncmodel.Key(DBName(pattern), tc.Views)] = allowed
 	}
 	return out, nil
-}
-
-// View letters in a view key.
-var viewLetters = map[syncmodel.View]string{syncmodel.ViewDrop: "d", syncmodel.ViewKeep: "k", syncmodel.ViewTorn: "t"}
-
-// ViewKey names a combination of file views: "file=letter" for every file
-// a torn cut decided, sorted, joined by spaces; "" when it decided none.
-// The fold builds the same key from the recorded decisions (ViewOf).
-func ViewKey(db string, v syncmodel.Views) string {
-	var parts []string
-	for _, f := range slices.Sorted(maps.Keys(v)) {
-		parts = append(parts, db+f+"="+viewLetters[v[f]])
-	}
-	return strings.Join(parts, " ")
-}
-
-// ViewOf reads one file's torn decisions as a view: every unit kept, every
-// unit dropped, or torn.
-func ViewOf(decisions string) syncmodel.View {
-	switch {
-	case strings.Trim(decisions, string(rune(faultvfs.DecideKeep))) == "":
-		return syncmodel.ViewKeep
-	case strings.Trim(decisions, string(rune(faultvfs.DecideDrop))) == "":
-		return syncmodel.ViewDrop
-	}
-	return syncmodel.ViewTorn
 }
 
 // ExtraPoints are the points every SQLite condition tries beyond the
@@ -559,14 +499,4 @@ func mayHoldOnServer(c Condition, items int, point string) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// Views reads, from a torn recovery's decisions, the view of each file the
-// seed decided, as ViewKey names them.
-func Views(db string, torn []faultvfs.TornFile) string {
-	v := syncmodel.Views{}
-	for _, tf := range torn {
-		v[strings.TrimPrefix(tf.Name, db)] = ViewOf(tf.Decisions)
-	}
-	return ViewKey(db, v)
 }

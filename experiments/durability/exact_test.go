@@ -168,25 +168,6 @@ func containsLetter(key string, letters ...byte) bool {
 	return false
 }
 
-func TestParseSyncPoint(t *testing.T) {
-	for _, tt := range []struct {
-		in string
-		ok bool
-	}{{"sync-3-before", true}, {"sync-12-after", true}, {"sync-0-after", false}, {"sync-3-during", false}, {"sync-03-after", false}, {"ack", false}} {
-		if _, ok := ParseSyncPoint(tt.in); ok != tt.ok {
-			t.Errorf("ParseSyncPoint(%q) ok %v", tt.in, ok)
-		}
-	}
-}
-
-func TestViewOf(t *testing.T) {
-	for in, want := range map[string]syncmodel.View{"kkk": syncmodel.ViewKeep, "dd": syncmodel.ViewDrop, "kd": syncmodel.ViewTorn, "g": syncmodel.ViewTorn} {
-		if got := ViewOf(in); got != want {
-			t.Errorf("ViewOf(%q) = %v, want %v", in, got, want)
-		}
-	}
-}
-
 // syncPoints are the engine's sync points of a first process that synced
 // n times: before and after each.
 func syncPoints(n int) []string {
@@ -195,11 +176,4 @@ func syncPoints(n int) []string {
 		out = append(out, c.Point)
 	}
 	return out
-}
-
-func TestViews(t *testing.T) {
-	got := Views("events.sqlite3", []faultvfs.TornFile{{Name: "events.sqlite3-wal", Decisions: "kkk"}, {Name: "events.sqlite3", Decisions: "kdg"}})
-	if want := "events.sqlite3=t events.sqlite3-wal=k"; got != want {
-		t.Errorf("Views = %q, want %q", got, want)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/experiments/syncmodel"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/protocol"
 	"idemlab/worker/store"
@@ -148,7 +149,7 @@ func (f *folder) trial(t trialLine) {
 			}
 		}
 		if f.st.Torn() {
-			tr.Views = Views(DBName(t.cond.Pattern), t.o.Recovery.Torn)
+			tr.Views = syncmodel.KeyOf(DBName(t.cond.Pattern), t.o.Recovery.Torn)
 		}
 	}
 	if t.o.FS != nil {

@@ -22,7 +22,7 @@ type Trial struct {
 	// Recovered lists "file:action" for every file the cut changed.
 	Recovered []string `json:"recovered,omitempty"`
 	// Views, under the torn mode, names what the seed did to each file it
-	// decided (ViewKey), read from the recorded decisions.
+	// decided (syncmodel.Key), read from the recorded decisions.
 	Views string `json:"views,omitempty"`
 	// Lost, on PostgreSQL, lists the rows the parent read before the
 	// crash and not after it, "table: row" each.
