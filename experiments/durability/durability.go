@@ -10,12 +10,12 @@
 // --sync-points, inside every sync the normal run made.
 //
 // The oracle (exact.go) comes from the settings alone, through an abstract
-// model of SQLite's sync schedule (package syncmodel): under the drop fault
+// model of SQLite's sync schedule (package experiments/syncmodel): under the drop fault
 // mode it gives each trial's exact outcome, rows lost and the files a cut
 // removes or brings back; under the seeded torn mode, the outcomes each
 // combination of what the seed did to the unsynced files allows. Every
 // trial keeps the VFS's op log, and the fold replays the cut from it
-// (audit.go), so verify re-derives the cut as well as its outcome.
+// (powerlayer.AuditCut), so verify re-derives the cut as well as its outcome.
 //
 // The scenario is opt-in: a full matrix is a few hundred processes, so it
 // runs only with --scenario durability.
@@ -30,7 +30,7 @@
 // engine's subject and one trial, process by process, on either backend)
 // with records.go (what a trial records) and workers.go (the workers'
 // command lines and the rows the parent reads), model.go, exact.go and
-// oracle.go (what the model says), fold.go with checks.go, audit.go and
+// oracle.go (what the model says), fold.go with checks.go and
 // classify.go (from the records to an outcome per trial), then matrix.go,
 // findings.go and report.go (what a person reads).
 //
@@ -40,7 +40,8 @@
 // the crash, its settings, amcheck) and the model's (exact.go's onServer).
 // Its opt-in power kind cuts the power under a cluster of the trial's own
 // on a power-loss filesystem, × fsync × full_page_writes × model
-// (pgpower.go).
+// (pgpower.go: the conditions; the cut, its guarantee and its record
+// checks are experiments/backend's).
 package durability
 
 import (

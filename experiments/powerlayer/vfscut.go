@@ -9,6 +9,9 @@ import (
 	"idemlab/worker/faultvfs"
 )
 
+// The VFS layer's counterpart of Check: a power cut made by worker/faultvfs
+// (engine.LayerVFS) replayed from the op log its trial kept.
+
 // Problem is one disagreement the audit found: the record's field and what
 // is wrong with it.
 type Problem struct {
