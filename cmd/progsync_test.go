@@ -27,9 +27,10 @@ type syncObs struct {
 // TestProgramSyncPointCuts runs the shipped Python handler's power class
 // with --sync-points under DELETE/FULL and DELETE/EXTRA: each condition's
 // sync discovery counts the fsyncs on its mount, and the condition cuts
-// under drop just before and just after each of them. The sweep must be
-// complete, exactly every N from 1 to the count its discovery's op log
-// holds, before and after; each cut's record must fall at its fsync; and
+// under each model (drop, keep, torn) just before and just after each of
+// them. The sweep must be complete, exactly every N from 1 to the count
+// its discovery's op log holds, before and after, under each model; each
+// cut's record must fall at its fsync; and
 // the pattern's invariants must hold after the redeliveries (every such
 // cut comes before the ACK, so the event is delivered again). The folder
 // verifies; an edited N or logged sync fails verify naming the field.
@@ -53,7 +54,7 @@ func TestProgramSyncPointCuts(t *testing.T) {
 	// The oracle of the sweep: the fsyncs in each sync discovery's op
 	// log, counted here from its ops, not from its recorded outcome.
 	want, got := map[string][]string{}, map[string][]string{}
-	table := []string{"condition  point  one job  processed"}
+	table := []string{"condition  point  model  one job  processed"}
 	for _, o := range all {
 		switch {
 		case o.Kind == pattern.KindSyncDiscovery:
@@ -66,14 +67,16 @@ func TestProgramSyncPointCuts(t *testing.T) {
 			if n == 0 {
 				t.Errorf("%s: the sync discovery's mount saw no fsync", o.Condition)
 			}
-			for k := 1; k <= n; k++ {
-				want[o.Condition] = append(want[o.Condition], fmt.Sprintf("sync-%d-before", k), fmt.Sprintf("sync-%d-after", k))
+			for _, m := range []string{powerfs.ModelDrop, powerfs.ModelKeep, powerfs.ModelTorn} {
+				for k := 1; k <= n; k++ {
+					want[o.Condition] = append(want[o.Condition], fmt.Sprintf("sync-%d-before %s", k, m), fmt.Sprintf("sync-%d-after %s", k, m))
+				}
 			}
 		case strings.HasPrefix(o.Point, "sync-"):
-			got[o.Condition] = append(got[o.Condition], o.Point)
-			table = append(table, fmt.Sprintf("%s  %s  %s  %s", o.Condition, o.Point, o.Values["one job"].Text, o.Values["processed"].Text))
-			if o.Model != powerfs.ModelDrop {
-				t.Errorf("%s %s: model %q, want drop", o.Condition, o.Point, o.Model)
+			got[o.Condition] = append(got[o.Condition], o.Point+" "+o.Model)
+			table = append(table, fmt.Sprintf("%s  %s  %s  %s  %s", o.Condition, o.Point, o.Model, o.Values["one job"].Text, o.Values["processed"].Text))
+			if o.PowerFS.Params.Model != o.Model {
+				t.Errorf("%s %s: cut under %q, but the trial's model is %q", o.Condition, o.Point, o.PowerFS.Params.Model, o.Model)
 			}
 			if c := o.PowerFS.Outcome.Cut; c == nil || fmt.Sprintf("sync-%d-%s", c.Sync, c.At) != o.Point {
 				t.Errorf("%s %s: the mount's cut is %+v", o.Condition, o.Point, c)
@@ -85,7 +88,7 @@ func TestProgramSyncPointCuts(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("the sync-point cuts (drop), the invariants after the redeliveries:\n%s", strings.Join(table, "\n"))
+	t.Logf("the sync-point cuts, the invariants after the redeliveries:\n%s", strings.Join(table, "\n"))
 	if len(want) != 2 {
 		t.Fatalf("sync discoveries of %d conditions, want 2: %v", len(want), want)
 	}
@@ -150,6 +153,29 @@ func TestProgramSyncPointCuts(t *testing.T) {
 			m["point"] = strings.Replace(pt, "-before", "-after", 1)
 			return pt != m["point"]
 		}), "powerfs.outcome.cut"},
+		{"a keep cut's model", edit("power", func(m map[string]any) bool {
+			if m["model"] != powerfs.ModelKeep {
+				return false
+			}
+			m["model"] = powerfs.ModelDrop
+			return true
+		}), "powerfs.params"},
+		{"a torn cut's seed", edit("power", func(m map[string]any) bool {
+			if m["model"] != powerfs.ModelTorn {
+				return false
+			}
+			p := m["powerfs"].(map[string]any)["params"].(map[string]any)
+			n, _ := p["seed"].(json.Number).Int64()
+			p["seed"] = n + 1
+			return true
+		}), "powerfs.params"},
+		{"a torn cut missing", edit("power", func(m map[string]any) bool {
+			if m["model"] != powerfs.ModelTorn || !strings.HasPrefix(m["point"].(string), "sync-1-before") {
+				return false
+			}
+			m["point"] = "sync-99-before"
+			return true
+		}), "sync-1-before/torn"},
 		{"a logged sync of a cut", edit("power", moveSync(false)), "powerfs.log_sha256"},
 		{"a logged sync of a cut, hash rewritten", edit("power", moveSync(true)), "powerfs.log"},
 		{"a logged sync of the discovery, hash rewritten", edit(pattern.KindSyncDiscovery, moveSync(true)), "powerfs.log"},

@@ -264,17 +264,26 @@ func (c *Cluster) Stop() error {
 	if c == nil {
 		return nil
 	}
-	var errs []error
-	if c.PID > 0 && !c.stopped {
-		if err := syscall.Kill(c.PID, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("signal the server (pid %d): %w", c.PID, err))
-		}
-		errs = append(errs, c.waitGone(10*time.Second), c.removeSharedMemory())
-		c.stopped = true
-	}
+	errs := []error{c.stopServer()}
 	if c.Dir != "" {
 		errs = append(errs, os.RemoveAll(c.Dir))
 	}
+	return errors.Join(errs...)
+}
+
+// stopServer is Stop's shutdown without the folder's removal: an
+// immediate shutdown (SIGQUIT) of a running server, which it waits for;
+// nothing when the server is not running.
+func (c *Cluster) stopServer() error {
+	if c.PID <= 0 || c.stopped {
+		return nil
+	}
+	var errs []error
+	if err := syscall.Kill(c.PID, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		errs = append(errs, fmt.Errorf("signal the server (pid %d): %w", c.PID, err))
+	}
+	errs = append(errs, c.waitGone(10*time.Second), c.removeSharedMemory())
+	c.stopped = true
 	return errors.Join(errs...)
 }
 

@@ -117,8 +117,9 @@ type PowerCluster struct {
 	primed time.Time
 	cut    bool
 	// onMount is the postmaster started on the mount, the one the cut
-	// ends.
-	onMount Postmaster
+	// ends; restarted the one Cut starts on the rebuilt folder
+	// (restarted.go).
+	onMount, restarted Postmaster
 }
 
 // Postmaster is a power cluster's postmaster on its mount, for its
@@ -317,6 +318,12 @@ type PowerOutcome struct {
 	// postmaster the cut SIGKILLed on the mount (PowerTrial); 0 in folders
 	// made before it was recorded.
 	ServerProcessID int `json:"server_process_id,omitempty"`
+	// RestartedProcessID is the line of raw-processes.jsonl that records
+	// the postmaster the cut restarted on the rebuilt folder, which the
+	// harness stopped once the trial had read what it needed
+	// (PowerTrial.Finish); 0 when the server did not start again, and in
+	// folders made before it was recorded.
+	RestartedProcessID int `json:"restarted_process_id,omitempty"`
 	// MountServerProcessID is the line of raw-processes.jsonl that
 	// records the power-loss mount's server, which made the cut of the
 	// cluster's data folder; 0 in folders made before it was recorded.
@@ -398,6 +405,7 @@ func (p *PowerCluster) Cut(ctx context.Context, query string) (PowerOutcome, err
 		return o, errors.Join(ctx.Err(), p.waitGone(10*time.Second), p.removeSharedMemory(), removeDSM(dsm))
 	}
 	o.Started = true
+	p.restarted = Postmaster{PID: p.PID, Argv: cmdline(p.PID), Started: t1}
 	t2 := time.Now()
 	err = p.check(ctx, query, &o)
 	o.CheckTook = time.Since(t2)

@@ -53,7 +53,7 @@ func (s *Server) StartPowerTrial(ctx context.Context, tmp string, cfg PowerConfi
 func (t *PowerTrial) Cut(ctx context.Context) (PowerOutcome, error) {
 	o, err := t.Cluster.Cut(ctx, ReadBackQuery)
 	if pm := t.Cluster.OnMount(); t.rec.Recorder != nil && !pm.Ended.IsZero() {
-		id, rerr := recordPostmaster(pm, t.rec)
+		id, rerr := recordPostmasterAs(pm, t.rec, PostmasterRole, syscall.SIGKILL)
 		o.ServerProcessID = id
 		err = errors.Join(err, rerr)
 	}
@@ -71,14 +71,17 @@ const PostmasterWorker = harness.ServerWorker
 // PostmasterRole ends the label of a postmaster's process line.
 const PostmasterRole = "postmaster on the power-loss mount"
 
-// recordPostmaster appends pm's process line to r's recorder: started by
-// pg_ctl, SIGKILLed by the harness at the cut.
-func recordPostmaster(pm Postmaster, r powerlayer.Recording) (int, error) {
+// recordPostmasterAs appends pm's process line to r's recorder, its
+// label ending in role: started by pg_ctl, ended by the harness with sig
+// (SIGKILL at the cut; an immediate shutdown for the restarted one). The
+// harness is not the postmaster's parent, so its exit status is unseen
+// (exit_code -1).
+func recordPostmasterAs(pm Postmaster, r powerlayer.Recording, role string, sig syscall.Signal) (int, error) {
 	started, ended, ms := harness.Window(pm.Started, pm.Ended)
 	p := results.ProcessRecord{Scenario: r.Scenario, Condition: r.Condition,
-		Label: strings.TrimSpace(r.Label + " " + PostmasterRole), Worker: PostmasterWorker,
+		Label: strings.TrimSpace(r.Label + " " + role), Worker: PostmasterWorker,
 		Argv: pm.Argv, Env: map[string]string{}, PID: pm.PID, StartedAt: started, EndedAt: ended, DurationMS: ms,
-		ExitCode: -1, Signal: syscall.SIGKILL.String(), KilledBy: "harness"}
+		ExitCode: -1, Signal: sig.String(), KilledBy: "harness"}
 	if len(pm.Argv) > 0 {
 		p.ExecutableSHA256 = r.Recorder.ExecutableSHA256("", pm.Argv[0])
 	}
@@ -88,10 +91,12 @@ func recordPostmaster(pm Postmaster, r powerlayer.Recording) (int, error) {
 	return p.ID, nil
 }
 
-// FoldPostmaster has checker c look up the process line that power trial
-// record o, on observation line l, names as its postmaster, and check it
-// (CheckPostmaster) against the settings want; a folder made before it was
-// recorded names none. Every fold of a PostgreSQL power trial calls it.
+// FoldPostmaster has checker c look up the process lines that power
+// trial record o, on observation line l, names: the postmaster its cut
+// ended (CheckPostmaster), the mount's server, and the postmaster the cut
+// restarted (CheckRestarted), each against the settings want; a folder
+// made before they were recorded names none. Every fold of a PostgreSQL
+// power trial calls it.
 func FoldPostmaster(c *results.Checker, r results.Records, l results.Line, o PowerOutcome, want PowerSettings) {
 	if o.ServerProcessID == 0 {
 		return
@@ -102,27 +107,28 @@ func FoldPostmaster(c *results.Checker, r results.Records, l results.Line, o Pow
 			c.Proc(pm, field, "%s", text)
 		}
 	}
-	if o.MountServerProcessID == 0 {
-		return // a folder made before the mount's server was recorded
-	}
-	if p, found := c.Use(r, l, o.MountServerProcessID); found {
-		// The mount is the postmaster's data folder (-D), and the models
-		// are the cut's, which the fold derives again from its log.
-		params := powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel}
-		if field, text := powerlayer.CheckServer(p, dataDirOf(pm.Argv), params); ok && field != "" {
-			c.Proc(p, field, "%s", text)
+	var mount *results.Process
+	if o.MountServerProcessID != 0 { // 0: a folder made before the mount's server was recorded
+		if p, found := c.Use(r, l, o.MountServerProcessID); found {
+			mount = &p
+			// The mount is the postmaster's data folder (-D), and the
+			// models are the cut's, which the fold derives again from its
+			// log.
+			params := powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel}
+			if field, text := powerlayer.CheckServer(p, dataDirOf(pm.Argv), params); ok && field != "" {
+				c.Proc(p, field, "%s", text)
+			}
 		}
+	}
+	if ok {
+		checkRestartedIn(c, r, l, o, want, pm, mount)
 	}
 }
 
 // dataDirOf is the data folder a postmaster's command line names (-D).
 func dataDirOf(argv []string) string {
-	for i := 0; i+1 < len(argv); i++ {
-		if argv[i] == "-D" {
-			return argv[i+1]
-		}
-	}
-	return ""
+	d, _ := powerlayer.ArgOf(argv, "-D")
+	return d
 }
 
 // CheckPostmaster checks process line p, which a power trial's record
@@ -131,8 +137,22 @@ func dataDirOf(argv []string) string {
 // and SIGKILLed by the harness. It returns the first field that is wrong,
 // or "".
 func CheckPostmaster(p results.Process, want PowerSettings) (field, text string) {
+	if field, text := checkServerLine(p, want, "its cut ended"); field != "" {
+		return field, text
+	}
+	if p.Signal != syscall.SIGKILL.String() || p.KilledBy != "harness" {
+		return "signal", fmt.Sprintf("%q, killed by %q, but the cut SIGKILLs the postmaster (killed, by the harness)", p.Signal, p.KilledBy)
+	}
+	return "", ""
+}
+
+// checkServerLine checks what every postmaster line of a power trial
+// holds: the postgres worker, started with every setting the trial's
+// server runs with (PowerQuiet and want's); which names the line in the
+// text ("its cut ended").
+func checkServerLine(p results.Process, want PowerSettings, which string) (field, text string) {
 	if p.Worker != PostmasterWorker {
-		return "worker", fmt.Sprintf("is %q, but the record names it as the postmaster its cut ended (%s)", p.Worker, PostmasterWorker)
+		return "worker", fmt.Sprintf("is %q, but the record names it as the postmaster %s (%s)", p.Worker, which, PostmasterWorker)
 	}
 	var got []string
 	for i := 0; i+1 < len(p.Argv); i++ {
@@ -142,9 +162,6 @@ func CheckPostmaster(p results.Process, want PowerSettings) (field, text string)
 	}
 	if w := want.started(); !slices.Equal(got, w) {
 		return "argv", fmt.Sprintf("sets %v, but the trial's server runs with %v", got, w)
-	}
-	if p.Signal != syscall.SIGKILL.String() || p.KilledBy != "harness" {
-		return "signal", fmt.Sprintf("%q, killed by %q, but the cut SIGKILLs the postmaster (killed, by the harness)", p.Signal, p.KilledBy)
 	}
 	return "", ""
 }

@@ -83,6 +83,9 @@ func TestPGPowerMatchesModel(t *testing.T) {
 		{"quiet not held", "pg_power.quiet_held", func(m map[string]any) {
 			m["pg_power"].(map[string]any)["quiet_held"] = false
 		}},
+		{"restarted postmaster not named", "pg_power.restarted_process_id", func(m map[string]any) {
+			delete(m["pg_power"].(map[string]any), "restarted_process_id")
+		}},
 		{"cut's model", "pg_power.cut", func(m map[string]any) {
 			m["pg_power"].(map[string]any)["cut"].(map[string]any)["model"] = powerfs.ModelKeep
 		}},
@@ -111,7 +114,7 @@ func TestPGPowerMatchesModel(t *testing.T) {
 // the field.
 func requirePostmasterLines(t *testing.T, out scenariotest.Outcome, flags map[string]string) {
 	t.Helper()
-	pm, server := -1, -1
+	pm, server, restarted := -1, -1, -1
 	for i, l := range out.Records.Observations {
 		var o Observation
 		if err := json.Unmarshal(l.Raw, &o); err != nil {
@@ -140,9 +143,16 @@ func requirePostmasterLines(t *testing.T, out scenariotest.Outcome, flags map[st
 		if server < 0 {
 			server = ms
 		}
+		rs := slices.IndexFunc(out.Records.Processes, func(p results.Process) bool { return p.ID == o.PGPower.RestartedProcessID })
+		if o.PGPower.Started != (rs >= 0) {
+			t.Fatalf("line %d: the server started again %v, but restarted_process_id %d names line %d", i, o.PGPower.Started, o.PGPower.RestartedProcessID, rs)
+		}
+		if rs >= 0 && restarted < 0 {
+			restarted = rs
+		}
 	}
-	if pm < 0 {
-		t.Fatal("no PostgreSQL power trial")
+	if pm < 0 || restarted < 0 {
+		t.Fatalf("no PostgreSQL power trial whose server started again (postmaster line %d, restarted line %d)", pm, restarted)
 	}
 	for _, tt := range []struct {
 		name, field string
@@ -175,11 +185,34 @@ func requirePostmasterLines(t *testing.T, out scenariotest.Outcome, flags map[st
 				}
 			}
 		}},
+		{"restarted postmaster's setting", "argv", func(m map[string]any) {
+			argv := m["argv"].([]any)
+			for i, a := range argv {
+				if a == "fsync=on" {
+					argv[i] = "fsync=off"
+				}
+			}
+		}},
+		{"restarted postmaster's folder", "argv", func(m map[string]any) {
+			argv := m["argv"].([]any)
+			for i, a := range argv {
+				if a == "-D" {
+					argv[i+1] = "/elsewhere"
+				}
+			}
+		}},
+		{"restarted postmaster killed", "signal", func(m map[string]any) { m["signal"] = "killed" }},
+		{"restarted postmaster started before the cut", "started_at", func(m map[string]any) {
+			m["started_at"], m["ended_at"], m["duration_ms"] = "2000-01-01T00:00:00Z", "2000-01-01T00:00:01Z", 1000.0
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			at := pm
 			if strings.HasPrefix(tt.name, "mount server") {
 				at = server
+			}
+			if strings.HasPrefix(tt.name, "restarted postmaster") {
+				at = restarted
 			}
 			rec := scenariotest.Edit(t, out.Records, false, at, tt.edit)
 			findings := scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings()

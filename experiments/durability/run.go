@@ -270,6 +270,11 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	if t.rcv != nil {
 		t.o.Sends, _ = t.rcv.LogSince(0)
 	}
+	if t.pc != nil && t.o.PGPower != nil {
+		if err := t.pc.Finish(t.o.PGPower); err != nil {
+			return nil, 0, fmt.Errorf("%w: stop the restarted server: %w", errclass.ErrHarness, err)
+		}
+	}
 	if err := engine.Record(env.Recorder, t.o); err != nil {
 		return nil, 0, err
 	}

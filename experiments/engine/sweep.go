@@ -27,6 +27,10 @@ type Sweep struct {
 	Model string
 	// Layer is where the trials' cuts are made (a Power trial's Layer).
 	Layer string
+	// Tag, when set, ends every key, "point/tag": sets of one condition
+	// that sweep the same points (under several models) tell their
+	// trials apart by it.
+	Tag string
 }
 
 // Cut is one trial of a sweep: a point and a seed index.
@@ -53,13 +57,17 @@ func (s Sweep) Cuts(found Found) []Cut {
 	return out
 }
 
-// Key is a trial's key in its condition: its point, and under Seeded its
-// seed index, "point#seed".
+// Key is a trial's key in its condition: its point, under Seeded with its
+// seed index, "point#seed", and with the set's Tag, "point/tag".
 func (s Sweep) Key(c Cut) string {
+	k := c.Point
 	if s.Seeded {
-		return c.Point + "#" + strconv.Itoa(c.Seed)
+		k += "#" + strconv.Itoa(c.Seed)
 	}
-	return c.Point
+	if s.Tag != "" {
+		k += "/" + s.Tag
+	}
+	return k
 }
 
 // planSweep is every cut of the sweep but the discovery's, numbered from 1.

@@ -12,7 +12,8 @@ import (
 // TestPlanSweep: a swept set plans every point the discovery passed, the
 // extra points and, with sync points, a cut before and after each sync,
 // each with its seeds, leaving out the discovery's own trial; its ids are
-// "condition@point", with "#seed" when seeded, whatever its class.
+// "condition@point", with "#seed" when seeded and "/tag" when tagged,
+// whatever its class.
 func TestPlanSweep(t *testing.T) {
 	const cond = "p/WAL/FULL/power"
 	found := Found{Points: []string{"a", "b"}, Syncs: 1}
@@ -28,6 +29,10 @@ func TestPlanSweep(t *testing.T) {
 			[]string{cond + "@a", cond + "@b", cond + "@sync-1-before", cond + "@sync-1-after"}},
 		{"seeded", Power, Sweep{First: "ack", Seeds: 2, Seeded: true},
 			[]string{cond + "@ack#1", cond + "@a#0", cond + "@a#1", cond + "@b#0", cond + "@b#1"}},
+		{"tagged", Power, Sweep{SyncPoints: true, Tag: "keep"},
+			[]string{cond + "@a/keep", cond + "@b/keep", cond + "@sync-1-before/keep", cond + "@sync-1-after/keep"}},
+		{"seeded and tagged", Power, Sweep{First: "ack", Seeds: 2, Seeded: true, Tag: "torn"},
+			[]string{cond + "@ack#1/torn", cond + "@a#0/torn", cond + "@a#1/torn", cond + "@b#0/torn", cond + "@b#1/torn"}},
 		{"seeds without keys", Power, Sweep{First: "ack", Seeds: 2}, []string{cond + "@ack", cond + "@a", cond + "@a", cond + "@b", cond + "@b"}},
 	}
 	for _, tc := range tests {

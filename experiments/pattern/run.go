@@ -749,6 +749,11 @@ func (t *trial) observe(rcv *receiver.Receiver) error {
 		return fmt.Errorf("%w: %s trial %d: read the invariants: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
 	}
 	t.o.Sends, _ = rcv.LogSince(0)
+	if t.pc != nil && t.o.PGPower != nil {
+		if err := t.pc.Finish(t.o.PGPower); err != nil {
+			return fmt.Errorf("%w: %s trial %d: stop the restarted server: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
+		}
+	}
 	return engine.Record(t.r.env.Recorder, t.o)
 }
 

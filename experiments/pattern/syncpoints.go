@@ -10,17 +10,25 @@ package pattern
 // discovery of its own: one delivery on the mount under the condition's
 // setting, cut after its ACK under keep, whose op log counts the mount's
 // fsyncs (its outcome's syncs, which the fold derives again from the log).
-// The condition then cuts under drop just before and just after each of
-// them, sync-1-before … sync-N-after, each trial a mount frozen at its
+// The condition then cuts under each power model (drop, keep and torn)
+// just before and just after each of them, sync-1-before … sync-N-after,
+// each trial a mount frozen at its
 // fsync (powerlayer.StartCut): the parent kills the first delivery's group
 // (harness.Program.KillOn), cuts, and redelivers on the rebuilt folder.
 // The oracle is the pattern's invariants after the redeliveries, as for
-// the other power cuts; the fold lists every N from 1 to the discovered
-// count, before and after, in the plan, so a missing or extra cut is a
-// finding of the run's completeness.
+// the other power cuts under each model: every such cut comes before the
+// ACK, so the event is delivered again on what the model left (drop:
+// nothing unsynced; keep: everything written, as a process crash; torn:
+// seeded keep/drop/garble of each unsynced 512-byte unit). The fold lists
+// every N from 1 to the discovered count, before and after, under each
+// model, in the plan, so a missing or extra cut is a finding of the run's
+// completeness. A drop cut's key is its point, "sync-3-before", as in
+// folders made before the other models were swept; keep's and torn's end
+// in their model, "sync-3-before/keep".
 
 import (
 	"fmt"
+	"slices"
 
 	"idemlab/experiments/durability"
 	"idemlab/experiments/engine"
@@ -37,16 +45,28 @@ const FlagSyncPoints = "sync-points"
 
 // syncLegend says what a power setting's drop row holds with
 // --sync-points.
-const syncLegend = "  sync points (--sync-points): the drop row also holds a cut just before and just after each fsync on the trial's mount, sync-1-before to sync-N-after, N the fsyncs a sync discovery (one delivery on the mount under the setting) counted"
+const syncLegend = "  sync points (--sync-points): each model's row also holds a cut just before and just after each fsync on the trial's mount, sync-1-before to sync-N-after, N the fsyncs a sync discovery (one delivery on the mount under the setting) counted"
 
 // KindSyncDiscovery is a power condition's sync discovery: its delivery on
 // the mount, cut after the ACK under keep, which counts the fsyncs.
 const KindSyncDiscovery = "sync-discovery"
 
-// SyncModel is the model of the sync-point cuts: drop, where a cut just
-// before an fsync and one just after it differ by what that fsync made
-// durable.
-const SyncModel = faultvfs.FaultDrop
+// SyncModels are the models of the sync-point cuts, each power model:
+// under drop a cut just before an fsync and one just after it differ by
+// what that fsync made durable; under keep by nothing the disk holds
+// (the process crash's cut, which the redelivery must survive too); under
+// torn by which units the seed keeps, drops or garbles.
+var SyncModels = PowerModels
+
+// syncTag is the tag that ends the keys of model m's sync-point cuts:
+// none for drop, whose keys folders made before keep and torn were swept
+// hold, else the model.
+func syncTag(m string) string {
+	if m == faultvfs.FaultDrop {
+		return ""
+	}
+	return m
+}
 
 // syncSwept says whether condition c of pattern pat cuts at the mount's
 // fsyncs: a handler program's power condition on the filesystem, with
@@ -55,12 +75,17 @@ func (s Settings) syncSwept(c Condition, pat Pattern) bool {
 	return s.SyncPoints && c.Fault == wp.FaultPower && pat.File.IsProgram() && !onServerPower(c)
 }
 
-// syncSets is the sweep of condition c's sync-point cuts, planned from the
-// syncs its sync discovery counted (engine.Found.Syncs); the sweep's
-// first cut stands for the sync discovery, which is no trial of it.
+// syncSets are the sweeps of condition c's sync-point cuts, one per
+// model, planned from the syncs its sync discovery counted
+// (engine.Found.Syncs); each sweep's first cut stands for the sync
+// discovery, which is no trial of it.
 func syncSets(c Condition) []engine.Set {
-	return []engine.Set{{Class: engine.Power, Condition: c.Name,
-		Sweep: &engine.Sweep{SyncPoints: true, Model: SyncModel, Layer: engine.LayerFS}}}
+	var out []engine.Set
+	for _, m := range SyncModels {
+		out = append(out, engine.Set{Class: engine.Power, Condition: c.Name,
+			Sweep: &engine.Sweep{SyncPoints: true, Model: m, Layer: engine.LayerFS, Tag: syncTag(m)}})
+	}
+	return out
 }
 
 // syncCutOf says whether trial o cuts at a sync of its mount, and where.
@@ -72,11 +97,12 @@ func syncCutOf(o Observation) (protocol.SyncCut, bool) {
 }
 
 // ref is trial o as the plan lists it: a sync-point cut by its key, the
-// point (engine.Sweep), any other by its index.
+// point and its model's tag (engine.Sweep.Key), any other by its index.
 func (o Observation) ref() engine.Trial {
 	t := engine.Trial{Condition: o.Condition, Index: o.Trial}
 	if _, ok := syncCutOf(o); ok {
-		t.Key = o.Point
+		sw := engine.Sweep{Tag: syncTag(o.Model)}
+		t.Key = sw.Key(engine.Cut{Point: o.Point})
 	}
 	return t
 }
@@ -130,17 +156,18 @@ func (f *folder) checkSyncDiscovery(t *trialLine) {
 	f.checkPowerFS(t)
 }
 
-// checkSyncCut checks a sync-point cut's plan and record: under the
-// sweep's model, at an fsync the sync discovery counted, and the mount's
-// logged cut at that fsync, before or after it as the point says.
+// checkSyncCut checks a sync-point cut's plan and record: under one of the
+// sweeps' models, at an fsync the sync discovery counted, and the mount's
+// logged cut at that fsync, before or after it as the point says (the
+// cut's models, torn's seed among them, checkPowerFS checks).
 func (f *folder) checkSyncCut(t *trialLine, cut protocol.SyncCut) {
 	n := f.syncCount(t.c)
 	switch {
 	case !f.st.syncSwept(t.c, t.pat):
 		f.c.Obs(t.l, "point", "%q, but condition %s does not cut at the mount's fsyncs (a handler program's power condition with --sync-points)", t.o.Point, t.c.Name)
 		return
-	case t.o.Model != SyncModel:
-		f.c.Obs(t.l, "model", "%q, but the sync-point cuts are made under %s", t.o.Model, SyncModel)
+	case !slices.Contains(SyncModels, t.o.Model):
+		f.c.Obs(t.l, "model", "%q, but the sync-point cuts are made under %v", t.o.Model, SyncModels)
 	case cut.N > n:
 		f.c.Obs(t.l, "point", "%q, but the sync discovery counted %d fsyncs on its mount", t.o.Point, n)
 	}

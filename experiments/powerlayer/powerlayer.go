@@ -275,7 +275,7 @@ func CheckServer(p results.Process, mount string, params powerfs.Params) (field,
 		flags = flags[:1]
 	}
 	for _, flag := range flags {
-		if got, ok := argOf(p.Argv, flag); !ok || got != want[flag] {
+		if got, ok := ArgOf(p.Argv, flag); !ok || got != want[flag] {
 			return "argv", fmt.Sprintf("gives %s %q, but the trial's mount and models say %q", flag, got, want[flag])
 		}
 	}
@@ -289,8 +289,8 @@ func CheckServer(p results.Process, mount string, params powerfs.Params) (field,
 	return "", ""
 }
 
-// argOf finds the value after flag in argv.
-func argOf(argv []string, flag string) (string, bool) {
+// ArgOf finds the value after flag in a command line argv.
+func ArgOf(argv []string, flag string) (string, bool) {
 	for i := 0; i+1 < len(argv); i++ {
 		if argv[i] == flag {
 			return argv[i+1], true
