@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"idemlab/experiments/engine"
 	"idemlab/experiments/harness"
@@ -191,7 +192,7 @@ const InvariantACK = "acknowledged"
 // Fold judges every trial by its pattern's invariants, from what the
 // parent read after the last delivery and the receiver's log, and checks
 // every process against the trial's plan.
-func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
+func Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
 	f := folder{st: st, rec: rec, conds: map[string]Condition{}, pats: map[string]Pattern{}, extra: map[string]*ConditionExtra{}, points: map[string][]string{}}
 	for _, p := range st.Patterns {
 		f.pats[p.File.Name] = p
@@ -630,8 +631,8 @@ func (f *folder) checkClaims(t *trialLine, p results.Process, d Delivery, who st
 func settingsOf(c Condition) sqlitedb.Settings {
 	s := SQLite()
 	if c.Fault == wp.FaultPower {
-		s.JournalMode, s.Synchronous = splitPower(c.Power)
-		s.VFS = faultvfsName
+		s.JournalMode, s.Synchronous = SplitPower(c.Power)
+		s.VFS = faultvfs.Name
 	}
 	return s
 }
@@ -794,6 +795,13 @@ func (f *folder) vacuous(plan []shard.Trial) {
 		}
 		f.c.AddTo(c.Name, results.ResultsFile, "plan", "%s plans no trials (%s): a class that tested nothing cannot pass", c.Name, why)
 	}
+}
+
+// VerdictOf is condition c's observed figure from the conditions'
+// tallies, as the fold derives it.
+func VerdictOf(st Settings, extra map[string]*ConditionExtra, p Pattern, c Condition) any {
+	f := folder{st: st, extra: extra}
+	return f.verdict(p, c, extra[c.Name])
 }
 
 // verdict is a condition's observed figure: a scheduled condition's first
@@ -1012,4 +1020,20 @@ func (f *folder) checkRecovery(t *trialLine) {
 			f.c.Obs(t.l, results.Field("recovery", "torn", i), "decides %q for %s, but its log and seed give %q", b.Decisions, b.Name, a.Decisions)
 		}
 	}
+}
+
+// SplitPower reads a SQLite power setting, JOURNAL_MODE/SYNCHRONOUS.
+func SplitPower(s string) (journalMode, synchronous string) {
+	j, sy, _ := strings.Cut(s, "/")
+	return j, sy
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 import (
 	"context"
@@ -160,21 +160,8 @@ type Delivery struct {
 	Consumer int `json:"consumer_id,omitempty"`
 }
 
-// Run discovers each pattern's points, then runs its fault classes.
-func (p *plan) Run(ctx context.Context, env scenario.Env) error {
-	env.Slots = env.SlotsOf(p.Caps().Slots(0))
-	return Run(ctx, env, p.s, Name)
-}
-
-// Caps: every trial and race side by side, as many as ParallelOf; a run
-// on brokers of its own needs their binary first.
-func (p *plan) Caps() scenario.PlanCaps {
-	c := scenario.PlanCaps{SideBySide: true, Parallel: p.parallel}
-	if p.s.Broker != nil {
-		c.Preflight = p.preflight
-	}
-	return c
-}
+// plan is a run of the settings: its units share them.
+type plan struct{ s Settings }
 
 // Run runs the settings' pattern files through the engine with the
 // pattern-file subject, each process and observation recorded under the
@@ -485,7 +472,7 @@ func (t *trial) options() sqlitedb.Options {
 		o = wp.Options(filepath.Join(t.backing, DBName))
 	}
 	if t.c.Fault == wp.FaultPower && !onServerPower(t.c) {
-		o.JournalMode, o.Synchronous = splitPower(t.c.Power)
+		o.JournalMode, o.Synchronous = SplitPower(t.c.Power)
 	}
 	return o
 }

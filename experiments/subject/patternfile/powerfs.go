@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 // A program's power class (issue 29): a user's handler opens its own
 // database, so no cut can be taken from inside idemlab's VFS. Its power
@@ -81,7 +81,7 @@ func withPowerEnv(c Condition, env map[string]string) map[string]string {
 	if c.Fault != wp.FaultPower || onServerPower(c) {
 		return env
 	}
-	j, sy := splitPower(c.Power)
+	j, sy := SplitPower(c.Power)
 	env[protocol.EnvJournalMode], env[protocol.EnvSynchronous] = j, sy
 	return env
 }
@@ -238,7 +238,7 @@ func (f *folder) checkServers(t *trialLine, r *PowerFS) {
 
 // progPowerNotApplicable is the error of a run that asked for the power
 // class explicitly for a program on a machine without FUSE.
-func progPowerNotApplicable(why string) error {
+func ProgPowerNotApplicable(why string) error {
 	return fmt.Errorf("%w: %s.faults: power: not applicable to a handler program: %s", errclass.ErrUsage, Name, why)
 }
 

@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 // Sync-point cuts of a handler program's power class (--sync-points,
 // issue 29's "before and after the N-th fsync of any process on the
@@ -35,9 +35,9 @@ import (
 // FlagSyncPoints turns the sync-point cuts on.
 const FlagSyncPoints = "sync-points"
 
-// syncLegend says what a power setting's drop row holds with
+// SyncLegend says what a power setting's drop row holds with
 // --sync-points.
-const syncLegend = "  sync points (--sync-points): the drop row also holds a cut just before and just after each fsync on the trial's mount, sync-1-before to sync-N-after, N the fsyncs a sync discovery (one delivery on the mount under the setting) counted"
+const SyncLegend = "  sync points (--sync-points): the drop row also holds a cut just before and just after each fsync on the trial's mount, sync-1-before to sync-N-after, N the fsyncs a sync discovery (one delivery on the mount under the setting) counted"
 
 // KindSyncDiscovery is a power condition's sync discovery: its delivery on
 // the mount, cut after the ACK under keep, which counts the fsyncs.
