@@ -1,6 +1,7 @@
 package pattern
 
 import (
+	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	pf "idemlab/experiments/subject/patternfile"
@@ -32,8 +33,8 @@ const (
 	FlagBroker        = pf.FlagBroker
 	FlagBrokerURL     = pf.FlagBrokerURL
 	FlagSyncPoints    = pf.FlagSyncPoints
-	PointACK          = pf.PointACK
-	PointACKOpen      = pf.PointACKOpen
+	PointACK          = engine.PointACK
+	PointACKOpen      = engine.PointACKOpen
 	InvariantACK      = pf.InvariantACK
 	DBName            = pf.DBName
 	KindDiscovery     = pf.KindDiscovery
@@ -48,8 +49,8 @@ const (
 
 var (
 	Run         = pf.Run
-	PowerModels = pf.PowerModels
-	PowerPlan   = pf.PowerPlan
+	PowerModels = engine.PowerModels
+	PowerPlan   = engine.PowerPlan
 	OpsSHA256   = pf.OpsSHA256
 )
 

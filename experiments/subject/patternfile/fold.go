@@ -77,7 +77,7 @@ type ConditionExtra struct {
 	First *Violation `json:"first,omitempty" idemlab:"measure"`
 	// Failed counts the deliveries whose step failed, by error class.
 	Failed map[string]int `json:"failed,omitempty" idemlab:"measure"`
-	// Models are a power condition's rows, one per model (PowerModels),
+	// Models are a power condition's rows, one per model (engine.PowerModels),
 	// in that order: the condition's verdict is the worst of them. A
 	// folder of format 4 or older has the drop model's alone.
 	Models []ModelExtra `json:"models,omitempty"`
@@ -262,7 +262,7 @@ func (f *folder) models() []string {
 	if f.legacy {
 		return []string{faultvfs.FaultDrop}
 	}
-	return PowerModels
+	return engine.PowerModels
 }
 
 // trialLine is one observation line with what the fold needs of it.
@@ -392,8 +392,8 @@ func (f *folder) checkPlan(t *trialLine) bool {
 			f.checkSyncCut(t, cut)
 			break
 		}
-		all := PowerPlan(points, f.legacy)
-		if want := (PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
+		all := engine.PowerPlan(points, f.legacy)
+		if want := (engine.PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
 			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
 		}
 		switch {
@@ -900,11 +900,11 @@ func (f *folder) pointsOf(p Pattern, o Observation) ([]string, bool) {
 }
 
 func tail(stderr string) string {
-	lines := splitLines(stderr)
-	if len(lines) == 0 {
+	s := strings.TrimSpace(stderr)
+	if s == "" {
 		return ""
 	}
-	return ": " + lines[len(lines)-1]
+	return ": " + strings.TrimSpace(s[strings.LastIndex(s, "\n")+1:])
 }
 
 // programDelivery checks a program's delivery: its command and
@@ -963,7 +963,7 @@ func (f *folder) plannedKillAt(t *trialLine, i int, d Delivery) bool {
 		return d.KilledAt == t.o.Point
 	case t.o.Kind == KindHits:
 		return n == t.o.K
-	case t.o.Kind == KindPower && t.o.Point == PointACKOpen:
+	case t.o.Kind == KindPower && t.o.Point == engine.PointACKOpen:
 		pts := f.discovered(t.pat)
 		return len(pts) > 0 && d.KilledAt == pts[len(pts)-1]
 	case t.o.Kind == KindPower:
@@ -1026,14 +1026,4 @@ func (f *folder) checkRecovery(t *trialLine) {
 func SplitPower(s string) (journalMode, synchronous string) {
 	j, sy, _ := strings.Cut(s, "/")
 	return j, sy
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
 }

@@ -36,6 +36,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"idemlab/experiments/engine"
 	"os"
 	"path/filepath"
 
@@ -91,9 +92,9 @@ func withPowerEnv(c Condition, env map[string]string) map[string]string {
 // discovery delivery announced; nil for the cut after the ACK.
 func powerKillAt(o Observation, last string) func(string, int) bool {
 	switch {
-	case o.Point == PointACK:
+	case o.Point == engine.PointACK:
 		return nil
-	case o.Point == PointACKOpen:
+	case o.Point == engine.PointACKOpen:
 		return func(name string, _ int) bool { return last != "" && name == last }
 	}
 	if _, ok := syncCutOf(o); ok {
@@ -105,7 +106,7 @@ func powerKillAt(o Observation, last string) func(string, int) bool {
 // ackOpenCut says whether delivery d is a program's first delivery cut at
 // ack-open, which counts as its ACK: no redelivery follows it.
 func ackOpenCut(pat Pattern, o Observation, d Delivery) bool {
-	return pat.File.IsProgram() && o.Kind == KindPower && o.Point == PointACKOpen && d.Number == 1 && d.KilledAt != ""
+	return pat.File.IsProgram() && o.Kind == KindPower && o.Point == engine.PointACKOpen && d.Number == 1 && d.KilledAt != ""
 }
 
 // OpsSHA256 is the SHA-256 of ops as their JSON array, which a record

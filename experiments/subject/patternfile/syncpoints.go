@@ -84,7 +84,7 @@ func (o Observation) ref() engine.Trial {
 // syncDiscovery is what a power condition's sync discovery records: a
 // power delivery cut after its ACK under keep.
 func syncDiscovery() Observation {
-	return Observation{Kind: KindSyncDiscovery, Point: PointACK, Model: faultvfs.FaultKeep}
+	return Observation{Kind: KindSyncDiscovery, Point: engine.PointACK, Model: faultvfs.FaultKeep}
 }
 
 // syncCount is the number of fsyncs condition c's sync discovery counted

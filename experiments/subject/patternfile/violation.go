@@ -2,6 +2,7 @@ package patternfile
 
 import (
 	"fmt"
+	"idemlab/experiments/engine"
 	"strings"
 
 	"idemlab/experiments/scenario"
@@ -44,9 +45,9 @@ func (v Violation) fault() string {
 			cut = v.Model + " power cut"
 		}
 		switch v.Point {
-		case PointACK:
+		case engine.PointACK:
 			return cut + " after the ACK"
-		case PointACKOpen:
+		case engine.PointACKOpen:
 			return cut + " after the ACK, the connection open"
 		}
 		return cut + " at " + v.Point
