@@ -45,5 +45,5 @@
 // plan), engine.go (Subject, Plan, Run.Execute), record.go (Record, Each),
 // fold.go (Listed, Places), table.go (Counts, ByName), then a subject:
 // subject/deliver's Runner (explore's built-in subjects),
-// pattern/run.go's runner.Deliver and durability/run.go's subject.
+// subject/patternfile/run.go's runner.Deliver and durability/run.go's subject.
 package engine

@@ -6,6 +6,7 @@ import (
 	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	pf "idemlab/experiments/subject/patternfile"
 	wp "idemlab/worker/pattern"
 )
 
@@ -58,7 +59,7 @@ func patternDatabase(st Settings) string {
 	if st.Postgres != nil {
 		return fmt.Sprintf("PostgreSQL, %s, synchronous_commit=%s, as every session read them back", st.Postgres.Isolation, st.Postgres.SynchronousCommit)
 	}
-	return scenario.DatabaseWords(SQLite(), nil, nil) + "; a power condition, its own setting"
+	return scenario.DatabaseWords(pf.SQLite(), nil, nil) + "; a power condition, its own setting"
 }
 
 // extraWords says a condition's trials: "held 14/14 trials", "broke 6/14

@@ -3,15 +3,11 @@ package pattern
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 )
-
-const faultvfsName = faultvfs.Name
 
 // Expect is the oracle: a pattern holds its invariants under every fault
 // class, except where its file lists the class in known_unsafe; there a
@@ -110,21 +106,6 @@ func KnownUnsafe(f wp.File, c Condition, t wp.Target, rule string) Unsafety {
 			return UnsafeHere
 		}
 		out = UnsafeSomeSetting
-	}
-	return out
-}
-
-func splitPower(s string) (journalMode, synchronous string) {
-	j, sy, _ := strings.Cut(s, "/")
-	return j, sy
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	pf "idemlab/experiments/subject/patternfile"
 	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 )
@@ -63,7 +64,7 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 		if slices.ContainsFunc(p.Conditions, func(c ConditionExtra) bool { return len(c.Models) > 0 }) {
 			t.Legend = append(t.Legend, powerLegend...)
 			if st.SyncPoints && pat.File.IsProgram() && st.Backend == "" {
-				t.Legend = append(t.Legend, syncLegend)
+				t.Legend = append(t.Legend, pf.SyncLegend)
 			}
 		}
 		if withFindings {
@@ -262,7 +263,7 @@ func landingsText(kills []KillLanding) string {
 // killLegend says over what the kills were drawn, and where each landed.
 func killLegend(pat Pattern, p PatternExtra, kills []KillLanding) string {
 	from := "the program's start"
-	if KillFromFirst(pat, p.Points) {
+	if pf.KillFromFirst(pat, p.Points) {
 		from = fmt.Sprintf("the arrival of its first point (%s)", p.Points[0])
 	}
 	var each []string

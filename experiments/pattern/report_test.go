@@ -1,6 +1,7 @@
 package pattern
 
 import (
+	pf "idemlab/experiments/subject/patternfile"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,8 +18,8 @@ func TestLandingsText(t *testing.T) {
 		want  string
 	}{
 		{"none", nil, ""},
-		{"one place", []KillLanding{{0, LandedAfterLast}, {1, LandedAfterLast}}, LandedAfterLast + ": 2"},
-		{"first landing first", []KillLanding{{0, "between points 2 and 3"}, {1, LandedBeforeFirst}, {2, "between points 2 and 3"}}, "between points 2 and 3: 2; " + LandedBeforeFirst + ": 1"},
+		{"one place", []KillLanding{{Trial: 0, Landing: pf.LandedAfterLast}, {Trial: 1, Landing: pf.LandedAfterLast}}, pf.LandedAfterLast + ": 2"},
+		{"first landing first", []KillLanding{{Trial: 0, Landing: "between points 2 and 3"}, {Trial: 1, Landing: LandedBeforeFirst}, {Trial: 2, Landing: "between points 2 and 3"}}, "between points 2 and 3: 2; " + LandedBeforeFirst + ": 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

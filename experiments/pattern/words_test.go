@@ -1,6 +1,7 @@
 package pattern
 
 import (
+	pf "idemlab/experiments/subject/patternfile"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -57,7 +58,7 @@ func powerRecords(t *testing.T, entries []string, rule string, part *shard.Part,
 	t.Helper()
 	p := Pattern{File: wp.File{Name: "p", KnownUnsafe: entries}}
 	st := Settings{KnownUnsafeRule: rule, Shard: part, Patterns: []Pattern{p}}
-	f := &folder{st: st, extra: map[string]*ConditionExtra{}}
+	extra := map[string]*ConditionExtra{}
 	for _, s := range []string{"DELETE/FULL", "WAL/NORMAL"} {
 		c := Condition{Name: "p/power:" + s, Pattern: "p", Fault: wp.FaultPower, Power: s}
 		st.Conditions = append(st.Conditions, c)
@@ -66,9 +67,8 @@ func powerRecords(t *testing.T, entries []string, rule string, part *shard.Part,
 			ce.Violating = 1
 			ce.First = &Violation{Trial: 8, Kind: KindPower, Point: PointACK, Broken: []Broken{{Invariant: "one job", Want: "1", Got: "0"}}}
 		}
-		f.extra[c.Name] = ce
+		extra[c.Name] = ce
 	}
-	f.st = st
 	exp, err := Scenario{}.Expect(st)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func powerRecords(t *testing.T, entries []string, rule string, part *shard.Part,
 	var out []results.ConditionResult
 	for i, e := range exp {
 		c := st.Conditions[i]
-		cr := results.ConditionResult{Name: e.Condition, Expected: scenario.Marshal(e.Value), Observed: scenario.Marshal(f.verdict(p, c, f.extra[c.Name]))}
+		cr := results.ConditionResult{Name: e.Condition, Expected: scenario.Marshal(e.Value), Observed: scenario.Marshal(pf.VerdictOf(st, extra, p, c))}
 		cr.Pass, cr.Differences, err = Scenario{}.Check(cr.Name, cr.Expected, cr.Observed)
 		if err != nil {
 			t.Fatal(err)

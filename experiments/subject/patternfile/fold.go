@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"idemlab/experiments/engine"
 	"idemlab/experiments/harness"
@@ -76,7 +77,7 @@ type ConditionExtra struct {
 	First *Violation `json:"first,omitempty" idemlab:"measure"`
 	// Failed counts the deliveries whose step failed, by error class.
 	Failed map[string]int `json:"failed,omitempty" idemlab:"measure"`
-	// Models are a power condition's rows, one per model (PowerModels),
+	// Models are a power condition's rows, one per model (engine.PowerModels),
 	// in that order: the condition's verdict is the worst of them. A
 	// folder of format 4 or older has the drop model's alone.
 	Models []ModelExtra `json:"models,omitempty"`
@@ -191,7 +192,7 @@ const InvariantACK = "acknowledged"
 // Fold judges every trial by its pattern's invariants, from what the
 // parent read after the last delivery and the receiver's log, and checks
 // every process against the trial's plan.
-func (Scenario) Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
+func Fold(st Settings, rec results.Records) (scenario.Folded, []results.Finding) {
 	f := folder{st: st, rec: rec, conds: map[string]Condition{}, pats: map[string]Pattern{}, extra: map[string]*ConditionExtra{}, points: map[string][]string{}}
 	for _, p := range st.Patterns {
 		f.pats[p.File.Name] = p
@@ -261,7 +262,7 @@ func (f *folder) models() []string {
 	if f.legacy {
 		return []string{faultvfs.FaultDrop}
 	}
-	return PowerModels
+	return engine.PowerModels
 }
 
 // trialLine is one observation line with what the fold needs of it.
@@ -391,8 +392,8 @@ func (f *folder) checkPlan(t *trialLine) bool {
 			f.checkSyncCut(t, cut)
 			break
 		}
-		all := PowerPlan(points, f.legacy)
-		if want := (PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
+		all := engine.PowerPlan(points, f.legacy)
+		if want := (engine.PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
 			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
 		}
 		switch {
@@ -630,8 +631,8 @@ func (f *folder) checkClaims(t *trialLine, p results.Process, d Delivery, who st
 func settingsOf(c Condition) sqlitedb.Settings {
 	s := SQLite()
 	if c.Fault == wp.FaultPower {
-		s.JournalMode, s.Synchronous = splitPower(c.Power)
-		s.VFS = faultvfsName
+		s.JournalMode, s.Synchronous = SplitPower(c.Power)
+		s.VFS = faultvfs.Name
 	}
 	return s
 }
@@ -796,6 +797,13 @@ func (f *folder) vacuous(plan []shard.Trial) {
 	}
 }
 
+// VerdictOf is condition c's observed figure from the conditions'
+// tallies, as the fold derives it.
+func VerdictOf(st Settings, extra map[string]*ConditionExtra, p Pattern, c Condition) any {
+	f := folder{st: st, extra: extra}
+	return f.verdict(p, c, extra[c.Name])
+}
+
 // verdict is a condition's observed figure: a scheduled condition's first
 // violation is a measurement, and a power condition says whether some
 // power condition of its pattern broke.
@@ -892,11 +900,11 @@ func (f *folder) pointsOf(p Pattern, o Observation) ([]string, bool) {
 }
 
 func tail(stderr string) string {
-	lines := splitLines(stderr)
-	if len(lines) == 0 {
+	s := strings.TrimSpace(stderr)
+	if s == "" {
 		return ""
 	}
-	return ": " + lines[len(lines)-1]
+	return ": " + strings.TrimSpace(s[strings.LastIndex(s, "\n")+1:])
 }
 
 // programDelivery checks a program's delivery: its command and
@@ -955,7 +963,7 @@ func (f *folder) plannedKillAt(t *trialLine, i int, d Delivery) bool {
 		return d.KilledAt == t.o.Point
 	case t.o.Kind == KindHits:
 		return n == t.o.K
-	case t.o.Kind == KindPower && t.o.Point == PointACKOpen:
+	case t.o.Kind == KindPower && t.o.Point == engine.PointACKOpen:
 		pts := f.discovered(t.pat)
 		return len(pts) > 0 && d.KilledAt == pts[len(pts)-1]
 	case t.o.Kind == KindPower:
@@ -1012,4 +1020,10 @@ func (f *folder) checkRecovery(t *trialLine) {
 			f.c.Obs(t.l, results.Field("recovery", "torn", i), "decides %q for %s, but its log and seed give %q", b.Decisions, b.Name, a.Decisions)
 		}
 	}
+}
+
+// SplitPower reads a SQLite power setting, JOURNAL_MODE/SYNCHRONOUS.
+func SplitPower(s string) (journalMode, synchronous string) {
+	j, sy, _ := strings.Cut(s, "/")
+	return j, sy
 }

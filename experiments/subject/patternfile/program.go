@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 import (
 	"errors"
@@ -13,7 +13,6 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	wp "idemlab/worker/pattern"
-	"idemlab/worker/protocol"
 	"idemlab/worker/store"
 )
 
@@ -187,7 +186,3 @@ func cannotRun(o Observation, d Delivery, run *harness.ProgramRun) bool {
 	return o.Kind == KindDiscovery && d.Number == 1 && len(run.Points) == 0 && len(run.Stray) == 0 &&
 		run.Record.Signal == "" && run.Record.ExitCode != 0 && !run.TimedOut && run.Record.KilledBy == ""
 }
-
-// programExits are a program's outcomes: 0 is the ACK and anything else is
-// not, which is the protocol, not a finding.
-var _ = protocol.ExitACK

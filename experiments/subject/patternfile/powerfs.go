@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 // A program's power class (issue 29): a user's handler opens its own
 // database, so no cut can be taken from inside idemlab's VFS. Its power
@@ -36,6 +36,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"idemlab/experiments/engine"
 	"os"
 	"path/filepath"
 
@@ -81,7 +82,7 @@ func withPowerEnv(c Condition, env map[string]string) map[string]string {
 	if c.Fault != wp.FaultPower || onServerPower(c) {
 		return env
 	}
-	j, sy := splitPower(c.Power)
+	j, sy := SplitPower(c.Power)
 	env[protocol.EnvJournalMode], env[protocol.EnvSynchronous] = j, sy
 	return env
 }
@@ -91,9 +92,9 @@ func withPowerEnv(c Condition, env map[string]string) map[string]string {
 // discovery delivery announced; nil for the cut after the ACK.
 func powerKillAt(o Observation, last string) func(string, int) bool {
 	switch {
-	case o.Point == PointACK:
+	case o.Point == engine.PointACK:
 		return nil
-	case o.Point == PointACKOpen:
+	case o.Point == engine.PointACKOpen:
 		return func(name string, _ int) bool { return last != "" && name == last }
 	}
 	if _, ok := syncCutOf(o); ok {
@@ -105,7 +106,7 @@ func powerKillAt(o Observation, last string) func(string, int) bool {
 // ackOpenCut says whether delivery d is a program's first delivery cut at
 // ack-open, which counts as its ACK: no redelivery follows it.
 func ackOpenCut(pat Pattern, o Observation, d Delivery) bool {
-	return pat.File.IsProgram() && o.Kind == KindPower && o.Point == PointACKOpen && d.Number == 1 && d.KilledAt != ""
+	return pat.File.IsProgram() && o.Kind == KindPower && o.Point == engine.PointACKOpen && d.Number == 1 && d.KilledAt != ""
 }
 
 // OpsSHA256 is the SHA-256 of ops as their JSON array, which a record
@@ -238,7 +239,7 @@ func (f *folder) checkServers(t *trialLine, r *PowerFS) {
 
 // progPowerNotApplicable is the error of a run that asked for the power
 // class explicitly for a program on a machine without FUSE.
-func progPowerNotApplicable(why string) error {
+func ProgPowerNotApplicable(why string) error {
 	return fmt.Errorf("%w: %s.faults: power: not applicable to a handler program: %s", errclass.ErrUsage, Name, why)
 }
 

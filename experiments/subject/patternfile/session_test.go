@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ import (
 // from the session values the recorded target was made of, gives the
 // same.
 func TestRecordedProgramEnv(t *testing.T) {
-	f, err := results.Load(filepath.Join("..", "..", "testdata", "golden", "pattern-postgres-program"), results.Limits{})
+	f, err := results.Load(filepath.Join("..", "..", "..", "testdata", "golden", "pattern-postgres-program"), results.Limits{})
 	if err != nil || f.Results == nil || len(f.Findings) > 0 {
 		t.Fatalf("load the recorded folder: %v %v", err, f.Findings)
 	}

@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 import (
 	"context"
@@ -38,31 +38,9 @@ const (
 	KindPower     = "power"
 )
 
-// PointACK is the power trial whose cut comes after the first delivery
-// acknowledged, with nothing of it left to redeliver.
-const PointACK = engine.PointACK
-
-// PointACKOpen is the power trial whose cut comes after the first delivery
-// acknowledged with its connection still open (protocol.EnvAckOpen), as a
-// service with a connection pool ACKs: no close runs, so no close-time
-// checkpoint either. Durability's ack-open, on a pattern file.
-const PointACKOpen = engine.PointACKOpen
-
 // isACK says whether a power trial's cut comes after an ACK rather than at
 // a crash point.
-func isACK(point string) bool { return point == PointACK || point == PointACKOpen }
-
-// PowerModels are what a power cut may leave of the writes no sync
-// covered (engine.PowerModels). A setting's verdict is the worst of its
-// models.
-var PowerModels = engine.PowerModels
-
-// PowerCut is one trial of a power condition: the model and the cut.
-type PowerCut = engine.PowerCut
-
-// PowerPlan lists a power condition's trials (engine.PowerPlan); legacy
-// is a folder of format 4 or older.
-func PowerPlan(points []string, legacy bool) []PowerCut { return engine.PowerPlan(points, legacy) }
+func isACK(point string) bool { return point == engine.PointACK || point == engine.PointACKOpen }
 
 // RecoveryOptions are how the parent cuts a power trial's folder: the
 // trial's model; under torn, a seed from the run's seed, the condition and
@@ -90,7 +68,7 @@ type Observation struct {
 	Kind      string `json:"kind"`
 	// Point is the crash point of a point or power trial.
 	Point string `json:"point,omitempty"`
-	// Model is a power trial's model (PowerModels); empty in folders of
+	// Model is a power trial's model (engine.PowerModels); empty in folders of
 	// format 4 or older, which cut under drop only.
 	Model string `json:"model,omitempty"`
 	// K is a crash-after-hits trial's hit.
@@ -160,21 +138,8 @@ type Delivery struct {
 	Consumer int `json:"consumer_id,omitempty"`
 }
 
-// Run discovers each pattern's points, then runs its fault classes.
-func (p *plan) Run(ctx context.Context, env scenario.Env) error {
-	env.Slots = env.SlotsOf(p.Caps().Slots(0))
-	return Run(ctx, env, p.s, Name)
-}
-
-// Caps: every trial and race side by side, as many as ParallelOf; a run
-// on brokers of its own needs their binary first.
-func (p *plan) Caps() scenario.PlanCaps {
-	c := scenario.PlanCaps{SideBySide: true, Parallel: p.parallel}
-	if p.s.Broker != nil {
-		c.Preflight = p.preflight
-	}
-	return c
-}
+// plan is a run of the settings: its units share them.
+type plan struct{ s Settings }
 
 // Run runs the settings' pattern files through the engine with the
 // pattern-file subject, each process and observation recorded under the
@@ -485,7 +450,7 @@ func (t *trial) options() sqlitedb.Options {
 		o = wp.Options(filepath.Join(t.backing, DBName))
 	}
 	if t.c.Fault == wp.FaultPower && !onServerPower(t.c) {
-		o.JournalMode, o.Synchronous = splitPower(t.c.Power)
+		o.JournalMode, o.Synchronous = SplitPower(t.c.Power)
 	}
 	return o
 }
@@ -571,7 +536,7 @@ func Env(c Condition, o Observation, d Delivery) map[string]string {
 			env[protocol.EnvCrashAfterHits] = fmt.Sprint(o.RaceCrashK[d.Worker])
 		case o.Kind == KindPoint || o.Kind == KindPower && !isACK(o.Point):
 			env[protocol.EnvCrashAt] = o.Point
-		case o.Kind == KindPower && o.Point == PointACKOpen:
+		case o.Kind == KindPower && o.Point == engine.PointACKOpen:
 			env[protocol.EnvAckOpen] = "1"
 		}
 		if o.Kind == KindPower && !isACK(o.Point) {

@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 // Sync-point cuts of a handler program's power class (--sync-points,
 // issue 29's "before and after the N-th fsync of any process on the
@@ -43,9 +43,9 @@ import (
 // FlagSyncPoints turns the sync-point cuts on.
 const FlagSyncPoints = "sync-points"
 
-// syncLegend says what a power setting's drop row holds with
+// SyncLegend says what a power setting's drop row holds with
 // --sync-points.
-const syncLegend = "  sync points (--sync-points): each model's row also holds a cut just before and just after each fsync on the trial's mount, sync-1-before to sync-N-after, N the fsyncs a sync discovery (one delivery on the mount under the setting) counted"
+const SyncLegend = "  sync points (--sync-points): each model's row also holds a cut just before and just after each fsync on the trial's mount, sync-1-before to sync-N-after, N the fsyncs a sync discovery (one delivery on the mount under the setting) counted"
 
 // KindSyncDiscovery is a power condition's sync discovery: its delivery on
 // the mount, cut after the ACK under keep, which counts the fsyncs.
@@ -56,7 +56,7 @@ const KindSyncDiscovery = "sync-discovery"
 // what that fsync made durable; under keep by nothing the disk holds
 // (the process crash's cut, which the redelivery must survive too); under
 // torn by which units the seed keeps, drops or garbles.
-var SyncModels = PowerModels
+var SyncModels = engine.PowerModels
 
 // syncTag is the tag that ends the keys of model m's sync-point cuts:
 // none for drop, whose keys folders made before keep and torn were swept
@@ -110,7 +110,7 @@ func (o Observation) ref() engine.Trial {
 // syncDiscovery is what a power condition's sync discovery records: a
 // power delivery cut after its ACK under keep.
 func syncDiscovery() Observation {
-	return Observation{Kind: KindSyncDiscovery, Point: PointACK, Model: faultvfs.FaultKeep}
+	return Observation{Kind: KindSyncDiscovery, Point: engine.PointACK, Model: faultvfs.FaultKeep}
 }
 
 // syncCount is the number of fsyncs condition c's sync discovery counted

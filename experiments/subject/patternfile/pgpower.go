@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 // A pattern file's power class on PostgreSQL (--backend postgres --faults
 // power, opt-in): each power trial runs on a throwaway cluster of its own
@@ -31,21 +31,21 @@ import (
 
 // The PostgreSQL power matrix's flags, shared with durability's.
 const (
-	flagFsync              = "fsync"
-	flagSynchronousCommits = "synchronous-commits"
-	flagFullPageWrites     = "full-page-writes"
+	FlagFsync              = "fsync"
+	FlagSynchronousCommits = "synchronous-commits"
+	FlagFullPageWrites     = "full-page-writes"
 )
 
-// pgMatrix are the values of the PostgreSQL power matrix a run asked
+// PGMatrix are the values of the PostgreSQL power matrix a run asked
 // for; an empty list keeps the run's one setting's value (fsync and
 // full_page_writes on, the run's synchronous_commit).
-type pgMatrix struct {
+type PGMatrix struct {
 	Fsync, SynchronousCommit, FullPageWrites []string
 }
 
-// override reads the matrix's flags, comma lists.
-func (m *pgMatrix) override(ov map[string]string) {
-	for flag, dst := range map[string]*[]string{flagFsync: &m.Fsync, flagSynchronousCommits: &m.SynchronousCommit, flagFullPageWrites: &m.FullPageWrites} {
+// Override reads the matrix's flags, comma lists.
+func (m *PGMatrix) Override(ov map[string]string) {
+	for flag, dst := range map[string]*[]string{FlagFsync: &m.Fsync, FlagSynchronousCommits: &m.SynchronousCommit, FlagFullPageWrites: &m.FullPageWrites} {
 		if v, ok := ov[flag]; ok {
 			*dst = nil
 			for _, x := range strings.Split(v, ",") {
@@ -55,13 +55,13 @@ func (m *pgMatrix) override(ov map[string]string) {
 	}
 }
 
-// check refuses a matrix on SQLite or without the power class, and values
+// Check refuses a matrix on SQLite or without the power class, and values
 // PostgreSQL does not take, each at most once.
-func (m pgMatrix) check(on backend.Spec, power bool) error {
+func (m PGMatrix) Check(on backend.Spec, power bool) error {
 	for _, l := range []struct {
 		flag      string
 		got, want []string
-	}{{flagFsync, m.Fsync, onOff}, {flagSynchronousCommits, m.SynchronousCommit, store.SynchronousCommit}, {flagFullPageWrites, m.FullPageWrites, onOff}} {
+	}{{FlagFsync, m.Fsync, onOff}, {FlagSynchronousCommits, m.SynchronousCommit, store.SynchronousCommit}, {FlagFullPageWrites, m.FullPageWrites, onOff}} {
 		if len(l.got) == 0 {
 			continue
 		}
@@ -84,7 +84,7 @@ var onOff = []string{"on", "off"}
 // synchronous_commit × full_page_writes over the matrix's values in their
 // known order, an empty list standing for the run's one value (fsync and
 // full_page_writes on, the run's synchronous_commit).
-func pgPowerSettings(r *store.PGRequested, m pgMatrix) []string {
+func pgPowerSettings(r *store.PGRequested, m PGMatrix) []string {
 	sc := "on"
 	if r != nil && r.SynchronousCommit != "" {
 		sc = r.SynchronousCommit

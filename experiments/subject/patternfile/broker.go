@@ -1,4 +1,4 @@
-package pattern
+package patternfile
 
 import (
 	"fmt"
