@@ -89,7 +89,7 @@ func articleSettings(ctx context.Context, files fs.FS, st Settings, on backend.S
 	}
 	if on.IsSQLite() {
 		if st.Broker != "" {
-			if err := base.PlanBroker(st.brokerOverrides()); err != nil {
+			if err := base.PlanBroker(st.brokerOverrides(), nil); err != nil {
 				return nil, err
 			}
 		}

@@ -244,7 +244,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: "seed", Usage: "seed of every k and delay; the same seed replays the same schedule"},
 		{Name: "rounds", Usage: "races per pattern, racer count and kill mode"},
 		{Name: "only-trial", Usage: "run only this trial of each random condition that has it, no sweep or takeover, to replay one violation"},
-		{Name: pattern.FlagBroker, Usage: "explore: who redelivers the article files' events, none (the harness, default) or nats (a JetStream server per trial, as the pattern scenario's --broker nats); the built-in subjects (batch, lease, the claim-ttl probe) run as without it, and the run says so"},
+		{Name: pattern.FlagBroker, Usage: "explore: who redelivers the article files' events, none (the harness, default) or nats (a JetStream server per trial, as the pattern scenario's --broker nats); the built-in subjects (batch, lease, the claim-ttl probe) run as without it and the input's races are left out, and the run says so; races asked for with --rounds are refused"},
 		{Name: pattern.FlagBrokerURL, Usage: "explore, with --broker nats: a NATS server of your own for the article files' trials"},
 		scenario.ShardFlag,
 	}
@@ -394,6 +394,12 @@ func (st *Settings) planBroker(ov map[string]string) error {
 	if _, err := broker.Lookup(name); err != nil {
 		return fmt.Errorf("%w: --%s: %w", errclass.ErrUsage, pattern.FlagBroker, err)
 	}
+	// The races the input holds by default are left out, and the run says
+	// so; races asked for by --rounds are refused: a run does not quietly
+	// drop what it was asked for.
+	if n, ok, err := scenario.IntFlag(ov, "rounds", 0, MaxRounds); err == nil && ok && n > 0 {
+		return fmt.Errorf("%w: --rounds %d: not on --%s %s: %s (give --rounds 0)", errclass.ErrUsage, n, pattern.FlagBroker, name, racesNotOnBroker)
+	}
 	st.Broker, st.BrokerURL = name, url
 	st.OnBroker = NotOnBroker
 	return nil
@@ -408,8 +414,12 @@ func (st Settings) brokerOverrides() map[string]string {
 // NotOnBroker is what of explore a broker leaves as it was, and why.
 var NotOnBroker = []NotRun{
 	{"batch-journal, batch-rerun-all, the claim-ttl probe and lease-batch (the built-in subjects)", "they deliver no event from a queue (a batch of items, a lease, a probe inside the TTL): they run with the harness's processes, as without --broker"},
-	{"the article files' races", "one durable pull consumer hands an event to one consumer at a time, so racers would not race: run them with --broker none"},
+	{"the article files' races", racesNotOnBroker},
 }
+
+// racesNotOnBroker is why the article files' races do not run on a
+// broker.
+const racesNotOnBroker = "one durable pull consumer hands an event to one consumer at a time, so racers would not race: run them with --broker none"
 
 // NotOnPostgres is what explore runs on SQLite alone, and why: one line
 // each, recorded in the settings and printed by the report.

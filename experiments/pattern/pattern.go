@@ -133,7 +133,8 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	if err := in.override(ov); err != nil {
 		return nil, err
 	}
-	askedPower := slices.Contains(in.Faults, wp.FaultPower)
+	asked := slices.Clone(in.Faults)
+	askedPower := slices.Contains(asked, wp.FaultPower)
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
@@ -162,7 +163,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 			return nil, fmt.Errorf("%s.faults: only power was asked for, and %s", Name, powerNotOnPostgres)
 		}
 	}
-	if err := st.PlanBroker(ov); err != nil {
+	if err := st.PlanBroker(ov, asked); err != nil {
 		return nil, err
 	}
 	if err := in.pgPower.Check(b, askedPower); err != nil {

@@ -4,8 +4,8 @@ package redelivery
 // a power-loss filesystem (worker/powerfs), one mount per condition,
 // served by a re-executed idemlab; the broker is the idemlab-nats process
 // that uses the mount. A cut SIGKILLs every process on the mount (the
-// broker's group), rebuilds the backing folder under the drop model and
-// the condition's directory model, and the broker is started again on a
+// broker's group), rebuilds the backing folder under the condition's data
+// model (drop, keep or torn) and directory model, and the broker is started again on a
 // fresh mount of the rebuilt folder, where the parent reads its word on
 // the stream and the consumer before it declares them again, as a
 // service does when it starts.
@@ -39,6 +39,8 @@ import (
 	"idemlab/experiments/harness"
 	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/seed"
+	"idemlab/worker/faultvfs"
 	"idemlab/worker/natswire"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
@@ -95,16 +97,51 @@ func BrokerPowerConditions() []Condition {
 				SyncInterval: sync, DirModel: powerfs.DirExt4})
 		}
 	}
-	return append(out,
+	out = append(out,
 		Condition{Name: "separate-commit/" + FaultPowerBeforeStateSync + "/sync-always", Pattern: wr.SeparateCommit,
 			BrokerFault: FaultPowerBeforeStateSync, SyncInterval: natswire.SyncAlways, DirModel: powerfs.DirExt4},
 		Condition{Name: "separate-commit/" + FaultPowerAfterPublish + "/sync-always/posix-dirs", Pattern: wr.SeparateCommit,
 			BrokerFault: FaultPowerAfterPublish, SyncInterval: natswire.SyncAlways, DirModel: powerfs.DirPOSIX})
+	return append(out, modelConditions()...)
 }
 
-// powerParams are the models of condition c's cut.
+// modelConditions are the cuts under the keep and torn models, after the
+// drop model's (whose places in a folder they leave as they were): keep,
+// the upper bound, under the default sync_interval, where drop loses
+// everything; torn under the default and under always.
+func modelConditions() []Condition {
+	var out []Condition
+	for _, m := range []struct{ model, sync string }{
+		{powerfs.ModelKeep, ""}, {powerfs.ModelTorn, ""}, {powerfs.ModelTorn, natswire.SyncAlways},
+	} {
+		name := "sync-default"
+		if m.sync != "" {
+			name = "sync-" + m.sync
+		}
+		for _, fault := range []string{FaultPowerAfterPublish, FaultPowerAfterAck} {
+			if m.model == powerfs.ModelTorn && (m.sync == "") != (fault == FaultPowerAfterPublish) {
+				continue // torn: after the publish under the default, after the ack under always
+			}
+			out = append(out, Condition{Name: "separate-commit/" + fault + "/" + name + "/" + m.model, Pattern: wr.SeparateCommit,
+				BrokerFault: fault, SyncInterval: m.sync, DirModel: powerfs.DirExt4, PowerModel: m.model})
+		}
+	}
+	return out
+}
+
+// powerParams are the models of condition c's cut: its data model (drop
+// when it names none) and its directory model; a torn cut's decisions are
+// seeded by the condition's name alone (the redelivery scenario has no
+// seed of its own), so verify and a rerun tear the same units.
 func powerParams(c Condition) powerfs.Params {
-	return powerfs.Params{Model: powerfs.ModelDrop, DirModel: c.DirModel, Unit: 512}
+	p := powerfs.Params{Model: powerfs.ModelDrop, DirModel: c.DirModel, Unit: 512}
+	if c.PowerModel != "" {
+		p.Model = c.PowerModel
+	}
+	if p.Model == powerfs.ModelTorn {
+		p.Seed = seed.TornSeed(0, c.Name, 0)
+	}
+	return p
 }
 
 // BrokerPower is the record of a broker's power cut, on delivery 1's
@@ -158,8 +195,14 @@ type PowerFacts struct {
 // delivery and ack the cut lost is delivered again as a first delivery
 // (the broker lost its count too), and the processed check makes it a
 // no-op.
+//
+// The data model changes only what no sync covered: keep leaves every
+// write and every name as a process kill does, so nothing is lost under
+// any policy; torn keeps a seeded part of the unsynced bytes and, as drop,
+// only the names a sync made durable, so what was acknowledged survives
+// exactly where it does under drop.
 func expectPower(s Settings, c Condition) []Delivery {
-	msg := c.SyncInterval == natswire.SyncAlways && c.DirModel == powerfs.DirExt4
+	msg := c.SyncInterval == natswire.SyncAlways && c.DirModel == powerfs.DirExt4 || c.PowerModel == powerfs.ModelKeep
 	ack := msg && c.BrokerFault == FaultPowerAfterAck
 	pf := &PowerFacts{PublishDurable: msg, AckDurable: ack, StreamFound: msg}
 	if msg {
@@ -625,16 +668,27 @@ func entry(o powerfs.Outcome, p string) (powerfs.Entry, bool) {
 	return powerfs.Entry{}, false
 }
 
-// durableTo is how many of an inode's first bytes a drop cut kept: all it
-// held (end) unless the outcome lists unsynced bytes of it, when its
-// durable size.
-func durableTo(o powerfs.Outcome, ino uint64, end int64) int64 {
+// intact says whether a cut left an inode's first end bytes as they were
+// written: the outcome lists no unsynced change of it, or under drop its
+// durable size reaches end (as before keep and torn ran), or every unit
+// of its unsynced changes that begins below end was kept (all of them
+// under keep, the seed's choice under torn).
+func intact(o powerfs.Outcome, ino uint64, end int64) bool {
 	for _, f := range o.Files {
-		if f.Ino == ino {
-			return min(f.Size, end)
+		if f.Ino != ino {
+			continue
 		}
+		if o.Model == powerfs.ModelDrop {
+			return f.Size >= end
+		}
+		for i, u := range faultvfs.Units(f.Spans, o.Unit) {
+			if u[0] < end && (i >= len(f.Decisions) || f.Decisions[i] != faultvfs.DecideKeep) {
+				return false
+			}
+		}
+		return true
 	}
-	return end
+	return true
 }
 
 // publishDurable says whether the message the publish ack answered was
@@ -655,7 +709,7 @@ func publishDurable(pw *BrokerPower, o powerfs.Outcome, stream string) bool {
 				end = max(end, op.Off+op.Len)
 			}
 		}
-		if end > 0 && durableTo(o, e.Ino, end) >= end {
+		if end > 0 && intact(o, e.Ino, end) {
 			return true
 		}
 	}
@@ -691,5 +745,5 @@ func ackDurable(pw *BrokerPower, o powerfs.Outcome, state string) bool {
 			renamed = op.Seq
 		}
 	}
-	return made > pw.PublishedAt && renamed == last && durableTo(o, e.Ino, end) >= end
+	return made > pw.PublishedAt && renamed == last && intact(o, e.Ino, end)
 }

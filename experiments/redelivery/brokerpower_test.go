@@ -65,6 +65,10 @@ func TestBrokerPowerCut(t *testing.T) {
 		"separate-commit/power-cut-after-ack/sync-always":                {true, true, true, 1},
 		"separate-commit/power-cut-before-state-sync/sync-always":        {true, false, true, 1},
 		"separate-commit/power-cut-after-publish/sync-always/posix-dirs": {false, false, false, 0},
+		"separate-commit/power-cut-after-publish/sync-default/keep":      {true, false, true, 1},
+		"separate-commit/power-cut-after-ack/sync-default/keep":          {true, true, true, 1},
+		"separate-commit/power-cut-after-publish/sync-default/torn":      {false, false, false, 0},
+		"separate-commit/power-cut-after-ack/sync-always/torn":           {true, true, true, 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("power facts (-want +got):\n%s", diff)
@@ -105,6 +109,10 @@ func powerTamper(t *testing.T, out scenariotest.Outcome) {
 		}), "broker.power.ack_floor_after_restart"},
 		{"the armed sync", 8, power(func(pw map[string]any) { pw["cut_before_sync"] = pw["cut_before_sync"].(float64) + 1 }), "broker.power.cut_before_sync"},
 		{"the models", 0, power(func(pw map[string]any) { pw["params"].(map[string]any)["dir_model"] = powerfs.DirPOSIX }), "broker.power.params"},
+		// 14 is the cut after the ack under keep, 18 the cut after the ack
+		// under torn.
+		{"keep said drop", 14, power(func(pw map[string]any) { pw["params"].(map[string]any)["model"] = powerfs.ModelDrop }), "broker.power.params"},
+		{"the torn seed", 18, power(func(pw map[string]any) { pw["params"].(map[string]any)["seed"] = 0.0 }), "broker.power.params"},
 		{"the restarted broker's sync", 0, func(m map[string]any) {
 			m["broker"].(map[string]any)["restarted"].(map[string]any)["sync_interval"] = "always"
 		}, "broker.restarted.sync_interval"},

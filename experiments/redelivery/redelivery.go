@@ -75,9 +75,11 @@ type Condition struct {
 	MaxDeliver int   `json:"max_deliver,omitempty"`
 	// SyncInterval, when set, is the condition's own sync_interval, and
 	// DirModel the directory model of its broker's power cut
-	// (--broker-power).
+	// (--broker-power); PowerModel its data model, drop when empty (as in
+	// folders made before keep and torn ran).
 	SyncInterval string `json:"sync_interval,omitempty"`
 	DirModel     string `json:"dir_model,omitempty"`
+	PowerModel   string `json:"power_model,omitempty"`
 }
 
 // Conditions are the article's four conditions plus single-transaction
@@ -181,7 +183,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagServerCrash, Bool: true, Usage: "redelivery, on --backend postgres: add conditions that SIGKILL the server after delivery 1 and let it recover before the redelivery"},
 		{Name: FlagBrokerFaults, Bool: true, Usage: "redelivery, with --broker nats: add conditions that kill the broker after the publish ack, republish inside and after the dedup window, and work longer than AckWait"},
 		{Name: FlagBrokerURL, Usage: "redelivery, with --broker nats: a NATS server of your own (nats://host:port) instead of one per condition; each condition makes a stream IDEMLAB_REDELIVERY_<n> there and deletes it; no broker kill then"},
-		{Name: FlagBrokerPower, Bool: true, Usage: "with --broker nats: add conditions that cut the broker's power (its store on a power-loss FUSE mount, drop model) after the publish ack, after the consumer's ack and before the broker syncs the consumer's state, under the default sync_interval and under always; needs FUSE"},
+		{Name: FlagBrokerPower, Bool: true, Usage: "with --broker nats: add conditions that cut the broker's power (its store on a power-loss FUSE mount) after the publish ack, after the consumer's ack and before the broker syncs the consumer's state, under the default sync_interval and under always, with the drop model, and four cuts under keep and torn; needs FUSE"},
 		{Name: FlagBroker, Usage: "redelivery: who redelivers, none (the harness, default) or nats (a JetStream server per condition; needs the idemlab-nats binary)"},
 	}
 }

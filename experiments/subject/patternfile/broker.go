@@ -22,7 +22,7 @@ const (
 // Why the classes that a broker run leaves out are left out.
 const (
 	concurrentNotOnBroker = "on a broker one durable pull consumer hands the event to one consumer at a time, so racers would not race: run it with --broker none"
-	powerNotOnBroker      = "the machine's power cut under a broker is the broker's own experiment (redelivery --broker-faults); run it with --broker none"
+	powerNotOnBroker      = "a power cut on the machine would cut the broker's store too, which is the broker's own experiment (redelivery --broker nats --broker-power); run it with --broker none"
 )
 
 // PatternNATS are the broker settings of a pattern run with --broker
@@ -36,9 +36,12 @@ func PatternNATS(url string) broker.Settings {
 
 // PlanBroker reads --broker and --broker-url into s and leaves out the
 // classes a broker does not run, saying why; explore plans its article
-// files' broker with it. A program's deliveries on a broker are each a
-// consumer process that runs the program (pattern.consume-program).
-func (s *Settings) PlanBroker(ov map[string]string) error {
+// files' broker with it. A class the user named in asked (their faults,
+// not the default's) is refused instead, with exit 2 and the reason: a
+// run does not quietly drop what it was asked for. A program's deliveries
+// on a broker are each a consumer process that runs the program
+// (pattern.consume-program).
+func (s *Settings) PlanBroker(ov map[string]string, asked []string) error {
 	name, url := ov[FlagBroker], ov[FlagBrokerURL]
 	if name == "" || name == broker.None {
 		if url != "" {
@@ -52,6 +55,9 @@ func (s *Settings) PlanBroker(ov map[string]string) error {
 	bs := PatternNATS(url)
 	s.Broker = &bs
 	for _, drop := range []NotRun{{Fault: wp.FaultConcurrent, Reason: concurrentNotOnBroker}, {Fault: wp.FaultPower, Reason: powerNotOnBroker}} {
+		if slices.Contains(asked, drop.Fault) {
+			return fmt.Errorf("%w: %s.faults: %s: not on --%s %s: %s", errclass.ErrUsage, Name, drop.Fault, FlagBroker, name, drop.Reason)
+		}
 		if i := slices.Index(s.Faults, drop.Fault); i >= 0 {
 			s.Faults = slices.Delete(slices.Clone(s.Faults), i, i+1)
 			drop.Where = "--broker " + name
