@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/broker"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/scenario"
@@ -68,7 +69,7 @@ type Input struct {
 	// pgPower, from --fsync, --synchronous-commits and --full-page-writes,
 	// are the PostgreSQL power matrix's values (pgpower.go); empty ones
 	// keep the run's one setting.
-	pgPower pf.PGMatrix
+	pgPower backend.PowerMatrix
 }
 
 // powerNotOnPostgres is why the power class does not run on PostgreSQL
@@ -107,9 +108,9 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: "power", Usage: "power settings, comma-separated JOURNAL_MODE/SYNCHRONOUS (replaces each pattern file's power list)"},
 		{Name: FlagBroker, Usage: "pattern: who redelivers, none (the harness, default) or nats (a JetStream server per trial: each delivery a consumer process that fetches from a durable pull consumer and acks at the ack step or after the last step; points and random only; needs the idemlab-nats binary)"},
 		{Name: FlagBrokerURL, Usage: "pattern, with --broker nats: a NATS server of your own (nats://host:port) instead of one per trial; each trial makes a stream IDEMLAB_PATTERN_<condition>_<trial> there and deletes it"},
-		{Name: pf.FlagFsync, Usage: "on --backend postgres with --faults power: fsync values, comma list: on,off (default on)"},
-		{Name: pf.FlagSynchronousCommits, Usage: "on --backend postgres with --faults power: synchronous_commit values, comma list: on,local,off (default the run's --synchronous-commit)"},
-		{Name: pf.FlagFullPageWrites, Usage: "on --backend postgres with --faults power: full_page_writes values, comma list: on,off (default on)"},
+		{Name: backend.FlagFsync, Usage: "on --backend postgres with --faults power: fsync values, comma list: on,off (default on)"},
+		{Name: backend.FlagSynchronousCommits, Usage: "on --backend postgres with --faults power: synchronous_commit values, comma list: on,local,off (default the run's --synchronous-commit)"},
+		{Name: backend.FlagFullPageWrites, Usage: "on --backend postgres with --faults power: full_page_writes values, comma list: on,off (default on)"},
 		{Name: FlagSyncPoints, Usage: "with --faults power on a handler program: also cut just before and just after every fsync on the trial's mount, over the fsyncs a discovery delivery on the mount counted", Bool: true},
 		scenario.ShardFlag,
 	}
@@ -166,7 +167,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 	if err := st.PlanBroker(ov, asked); err != nil {
 		return nil, err
 	}
-	if err := in.pgPower.Check(b, askedPower); err != nil {
+	if err := in.pgPower.Check(b, askedPower, "--faults power"); err != nil {
 		return nil, err
 	}
 	if err := st.AddFilesOn(ctx, files, in.Files, b, in.power, in.pgPower, req.Machine); err != nil {

@@ -19,7 +19,6 @@ type (
 	Extra          = pf.Extra
 	PatternExtra   = pf.PatternExtra
 	ConditionExtra = pf.ConditionExtra
-	ModelExtra     = pf.ModelExtra
 	KillLanding    = pf.KillLanding
 	Verdict        = pf.Verdict
 	Violation      = pf.Violation

@@ -17,94 +17,14 @@ package patternfile
 // fold derives again from it, amcheck and the checksum failures.
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 
 	"idemlab/experiments/backend"
-	"idemlab/experiments/errclass"
 	"idemlab/experiments/seed"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/store"
 )
-
-// The PostgreSQL power matrix's flags, shared with durability's.
-const (
-	FlagFsync              = "fsync"
-	FlagSynchronousCommits = "synchronous-commits"
-	FlagFullPageWrites     = "full-page-writes"
-)
-
-// PGMatrix are the values of the PostgreSQL power matrix a run asked
-// for; an empty list keeps the run's one setting's value (fsync and
-// full_page_writes on, the run's synchronous_commit).
-type PGMatrix struct {
-	Fsync, SynchronousCommit, FullPageWrites []string
-}
-
-// Override reads the matrix's flags, comma lists.
-func (m *PGMatrix) Override(ov map[string]string) {
-	for flag, dst := range map[string]*[]string{FlagFsync: &m.Fsync, FlagSynchronousCommits: &m.SynchronousCommit, FlagFullPageWrites: &m.FullPageWrites} {
-		if v, ok := ov[flag]; ok {
-			*dst = nil
-			for _, x := range strings.Split(v, ",") {
-				*dst = append(*dst, strings.TrimSpace(x))
-			}
-		}
-	}
-}
-
-// Check refuses a matrix on SQLite or without the power class, and values
-// PostgreSQL does not take, each at most once.
-func (m PGMatrix) Check(on backend.Spec, power bool) error {
-	for _, l := range []struct {
-		flag      string
-		got, want []string
-	}{{FlagFsync, m.Fsync, onOff}, {FlagSynchronousCommits, m.SynchronousCommit, store.SynchronousCommit}, {FlagFullPageWrites, m.FullPageWrites, onOff}} {
-		if len(l.got) == 0 {
-			continue
-		}
-		if on.IsSQLite() || !power {
-			return fmt.Errorf("%w: --%s: only with --backend postgres --faults power", errclass.ErrUsage, l.flag)
-		}
-		for i, v := range l.got {
-			if !slices.Contains(l.want, v) || slices.Index(l.got, v) != i {
-				return fmt.Errorf("%w: --%s: %q: want each of %s at most once", errclass.ErrUsage, l.flag, v, strings.Join(l.want, ", "))
-			}
-		}
-	}
-	return nil
-}
-
-// onOff are fsync's and full_page_writes' values.
-var onOff = []string{"on", "off"}
-
-// pgPowerSettings are the power settings of a run on PostgreSQL: fsync ×
-// synchronous_commit × full_page_writes over the matrix's values in their
-// known order, an empty list standing for the run's one value (fsync and
-// full_page_writes on, the run's synchronous_commit).
-func pgPowerSettings(r *store.PGRequested, m PGMatrix) []string {
-	sc := "on"
-	if r != nil && r.SynchronousCommit != "" {
-		sc = r.SynchronousCommit
-	}
-	or := func(l []string, def string, order []string) []string {
-		if len(l) == 0 {
-			return []string{def}
-		}
-		return slices.DeleteFunc(slices.Clone(order), func(v string) bool { return !slices.Contains(l, v) })
-	}
-	var out []string
-	for _, fs := range or(m.Fsync, "on", onOff) {
-		for _, c := range or(m.SynchronousCommit, sc, store.SynchronousCommit) {
-			for _, fpw := range or(m.FullPageWrites, "on", onOff) {
-				out = append(out, backend.PowerSettings{Fsync: fs, SynchronousCommit: c, FullPageWrites: fpw}.Name())
-			}
-		}
-	}
-	return out
-}
 
 // onServerPower says whether c is a power condition on PostgreSQL.
 func onServerPower(c Condition) bool { return strings.HasPrefix(c.Power, backend.PowerNamePrefix) }

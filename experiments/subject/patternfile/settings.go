@@ -141,12 +141,12 @@ const FaultNone = "none"
 // patterns with it: its files are not programs, so no machine fact is
 // asked for.
 func (s *Settings) AddFiles(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string) error {
-	return s.AddFilesOn(ctx, files, names, on, power, PGMatrix{}, scenario.Machine{})
+	return s.AddFilesOn(ctx, files, names, on, power, backend.PowerMatrix{}, scenario.Machine{})
 }
 
 // addFiles is AddFiles on the machine m the run's plan request records: a
 // program's power class needs its FUSE.
-func (s *Settings) AddFilesOn(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string, matrix PGMatrix, m scenario.Machine) error {
+func (s *Settings) AddFilesOn(ctx context.Context, files scenario.Files, names []string, on backend.Spec, power []string, matrix backend.PowerMatrix, m scenario.Machine) error {
 	for _, name := range names {
 		p, err := readPattern(ctx, files, name, on, power, m)
 		if err != nil {
@@ -160,7 +160,7 @@ func (s *Settings) AddFilesOn(ctx context.Context, files scenario.Files, names [
 		if !on.IsSQLite() && slices.Contains(s.Faults, wp.FaultPower) {
 			// Asked for on PostgreSQL: the matrix's settings, by default
 			// the run's one, for a program as for the built-in worker.
-			p.Power = pgPowerSettings(on.Requested(), matrix)
+			p.Power = matrix.Settings(on.Requested())
 		}
 		s.Patterns = append(s.Patterns, p)
 		s.Conditions = append(s.Conditions, conditionsOf(p, s.Faults)...)
