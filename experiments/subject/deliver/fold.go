@@ -1,6 +1,7 @@
-package explore
+package deliver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,14 +10,23 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
-	"idemlab/experiments/pattern"
+	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/seed"
 	"idemlab/experiments/shard"
+	"idemlab/experiments/subject"
 	"idemlab/worker/protocol"
 	"idemlab/worker/store"
 )
+
+// The fold reads what Runner recorded: per condition, each trial's steps
+// as subject.Observations and their processes. It checks every process
+// against what the runner chose (label, argv, environment, sender token,
+// exit and report), replays each recovery from the subject's model over
+// the recorded states, recomputes every k and delay from the seed, and
+// judges each trial's history by the subject's invariants. Its figures
+// per fault class are the types below; a scenario's oracle reads them.
 
 // DiscoveryObserved is what a pattern's discovery delivery passed.
 type DiscoveryObserved struct {
@@ -106,11 +116,12 @@ type ViolationRecord struct {
 	Replay       string  `json:"replay"`
 }
 
-// Extra is the scenario's derived extra table.
-type Extra struct {
+// Tables are what the fold derives beside each condition's figure; a
+// scenario's extra embeds them, so their keys are the extra's.
+type Tables struct {
 	Seed       uint64              `json:"seed"`
 	Discovered map[string][]string `json:"discovered_points"`
-	// KillWindowUS is each pattern's kill delay range, from discovery.
+	// KillWindowUS is each subject's kill delay range, from discovery.
 	KillWindowUS map[string]int64 `json:"kill_window_us" idemlab:"measure"`
 	// Violations are the replayable ones (sweep, crash-after-hits);
 	// TimingViolations come from kills and races.
@@ -118,22 +129,68 @@ type Extra struct {
 	TimingViolations []ViolationRecord `json:"timing_violations" idemlab:"measure"`
 	// LateSends are the sends the receiver logged after the parent had
 	// seen their sender end; when they land is the scheduler's choice.
-	LateSends []LateSend `json:"late_sends,omitempty" idemlab:"measure"`
-	// Articles is the pattern scenario's extra of the article files.
-	Articles []pattern.Extra `json:"articles,omitempty"`
+	LateSends []receiver.LateSend `json:"late_sends,omitempty" idemlab:"measure"`
+}
+
+// Condition is one condition of a run as the fold reads it: its subject,
+// its fault class, and what the runner's Cond asked.
+type Condition struct {
+	Name    string
+	Subject string
+	// Label is the scenario's word for the condition's kind, which a
+	// ViolationRecord records.
+	Label   string
+	Class   engine.Kind
+	Indices []int
+	Racers  int
+	Cond
+}
+
+// Set is what the condition asks of the engine; a race with kills kills
+// its racers after seeded delays.
+func (c Condition) Set() engine.Set {
+	s := engine.Set{Class: c.Class, Condition: c.Name, Indices: c.Indices, Racers: c.Racers}
+	if c.Kills {
+		s.RaceFault = engine.DelayKill
+	}
+	return s
+}
+
+// Trials are the engine's plan of c over points, the part's share of it;
+// none for the discovery, which every part runs.
+func (c Condition) Trials(seed uint64, part *shard.Part, points []string) []engine.Trial {
+	if c.Class == engine.None {
+		return nil
+	}
+	ts, _ := engine.Plan(context.Background(), seed, part, []engine.Set{c.Set()}, engine.Found{Points: points})
+	return ts
+}
+
+// Folding is what the fold needs of a run of Runner: the scenario and
+// file name the runner was given, the seed, the subjects' parameters, the
+// subjects by name and the conditions in order; Replay is the command a
+// violation's record names.
+type Folding struct {
+	Scenario   string
+	DBName     string
+	Seed       uint64
+	Params     subject.Params
+	Subjects   map[string]subject.Subject
+	Conditions []Condition
+	Replay     func(c Condition, trial int) string
 }
 
 // entry is one line of observations.jsonl, decoded: the one value the
 // fold's checks of a step take.
 type entry struct {
 	l results.Line
-	o Observation
+	o subject.Observation
 }
 
-// condFold is one condition as the fold sees it: its pattern, the points
-// the pattern's discovery passed, and its recorded steps by trial.
+// condFold is one condition as the fold sees it: its subject, the points
+// the subject's discovery passed, and its recorded steps by trial.
 type condFold struct {
-	pat    Pattern
+	pat    subject.Subject
 	c      Condition
 	points []string
 	trials map[int][]entry
@@ -142,11 +199,11 @@ type condFold struct {
 // folder carries one fold's state.
 type folder struct {
 	c     results.Checker
-	st    Settings
+	p     Folding
 	rec   results.Records
 	dbs   engine.Places
-	extra Extra
-	// windows are each pattern's kill windows by shard: in a merged
+	extra Tables
+	// windows are each subject's kill windows by shard: in a merged
 	// folder every shard measured its own discovery run.
 	windows map[string]map[int]int64
 	ran     []shard.Ran
@@ -157,52 +214,48 @@ type folder struct {
 // checked against what was recorded, each process's argv, environment,
 // exit and report, the rows against the settings and the workers' claims,
 // and the invariants over each trial's history.
-func (Scenario) Fold(st Settings, all results.Records) (scenario.Folded, []results.Finding) {
-	rec, files := splitRecords(st.Articles, all)
-	f := &folder{st: st, rec: rec, dbs: engine.Places{}, windows: map[string]map[int]int64{}, extra: Extra{
-		Seed: st.Seed, Discovered: map[string][]string{}, KillWindowUS: map[string]int64{},
+func (p Folding) Fold(rec results.Records) (scenario.Folded, Tables, []results.Finding) {
+	f := &folder{p: p, rec: rec, dbs: engine.Places{}, windows: map[string]map[int]int64{}, extra: Tables{
+		Seed: p.Seed, Discovered: map[string][]string{}, KillWindowUS: map[string]int64{},
 		Violations: []ViolationRecord{}, TimingViolations: []ViolationRecord{},
 	}}
 	folded := scenario.Folded{Observed: map[string]any{}}
 	trials := f.group()
-	pats := f.patterns()
 	points := map[string][]string{}
-	for _, c := range st.Conditions {
-		pat, ok := pats[c.Pattern]
+	for _, c := range p.Conditions {
+		pat, ok := p.Subjects[c.Subject]
 		if !ok {
-			f.c.Add(results.ResultsFile, "scenarios[explore].settings.conditions", "condition %s names pattern %q, not in the settings' patterns", c.Name, c.Pattern)
+			f.c.Add(results.ResultsFile, "scenarios["+p.Scenario+"].settings.conditions", "condition %s names pattern %q, not in the settings' patterns", c.Name, c.Subject)
 			continue
 		}
-		cf := condFold{pat: pat, c: c, points: points[c.Pattern], trials: trials[c.Name]}
+		cf := condFold{pat: pat, c: c, points: points[c.Subject], trials: trials[c.Name]}
 		f.checkTrials(cf)
-		switch c.Kind {
-		case KindDiscovery:
+		switch c.Class {
+		case engine.None:
 			if obs, ok := f.discoveries(cf); ok {
-				points[c.Pattern] = obs.Points
-				f.extra.Discovered[c.Pattern] = obs.Points
-				f.extra.KillWindowUS[c.Pattern] = engine.KillWindowUS(obs.DurationMS, 0)
+				points[c.Subject] = obs.Points
+				f.extra.Discovered[c.Subject] = obs.Points
+				f.extra.KillWindowUS[c.Subject] = engine.KillWindowUS(obs.DurationMS, 0)
 				folded.Observed[c.Name] = obs
 			}
-		case KindSweep:
+		case engine.Points:
 			folded.Observed[c.Name] = f.sweep(cf)
-		case KindHits:
+		case engine.CrashAtHit:
 			folded.Observed[c.Name] = f.hits(cf)
-		case KindKill:
+		case engine.DelayKill:
 			folded.Observed[c.Name] = f.kills(cf)
-		case KindRace:
+		case engine.Concurrent:
 			folded.Observed[c.Name] = f.races(cf)
-		case KindTakeover:
+		case engine.Takeover:
 			folded.Observed[c.Name] = f.takeover(cf)
 		}
 	}
 	f.c.Unused(rec, 1)
 	folded.Plan, folded.Discovered, folded.Ran = f.plan(points), f.extra.Discovered, f.ran
-	findings := foldArticles(st, files, &folded, &f.extra)
-	folded.Extra = f.extra
-	return folded, append(findings, f.c.Findings...)
+	return folded, f.extra, f.c.Findings
 }
 
-// discoveries folds each shard's discovery run of a pattern: one in a
+// discoveries folds each shard's discovery run of a subject: one in a
 // folder of one run, one per shard in a merged folder. The first stands
 // for the plan's; every other must have passed the same points, and
 // gives its shard's kill window.
@@ -225,22 +278,22 @@ func (f *folder) discoveries(cf condFold) (DiscoveryObserved, bool) {
 		}
 		windows[sh] = engine.KillWindowUS(obs.DurationMS, 0)
 	}
-	f.windows[cf.c.Pattern] = windows
+	f.windows[cf.c.Subject] = windows
 	return first, true
 }
 
 // window is the kill window the trial of line l was drawn over: its
 // shard's discovery run's.
-func (f *folder) window(pattern string, l results.Line) int64 {
-	return f.windows[pattern][l.Shard]
+func (f *folder) window(subj string, l results.Line) int64 {
+	return f.windows[subj][l.Shard]
 }
 
 // plan lists every trial of the whole plan, and the points it depends on;
 // discovery runs are not trials of it, since every shard runs them.
 func (f *folder) plan(points map[string][]string) []shard.Trial {
 	out := []shard.Trial{}
-	for _, c := range f.st.Conditions {
-		out = append(out, engine.Listed(f.st.trials(c, nil, points[c.Pattern]))...)
+	for _, c := range f.p.Conditions {
+		out = append(out, engine.Listed(c.Trials(f.p.Seed, nil, points[c.Subject]))...)
 	}
 	return out
 }
@@ -248,32 +301,18 @@ func (f *folder) plan(points map[string][]string) []shard.Trial {
 // group decodes the observations and groups them by condition and trial,
 // in the order recorded.
 func (f *folder) group() map[string]map[int][]entry {
+	conds := map[string]Condition{}
+	for _, c := range f.p.Conditions {
+		conds[c.Name] = c
+	}
 	trials := map[string]map[int][]entry{}
-	engine.Each(&f.c, f.rec, "an explore observation", f.st.conditionsByName(), func(l results.Line, o Observation, _ Condition) {
+	engine.Each(&f.c, f.rec, "an "+f.p.Scenario+" observation", conds, func(l results.Line, o subject.Observation, _ Condition) {
 		if trials[o.Condition] == nil {
 			trials[o.Condition] = map[int][]entry{}
 		}
 		trials[o.Condition][o.Trial] = append(trials[o.Condition][o.Trial], entry{l, o})
 	})
 	return trials
-}
-
-// patterns looks up the settings' patterns in the registry, checking that
-// the settings describe them as registered.
-func (f *folder) patterns() map[string]Pattern {
-	pats := map[string]Pattern{}
-	for i, ps := range f.st.Patterns {
-		pat, ok := LookupPattern(ps.Name)
-		if !ok {
-			f.c.Add(results.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "pattern %q is not registered", ps.Name)
-			continue
-		}
-		if ps != settingOf(pat) {
-			f.c.Add(results.ResultsFile, fmt.Sprintf("scenarios[explore].settings.patterns[%d]", i), "is %s, the registered pattern has other workers or window", results.Compact(ps))
-		}
-		pats[ps.Name] = pat
-	}
-	return pats
 }
 
 // checkTrials checks that each recorded trial is one the settings (and,
@@ -283,25 +322,25 @@ func (f *folder) patterns() map[string]Pattern {
 // named here.
 func (f *folder) checkTrials(cf condFold) {
 	var want []int
-	switch cf.c.Kind {
-	case KindDiscovery:
+	switch cf.c.Class {
+	case engine.None:
 		want = []int{0}
-	case KindSweep, KindTakeover:
+	case engine.Points, engine.Takeover:
 		for i := range cf.points {
 			want = append(want, i)
 		}
 	default:
-		want = cf.c.Trials
+		want = cf.c.Indices
 	}
 	for _, i := range slices.Sorted(maps.Keys(cf.trials)) {
 		if !slices.Contains(want, i) {
 			f.c.Obs(cf.trials[i][0].l, "trial", "%d is not a trial of condition %s", i, cf.c.Name)
 		}
-		if cf.c.Kind != KindDiscovery {
+		if cf.c.Class != engine.None {
 			f.ran = append(f.ran, engine.Trial{Condition: cf.c.Name, Index: i}.Ran(cf.trials[i][0].l.Shard))
 		}
 	}
-	if cf.c.Kind != KindDiscovery {
+	if cf.c.Class != engine.None {
 		// scenario.JudgePlan names the plan's trials that are missing,
 		// in this run's part of the plan.
 		return
@@ -333,7 +372,7 @@ type procWant struct {
 type ran struct {
 	id     int
 	sender string
-	step   Step
+	step   subject.Step
 	rep    *protocol.Report
 	ok     bool
 }
@@ -341,7 +380,7 @@ type ran struct {
 // proc checks one process of entry e against what the observation implies
 // and returns it as a history step, with its report when it made one.
 func (f *folder) proc(e entry, id int, w procWant) ran {
-	r := ran{id: id, sender: w.sender, step: Step{Role: w.role, Rows: e.o.Rows}}
+	r := ran{id: id, sender: w.sender, step: subject.Step{Role: w.role, Rows: e.o.Rows}}
 	p, ok := f.c.Use(f.rec, e.l, id)
 	if !ok {
 		return r
@@ -409,15 +448,15 @@ func (f *folder) exit(p results.Process, rep protocol.Report, w procWant) {
 
 // account checks an acknowledging worker's report against the rows
 // before it and after it (its step's rows), through the pattern.
-func (f *folder) account(pat Pattern, r ran, before State) {
+func (f *folder) account(pat subject.Subject, r ran, before subject.State) {
 	if r.rep == nil || r.step.ExitCode != protocol.ExitACK || r.step.Signal != "" || pat.Account == nil {
 		return
 	}
 	p, _ := f.rec.Process(r.id)
-	for _, msg := range pat.Account(f.st.params(), r.step.Role, r.sender, r.rep.Result, before, r.step.Rows) {
+	for _, msg := range pat.Account(f.p.Params, r.step.Role, r.sender, r.rep.Result, before, r.step.Rows) {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
-	if f.st.Backend == "" {
+	if f.p.Params.Backend == "" {
 		return
 	}
 	// Every worker on PostgreSQL reports what its session read back,
@@ -429,14 +468,22 @@ func (f *folder) account(pat Pattern, r ran, before State) {
 		f.c.Proc(p, "stdout", "the result: %v", err)
 		return
 	}
-	if msg := backend.CheckReadBack(f.st.spec(f.cond(p.Condition)).Requested(), rb.Postgres); msg != "" {
+	if msg := backend.CheckReadBack(f.cond(p.Condition).Spec.Requested(), rb.Postgres); msg != "" {
 		f.c.Proc(p, "stdout", "%s", msg)
 	}
 }
 
+// backend is the name of the backend the run's conditions ran on.
+func (f *folder) backend() string {
+	if f.p.Params.Backend == "" {
+		return backend.SQLite.Name
+	}
+	return f.p.Params.Backend
+}
+
 // cond is the settings' condition named name.
 func (f *folder) cond(name string) Condition {
-	for _, c := range f.st.Conditions {
+	for _, c := range f.p.Conditions {
 		if c.Name == name {
 			return c
 		}
@@ -451,25 +498,25 @@ func (f *folder) process(r ran) results.Process {
 }
 
 // files are the trial's places as an observation records them.
-func files(o Observation) Files { return Files{DB: o.DB, Receiver: o.Receiver} }
+func files(o subject.Observation) subject.Files { return subject.Files{DB: o.DB, Receiver: o.Receiver} }
 
 // rows checks an observation's shape shared by every step.
-func (f *folder) rows(pat Pattern, e entry, step string, processes int, db string) {
+func (f *folder) rows(pat subject.Subject, e entry, step string, processes int, db string) {
 	if e.o.Step != step {
 		f.c.Obs(e.l, "step", "is %q, want %q here", e.o.Step, step)
 	}
 	if len(e.o.ProcessIDs) != processes {
 		f.c.Obs(e.l, "process_ids", "lists %d processes, the step runs %d", len(e.o.ProcessIDs), processes)
 	}
-	if !backend.IsTarget(f.st.spec(Condition{}).Name, e.o.DB, DBName) || (db != "" && e.o.DB != db) {
-		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.st.spec(Condition{}).Name, DBName), db)
+	if !backend.IsTarget(f.backend(), e.o.DB, f.p.DBName) || (db != "" && e.o.DB != db) {
+		f.c.Obs(e.l, "db", "%q, but a trial's steps use one %s (%q)", e.o.DB, backend.TargetKind(f.backend(), f.p.DBName), db)
 	}
-	if want := f.st.spec(f.cond(e.o.Condition)).Requested(); want != nil {
+	if want := f.cond(e.o.Condition).Spec.Requested(); want != nil {
 		if got := sessionParams(e.o.DB); !want.Matches(got) {
 			f.c.Obs(e.l, "db", "opens sessions with %s, but condition %s runs under %s", results.Compact(got), e.o.Condition, results.Compact(*want))
 		}
 	}
-	for _, msg := range pat.CheckRows(f.st.params(), e.o.Rows) {
+	for _, msg := range pat.CheckRows(f.p.Params, e.o.Rows) {
 		f.c.Obs(e.l, "rows", "%s", msg)
 	}
 	if (e.o.Receiver != "") != pat.Sends {
@@ -495,15 +542,13 @@ func (f *folder) fresh(e entry) {
 	}
 }
 
-func label(i int, step string) string { return fmt.Sprintf("trial %06d %s", i, step) }
-
 func (f *folder) discovery(cf condFold, es []entry) DiscoveryObserved {
 	obs := DiscoveryObserved{Points: []string{}}
 	if len(es) != 1 {
 		f.c.Obs(es[0].l, "trial", "%s has %d steps, discovery runs one", cf.c.Name, len(es))
 	}
 	e := es[0]
-	f.rows(cf.pat, e, StepDelivery, 1, "")
+	f.rows(cf.pat, e, subject.StepDelivery, 1, "")
 	f.fresh(e)
 	if e.o.Point != "" || e.o.K != 0 || e.o.KillDelaysUS != nil {
 		f.c.Obs(e.l, "", "discovery is a normal delivery, but a point, k or kill is recorded")
@@ -512,7 +557,7 @@ func (f *folder) discovery(cf condFold, es []entry) DiscoveryObserved {
 		return obs
 	}
 	tok := f.senders(cf.pat, e, 1)[0]
-	r := f.proc(e, e.o.ProcessIDs[0], procWant{label: label(0, StepDelivery), role: RoleDelivery, worker: cf.pat.Worker, args: cf.pat.Args(f.st.params(), files(e.o).As(tok)), sender: tok})
+	r := f.proc(e, e.o.ProcessIDs[0], procWant{label: subject.Label(0, subject.StepDelivery), role: subject.RoleDelivery, worker: cf.pat.Worker, args: cf.pat.Args(f.p.Params, files(e.o).As(tok)), sender: tok})
 	if !r.ok || r.rep == nil {
 		return obs
 	}
@@ -520,7 +565,7 @@ func (f *folder) discovery(cf condFold, es []entry) DiscoveryObserved {
 	if r.step.ExitCode != protocol.ExitACK {
 		f.c.Proc(p, "exit_code", "%d, but discovery must finish normally", r.step.ExitCode)
 	}
-	f.account(cf.pat, r, State{})
+	f.account(cf.pat, r, subject.State{})
 	obs.Points, obs.DurationMS = r.rep.Points, p.DurationMS
 	return obs
 }
@@ -528,19 +573,19 @@ func (f *folder) discovery(cf condFold, es []entry) DiscoveryObserved {
 // pair checks a trial of a delivery and its recovery, the recovery's
 // processes replayed from the pattern over the recorded states, and
 // returns its history and the delivery's report.
-func (f *folder) pair(cf condFold, i int, es []entry, first procWant) (History, *protocol.Report, bool) {
+func (f *folder) pair(cf condFold, i int, es []entry, first procWant) (subject.History, *protocol.Report, bool) {
 	pat := cf.pat
-	h := History{Items: f.st.Items}
+	h := subject.History{Items: f.p.Params.Items}
 	d := es[0]
-	f.rows(pat, d, StepDelivery, 1, "")
+	f.rows(pat, d, subject.StepDelivery, 1, "")
 	f.fresh(d)
 	if len(d.o.ProcessIDs) != 1 {
 		return h, nil, false
 	}
 	tok := f.senders(pat, d, 1)[0]
-	first.label, first.role, first.worker, first.args, first.sender = label(i, StepDelivery), RoleDelivery, pat.Worker, pat.Args(f.st.params(), files(d.o).As(tok)), tok
+	first.label, first.role, first.worker, first.args, first.sender = subject.Label(i, subject.StepDelivery), subject.RoleDelivery, pat.Worker, pat.Args(f.p.Params, files(d.o).As(tok)), tok
 	r1 := f.proc(d, d.o.ProcessIDs[0], first)
-	f.account(pat, r1, State{})
+	f.account(pat, r1, subject.State{})
 	h.Steps = append(h.Steps, r1.step)
 	steps, ok := f.recovery(cf, i, d, es[1:])
 	h.Steps = append(h.Steps, steps...)
@@ -551,9 +596,9 @@ func (f *folder) pair(cf condFold, i int, es []entry, first procWant) (History, 
 // recovery checks the recovery steps rest that follow the step d of trial
 // i, each process replayed from the pattern over the recorded states, as
 // the run chose them, and returns them as history steps.
-func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]Step, bool) {
+func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]subject.Step, bool) {
 	pat := cf.pat
-	var steps []Step
+	var steps []subject.Step
 	ok := true
 	var done []string
 	prev := d.o.Rows
@@ -566,7 +611,7 @@ func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]Step, bo
 				tok = ts[0]
 			}
 		}
-		a, more := pat.NextAction(f.st.params(), files(d.o).As(tok), done, prev)
+		a, more := pat.NextAction(f.p.Params, files(d.o).As(tok), done, prev)
 		if !more {
 			break
 		}
@@ -583,7 +628,7 @@ func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]Step, bo
 		if len(r.o.ProcessIDs) != 1 {
 			return steps, false
 		}
-		rr := f.proc(r, r.o.ProcessIDs[0], procWant{label: label(i, a.Step), role: a.Role, worker: a.Worker, args: a.Args, sender: tok})
+		rr := f.proc(r, r.o.ProcessIDs[0], procWant{label: subject.Label(i, a.Step), role: a.Role, worker: a.Worker, args: a.Args, sender: tok})
 		f.account(pat, rr, prev)
 		ok = ok && rr.ok
 		steps = append(steps, rr.step)
@@ -600,7 +645,7 @@ func (f *folder) recovery(cf condFold, i int, d entry, rest []entry) ([]Step, bo
 // recoveryStep checks a recovery step's line r against the action the
 // pattern takes after the delivery d, and fills the action's arguments
 // from the lookup the parent made, as the run did.
-func (f *folder) recoveryStep(cf condFold, d, r entry, a *Action, prev State) {
+func (f *folder) recoveryStep(cf condFold, d, r entry, a *subject.Action, prev subject.State) {
 	f.rows(cf.pat, r, a.Step, 1, d.o.DB)
 	if r.o.Receiver != d.o.Receiver {
 		f.c.Obs(r.l, "receiver", "%q, but the trial's delivery used %q", r.o.Receiver, d.o.Receiver)
@@ -625,14 +670,14 @@ func (f *folder) recoveryStep(cf condFold, d, r entry, a *Action, prev State) {
 }
 
 // violations records each broken invariant of a trial with its replay.
-func (f *folder) violations(cf condFold, h History, v ViolationRecord) []Violation {
-	vs := Check(h, cf.pat.Invariants)
+func (f *folder) violations(cf condFold, h subject.History, v ViolationRecord) []subject.Violation {
+	vs := subject.Check(h, cf.pat.Invariants)
 	c := cf.c
-	v.Condition, v.Pattern, v.Kind, v.Seed = c.Name, c.Pattern, c.Kind, f.st.Seed
-	v.Replay = replay(f.st, c, v.Trial)
+	v.Condition, v.Pattern, v.Kind, v.Seed = c.Name, c.Subject, c.Label, f.p.Seed
+	v.Replay = f.p.Replay(c, v.Trial)
 	for _, x := range vs {
 		v.Invariant, v.Detail = x.Invariant, x.Detail
-		if c.Timing() {
+		if engine.Scheduled(c.Class) {
 			f.extra.TimingViolations = append(f.extra.TimingViolations, v)
 		} else {
 			f.extra.Violations = append(f.extra.Violations, v)
@@ -660,7 +705,7 @@ func (f *folder) sweep(cf condFold) SweepObserved {
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:i+1])
 		}
-		po := PointOutcome{Point: pt, Outcome: cf.pat.Classify(f.st.params(), h.Steps[len(h.Steps)-1].Rows), Violations: []string{}}
+		po := PointOutcome{Point: pt, Outcome: cf.pat.Classify(f.p.Params, h.Steps[len(h.Steps)-1].Rows), Violations: []string{}}
 		for _, v := range f.violations(cf, h, ViolationRecord{Trial: i, Point: pt}) {
 			if !slices.Contains(po.Violations, v.Invariant) {
 				po.Violations = append(po.Violations, v.Invariant)
@@ -677,14 +722,14 @@ func (f *folder) sweep(cf condFold) SweepObserved {
 func (f *folder) hits(cf condFold) HitsObserved {
 	c, points := cf.c, cf.points
 	obs := HitsObserved{Histogram: map[string]int{}, PerTrial: []HitTrial{}}
-	for _, i := range c.Trials {
+	for _, i := range c.Indices {
 		es, ok := cf.trials[i]
 		if !ok {
 			continue
 		}
-		k := seed.CrashK(f.st.Seed, c.Name, i, len(points))
+		k := seed.CrashK(f.p.Seed, c.Name, i, len(points))
 		if es[0].o.K != k || es[0].o.Point != "" || es[0].o.KillDelaysUS != nil {
-			f.c.Obs(es[0].l, "k", "%d, but seed %d gives trial %d of %s k=%d over %d points", es[0].o.K, f.st.Seed, i, c.Name, k, len(points))
+			f.c.Obs(es[0].l, "k", "%d, but seed %d gives trial %d of %s k=%d over %d points", es[0].o.K, f.p.Seed, i, c.Name, k, len(points))
 		}
 		h, rep, ok := f.pair(cf, i, es, procWant{env: map[string]string{protocol.EnvCrashAfterHits: strconv.Itoa(k)}, k: k})
 		if !ok {
@@ -694,7 +739,7 @@ func (f *folder) hits(cf condFold) HitsObserved {
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:k])
 		}
-		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: cf.pat.Classify(f.st.params(), h.Steps[len(h.Steps)-1].Rows)}
+		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: cf.pat.Classify(f.p.Params, h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Histogram[t.Outcome]++
 		if len(f.violations(cf, h, ViolationRecord{Trial: i, K: k, Point: t.CrashedAt})) > 0 {
@@ -708,15 +753,15 @@ func (f *folder) hits(cf condFold) HitsObserved {
 func (f *folder) kills(cf condFold) TimingObserved {
 	c, points := cf.c, cf.points
 	obs := TimingObserved{Timing: TimingFigures{Histogram: map[string]int{}, PerTrial: []TimingTrial{}}}
-	for _, i := range c.Trials {
+	for _, i := range c.Indices {
 		es, ok := cf.trials[i]
 		if !ok {
 			continue
 		}
-		window := f.window(c.Pattern, es[0].l)
-		d := seed.KillDelayUS(f.st.Seed, c.Name, i, window)
+		window := f.window(c.Subject, es[0].l)
+		d := seed.KillDelayUS(f.p.Seed, c.Name, i, window)
 		if !slices.Equal(es[0].o.KillDelaysUS, []int64{d}) || es[0].o.Point != "" || es[0].o.K != 0 {
-			f.c.Obs(es[0].l, "kill_delays_us", "%v, but seed %d gives trial %d of %s a delay of %d µs over the measured %d µs", es[0].o.KillDelaysUS, f.st.Seed, i, c.Name, d, window)
+			f.c.Obs(es[0].l, "kill_delays_us", "%v, but seed %d gives trial %d of %s a delay of %d µs over the measured %d µs", es[0].o.KillDelaysUS, f.p.Seed, i, c.Name, d, window)
 		}
 		h, rep, ok := f.pair(cf, i, es, procWant{kill: true})
 		if !ok {
@@ -729,7 +774,7 @@ func (f *folder) kills(cf condFold) TimingObserved {
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "finished having passed %v, but discovery passed %v", rep.Points, points)
 		}
-		t := TimingTrial{Trial: i, KillDelaysUS: []int64{d}, Landed: landed, Outcome: cf.pat.Classify(f.st.params(), h.Steps[len(h.Steps)-1].Rows)}
+		t := TimingTrial{Trial: i, KillDelaysUS: []int64{d}, Landed: landed, Outcome: cf.pat.Classify(f.p.Params, h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Timing.Kills++
 		obs.Timing.Landed += landed
