@@ -669,21 +669,25 @@ func (f *folder) recoveryStep(cf condFold, d, r entry, a *subject.Action, prev s
 	a.Args = a.With(want)
 }
 
-// violations records each broken invariant of a trial with its replay.
-func (f *folder) violations(cf condFold, h subject.History, v ViolationRecord) []subject.Violation {
-	vs := subject.Check(h, cf.pat.Invariants)
+// violations records each invariant of invs that the trial's history h
+// breaks, with its replay, and returns the names it broke, each once.
+func (f *folder) violations(cf condFold, h subject.History, v ViolationRecord, invs []subject.Invariant) []string {
 	c := cf.c
 	v.Condition, v.Pattern, v.Kind, v.Seed = c.Name, c.Subject, c.Label, f.p.Seed
 	v.Replay = f.p.Replay(c, v.Trial)
-	for _, x := range vs {
+	broken := []string{}
+	for _, x := range subject.Check(h, invs) {
 		v.Invariant, v.Detail = x.Invariant, x.Detail
 		if engine.Scheduled(c.Class) {
 			f.extra.TimingViolations = append(f.extra.TimingViolations, v)
 		} else {
 			f.extra.Violations = append(f.extra.Violations, v)
 		}
+		if !slices.Contains(broken, x.Invariant) {
+			broken = append(broken, x.Invariant)
+		}
 	}
-	return vs
+	return broken
 }
 
 func (f *folder) sweep(cf condFold) SweepObserved {
@@ -705,12 +709,8 @@ func (f *folder) sweep(cf condFold) SweepObserved {
 			p, _ := f.rec.Process(es[0].o.ProcessIDs[0])
 			f.c.Proc(p, "stdout", "passed %v before crashing, but discovery passed %v first", rep.Points, points[:i+1])
 		}
-		po := PointOutcome{Point: pt, Outcome: cf.pat.Classify(f.p.Params, h.Steps[len(h.Steps)-1].Rows), Violations: []string{}}
-		for _, v := range f.violations(cf, h, ViolationRecord{Trial: i, Point: pt}) {
-			if !slices.Contains(po.Violations, v.Invariant) {
-				po.Violations = append(po.Violations, v.Invariant)
-			}
-		}
+		po := PointOutcome{Point: pt, Outcome: cf.pat.Classify(f.p.Params, h.Steps[len(h.Steps)-1].Rows)}
+		po.Violations = f.violations(cf, h, ViolationRecord{Trial: i, Point: pt}, cf.pat.Invariants)
 		if len(po.Violations) > 0 {
 			obs.ViolatingPoints = append(obs.ViolatingPoints, pt)
 		}
@@ -742,7 +742,7 @@ func (f *folder) hits(cf condFold) HitsObserved {
 		t := HitTrial{Trial: i, K: k, CrashedAt: h.Steps[0].CrashedAt, Outcome: cf.pat.Classify(f.p.Params, h.Steps[len(h.Steps)-1].Rows)}
 		obs.Trials++
 		obs.Histogram[t.Outcome]++
-		if len(f.violations(cf, h, ViolationRecord{Trial: i, K: k, Point: t.CrashedAt})) > 0 {
+		if len(f.violations(cf, h, ViolationRecord{Trial: i, K: k, Point: t.CrashedAt}, cf.pat.Invariants)) > 0 {
 			obs.ViolatingTrials++
 		}
 		obs.PerTrial = append(obs.PerTrial, t)
@@ -779,7 +779,7 @@ func (f *folder) kills(cf condFold) TimingObserved {
 		obs.Timing.Kills++
 		obs.Timing.Landed += landed
 		obs.Timing.Histogram[t.Outcome]++
-		if len(f.violations(cf, h, ViolationRecord{Trial: i, KillDelaysUS: t.KillDelaysUS})) > 0 {
+		if len(f.violations(cf, h, ViolationRecord{Trial: i, KillDelaysUS: t.KillDelaysUS}, cf.pat.Invariants)) > 0 {
 			obs.Timing.ViolatingTrials++
 		}
 		obs.Timing.PerTrial = append(obs.Timing.PerTrial, t)

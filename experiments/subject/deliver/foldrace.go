@@ -84,7 +84,7 @@ func (f *folder) race(cf condFold, i int, rc entry, rest []entry, obs *TimingObs
 	obs.Trials++
 	obs.Timing.Landed += t.Landed
 	obs.Timing.Histogram[t.Outcome]++
-	if len(f.violations(cf, h, ViolationRecord{Trial: i, KillDelaysUS: t.KillDelaysUS, Racers: c.Racers})) > 0 {
+	if len(f.violations(cf, h, ViolationRecord{Trial: i, KillDelaysUS: t.KillDelaysUS, Racers: c.Racers}, pat.Invariants)) > 0 {
 		obs.Timing.ViolatingTrials++
 	}
 	obs.Timing.PerTrial = append(obs.Timing.PerTrial, t)

@@ -105,7 +105,7 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	if !stale.Paused || stale.Fence != fence || succ.Fence != fence || succ.LeaseLost {
 		f.c.Proc(f.process(r2), "stdout", "the holder says paused %v, fence %v, and the successor fence %v, lost %v; the trial pauses the holder with fence %v and the successor finishes", stale.Paused, stale.Fence, succ.Fence, succ.LeaseLost, fence)
 	}
-	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.p.Params, sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
+	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.p.Params, sh.o.Rows), LeaseLost: stale.LeaseLost}
 	for _, x := range subject.Sends(sh.o.Rows) {
 		if x.Outcome == receiver.SendStale {
 			t.StaleRefused++
@@ -119,13 +119,7 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 			invs = append(invs, inv)
 		}
 	}
-	v := ViolationRecord{Condition: c.Name, Pattern: c.Subject, Kind: c.Label, Trial: i, Seed: f.p.Seed, Point: pt, Replay: f.p.Replay(c, i)}
-	for _, x := range subject.Check(subject.History{Items: f.p.Params.Items, Steps: []subject.Step{r1.step, r2.step}}, invs) {
-		v.Invariant, v.Detail = x.Invariant, x.Detail
-		f.extra.Violations = append(f.extra.Violations, v)
-		if !slices.Contains(t.Violations, x.Invariant) {
-			t.Violations = append(t.Violations, x.Invariant)
-		}
-	}
+	h := subject.History{Items: f.p.Params.Items, Steps: []subject.Step{r1.step, r2.step}}
+	t.Violations = f.violations(cf, h, ViolationRecord{Trial: i, Point: pt}, invs)
 	return t, succ.Polls, true
 }
