@@ -60,9 +60,6 @@ func (m PowerMatrix) Check(on Spec, power bool, class string) error {
 	return nil
 }
 
-// OnOff are fsync's and full_page_writes' values, in the matrix's order.
-var OnOff = []string{"on", "off"}
-
 // Settings are the matrix's power settings (PowerSettings.Name) of a run
 // that requested r: fsync × synchronous_commit × full_page_writes over the
 // matrix's values in their known order, an empty list standing for the

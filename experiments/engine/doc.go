@@ -44,6 +44,6 @@
 // plan), trial.go (Trial, Set, Found, Input), sweep.go (the point × seed
 // plan), engine.go (Subject, Plan, Run.Execute), record.go (Record, Each),
 // fold.go (Listed, Places), table.go (Counts, ByName), then a subject:
-// subject/deliver's Runner (explore's built-in subjects),
+// subject/deliver's Runner and its fold (explore's built-in subjects),
 // subject/patternfile/run.go's runner.Deliver and durability/run.go's subject.
 package engine

@@ -10,6 +10,7 @@ import (
 	"idemlab/experiments/pattern"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject/deliver"
 )
 
 // Compare says each condition in a few words for a report that sets a
@@ -91,23 +92,23 @@ func lastSegment(name string) string {
 func conditionWords(c Condition, observed json.RawMessage) (string, error) {
 	switch c.Kind {
 	case KindDiscovery:
-		var o DiscoveryObserved
+		var o deliver.DiscoveryObserved
 		err := json.Unmarshal(observed, &o)
 		return fmt.Sprintf("passed %d points", len(o.Points)), err
 	case KindSweep:
-		var o SweepObserved
+		var o deliver.SweepObserved
 		err := json.Unmarshal(observed, &o)
 		return pointsWords(o.Points, o.ViolatingPoints, firstOutcome(o)), err
 	case KindHits:
-		var o HitsObserved
+		var o deliver.HitsObserved
 		err := json.Unmarshal(observed, &o)
 		return histogramWords(o.Histogram, o.Trials, "trials"), err
 	case KindKill, KindRace:
-		var o TimingObserved
+		var o deliver.TimingObserved
 		err := json.Unmarshal(observed, &o)
 		return timingWords(c, o), err
 	case KindTakeover:
-		var o TakeoverObserved
+		var o deliver.TakeoverObserved
 		err := json.Unmarshal(observed, &o)
 		return fmt.Sprintf("%s; %d leases lost, %d stale sends refused", pointsWords(o.Points, o.ViolatingPoints, ""), o.LeaseLost, o.StaleRefused), err
 	}
@@ -115,7 +116,7 @@ func conditionWords(c Condition, observed json.RawMessage) (string, error) {
 }
 
 // firstOutcome is the outcome at the sweep's first violating point.
-func firstOutcome(o SweepObserved) string {
+func firstOutcome(o deliver.SweepObserved) string {
 	for _, p := range o.Outcomes {
 		if len(o.ViolatingPoints) > 0 && p.Point == o.ViolatingPoints[0] {
 			return p.Outcome
@@ -152,7 +153,7 @@ func histogramWords(h map[string]int, n int, unit string) string {
 
 // timingWords says a kill or race condition: its outcomes, the kills
 // that landed, and the serialization failures its racers ran again.
-func timingWords(c Condition, o TimingObserved) string {
+func timingWords(c Condition, o deliver.TimingObserved) string {
 	unit := "trials"
 	if c.Kind == KindRace {
 		unit = "rounds"

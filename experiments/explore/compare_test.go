@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"idemlab/experiments/subject/deliver"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,8 +34,8 @@ func comparedOf(tb testing.TB, st Settings, observed map[string]any) scenario.Co
 	return got
 }
 
-func race(trials, serialization int, hist map[string]int) TimingObserved {
-	return TimingObserved{Trials: trials, Timing: TimingFigures{Histogram: hist, SerializationErrors: serialization}}
+func race(trials, serialization int, hist map[string]int) deliver.TimingObserved {
+	return deliver.TimingObserved{Trials: trials, Timing: deliver.TimingFigures{Histogram: hist, SerializationErrors: serialization}}
 }
 
 // TestCompareLinesUpRaces: a SQLite race and the PostgreSQL races of the
@@ -45,7 +46,7 @@ func TestCompareLinesUpRaces(t *testing.T) {
 	pg := postgresSettings(sq, backend.Spec{Name: "postgres", SynchronousCommit: "off"}, []string{"read-committed", "serializable"})
 	gotSQ := comparedOf(t, sq, map[string]any{
 		"separate-commit/timing-race-2":      race(2, 0, map[string]int{OutcomeClean: 2}),
-		"separate-commit/timing-race-2-kill": TimingObserved{Trials: 2, Timing: TimingFigures{Histogram: map[string]int{builtin.Duplicate(2): 1, OutcomeClean: 1}, Kills: 2, Landed: 1}},
+		"separate-commit/timing-race-2-kill": deliver.TimingObserved{Trials: 2, Timing: deliver.TimingFigures{Histogram: map[string]int{builtin.Duplicate(2): 1, OutcomeClean: 1}, Kills: 2, Landed: 1}},
 	})
 	gotPG := comparedOf(t, pg, map[string]any{
 		"separate-commit/read-committed/timing-race-2": race(2, 0, map[string]int{builtin.Duplicate(2): 2}),
@@ -84,15 +85,15 @@ func TestCompareWordsPerKind(t *testing.T) {
 	sq := newSettings(compareInput(), -1, Patterns())
 	points := []string{"a", "b", "c"}
 	got := comparedOf(t, sq, map[string]any{
-		"separate-commit/discovery": DiscoveryObserved{Points: points},
-		"separate-commit/sweep": SweepObserved{Points: points, ViolatingPoints: []string{"b"}, Outcomes: []PointOutcome{
+		"separate-commit/discovery": deliver.DiscoveryObserved{Points: points},
+		"separate-commit/sweep": deliver.SweepObserved{Points: points, ViolatingPoints: []string{"b"}, Outcomes: []deliver.PointOutcome{
 			{Point: "a", Outcome: OutcomeClean}, {Point: "b", Outcome: builtin.Duplicate(2), Violations: []string{"one-job"}}, {Point: "c", Outcome: OutcomeClean}}},
-		"single-transaction/sweep":            SweepObserved{Points: points, ViolatingPoints: []string{}},
-		"separate-commit/crash-after-hits":    HitsObserved{Trials: 1, Histogram: map[string]int{OutcomeClean: 1}},
-		"separate-commit/timing-kill":         TimingObserved{Trials: 1, Timing: TimingFigures{Histogram: map[string]int{OutcomeClean: 1}, Kills: 1, Landed: 1}},
+		"single-transaction/sweep":            deliver.SweepObserved{Points: points, ViolatingPoints: []string{}},
+		"separate-commit/crash-after-hits":    deliver.HitsObserved{Trials: 1, Histogram: map[string]int{OutcomeClean: 1}},
+		"separate-commit/timing-kill":         deliver.TimingObserved{Trials: 1, Timing: deliver.TimingFigures{Histogram: map[string]int{OutcomeClean: 1}, Kills: 1, Landed: 1}},
 		"separate-commit/timing-race-2":       race(0, 0, map[string]int{}),
-		"lease-batch/takeover-unfenced":       TakeoverObserved{Points: points, ViolatingPoints: []string{"c", "b"}, LeaseLost: 1, StaleRefused: 2},
-		"single-transaction/crash-after-hits": HitsObserved{Trials: 10, Histogram: map[string]int{builtin.Duplicate(10): 1, builtin.Duplicate(9): 2, OutcomeClean: 7}},
+		"lease-batch/takeover-unfenced":       deliver.TakeoverObserved{Points: points, ViolatingPoints: []string{"c", "b"}, LeaseLost: 1, StaleRefused: 2},
+		"single-transaction/crash-after-hits": deliver.HitsObserved{Trials: 10, Histogram: map[string]int{builtin.Duplicate(10): 1, builtin.Duplicate(9): 2, OutcomeClean: 7}},
 	})
 	want := map[string]string{
 		"separate-commit/discovery":           "passed 3 points",

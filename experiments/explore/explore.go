@@ -172,16 +172,6 @@ func (c Condition) class() engine.Kind {
 	return k
 }
 
-// set is what the condition asks of the engine; a race with kills kills
-// its racers after seeded delays.
-func (c Condition) set() engine.Set {
-	s := engine.Set{Class: c.class(), Condition: c.Name, Indices: c.Trials, Racers: c.Racers}
-	if c.Kills {
-		s.RaceFault = engine.DelayKill
-	}
-	return s
-}
-
 // Condition is one kind of trial on one pattern.
 type Condition struct {
 	Name    string `json:"name"`
@@ -607,22 +597,12 @@ func (p *plan) Processes() int {
 			n += per
 			continue
 		}
-		n += per * len(p.s.trials(c, p.s.Shard, pat.Points(p.s.params())))
+		n += per * len(p.s.fold(c).Trials(p.s.Seed, p.s.Shard, pat.Points(p.s.params())))
 	}
 	for _, a := range p.s.Articles {
 		n += a.Processes()
 	}
 	return n
-}
-
-// trials are the engine's plan of condition c over points, the part's
-// share of it; none for the discovery, which every part runs.
-func (st Settings) trials(c Condition, part *shard.Part, points []string) []engine.Trial {
-	if c.Kind == KindDiscovery {
-		return nil
-	}
-	ts, _ := engine.Plan(context.Background(), st.Seed, part, []engine.Set{c.set()}, engine.Found{Points: points})
-	return ts
 }
 
 // conditionsByName indexes the settings' conditions.
@@ -633,6 +613,3 @@ func (st Settings) conditionsByName() map[string]Condition {
 	}
 	return out
 }
-
-// RacerArgs are a racer's arguments.
-func RacerArgs(st Settings, p Pattern, f Files) []string { return p.RacerArgs(st.params(), f) }

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"encoding/json"
+	"idemlab/experiments/subject/deliver"
 	"slices"
 	"strings"
 	"sync"
@@ -209,7 +210,7 @@ func TestRunRealProcesses(t *testing.T) {
 	for _, c := range out.Result.Conditions {
 		obs[c.Name] = c.Observed
 	}
-	var sep, single SweepObserved
+	var sep, single deliver.SweepObserved
 	decode(t, obs["separate-commit/sweep"], &sep)
 	decode(t, obs["single-transaction/sweep"], &single)
 	if diff := cmp.Diff([]string{wr.PointAfterJobCommit}, sep.ViolatingPoints); diff != "" {
@@ -227,7 +228,7 @@ func TestRunRealProcesses(t *testing.T) {
 			t.Errorf("violation %+v: only separate commits, rerun-all and the unfenced takeover may violate, and each names its replay", v)
 		}
 	}
-	var journal, rerun SweepObserved
+	var journal, rerun deliver.SweepObserved
 	decode(t, obs["batch-journal/sweep"], &journal)
 	decode(t, obs["batch-rerun-all/sweep"], &rerun)
 	wantPoints := []string{"before-send:item-001", "after-send-accepted:item-001", "before-send:item-002", "after-send-accepted:item-002"}
@@ -237,7 +238,7 @@ func TestRunRealProcesses(t *testing.T) {
 	if diff := cmp.Diff(wantPoints[1:], rerun.ViolatingPoints); diff != "" {
 		t.Errorf("rerun-all violating points (-want +got):\n%s", diff)
 	}
-	var fenced, unfenced TakeoverObserved
+	var fenced, unfenced deliver.TakeoverObserved
 	decode(t, obs["lease-batch/takeover-fenced"], &fenced)
 	decode(t, obs["lease-batch/takeover-unfenced"], &unfenced)
 	// The takeover tries the lease's acquisition, then the window, the
@@ -254,7 +255,7 @@ func TestRunRealProcesses(t *testing.T) {
 	var points []string
 	for _, c := range out.Result.Conditions {
 		if strings.HasSuffix(c.Name, "/sweep") {
-			var o SweepObserved
+			var o deliver.SweepObserved
 			decode(t, c.Observed, &o)
 			for _, p := range o.Points {
 				if !slices.Contains(points, p) {

@@ -6,6 +6,22 @@ import (
 	"os"
 	"path"
 	"testing"
+
+	"idemlab/experiments/subject"
+)
+
+// The subject's words the tests use.
+type (
+	State       = subject.State
+	Step        = subject.Step
+	Observation = subject.Observation
+	Files       = subject.Files
+)
+
+const (
+	StepDelivery  = subject.StepDelivery
+	StepRecovery  = subject.StepRecovery
+	StepSuccessor = subject.StepSuccessor
 )
 
 func mustJSON(tb testing.TB, v any) json.RawMessage {

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"idemlab/experiments/seed"
+	"idemlab/experiments/subject/deliver"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -46,21 +47,21 @@ func TestWindowAndCheck(t *testing.T) {
 		t.Error("a reversed window is accepted")
 	}
 	exp := Expected{Kind: KindSweep, Window: &Window{From: "b", To: "d"}, Inside: []string{"duplicate-2"}, Outside: []string{OutcomeClean}}
-	obs := SweepObserved{Points: pts, ViolatingPoints: []string{"b", "c"}, Outcomes: []PointOutcome{
-		{"a", OutcomeClean, nil}, {"b", "duplicate-2", []string{"one-job"}}, {"c", "duplicate-2", []string{"one-job"}}, {"d", OutcomeClean, nil}}}
+	obs := deliver.SweepObserved{Points: pts, ViolatingPoints: []string{"b", "c"}, Outcomes: []deliver.PointOutcome{
+		{Point: "a", Outcome: OutcomeClean, Violations: nil}, {Point: "b", Outcome: "duplicate-2", Violations: []string{"one-job"}}, {Point: "c", Outcome: "duplicate-2", Violations: []string{"one-job"}}, {Point: "d", Outcome: OutcomeClean, Violations: nil}}}
 	tests := []struct {
 		name string
-		edit func(o *SweepObserved)
+		edit func(o *deliver.SweepObserved)
 		pass bool
 	}{
-		{"exact window", func(*SweepObserved) {}, true},
-		{"a violation outside the window", func(o *SweepObserved) { o.ViolatingPoints = []string{"a", "b", "c"} }, false},
-		{"a window point that did not violate", func(o *SweepObserved) { o.ViolatingPoints = []string{"b"} }, false},
-		{"an outcome outside the set", func(o *SweepObserved) { o.Outcomes[3].Outcome = "duplicate-2" }, false},
+		{"exact window", func(*deliver.SweepObserved) {}, true},
+		{"a violation outside the window", func(o *deliver.SweepObserved) { o.ViolatingPoints = []string{"a", "b", "c"} }, false},
+		{"a window point that did not violate", func(o *deliver.SweepObserved) { o.ViolatingPoints = []string{"b"} }, false},
+		{"an outcome outside the set", func(o *deliver.SweepObserved) { o.Outcomes[3].Outcome = "duplicate-2" }, false},
 	}
 	for _, tt := range tests {
 		o := obs
-		o.Outcomes = append([]PointOutcome{}, obs.Outcomes...)
+		o.Outcomes = append([]deliver.PointOutcome{}, obs.Outcomes...)
 		tt.edit(&o)
 		pass, diffs, err := Scenario{}.Check("x/sweep", mustJSON(t, exp), mustJSON(t, o))
 		if err != nil || pass != tt.pass {
@@ -73,7 +74,7 @@ func TestWindowAndCheck(t *testing.T) {
 		n    int
 		pass bool
 	}{{map[string]int{OutcomeClean: 3, "duplicate-2": 1}, 4, true}, {map[string]int{"duplicate-3": 1}, 1, false}, {map[string]int{OutcomeClean: 3}, 4, false}} {
-		pass, _, err := Scenario{}.Check("x/crash-after-hits", mustJSON(t, hits), mustJSON(t, HitsObserved{Trials: tt.n, Histogram: tt.h}))
+		pass, _, err := Scenario{}.Check("x/crash-after-hits", mustJSON(t, hits), mustJSON(t, deliver.HitsObserved{Trials: tt.n, Histogram: tt.h}))
 		if err != nil || pass != tt.pass {
 			t.Errorf("histogram %v of %d: pass %v (%v), want %v", tt.h, tt.n, pass, err, tt.pass)
 		}

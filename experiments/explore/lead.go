@@ -8,6 +8,7 @@ import (
 
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject/deliver"
 )
 
 // condView is a derived condition decoded by its kind.
@@ -16,10 +17,10 @@ type condView struct {
 	// cond is the settings' condition, when the result has one.
 	cond     Condition
 	kind     string
-	sweep    SweepObserved
-	hits     HitsObserved
-	timing   TimingObserved
-	takeover TakeoverObserved
+	sweep    deliver.SweepObserved
+	hits     deliver.HitsObserved
+	timing   deliver.TimingObserved
+	takeover deliver.TakeoverObserved
 }
 
 // readCondition decodes a derived condition's observed figures by the
@@ -122,7 +123,7 @@ func levelName(level string) string {
 // first breach.
 func invariantsOf(pattern string, extra Extra) []string {
 	var out []string
-	for _, v := range append(append([]ViolationRecord{}, extra.Violations...), extra.TimingViolations...) {
+	for _, v := range append(append([]deliver.ViolationRecord{}, extra.Violations...), extra.TimingViolations...) {
 		if v.Pattern == pattern && !slices.Contains(out, v.Invariant) {
 			out = append(out, v.Invariant)
 		}

@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"idemlab/experiments/subject/deliver"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,15 +16,15 @@ func cleanObserved(c Condition) any {
 	pts := []string{"p1", "p2"}
 	switch c.Kind {
 	case KindDiscovery:
-		return DiscoveryObserved{Points: pts}
+		return deliver.DiscoveryObserved{Points: pts}
 	case KindSweep:
-		return SweepObserved{Points: pts, Outcomes: []PointOutcome{{Point: "p1", Outcome: OutcomeClean}, {Point: "p2", Outcome: OutcomeClean}}, ViolatingPoints: []string{}}
+		return deliver.SweepObserved{Points: pts, Outcomes: []deliver.PointOutcome{{Point: "p1", Outcome: OutcomeClean}, {Point: "p2", Outcome: OutcomeClean}}, ViolatingPoints: []string{}}
 	case KindHits:
-		return HitsObserved{Trials: 1, Histogram: map[string]int{OutcomeClean: 1}}
+		return deliver.HitsObserved{Trials: 1, Histogram: map[string]int{OutcomeClean: 1}}
 	case KindTakeover:
-		return TakeoverObserved{Fenced: !c.Unfenced, Points: pts, Outcomes: []TakeoverTrial{{Point: "p1", Outcome: OutcomeClean}, {Point: "p2", Outcome: OutcomeClean}}, ViolatingPoints: []string{}}
+		return deliver.TakeoverObserved{Fenced: !c.Unfenced, Points: pts, Outcomes: []deliver.TakeoverTrial{{Point: "p1", Outcome: OutcomeClean}, {Point: "p2", Outcome: OutcomeClean}}, ViolatingPoints: []string{}}
 	}
-	return TimingObserved{Trials: 1, Timing: TimingFigures{Histogram: map[string]int{OutcomeClean: 1}}}
+	return deliver.TimingObserved{Trials: 1, Timing: deliver.TimingFigures{Histogram: map[string]int{OutcomeClean: 1}}}
 }
 
 // TestLead derives the sentences from a result made by hand: separate
@@ -35,15 +36,15 @@ func TestLead(t *testing.T) {
 	for _, c := range st.Conditions {
 		obs[c.Name] = cleanObserved(c)
 	}
-	obs["separate-commit/sweep"] = SweepObserved{Points: []string{"p1", "p2"}, ViolatingPoints: []string{"p2"},
-		Outcomes: []PointOutcome{{Point: "p1", Outcome: OutcomeClean}, {Point: "p2", Outcome: "duplicate-2", Violations: []string{"one-job"}}}}
-	obs["separate-commit/crash-after-hits"] = HitsObserved{Trials: 1, ViolatingTrials: 1, Histogram: map[string]int{"duplicate-2": 1}}
-	obs["lease-batch/takeover-unfenced"] = TakeoverObserved{Points: []string{"p1", "p2"}, ViolatingPoints: []string{"p1", "p2"}}
-	extra := Extra{Violations: []ViolationRecord{
+	obs["separate-commit/sweep"] = deliver.SweepObserved{Points: []string{"p1", "p2"}, ViolatingPoints: []string{"p2"},
+		Outcomes: []deliver.PointOutcome{{Point: "p1", Outcome: OutcomeClean}, {Point: "p2", Outcome: "duplicate-2", Violations: []string{"one-job"}}}}
+	obs["separate-commit/crash-after-hits"] = deliver.HitsObserved{Trials: 1, ViolatingTrials: 1, Histogram: map[string]int{"duplicate-2": 1}}
+	obs["lease-batch/takeover-unfenced"] = deliver.TakeoverObserved{Points: []string{"p1", "p2"}, ViolatingPoints: []string{"p1", "p2"}}
+	extra := Extra{Tables: deliver.Tables{Violations: []deliver.ViolationRecord{
 		{Condition: "separate-commit/sweep", Pattern: "separate-commit", Invariant: "one-job"},
 		{Condition: "lease-batch/takeover-unfenced", Pattern: "lease-batch", Invariant: "no-stale-accept"},
 		{Condition: "lease-batch/takeover-unfenced", Pattern: "lease-batch", Invariant: "no-stale-journal-write"},
-	}}
+	}}}
 	res := results.ScenarioResult{Name: Name}
 	for _, c := range st.Conditions {
 		e, err := ExpectCondition(st, c)

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"encoding/json"
+	"idemlab/experiments/subject/deliver"
 	"slices"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestModelsMatchARun(t *testing.T) {
 		if i < 0 {
 			t.Fatalf("no discovery of %s", ps.Name)
 		}
-		var d DiscoveryObserved
+		var d deliver.DiscoveryObserved
 		if err := json.Unmarshal(out.Result.Conditions[i].Observed, &d); err != nil {
 			t.Fatal(err)
 		}

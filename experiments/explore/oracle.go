@@ -13,6 +13,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/experiments/subject/deliver"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/store"
@@ -165,7 +166,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		}
 		return pattern.Scenario{}.Check(condition, raw, rawObs)
 	case KindDiscovery:
-		var o DiscoveryObserved
+		var o deliver.DiscoveryObserved
 		if err := json.Unmarshal(rawObs, &o); err != nil {
 			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
 		}
@@ -176,7 +177,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 			add("points", fmt.Sprintf("%q before %q", e.Window.From, e.Window.To), strings.Join(o.Points, ","))
 		}
 	case KindSweep:
-		var o SweepObserved
+		var o deliver.SweepObserved
 		if err := json.Unmarshal(rawObs, &o); err != nil {
 			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
 		}
@@ -192,7 +193,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		points, win := pointShare(e.Shard, condition, o.Points, win)
 		checkPoints(add, e, points, win, outcomes, o.ViolatingPoints)
 	case KindTakeover:
-		var o TakeoverObserved
+		var o deliver.TakeoverObserved
 		if err := json.Unmarshal(rawObs, &o); err != nil {
 			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
 		}
@@ -222,13 +223,13 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 			add("stale_refused", fmt.Sprint(refused), fmt.Sprint(o.StaleRefused))
 		}
 	case KindHits:
-		var o HitsObserved
+		var o deliver.HitsObserved
 		if err := json.Unmarshal(rawObs, &o); err != nil {
 			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
 		}
 		checkHistogram(add, "histogram", e.Allowed, o.Trials, o.Histogram)
 	case KindKill, KindRace:
-		var o TimingObserved
+		var o deliver.TimingObserved
 		if err := json.Unmarshal(rawObs, &o); err != nil {
 			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
 		}

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"encoding/json"
+	"idemlab/experiments/subject/deliver"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,7 +138,7 @@ func TestPostgresRaces(t *testing.T) {
 		}
 	}
 	for _, c := range out.Result.Conditions {
-		var o TimingObserved
+		var o deliver.TimingObserved
 		json.Unmarshal(c.Observed, &o)
 		t.Logf("%s: %v, %d serialization failures run again", c.Name, o.Timing.Histogram, o.Timing.SerializationErrors)
 	}
@@ -211,7 +212,7 @@ func TestPostgresOneJobOracleFails(t *testing.T) {
 	res := scenario.Evaluate(scenario.Define[Settings, Extra](oneJobOracle{}), nil, out.Settings, out.Records)
 	dups := 0
 	for _, c := range res.Conditions {
-		var o TimingObserved
+		var o deliver.TimingObserved
 		json.Unmarshal(c.Observed, &o)
 		dup := strings.HasPrefix(c.Name, "separate-commit/") && o.Trials > o.Timing.Histogram[OutcomeClean]
 		if dup {
@@ -251,7 +252,7 @@ func TestNoSerializationUnderReadCommitted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o := TimingObserved{Trials: 1, Timing: TimingFigures{Histogram: map[string]int{OutcomeClean: 1}, RacerEnds: map[string]int{}, SerializationErrors: tt.retried}}
+			o := deliver.TimingObserved{Trials: 1, Timing: deliver.TimingFigures{Histogram: map[string]int{OutcomeClean: 1}, RacerEnds: map[string]int{}, SerializationErrors: tt.retried}}
 			if tt.ended > 0 {
 				o.Timing.RacerEnds["serialization"] = tt.ended
 			}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject/deliver"
 )
 
 // ReplayArgs are the experiment flags that run violation v's trial again
@@ -12,7 +13,7 @@ import (
 // --rounds 0); a random trial runs alone with --only-trial, with the
 // --trials or --rounds that gave its condition that trial. Kills and
 // races rerun with the same delays, not the same scheduling.
-func ReplayArgs(st Settings, v ViolationRecord) []string {
+func ReplayArgs(st Settings, v deliver.ViolationRecord) []string {
 	args := []string{"--scenario", Name, "--seed", strconv.FormatUint(v.Seed, 10)}
 	switch v.Kind {
 	case KindSweep, KindTakeover:
@@ -26,7 +27,7 @@ func ReplayArgs(st Settings, v ViolationRecord) []string {
 // replays are the commands that replay the violations the report lists:
 // one per distinct command, the first violation of each condition, at
 // most limit.
-func replays(st Settings, vs []ViolationRecord, limit int) []scenario.Replay {
+func replays(st Settings, vs []deliver.ViolationRecord, limit int) []scenario.Replay {
 	var out []scenario.Replay
 	seen := map[string]bool{}
 	for _, v := range vs {
@@ -53,12 +54,12 @@ func replays(st Settings, vs []ViolationRecord, limit int) []scenario.Replay {
 //
 // On PostgreSQL, where a race is all explore runs and --only-trial is
 // refused, it is the command that races the condition's level again.
-func replay(st Settings, c Condition, i int) string {
+func replay(st Settings, c deliver.Condition, i int) string {
 	if st.Backend != "" {
-		return fmt.Sprintf("idemlab experiment --backend %s --isolation %s --synchronous-commit %s --scenario explore --rounds %d", st.Backend, c.Isolation, st.SynchronousCommit, st.Rounds)
+		return fmt.Sprintf("idemlab experiment --backend %s --isolation %s --synchronous-commit %s --scenario explore --rounds %d", st.Backend, c.Spec.Isolation, st.SynchronousCommit, st.Rounds)
 	}
 	base := fmt.Sprintf("idemlab experiment --scenario explore --seed %d", st.Seed)
-	switch c.Kind {
+	switch c.Label {
 	case KindSweep, KindTakeover:
 		return base + " --trials 0 --rounds 0"
 	case KindRace:

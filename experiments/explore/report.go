@@ -12,6 +12,7 @@ import (
 	"idemlab/experiments/harness"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/subject/deliver"
 )
 
 // Matrix is the sweep as a grid: one row per crash point (in discovery
@@ -32,7 +33,7 @@ func SweepMatrix(res results.ScenarioResult) (Matrix, error) {
 	var m Matrix
 	type col struct {
 		name string
-		obs  SweepObserved
+		obs  deliver.SweepObserved
 	}
 	var cols []col
 	for _, c := range res.Conditions {
@@ -43,7 +44,7 @@ func SweepMatrix(res results.ScenarioResult) (Matrix, error) {
 		if e.Kind != KindSweep {
 			continue
 		}
-		var o SweepObserved
+		var o deliver.SweepObserved
 		if err := json.Unmarshal(c.Observed, &o); err != nil {
 			return m, fmt.Errorf("condition %s: %w", c.Name, err)
 		}
@@ -111,7 +112,7 @@ func (Scenario) Report(st Settings, all results.ScenarioResult, extra Extra) (sc
 		}
 	}
 	if len(extra.LateSends) > 0 {
-		sec.Tables = append(sec.Tables, lateSendsTable(extra.LateSends))
+		sec.Tables = append(sec.Tables, deliver.LateSendsTable(extra.LateSends))
 	}
 	if len(extra.Violations) > 0 {
 		sec.Tables = append(sec.Tables, violationsTable(extra.Violations))
@@ -276,7 +277,7 @@ func takeoverTable(res results.ScenarioResult) (scenario.Table, error) {
 		if !strings.Contains(c.Name, "/"+KindTakeover) {
 			continue
 		}
-		var o TakeoverObserved
+		var o deliver.TakeoverObserved
 		if err := json.Unmarshal(c.Observed, &o); err != nil {
 			return tt, fmt.Errorf("condition %s: %w", c.Name, err)
 		}
@@ -287,7 +288,7 @@ func takeoverTable(res results.ScenarioResult) (scenario.Table, error) {
 
 // violationsTable lists the first ten replayable violations, one row per
 // trial and invariant.
-func violationsTable(vs []ViolationRecord) scenario.Table {
+func violationsTable(vs []deliver.ViolationRecord) scenario.Table {
 	vt := scenario.Table{
 		Title:  "replayable violations (first 10 trials and invariants)",
 		Header: []string{"condition", "trial", "point", "k", "invariant"},

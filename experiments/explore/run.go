@@ -27,7 +27,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	var units []engine.Unit
 	conds := map[string]deliver.Cond{}
 	for _, c := range st.Conditions {
-		conds[c.Name] = deliver.Cond{Unfenced: c.Unfenced, Kills: c.Kills, Spec: st.spec(c)}
+		conds[c.Name] = st.fold(c).Cond
 	}
 	for _, ps := range st.Patterns {
 		pat, ok := LookupPattern(ps.Name)
@@ -40,7 +40,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		}
 		for _, c := range st.Conditions {
 			if c.Pattern == ps.Name && c.Kind != KindDiscovery {
-				u.Sets = append(u.Sets, c.set())
+				u.Sets = append(u.Sets, st.fold(c).Set())
 			}
 		}
 		units = append(units, u)

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"encoding/json"
+	"idemlab/experiments/receiver"
 	"slices"
 	"strings"
 	"testing"
@@ -66,8 +67,8 @@ func TestKilledSendersLateSendIsItsOwn(t *testing.T) {
 	}
 	const cond = "batch-rerun-all/timing-kill"
 	for _, l := range extra.LateSends {
-		if l.Condition != cond || l.Step != StepDelivery || l.Sender != wire.Token(1) || l.Note != NoteLateKilled {
-			t.Errorf("late send %+v: want the killed delivery p1's, %q", l, NoteLateKilled)
+		if l.Condition != cond || l.Step != StepDelivery || l.Sender != wire.Token(1) || l.Note != receiver.NoteLateKilled {
+			t.Errorf("late send %+v: want the killed delivery p1's, %q", l, receiver.NoteLateKilled)
 		}
 	}
 	t.Logf("%d late sends: %+v", len(extra.LateSends), extra.LateSends)

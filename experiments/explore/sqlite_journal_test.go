@@ -57,7 +57,7 @@ func sqliteJournalRound(t *testing.T, r *harness.Runner, st Settings, k, round i
 	racers := make([]harness.Racer, k)
 	for i := range racers {
 		racers[i] = harness.Racer{Spec: harness.Spec{Scenario: Name, Condition: "sqlite-journal", Label: fmt.Sprintf("K %d round %d racer %d", k, round, i),
-			Worker: wb.WorkerRun, Args: RacerArgs(st, builtin.Batch(wb.ModeJournal), f), Exits: []int{protocol.ExitACK, protocol.ExitWorkerError}}}
+			Worker: wb.WorkerRun, Args: builtin.Batch(wb.ModeJournal).RacerArgs(st.params(), f), Exits: []int{protocol.ExitACK, protocol.ExitWorkerError}}}
 	}
 	procs, err := harness.RunBarrier(context.Background(), r, racers)
 	if err != nil {

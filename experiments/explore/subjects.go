@@ -10,42 +10,14 @@ import (
 // The subjects explore runs are values of subject.Subject, defined with
 // their models in subject/builtin; explore names which it runs, with
 // which classes (newSettings) and under which oracle (oracle.go). These
-// names are the records' and the fold's words for the subject's types.
+// names are the settings' words for the subject's types.
 type (
-	Pattern   = subject.Subject
-	State     = subject.State
-	Window    = subject.Window
-	Files     = subject.Files
-	Lookup    = subject.Lookup
-	Action    = subject.Action
-	Claim     = subject.Claim
-	Step      = subject.Step
-	History   = subject.History
-	Invariant = subject.Invariant
-	Violation = subject.Violation
-	// Observation is one line of observations.jsonl.
-	Observation = subject.Observation
+	Pattern = subject.Subject
+	Window  = subject.Window
 )
 
-// Step roles, and the outcome that breaks nothing.
-const (
-	RoleDelivery = subject.RoleDelivery
-	RoleRecovery = subject.RoleRecovery
-	RoleRacer    = subject.RoleRacer
-	OutcomeClean = subject.OutcomeClean
-)
-
-// Steps of a trial, as its observations name them.
-const (
-	StepDelivery  = subject.StepDelivery
-	StepRecovery  = subject.StepRecovery
-	StepRacers    = subject.StepRacers
-	StepSuccessor = subject.StepSuccessor
-	StepStale     = subject.StepStale
-)
-
-// Check runs every invariant over one history.
-func Check(h History, invs []Invariant) []Violation { return subject.Check(h, invs) }
+// OutcomeClean is the outcome that breaks nothing.
+const OutcomeClean = subject.OutcomeClean
 
 // Patterns is the registry of built-in subjects, in report order: the
 // hand-written article workers, which fold folders of format 6 or older

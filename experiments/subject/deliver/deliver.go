@@ -4,6 +4,13 @@
 // fresh database and, for a subject that sends, one receiver; a race of
 // racers behind a barrier; a lease takeover. After every step it reads
 // the subject's tables and records a subject.Observation.
+//
+// Its fold (Folding.Fold, fold.go and fold*.go) reads those records back:
+// each process against what the runner chose, each recovery replayed
+// from the subject's model, each k and delay from the seed, and each
+// trial's history under the subject's invariants, into one figure per
+// fault class (DiscoveryObserved, SweepObserved, HitsObserved,
+// TimingObserved, TakeoverObserved) for a scenario's oracle.
 package deliver
 
 import (

@@ -33,7 +33,7 @@ func (r Runner) race(ctx context.Context, cond string, i, n int, kills []int64) 
 		}
 		racers[k] = harness.Racer{
 			Spec: harness.Spec{
-				Scenario: r.Scenario, Condition: cond, Label: fmt.Sprintf("trial %06d racer %02d", i, k),
+				Scenario: r.Scenario, Condition: cond, Label: racerLabel(i, k),
 				Worker: r.Subject.RacerOn(r.Params.Backend), Args: r.Subject.RacerArgs(r.Params, fl),
 				Exits: []int{protocol.ExitACK, protocol.ExitWorkerError},
 			},
@@ -69,6 +69,9 @@ func (r Runner) race(ctx context.Context, cond string, i, n int, kills []int64) 
 	_, _, err = r.step(ctx, &trialEnv{files: t.files}, rec, ro)
 	return err
 }
+
+// racerLabel labels racer k of round i.
+func racerLabel(i, k int) string { return fmt.Sprintf("trial %06d racer %02d", i, k) }
 
 // raceDB is a race round's database with the subject's tables, empty, so
 // the racers start from one state and the first statement after the

@@ -1,4 +1,4 @@
-package explore
+package deliver
 
 import (
 	"fmt"
@@ -17,23 +17,13 @@ import (
 // receiver logs it with every send. A send the receiver logged only after
 // the parent had seen its sender end (it is in no state read before that
 // process's step was observed) landed late; it counts for the trial as the
-// receiver saw it, and is recorded as a LateSend.
-
-// LateSend is a send the receiver logged after the parent saw its sender
-// end.
-type LateSend = receiver.LateSend
-
-// Notes of a LateSend.
-const (
-	NoteLateKilled = receiver.NoteLateKilled
-	NoteLateEnded  = receiver.NoteLateEnded
-)
+// receiver saw it, and is recorded as a receiver.LateSend.
 
 // senders checks the tokens an observation lists for its processes, the
 // first being the trial's first-th process, and returns one per process:
 // empty throughout in a folder of format 4 or older, whose observations
 // list none, and for a pattern that does not send.
-func (f *folder) senders(pat Pattern, e entry, first int) []string {
+func (f *folder) senders(pat subject.Subject, e entry, first int) []string {
 	out := make([]string, len(e.o.ProcessIDs))
 	if e.o.Senders == nil {
 		return out
@@ -90,15 +80,15 @@ func (f *folder) lateSends(cf condFold, i int, es []entry) {
 			continue
 		}
 		note := receiver.LateNote(p.signal)
-		f.extra.LateSends = append(f.extra.LateSends, LateSend{
+		f.extra.LateSends = append(f.extra.LateSends, receiver.LateSend{
 			Condition: cf.c.Name, Trial: i, Sender: x.Sender, Step: es[p.step].o.Step,
 			Seq: x.Seq, Item: x.Item, Outcome: x.Outcome, Note: note,
 		})
 	}
 }
 
-// lateSendsTable lists the late sends for the report, the first 10.
-func lateSendsTable(ls []LateSend) scenario.Table {
+// LateSendsTable lists the late sends for the report, the first 10.
+func LateSendsTable(ls []receiver.LateSend) scenario.Table {
 	t := scenario.Table{
 		Title:  fmt.Sprintf("sends the receiver logged after the parent saw their sender end (%d)", len(ls)),
 		Header: []string{"condition", "trial", "sender", "seq", "item", "outcome", "note"},

@@ -1,4 +1,4 @@
-package explore
+package deliver
 
 import (
 	"slices"
@@ -40,12 +40,6 @@ type TakeoverTiming struct {
 	SuccessorPolls int `json:"successor_polls"`
 }
 
-// Roles of a takeover's processes.
-const (
-	RoleSuccessor = "successor"
-	RoleStale     = "stale-holder"
-)
-
 func (f *folder) takeover(cf condFold) TakeoverObserved {
 	c, points := cf.c, cf.points
 	obs := TakeoverObserved{Fenced: !c.Unfenced, Points: append([]string{}, points...), Outcomes: []TakeoverTrial{}, ViolatingPoints: []string{}}
@@ -81,8 +75,8 @@ func (f *folder) takeover(cf condFold) TakeoverObserved {
 func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial, int, bool) {
 	c, pat, points := cf.c, cf.pat, cf.points
 	pt := points[i]
-	f.rows(pat, sc, StepSuccessor, 1, "")
-	f.rows(pat, sh, StepStale, 1, sc.o.DB)
+	f.rows(pat, sc, subject.StepSuccessor, 1, "")
+	f.rows(pat, sh, subject.StepStale, 1, sc.o.DB)
 	f.fresh(sc)
 	if sc.o.Point != pt || sc.o.K != 0 || sc.o.KillDelaysUS != nil || sh.o.Point != "" || sh.o.K != 0 || sh.o.KillDelaysUS != nil || sh.o.Receiver != sc.o.Receiver {
 		f.c.Obs(sc.l, "point", "%q (k %d), but takeover trial %d pauses at discovered point %q, kills nothing and keeps one receiver", sc.o.Point, sc.o.K, i, pt)
@@ -93,10 +87,10 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	fl, fence := files(sc.o), !c.Unfenced
 	// The paused holder started first: it is the trial's first process.
 	stok, htok := f.senders(pat, sc, 2)[0], f.senders(pat, sh, 1)[0]
-	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: label(i, StepSuccessor), role: RoleSuccessor, worker: pat.Worker, args: pat.Takeover.Args(f.st.params(), fl.As(stok), true, fence, ""), sender: stok})
-	f.account(pat, r1, State{})
-	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: label(i, StepStale), role: RoleStale, worker: pat.Worker, args: pat.Takeover.Args(f.st.params(), fl.As(htok), false, fence, pt), sender: htok})
-	f.account(pat, r2, State{})
+	r1 := f.proc(sc, sc.o.ProcessIDs[0], procWant{label: subject.Label(i, subject.StepSuccessor), role: subject.StepSuccessor, worker: pat.Worker, args: pat.Takeover.Args(f.p.Params, fl.As(stok), true, fence, ""), sender: stok})
+	f.account(pat, r1, subject.State{})
+	r2 := f.proc(sh, sh.o.ProcessIDs[0], procWant{label: subject.Label(i, subject.StepStale), role: subject.StepStale, worker: pat.Worker, args: pat.Takeover.Args(f.p.Params, fl.As(htok), false, fence, pt), sender: htok})
+	f.account(pat, r2, subject.State{})
 	f.lateSends(cf, i, []entry{sc, sh})
 	if !r1.ok || !r2.ok || r1.rep == nil || r2.rep == nil {
 		return TakeoverTrial{}, 0, false
@@ -111,7 +105,7 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	if !stale.Paused || stale.Fence != fence || succ.Fence != fence || succ.LeaseLost {
 		f.c.Proc(f.process(r2), "stdout", "the holder says paused %v, fence %v, and the successor fence %v, lost %v; the trial pauses the holder with fence %v and the successor finishes", stale.Paused, stale.Fence, succ.Fence, succ.LeaseLost, fence)
 	}
-	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.st.params(), sh.o.Rows), Violations: []string{}, LeaseLost: stale.LeaseLost}
+	t := TakeoverTrial{Point: pt, Outcome: pat.Classify(f.p.Params, sh.o.Rows), LeaseLost: stale.LeaseLost}
 	for _, x := range subject.Sends(sh.o.Rows) {
 		if x.Outcome == receiver.SendStale {
 			t.StaleRefused++
@@ -119,19 +113,13 @@ func (f *folder) takeoverTrial(cf condFold, i int, sc, sh entry) (TakeoverTrial,
 	}
 	// The stale holder is not a recovery, so recovery-acknowledged does
 	// not apply.
-	var invs []Invariant
+	var invs []subject.Invariant
 	for _, inv := range pat.Invariants {
 		if inv.Name != "recovery-acknowledged" {
 			invs = append(invs, inv)
 		}
 	}
-	v := ViolationRecord{Condition: c.Name, Pattern: c.Pattern, Kind: c.Kind, Trial: i, Seed: f.st.Seed, Point: pt, Replay: replay(f.st, c, i)}
-	for _, x := range Check(History{Items: f.st.Items, Steps: []Step{r1.step, r2.step}}, invs) {
-		v.Invariant, v.Detail = x.Invariant, x.Detail
-		f.extra.Violations = append(f.extra.Violations, v)
-		if !slices.Contains(t.Violations, x.Invariant) {
-			t.Violations = append(t.Violations, x.Invariant)
-		}
-	}
+	h := subject.History{Items: f.p.Params.Items, Steps: []subject.Step{r1.step, r2.step}}
+	t.Violations = f.violations(cf, h, ViolationRecord{Trial: i, Point: pt}, invs)
 	return t, succ.Polls, true
 }
