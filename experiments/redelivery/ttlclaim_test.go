@@ -124,6 +124,9 @@ func ttlClaimTamper(t *testing.T, out scenariotest.Outcome, st Settings) {
 	t.Run("claim ttl in the report", func(t *testing.T) {
 		requireNamed(t, out, nil, false, first, stdout(`"ttl_ms":`+jsonInt(short.ClaimTTLMS), `"ttl_ms":`+jsonInt(st.Conditions[1].ClaimTTLMS)), "claim.ttl_ms")
 	})
+	t.Run("work reported", func(t *testing.T) {
+		requireNamed(t, out, nil, false, first, stdout(`"job_inserted":true`, `"job_inserted":false`), "side by side reported 1 jobs inserted, but follow_up_jobs went 0 → 2")
+	})
 	t.Run("claim ttl in the settings", func(t *testing.T) {
 		var m map[string]any
 		if err := json.Unmarshal(out.Settings, &m); err != nil {
