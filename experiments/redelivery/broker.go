@@ -83,6 +83,8 @@ func BrokerFaultConditions(b broker.Settings) []Condition {
 		{Name: "separate-commit/" + FaultInProgress, Pattern: wr.SeparateCommit, BrokerFault: FaultInProgress, HoldMS: 2 * b.AckWaitMS, ProgressMS: b.AckWaitMS / 4},
 		{Name: "separate-commit/crash-after-job-commit/" + FaultMaxDeliver, Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit, BrokerFault: FaultMaxDeliver, MaxDeliver: 1},
 		{Name: "separate-commit/crash-after-job-commit/" + FaultAckFirst, Pattern: wr.SeparateCommit, CrashAt: wr.PointAfterJobCommit, BrokerFault: FaultAckFirst},
+		ttlClaimCondition(b, "ttl-shorter-than-work", b.AckWaitMS/4),
+		ttlClaimCondition(b, "ttl-longer-than-work", 4*b.AckWaitMS),
 	}
 }
 
@@ -144,6 +146,10 @@ type ConsumerFacts struct {
 	Acked        bool   `json:"acked"`
 	// InProgress counts the answered in-progress notices.
 	InProgress int `json:"in_progress,omitempty"`
+	// ClaimWon is a ttl-claim consumer's claim, and Nacked whether the
+	// server accepted the nak of one that lost it.
+	ClaimWon *bool `json:"claim_won,omitempty"`
+	Nacked   bool  `json:"nacked,omitempty"`
 }
 
 // PublisherFacts are what one publisher process did: how it ended and,
@@ -185,6 +191,7 @@ func (s Settings) consumeArgs(c Condition, d int, db, url string) wr.ConsumeArgs
 		a.Progress = time.Duration(c.ProgressMS) * time.Millisecond
 		a.AckFirst = c.BrokerFault == FaultAckFirst
 	}
+	a.ClaimTTL = time.Duration(c.ClaimTTLMS) * time.Millisecond
 	return a
 }
 
@@ -294,6 +301,9 @@ func expectBroker(s Settings, c Condition) []Delivery {
 		// Both ran before the parent read anything: each line holds the
 		// state after both.
 		out[0].Broker.State = out[1].Broker.State
+	}
+	if c.Pattern == wr.TTLClaim {
+		expectTTLClaim(s, c, out)
 	}
 	return out
 }
@@ -596,6 +606,7 @@ func (f *folder) foldBroker(ln line, p *results.Process, rep *wr.Result, d *Deli
 			f.c.Proc(*p, "stdout", "%s fetched message %q (%s), not the settings' %q from %s/%s", p.Label, c.MsgID, results.Compact(c.Meta), f.st.EventID, ts.Stream, ts.Consumer)
 		case c.Fetched:
 			b.Consumer = &ConsumerFacts{Fetched: true, NumDelivered: c.Meta.NumDelivered, Redelivered: c.Redelivered, Acked: c.Acked(), InProgress: c.InProgress}
+			f.foldClaim(ln, p, rep, b.Consumer)
 			if c.Redelivered != (c.Meta.NumDelivered > 1) {
 				f.c.Proc(*p, "stdout", "%s says redelivered=%v with a delivery count of %d", p.Label, c.Redelivered, c.Meta.NumDelivered)
 			}

@@ -47,16 +47,9 @@ func TestBrokerPowerCut(t *testing.T) {
 		Jobs                                    int
 	}
 	got := map[string]fact{}
-	for _, c := range out.Result.Conditions {
-		if !c.Pass {
-			t.Errorf("%s: %+v", c.Name, c.Differences)
-		}
-		var obs []Delivery
-		if err := json.Unmarshal(c.Observed, &obs); err != nil {
-			t.Fatal(err)
-		}
+	for name, obs := range passedDeliveries(t, out) {
 		pf := obs[0].Broker.Power
-		got[c.Name] = fact{pf.PublishDurable, pf.AckDurable, pf.StreamFound, obs[len(obs)-1].FollowUpJobs}
+		got[name] = fact{pf.PublishDurable, pf.AckDurable, pf.StreamFound, obs[len(obs)-1].FollowUpJobs}
 	}
 	want := map[string]fact{
 		"separate-commit/power-cut-after-publish/sync-default":           {false, false, false, 0},

@@ -73,6 +73,9 @@ type Condition struct {
 	// MaxDeliver, when set, the condition's own limit of deliveries.
 	ProgressMS int64 `json:"progress_ms,omitempty"`
 	MaxDeliver int   `json:"max_deliver,omitempty"`
+	// ClaimTTLMS is the TTL of the claim every delivery of a ttl-claim
+	// condition takes before the work.
+	ClaimTTLMS int64 `json:"claim_ttl_ms,omitempty"`
 	// SyncInterval, when set, is the condition's own sync_interval, and
 	// DirModel the directory model of its broker's power cut
 	// (--broker-power); PowerModel its data model, drop when empty (as in

@@ -221,6 +221,16 @@ func CreateSchema(ctx context.Context, db *sql.DB, v SchemaVersion) error {
 	return nil
 }
 
+// EnsureTable creates event_claims in the new layout unless the database
+// has it, so every claimer can be the first.
+func EnsureTable(ctx context.Context, st store.Store) error {
+	ok, err := st.HasTable(ctx, TableClaims)
+	if err != nil || ok {
+		return err
+	}
+	return CreateSchema(ctx, st.DB, SchemaNew)
+}
+
 // DDL is the statement that creates event_claims in layout v.
 func DDL(v SchemaVersion) (string, error) {
 	ddl, ok := schemas[v]

@@ -101,7 +101,7 @@ func ClaimMain(call *protocol.Call) int {
 		return call.Fail(err)
 	}
 	// No deferred Close: a crash must leave the file as a dead process would.
-	if err := ensureClaimTable(ctx, db); err != nil {
+	if err := wc.EnsureTable(ctx, db); err != nil {
 		return call.Fail(err)
 	}
 	call.Points.Hit(PointClaimSchema)
@@ -137,14 +137,4 @@ func ClaimMain(call *protocol.Call) int {
 		return call.Fail(fmt.Errorf("close database: %w", err))
 	}
 	return call.Finish(res, protocol.ExitACK)
-}
-
-// ensureClaimTable creates event_claims unless the database has it, so
-// every claimer can be the first.
-func ensureClaimTable(ctx context.Context, st store.Store) error {
-	ok, err := st.HasTable(ctx, wc.TableClaims)
-	if err != nil || ok {
-		return err
-	}
-	return wc.CreateSchema(ctx, st.DB, wc.SchemaNew)
 }

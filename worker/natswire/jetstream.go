@@ -240,6 +240,12 @@ func (c *Conn) InProgress(m *Msg, timeout time.Duration) (AckAnswer, error) {
 	return c.ackKind(m, "+WPI", timeout)
 }
 
+// Nak tells the server the work on m is not done here and asks it to
+// redeliver m after delay, and waits for the answer.
+func (c *Conn) Nak(m *Msg, delay, timeout time.Duration) (AckAnswer, error) {
+	return c.ackKind(m, fmt.Sprintf(`-NAK {"delay":%d}`, delay.Nanoseconds()), timeout)
+}
+
 func (c *Conn) ackKind(m *Msg, kind string, timeout time.Duration) (AckAnswer, error) {
 	if m.Reply == "" {
 		return AckAnswer{}, errors.New("the message has no ack subject")

@@ -12,6 +12,7 @@ import (
 
 	"idemlab/worker/natswire"
 	"idemlab/worker/protocol"
+	"idemlab/worker/store"
 )
 
 // ConsumerName is the registry name of the consumer that takes the event
@@ -37,6 +38,9 @@ type ConsumeArgs struct {
 	// AckFirst acks as soon as the message comes, before the work: at
 	// most once.
 	AckFirst bool
+	// ClaimTTL, with the ttl-claim pattern, is the TTL of the claim the
+	// consumer takes before the work (claimwork.go).
+	ClaimTTL time.Duration
 }
 
 // Argv is the command line after the worker name.
@@ -51,6 +55,9 @@ func (a ConsumeArgs) Argv() []string {
 	if a.AckFirst {
 		argv = append(argv, "-ack-first")
 	}
+	if a.ClaimTTL > 0 {
+		argv = append(argv, "-claim-ttl", strconv.FormatInt(a.ClaimTTL.Milliseconds(), 10)+"ms")
+	}
 	return argv
 }
 
@@ -64,10 +71,17 @@ func ParseConsumeArgs(argv []string) (ConsumeArgs, error) {
 	fs.DurationVar(&a.Hold, "hold", 0, "work on this long after the commits, before the ack")
 	fs.DurationVar(&a.Progress, "progress", 0, "during -hold, tell the broker this often that the work goes on")
 	fs.BoolVar(&a.AckFirst, "ack-first", false, "ack before the work (at most once)")
+	fs.DurationVar(&a.ClaimTTL, "claim-ttl", 0, "with -pattern ttl-claim: the TTL of the claim taken before the work")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
-	return a, errors.Join(check(), sub())
+	if err := errors.Join(check(), sub()); err != nil {
+		return a, err
+	}
+	if (a.Deliver.Pattern == TTLClaim) != (a.ClaimTTL > 0) {
+		return a, fmt.Errorf("-claim-ttl %s with -pattern %s: the %s pattern, and only it, takes a positive TTL", a.ClaimTTL, a.Deliver.Pattern, TTLClaim)
+	}
+	return a, nil
 }
 
 // Consumed is the broker's word on one consumer process: whether a
@@ -87,6 +101,10 @@ type Consumed struct {
 	AckedMS   float64 `json:"acked_ms,omitempty"`
 	// InProgress counts the in-progress notices the server answered.
 	InProgress int `json:"in_progress,omitempty"`
+	// Claim is the ttl-claim pattern's claim, and Nak what the server
+	// answered to the nak a consumer that lost it sent.
+	Claim *ClaimTry           `json:"claim,omitempty"`
+	Nak   *natswire.AckAnswer `json:"nak,omitempty"`
 }
 
 // Acked says whether the server accepted the ack: it answered, with no
@@ -134,7 +152,20 @@ func ConsumeMain(call *protocol.Call) int {
 			return call.Fail(err)
 		}
 	}
-	if err := deliverOnce(call, a.Deliver, &res); err != nil {
+	if a.ClaimTTL > 0 {
+		won, err := claimThenWork(a, &res)
+		if err != nil {
+			return call.Fail(err)
+		}
+		if !won {
+			ans, err := c.Nak(m, a.ClaimTTL, AckTimeout)
+			if err != nil {
+				return call.Fail(fmt.Errorf("nak: %w", err))
+			}
+			got.Nak = &ans
+			return call.Finish(res, protocol.ExitACK)
+		}
+	} else if err := deliverOnce(call, a.Deliver, &res); err != nil {
 		return call.Fail(err)
 	}
 	if got.InProgress, err = hold(c, m, a.Hold, a.Progress); err != nil {
@@ -152,6 +183,14 @@ func ConsumeMain(call *protocol.Call) int {
 // call's crash points and fills res with the outcome and the settings
 // read back.
 func deliverOnce(call *protocol.Call, a Args, res *Result) error {
+	return withStore(a, res, func(ctx context.Context, st store.Store) (Outcome, error) {
+		return DeliverOn(ctx, st, a.Pattern, a.Event, call.Points)
+	})
+}
+
+// withStore opens a's database with the schema made, runs work on it,
+// and fills res with its outcome and the settings read back.
+func withStore(a Args, res *Result, work func(context.Context, store.Store) (Outcome, error)) error {
 	ctx := context.Background()
 	st, rb, usage, err := open(ctx, a.Backend, a.DB)
 	if err = errors.Join(usage, err); err != nil {
@@ -161,7 +200,7 @@ func deliverOnce(call *protocol.Call, a Args, res *Result) error {
 		st.Close()
 		return err
 	}
-	out, err := DeliverOn(ctx, st, a.Pattern, a.Event, call.Points)
+	out, err := work(ctx, st)
 	if err != nil {
 		st.Close()
 		return err

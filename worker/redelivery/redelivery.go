@@ -33,6 +33,12 @@ const (
 // Patterns lists the patterns in the order the article presents them.
 var Patterns = []Pattern{SeparateCommit, SingleTransaction}
 
+// TTLClaim is the broker consumer's third pattern (redelivery.consume with
+// -claim-ttl): it claims the event with article 003's TTL conditional
+// upsert on event_claims and, if it won, inserts the job. The claim is the
+// only guard, as Powertools' in-progress record is: no processed check.
+const TTLClaim Pattern = "ttl-claim"
+
 // Crash points, in the order a first delivery passes them.
 const (
 	PointAfterJobInsert       = "after-job-insert"
@@ -80,7 +86,7 @@ var ErrUnknownPattern = errors.New("unknown pattern")
 
 // ParsePattern checks a pattern name.
 func ParsePattern(s string) (Pattern, error) {
-	for _, p := range Patterns {
+	for _, p := range append(Patterns, TTLClaim) {
 		if string(p) == s {
 			return p, nil
 		}
@@ -111,6 +117,8 @@ func DeliverOn(ctx context.Context, st store.Store, p Pattern, ev Event, pts *pr
 		return deliverSeparate(ctx, st, ev, pts)
 	case SingleTransaction:
 		return deliverSingle(ctx, st, ev, pts)
+	case TTLClaim:
+		return Outcome{}, fmt.Errorf("deliver: %s needs its TTL: only %s runs it, with -claim-ttl", p, ConsumerName)
 	}
 	return Outcome{}, fmt.Errorf("deliver: %w %q", ErrUnknownPattern, p)
 }
