@@ -27,10 +27,9 @@ const Name = pf.Name
 
 // Limits on the input, so a typo cannot start a week-long run.
 const (
-	MaxTrials   = 100_000
-	MaxRounds   = 10_000
-	MaxRacers   = 32
-	MaxParallel = 16
+	MaxTrials = 100_000
+	MaxRounds = 10_000
+	MaxRacers = 32
 )
 
 // Input is the pattern section of input.json.
@@ -56,7 +55,7 @@ type Input struct {
 	// Rounds is the number of races per racer count and kill mode, 0 to
 	// [MaxRounds]; default 3.
 	Rounds int `json:"rounds"`
-	// Parallel is how many trials run at once, 1 to [MaxParallel]; 0 or
+	// Parallel is how many trials run at once, 1 to [scenario.MaxParallel]; 0 or
 	// absent leaves it to --parallel and the machine, as many as it runs
 	// (runtime.GOMAXPROCS).
 	Parallel int `json:"parallel"`
@@ -259,8 +258,8 @@ func (in *Input) validate() error {
 		return fmt.Errorf("%s.trials: %d, want 0 to %d", Name, in.Trials, MaxTrials)
 	case in.Rounds < 0 || in.Rounds > MaxRounds:
 		return fmt.Errorf("%s.rounds: %d, want 0 to %d", Name, in.Rounds, MaxRounds)
-	case in.Parallel < 0 || in.Parallel > MaxParallel:
-		return fmt.Errorf("%s.parallel: %d, want 1 to %d, or 0 for as many as the machine runs", Name, in.Parallel, MaxParallel)
+	case in.Parallel < 0 || in.Parallel > scenario.MaxParallel:
+		return fmt.Errorf("%s.parallel: %d, want 1 to %d, or 0 for as many as the machine runs", Name, in.Parallel, scenario.MaxParallel)
 	}
 	for i, k := range in.Racers {
 		if k < 2 || k > MaxRacers {
