@@ -1,7 +1,6 @@
 package redelivery
 
 import (
-	"fmt"
 	"time"
 
 	"idemlab/experiments/backend"
@@ -261,7 +260,6 @@ func (f *folder) checkJobs(ln line, p results.Process, inserted bool) {
 	if inserted {
 		n = 1
 	}
-	went := fmt.Sprintf("follow_up_jobs went %d → %d", len(before.FollowUpJobs), len(after.FollowUpJobs))
 	if besides(ln.cond.BrokerFault) {
 		if ln.o.Delivery == 1 {
 			ln.s.pair = &pairRows{before: before, inserted: n}
@@ -275,6 +273,6 @@ func (f *folder) checkJobs(ln line, p results.Process, inserted bool) {
 		}
 	}
 	if len(after.FollowUpJobs)-len(before.FollowUpJobs) != n {
-		f.c.Proc(p, "stdout", "%s reported job_inserted=%v, but %s", p.Label, inserted, went)
+		f.c.Proc(p, "stdout", "%s reported job_inserted=%v, but follow_up_jobs went %d → %d", p.Label, inserted, len(before.FollowUpJobs), len(after.FollowUpJobs))
 	}
 }
