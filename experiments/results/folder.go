@@ -391,6 +391,7 @@ func (f *Folder) Records(scenario string) Records {
 	var r Records
 	if f.Results != nil {
 		r.Shards = f.markShards(f.Results.Shards)
+		r.Format = max(f.Results.Format, 1)
 	}
 	r.Observations = linesOf(f.Observations, scenario, func(l Line) string { return l.Scenario })
 	r.Processes = linesOf(f.Processes, scenario, func(p Process) string { return p.Scenario })

@@ -21,6 +21,10 @@ type Records struct {
 	// Shards is the number of shard folders a merged folder joined; 0 for
 	// the records of one run.
 	Shards int
+	// Format is the format of the folder the records were read from (1
+	// where results.json names none); 0 for records with no results.json
+	// yet, a run's own, which are of this build's format.
+	Format int
 	byID   map[int]int
 }
 
@@ -32,6 +36,11 @@ func (r *Records) index() {
 		}
 	}
 }
+
+// Since says whether the records are of format v or newer: a check of
+// evidence that format v began to record holds an older folder to the
+// rule of its time.
+func (r Records) Since(v int) bool { return r.Format == 0 || r.Format >= v }
 
 // NewRecords builds records from lines, as a test's hand-made history.
 func NewRecords(obs []Line, procs []Process) Records {

@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the results-folder format this build
 // writes. A folder without a format field is version 1.
-const FormatVersion = 7
+const FormatVersion = 8
 
 // FormatScheduled is the format that records which conditions the OS
 // schedules (ConditionResult.Scheduled). A folder of an older format
@@ -28,15 +28,29 @@ const FormatVersion = 7
 // names, by the rule of its time.
 const FormatScheduled = 6
 
+// FormatPowerLines is the format from which a PostgreSQL power trial
+// names the postmaster its cut restarted (pg_power.restarted_process_id)
+// and a handler program's sync-point cuts are swept under keep and torn as
+// well as drop: a folder of an older format is held to neither.
+const FormatPowerLines = 8
+
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
+	8: strings.Join(format8, "; "),
 	7: strings.Join(format7, "; "),
 	6: strings.Join(format6, "; "),
 	5: strings.Join(format5, "; "),
 	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; durability's records carry each trial's VFS op log and its oracle predicts every power cut exactly, so a durability scenario of version 1 cannot be derived again; files a plan reads besides the input file (a pattern file) are carried in attachments/",
 	4: "durability runs on --backend postgres: its settings gained backend, isolation and server_settings, its conditions synchronous_commit and the crash kind server; its observations gained server (the crash's frozen writers, the settings read back after recovery and the rows lost) and hold a connection string as db, no VFS op log, and amcheck's verdict as integrity; its trials gained lost_rows. A SQLite folder of version 3 derives as before",
 	3: "results.json gained shard (a folder run with --shard i/n, whose process ids start at (i-1)×1,000,000,000+1), shards (a folder joined by idemlab merge: each shard's environment, times and block of records) and, in both, each split scenario's plan (its hash, its number of trials and, in a shard's folder, the trials it ran)",
+}
+
+// format8 is what version 8 changed, a clause per change.
+var format8 = []string{
+	"a PostgreSQL power trial names the postmaster its cut restarted on the rebuilt folder (pg_power.restarted_process_id), whose process line the harness writes when it stops that server after the trial's last read; a folder of format 7 or older names none and is not asked for it",
+	"a handler program's sync-point cuts (--sync-points) are swept under keep and torn as well as drop, their keys ending in the model (CONDITION@sync-N-before/keep); a folder of format 7 or older swept drop alone and is planned so",
+	"redelivery's --broker-faults gained the TTL claim under an AckWait shorter than the work (ttl-claim/ack-wait-shorter-than-work/ttl-shorter-than-work and ttl-longer-than-work, each with claim_ttl_ms), and --broker-power gained the keep and torn cuts of the broker's store (each with power_model); a folder of format 7 or older ran neither, so its settings read as recorded",
 }
 
 // format7 is what version 7 changed, a clause per change.
@@ -85,6 +99,9 @@ var FormatDerivations = map[int][]string{
 		"scenarios[pattern].settings.patterns[*].power",
 		"scenarios[pattern].settings.conditions",
 	},
+	// redelivery's broker conditions gained the TTL claims and the keep
+	// and torn cuts of the broker's store.
+	8: {"scenarios[redelivery].settings.conditions"},
 	2: {"scenarios[durability].extra.matrix.severity"},
 	// The first violation of a pattern condition was the first line's,
 	// which parallel trials record in any order; it is the lowest trial's.

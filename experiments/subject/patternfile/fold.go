@@ -831,7 +831,7 @@ func (f *folder) plan() []shard.Trial {
 			if c.Pattern == p.File.Name {
 				out = append(out, engine.Listed(f.st.plan(c, f.legacy, f.discovered(p)))...)
 				if f.st.syncSwept(c, p) {
-					ts, _ := engine.Plan(context.Background(), f.st.Seed, nil, syncSets(c), engine.Found{Syncs: f.syncCount(c)})
+					ts, _ := engine.Plan(context.Background(), f.st.Seed, nil, syncSets(c, f.rec.Since(results.FormatPowerLines)), engine.Found{Syncs: f.syncCount(c)})
 					out = append(out, engine.Listed(ts)...)
 				}
 			}

@@ -78,10 +78,15 @@ func (s Settings) syncSwept(c Condition, pat Pattern) bool {
 // syncSets are the sweeps of condition c's sync-point cuts, one per
 // model, planned from the syncs its sync discovery counted
 // (engine.Found.Syncs); each sweep's first cut stands for the sync
-// discovery, which is no trial of it.
-func syncSets(c Condition) []engine.Set {
+// discovery, which is no trial of it. A folder older than
+// results.FormatPowerLines swept drop alone (all false).
+func syncSets(c Condition, all bool) []engine.Set {
+	models := SyncModels
+	if !all {
+		models = models[:1]
+	}
 	var out []engine.Set
-	for _, m := range SyncModels {
+	for _, m := range models {
 		out = append(out, engine.Set{Class: engine.Power, Condition: c.Name,
 			Sweep: &engine.Sweep{SyncPoints: true, Model: m, Layer: engine.LayerFS, Tag: syncTag(m)}})
 	}
@@ -197,7 +202,7 @@ func (p *plan) syncUnits(u engine.Unit, pat Pattern) []engine.Unit {
 	for _, c := range p.s.Conditions {
 		if c.Pattern == pat.File.Name && p.s.syncSwept(c, pat) {
 			r := *u.Subject.(*runner)
-			out = append(out, engine.Unit{Subject: &r, Discovery: c.Name, Sets: syncSets(c)})
+			out = append(out, engine.Unit{Subject: &r, Discovery: c.Name, Sets: syncSets(c, true)})
 		}
 	}
 	return out
