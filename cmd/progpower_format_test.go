@@ -21,3 +21,17 @@ func TestProgramPowerFormat6FolderVerifies(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramSyncFormat7FolderVerifies: a folder of format 7 whose handler
+// program was swept at its sync points under drop alone (format 8 sweeps
+// keep and torn too) still verifies: it is planned as it ran, with a
+// notice of what format 8 changed.
+func TestProgramSyncFormat7FolderVerifies(t *testing.T) {
+	r := execIn(t, Hooks{}, "verify", filepath.Join("..", "testdata", "golden", "pattern-sync-format7"))
+	if (r.code != 0 && r.code != 5) || strings.Contains(r.stdout, "✗") {
+		t.Fatalf("verify exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "the folder is format 7, this idemlab writes format 8") {
+		t.Errorf("verify gives no notice of format 8:\n%s", r.stdout)
+	}
+}

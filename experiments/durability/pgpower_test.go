@@ -105,6 +105,17 @@ func TestPGPowerMatchesModel(t *testing.T) {
 			requireObsFinding(t, out, flags, 0, tt.field, tt.edit)
 		})
 	}
+	t.Run("a format 7 folder names no restarted postmaster", func(t *testing.T) {
+		rec := scenariotest.Edit(t, out.Records, true, 0, func(m map[string]any) {
+			delete(m["pg_power"].(map[string]any), "restarted_process_id")
+		})
+		rec.Format = results.FormatPowerLines - 1
+		for _, f := range scenario.Evaluate(New(), flags, out.Settings, rec).AllFindings() {
+			if strings.Contains(f.String(), "restarted_process_id") {
+				t.Errorf("a folder older than format %d is held to its restarted line: %v", results.FormatPowerLines, f)
+			}
+		}
+	})
 	requirePostmasterLines(t, out, flags)
 }
 
