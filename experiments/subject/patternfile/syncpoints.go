@@ -30,10 +30,10 @@ import (
 	"fmt"
 	"slices"
 
-	"idemlab/experiments/durability"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/results"
+	"idemlab/experiments/syncmodel"
 	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/powerfs"
@@ -98,7 +98,7 @@ func syncCutOf(o Observation) (protocol.SyncCut, bool) {
 	if o.Kind != KindPower {
 		return protocol.SyncCut{}, false
 	}
-	return durability.ParseSyncPoint(o.Point)
+	return syncmodel.ParseSyncPoint(o.Point)
 }
 
 // ref is trial o as the plan lists it: a sync-point cut by its key, the
