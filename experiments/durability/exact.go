@@ -448,7 +448,7 @@ var ServerKinds = []string{KindKill, KindServer}
 // synchronous_commit on and local, which flush the WAL before a commit
 // returns; under off, with the writers frozen since before the worker
 // started (backend.PrepareCrash), it loses every one, acknowledged or not
-// (backend.CrashLoses).
+// (backend.CrashKeeps).
 func onServer(c Condition, items int, point string) (sh Shape, made, kept int, err error) {
 	if point == PointACKOpen || point == PointACKReader {
 		return Shape{}, 0, 0, fmt.Errorf("%s: point %q is SQLite's", c.Name, point)
@@ -457,8 +457,8 @@ func onServer(c Condition, items int, point string) (sh Shape, made, kept int, e
 		return Shape{}, 0, 0, err
 	}
 	made, kept = sh.Process.Commits, sh.Process.Commits
-	if c.Kind == KindServer && backend.CrashLoses(c.SynchronousCommit) {
-		kept = 0
+	if c.Kind == KindServer {
+		kept = backend.CrashKeeps(c.SynchronousCommit, made)
 	}
 	return sh, made, kept, nil
 }
