@@ -21,7 +21,7 @@ import (
 // is one value for the run (--wal-sync-method), recorded.
 //
 // What a cell may lose comes from the recorded settings alone
-// (pgPowerWant), through PostgreSQL's guarantee (backend.Keeps).
+// (wantOnServer), through PostgreSQL's guarantee (backend.Keeps).
 
 // pgSchema is the schema a PostgreSQL power trial's tables live in, on
 // its cluster's postgres database.
@@ -114,41 +114,6 @@ func pgPowerConditions(c Condition, in Input) []Condition {
 		out = append(out, c)
 	}
 	return out
-}
-
-// pgPowerWant is the oracle of a PostgreSQL power trial, from the
-// condition's settings alone (the table above): the exact outcome where
-// the cell decides one, else the outcomes it allows.
-func pgPowerWant(c Condition, items int, point string) (Want, error) {
-	sh, err := ShapeOf(c.Pattern, items, point)
-	if err != nil {
-		return Want{}, err
-	}
-	made := sh.Process.Commits
-	k := backend.Keeps(c.power(), c.Model, made)
-	if k.Anything {
-		allow := AnyOutcome
-		if len(k.Kept) == 1 && k.Kept[0] < made {
-			allow = AnyWith(TagRolledBack)
-			if sh.Acked {
-				allow = AnyWith(TagLostAcked)
-			}
-		}
-		return Want{Torn: map[string][]string{"": {allow}}, Recovered: []string{}}, nil
-	}
-	var allow []string
-	for _, kept := range k.Kept {
-		if o := outcomeOf(c.Pattern, items, sh, made, made-kept); !slices.Contains(allow, o) {
-			allow = append(allow, o)
-		}
-	}
-	if k.Corrupt {
-		allow = append(allow, AnyWith(TagCorrupt))
-	}
-	if len(k.Kept) == 1 && len(allow) == 1 {
-		return Want{Outcome: allow[0], RowsLost: rowsLost(c.Pattern, made, k.Kept[0]), Recovered: []string{}}, nil
-	}
-	return Want{Torn: map[string][]string{"": allow}, Recovered: []string{}}, nil
 }
 
 // checkPGPower checks a PostgreSQL power trial's record: present exactly
