@@ -48,6 +48,16 @@ func (s *Server) CrashAndRecover(ctx context.Context, want map[string]string) (m
 // until the crash; on and local flush the WAL before the commit returns.
 func CrashLoses(sc string) bool { return sc == "off" }
 
+// CrashKeeps is how many of the made commits a trial's process made since
+// PrepareCrash a crash of the server under synchronous_commit sc keeps:
+// every one, or none where it loses them (CrashLoses).
+func CrashKeeps(sc string, made int) int {
+	if CrashLoses(sc) {
+		return 0
+	}
+	return made
+}
+
 // Amcheck checks every table of the session's schema with verify_heapam
 // and every b-tree index with bt_index_check, heap included. The
 // extension lives in public, made there once per database. It is

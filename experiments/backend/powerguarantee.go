@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"slices"
+
 	"idemlab/experiments/results"
 	"idemlab/worker/powerfs"
 )
@@ -86,9 +88,45 @@ func Keeps(s PowerSettings, model string, made int) PowerKeeps {
 // (PowerOutcome.Check, each mismatch named under "pg_power."), and the
 // postmaster its cut ended (FoldPostmaster). Every fold of a PostgreSQL
 // power trial calls it.
-func FoldPower(c *results.Checker, r results.Records, l results.Line, o PowerOutcome, want PowerSettings, p powerfs.Params) {
+// quiet are the quiet settings the run's record says every power trial's
+// server ran with (PowerQuiet when it was made): o's must be them, and the
+// cut must have come inside the WAL writer's quiet.
+func FoldPower(c *results.Checker, r results.Records, l results.Line, o PowerOutcome, want PowerSettings, p powerfs.Params, quiet []string) {
 	for _, m := range o.Check(want, p) {
 		c.Obs(l, "pg_power."+m.Field, "%s", m.Text)
 	}
 	FoldPostmaster(c, r, l, o, want)
+	if !slices.Equal(o.Quiet, quiet) {
+		c.Obs(l, "pg_power.quiet", "%v, but the settings run every power trial's server with %v", o.Quiet, quiet)
+	}
+	if !o.QuietHeld {
+		c.Obs(l, "pg_power.quiet_held", "false: the cut came after wal_writer_delay, so the WAL writer's flush, not the settings, may have decided what survived")
+	}
+}
+
+// PowerCell is one cell of a PostgreSQL power sweep: the server settings
+// (but wal_sync_method, one value for a run) and the cut's model.
+type PowerCell struct {
+	PowerSettings
+	Model string
+}
+
+// PowerCells lists the cells of fsync × synchronous_commit ×
+// full_page_writes × model in table order: fsync, full_page_writes and
+// model in their known lists' order (OnOff, PowerModels), each kept only
+// where the given list holds it, and synchronous_commit in scs's order.
+func PowerCells(fsync, scs, fpw, models []string) []PowerCell {
+	var out []PowerCell
+	for _, fs := range OnOff {
+		for _, sc := range scs {
+			for _, fp := range OnOff {
+				for _, m := range PowerModels {
+					if slices.Contains(fsync, fs) && slices.Contains(fpw, fp) && slices.Contains(models, m) {
+						out = append(out, PowerCell{PowerSettings{Fsync: fs, SynchronousCommit: sc, FullPageWrites: fp}, m})
+					}
+				}
+			}
+		}
+	}
+	return out
 }

@@ -233,7 +233,7 @@ type Want struct {
 	// Torn, under the torn fault mode, gives the outcomes allowed for each
 	// combination of what the seed did to the files it decided (see
 	// ViewKey); Outcome and RowsLost are then unset.
-	// A PostgreSQL power cell that decides no one outcome (pgPowerWant)
+	// A PostgreSQL power cell that decides no one outcome (wantOnServer)
 	// has its allowed set here too, under the one key "" (its trials
 	// record no views).
 	Torn map[string][]string `json:"torn,omitempty"`
@@ -441,42 +441,71 @@ func (s Settings) ModelOrder(c Condition) ([]TrialRef, error) {
 // ServerKinds are the crash kinds on PostgreSQL, in run order.
 var ServerKinds = []string{KindKill, KindServer}
 
-// onServer places a trial on PostgreSQL: its shape, the commits its first
-// process made (the pattern's logical model's, ShapeOf) and how many of
-// them the server kept. A kill keeps every one: the server rolls back only
-// what was not committed. A server crash keeps them too under
-// synchronous_commit on and local, which flush the WAL before a commit
-// returns; under off, with the writers frozen since before the worker
-// started (backend.PrepareCrash), it loses every one, acknowledged or not
-// (backend.CrashLoses).
-func onServer(c Condition, items int, point string) (sh Shape, made, kept int, err error) {
+// onServer places a trial on PostgreSQL: its shape (the pattern's
+// logical model's, ShapeOf; its first process made sh.Process.Commits
+// commits) and what the server may keep of those commits. A kill keeps
+// every one: the server rolls back only what was not committed. A server
+// crash keeps them too under synchronous_commit on and local, which flush
+// the WAL before a commit returns; under off, with the writers frozen
+// since before the worker started (backend.PrepareCrash), it loses every
+// one, acknowledged or not (backend.CrashKeeps). A power cut keeps what
+// PostgreSQL's guarantee says (backend.Keeps).
+func onServer(c Condition, items int, point string) (Shape, backend.PowerKeeps, error) {
 	if point == PointACKOpen || point == PointACKReader {
-		return Shape{}, 0, 0, fmt.Errorf("%s: point %q is SQLite's", c.Name, point)
+		return Shape{}, backend.PowerKeeps{}, fmt.Errorf("%s: point %q is SQLite's", c.Name, point)
 	}
-	if sh, err = ShapeOf(c.Pattern, items, point); err != nil {
-		return Shape{}, 0, 0, err
+	sh, err := ShapeOf(c.Pattern, items, point)
+	if err != nil {
+		return Shape{}, backend.PowerKeeps{}, err
 	}
-	made, kept = sh.Process.Commits, sh.Process.Commits
-	if c.Kind == KindServer && backend.CrashLoses(c.SynchronousCommit) {
-		kept = 0
+	made := sh.Process.Commits
+	switch c.Kind {
+	case KindPower:
+		return sh, backend.Keeps(c.power(), c.Model, made), nil
+	case KindServer:
+		made = backend.CrashKeeps(c.SynchronousCommit, made)
 	}
-	return sh, made, kept, nil
+	return sh, backend.PowerKeeps{Kept: []int{made}}, nil
 }
 
 // wantOnServer is the oracle for a trial on PostgreSQL, from the settings
 // alone: what the pattern then makes of the rows the server kept is the
-// same model the SQLite trials use (outcomeOf, rowsLost). For the batch
-// journal a send whose notify IN_FLIGHT mark the crash took back is sent
-// again by the resume, and the receiver accepts it a second time, as the
-// run sends no Idempotency-Key (BatchIdempotencyKey); for the claim, a
-// claim row the crash took back lets the probe win inside the TTL: a
-// second winner.
+// same model the SQLite trials use (outcomeOf, rowsLost); the exact
+// outcome where the cell decides one, else the outcomes it allows. For
+// the batch journal a send whose notify IN_FLIGHT mark the crash took
+// back is sent again by the resume, and the receiver accepts it a second
+// time, as the run sends no Idempotency-Key (BatchIdempotencyKey); for the
+// claim, a claim row the crash took back lets the probe win inside the
+// TTL: a second winner.
 func wantOnServer(c Condition, items int, point string) (Want, error) {
-	sh, made, kept, err := onServer(c, items, point)
+	sh, k, err := onServer(c, items, point)
 	if err != nil {
 		return Want{}, err
 	}
-	return Want{Outcome: outcomeOf(c.Pattern, items, sh, made, made-kept), RowsLost: rowsLost(c.Pattern, made, kept), Recovered: []string{}}, nil
+	made := sh.Process.Commits
+	if k.Anything {
+		allow := AnyOutcome
+		if len(k.Kept) == 1 && k.Kept[0] < made {
+			allow = AnyWith(TagRolledBack)
+			if sh.Acked {
+				allow = AnyWith(TagLostAcked)
+			}
+		}
+		return Want{Torn: map[string][]string{"": {allow}}, Recovered: []string{}}, nil
+	}
+	var allow []string
+	for _, kept := range k.Kept {
+		if o := outcomeOf(c.Pattern, items, sh, made, made-kept); !slices.Contains(allow, o) {
+			allow = append(allow, o)
+		}
+	}
+	if k.Corrupt {
+		allow = append(allow, AnyWith(TagCorrupt))
+	}
+	if len(k.Kept) == 1 && len(allow) == 1 {
+		return Want{Outcome: allow[0], RowsLost: rowsLost(c.Pattern, made, k.Kept[0]), Recovered: []string{}}, nil
+	}
+	return Want{Torn: map[string][]string{"": allow}, Recovered: []string{}}, nil
 }
 
 // mayHoldOnServer says whether the journal the batch's resume opens after
@@ -489,12 +518,12 @@ func mayHoldOnServer(c Condition, items int, point string) (bool, error) {
 	if c.pgPower() {
 		return true, nil // a torn cut or fsync=off may keep any commit
 	}
-	_, _, kept, err := onServer(c, items, point)
+	_, k, err := onServer(c, items, point)
 	if err != nil {
 		return false, err
 	}
 	for i := 1; i <= items; i++ {
-		if notifyInFlight(i) == kept {
+		if notifyInFlight(i) == k.Kept[0] {
 			return true, nil
 		}
 	}

@@ -26,22 +26,9 @@ type FSCut struct {
 }
 
 // fsParams are the models of the fs layer's trial with seed index seed:
-// strict POSIX directories, and the run's fault, drop (the exact model's)
-// or torn, whose seed and unit are the ones the VFS layer would tear with
-// (FaultOptions); a drop cut carries neither.
+// the ones the VFS layer's cut would be made under (FaultOptions).
 func (s Settings) fsParams(seed int) powerfs.Params {
-	p := powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX}
-	if s.DirModel != "" {
-		p.DirModel = s.DirModel
-	}
-	if s.Keep() {
-		p.Model = powerfs.ModelKeep
-	}
-	if s.Torn() {
-		o := s.FaultOptions(seed)
-		p.Model, p.Seed, p.Unit = powerfs.ModelTorn, o.Seed, o.Unit
-	}
-	return p
+	return powerlayer.ParamsOf(s.FaultOptions(seed), s.DirModel)
 }
 
 // OnFS says whether condition c's power cuts are made by the filesystem.
@@ -139,38 +126,27 @@ func (s Settings) fsSyncWant(c Condition) (Want, error) {
 	return Want{Torn: map[string][]string{"": AllowedSet(all)}, Recovered: []string{AnyFiles}}, nil
 }
 
-// checkFSSyncCut checks a cut at the mount's sync against its record: the
-// cut op the mount logged (and the outcome, which checkFS derives again
-// from the log) fell at that sync, before or after it as the point says.
+// checkFSSyncCut checks a cut at the mount's sync against its record
+// (powerlayer.CheckSyncCut); checkFS checks the rest.
 func (f *folder) checkFSSyncCut(t trialLine, cut protocol.SyncCut) {
 	if t.o.FS == nil {
 		return // checkFS names it
 	}
-	at := map[bool]string{false: "before", true: "after"}[cut.After]
-	if c := t.o.FS.Outcome.Cut; c == nil || c.Kind != powerfs.OpCut || c.Sync != cut.N || c.At != at {
-		f.c.Obs(t.l, "fs.outcome.cut", "%+v, but a cut at %s falls %s the mount's fsync %d", c, t.o.Point, at, cut.N)
+	if field, text := powerlayer.CheckSyncCut(t.o.FS.Record, cut); field != "" {
+		f.c.Obs(t.l, "fs."+field, "%s", text)
 	}
 }
 
 // checkFS checks a trial's fs record: present exactly for a power cut on
-// the fs layer, made under the layer's models, and its outcome the one
-// powerfs.Plan derives from its log.
+// the fs layer, and then as every fold of such a cut does
+// (powerlayer.FoldCut).
 func (f *folder) checkFS(t trialLine) {
 	on := f.st.OnFS(t.cond)
 	if (t.o.FS != nil) != on {
 		f.c.Obs(t.l, "fs", "present=%v, but an fs record comes with a power cut on the fs layer and only then (power layer %q, kind %s)", t.o.FS != nil, f.st.PowerLayer, t.cond.Kind)
 		return
 	}
-	if !on {
-		return
+	if on {
+		powerlayer.FoldCut(&f.c, f.rec, t.l, "fs", f.st.fsParams(seedOf(t.o)), t.o.FS.Record, t.o.FS.Mount, t.o.FS.ServerProcessID)
 	}
-	for _, m := range powerlayer.CheckParams(f.st.fsParams(seedOf(t.o)), t.o.FS.Params) {
-		f.c.Obs(t.l, "fs."+m.Field, "%s", m.Text)
-	}
-	if field, text := powerlayer.Check(t.o.FS.Record); field != "" {
-		f.c.Obs(t.l, "fs."+field, "%s", text)
-	}
-	// The mount's server is a process line of its own; folders made
-	// before it was recorded name none.
-	powerlayer.FoldServer(&f.c, f.rec, t.l, t.o.FS.ServerProcessID, t.o.FS.Mount, t.o.FS.Params)
 }

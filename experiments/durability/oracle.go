@@ -82,9 +82,6 @@ func anySyncKey(k string) (string, bool) {
 // wantOf is the oracle for condition c's trial at point: the sync model's
 // on SQLite (WantOf), wantOnServer's on PostgreSQL.
 func (s Settings) wantOf(c Condition, point string) (Want, error) {
-	if c.pgPower() {
-		return pgPowerWant(c, s.Items, point)
-	}
 	if c.OnServer() {
 		return wantOnServer(c, s.Items, point)
 	}

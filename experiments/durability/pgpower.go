@@ -21,7 +21,7 @@ import (
 // is one value for the run (--wal-sync-method), recorded.
 //
 // What a cell may lose comes from the recorded settings alone
-// (pgPowerWant), through PostgreSQL's guarantee (backend.Keeps).
+// (wantOnServer), through PostgreSQL's guarantee (backend.Keeps).
 
 // pgSchema is the schema a PostgreSQL power trial's tables live in, on
 // its cluster's postgres database.
@@ -62,14 +62,8 @@ func (c Condition) power() backend.PowerSettings {
 // order.
 func pgPowerSettingOrder(scs []string) []string {
 	var out []string
-	for _, fs := range backend.OnOff {
-		for _, sc := range scs {
-			for _, fpw := range backend.OnOff {
-				for _, m := range backend.PowerModels {
-					out = append(out, pgPowerSettingName(Condition{Fsync: fs, SynchronousCommit: sc, FullPageWrites: fpw, Model: m}))
-				}
-			}
-		}
+	for _, p := range backend.PowerCells(backend.OnOff, scs, backend.OnOff, backend.PowerModels) {
+		out = append(out, pgPowerSettingName(Condition{Fsync: p.Fsync, SynchronousCommit: p.SynchronousCommit, FullPageWrites: p.FullPageWrites, Model: p.Model}))
 	}
 	return out
 }
@@ -114,60 +108,19 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 // full_page_writes × model, in the known lists' order.
 func pgPowerConditions(c Condition, in Input) []Condition {
 	var out []Condition
-	for _, fs := range backend.OnOff {
-		for _, fpw := range backend.OnOff {
-			for _, m := range backend.PowerModels {
-				if slices.Contains(in.Fsync, fs) && slices.Contains(in.FullPageWrites, fpw) && slices.Contains(in.PowerModels, m) {
-					c.Fsync, c.FullPageWrites, c.Model = fs, fpw, m
-					c.Name = c.name()
-					out = append(out, c)
-				}
-			}
-		}
+	for _, p := range backend.PowerCells(in.Fsync, []string{c.SynchronousCommit}, in.FullPageWrites, in.PowerModels) {
+		c.Fsync, c.FullPageWrites, c.Model = p.Fsync, p.FullPageWrites, p.Model
+		c.Name = c.name()
+		out = append(out, c)
 	}
 	return out
-}
-
-// pgPowerWant is the oracle of a PostgreSQL power trial, from the
-// condition's settings alone (the table above): the exact outcome where
-// the cell decides one, else the outcomes it allows.
-func pgPowerWant(c Condition, items int, point string) (Want, error) {
-	sh, err := ShapeOf(c.Pattern, items, point)
-	if err != nil {
-		return Want{}, err
-	}
-	made := sh.Process.Commits
-	k := backend.Keeps(c.power(), c.Model, made)
-	if k.Anything {
-		allow := AnyOutcome
-		if len(k.Kept) == 1 && k.Kept[0] < made {
-			allow = AnyWith(TagRolledBack)
-			if sh.Acked {
-				allow = AnyWith(TagLostAcked)
-			}
-		}
-		return Want{Torn: map[string][]string{"": {allow}}, Recovered: []string{}}, nil
-	}
-	var allow []string
-	for _, kept := range k.Kept {
-		if o := outcomeOf(c.Pattern, items, sh, made, made-kept); !slices.Contains(allow, o) {
-			allow = append(allow, o)
-		}
-	}
-	if k.Corrupt {
-		allow = append(allow, AnyWith(TagCorrupt))
-	}
-	if len(k.Kept) == 1 && len(allow) == 1 {
-		return Want{Outcome: allow[0], RowsLost: rowsLost(c.Pattern, made, k.Kept[0]), Recovered: []string{}}, nil
-	}
-	return Want{Torn: map[string][]string{"": allow}, Recovered: []string{}}, nil
 }
 
 // checkPGPower checks a PostgreSQL power trial's record: present exactly
 // for a power cut on PostgreSQL; its settings, its quiet settings and what
 // the recovered server read back are the condition's; the cut's models
-// are the condition's, and its outcome the one powerfs.Plan derives
-// again from its op log; the trial came inside the WAL writer's quiet.
+// are the condition's, and the rest as every fold of one checks
+// (backend.FoldPower).
 func (f *folder) checkPGPower(t trialLine) {
 	on := t.cond.pgPower()
 	if (t.o.PGPower != nil) != on {
@@ -177,12 +130,5 @@ func (f *folder) checkPGPower(t trialLine) {
 	if !on {
 		return
 	}
-	o := t.o.PGPower
-	backend.FoldPower(&f.c, f.rec, t.l, *o, f.st.powerSettings(t.cond), f.st.pgParams(t.cond))
-	if !slices.Equal(o.Quiet, f.st.PowerQuiet) {
-		f.c.Obs(t.l, "pg_power.quiet", "%v, but the settings run every power trial's server with %v", o.Quiet, f.st.PowerQuiet)
-	}
-	if !o.QuietHeld {
-		f.c.Obs(t.l, "pg_power.quiet_held", "false: the cut came after wal_writer_delay, so the WAL writer's flush, not the settings, may have decided what survived")
-	}
+	backend.FoldPower(&f.c, f.rec, t.l, *t.o.PGPower, f.st.powerSettings(t.cond), f.st.pgParams(t.cond), f.st.PowerQuiet)
 }

@@ -284,7 +284,7 @@ func TestPGPowerOracle(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, pt := range append([]string{PointACK}, Points(tt.c.Pattern, items)...) {
-				got, err := pgPowerWant(tt.c, items, pt)
+				got, err := wantOnServer(tt.c, items, pt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -301,7 +301,7 @@ func TestPGPowerOracle(t *testing.T) {
 	t.Run("torn under off allows every kept prefix, drop's among them", func(t *testing.T) {
 		c := with(func(c *Condition) { c.SynchronousCommit = "off"; c.Model = powerfs.ModelTorn })
 		for _, pt := range append([]string{PointACK}, Points(c.Pattern, items)...) {
-			got, err := pgPowerWant(c, items, pt)
+			got, err := wantOnServer(c, items, pt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -320,7 +320,7 @@ func TestPGPowerOracle(t *testing.T) {
 		c := with(func(c *Condition) { c.SynchronousCommit = "on"; c.Fsync = "off" })
 		kill := Condition{Pattern: c.Pattern, SynchronousCommit: "on", Kind: KindKill}
 		for _, pt := range append([]string{PointACK}, Points(c.Pattern, items)...) {
-			got, err := pgPowerWant(c, items, pt)
+			got, err := wantOnServer(c, items, pt)
 			if err != nil {
 				t.Fatal(err)
 			}
