@@ -72,7 +72,6 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer, replace 
 	if len(args) == 0 || args[0] != Arg {
 		return 0, false
 	}
-	protocol.TakeRuntimeEnv()
 	if len(args) < 2 {
 		fmt.Fprintln(stderr, "worker: missing worker name")
 		return protocol.ExitUsage, true

@@ -109,10 +109,7 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Handle, error) {
 		env[protocol.EnvCrashAt] = s.CrashAt
 	}
 	s.Env = env
-	// One variable the record leaves out: GOMAXPROCS=1 for the worker's
-	// Go scheduler (protocol.WorkerRuntimeEnv), which it takes back out
-	// of its environment at start.
-	cmd.Env = append(childEnv(env), protocol.WorkerRuntimeEnv()...)
+	cmd.Env = childEnv(env)
 	h := &Handle{ctx: ctx, r: r, spec: s, cmd: cmd, done: make(chan struct{})}
 	cmd.Stdin = s.Stdin
 	cmd.ExtraFiles = s.ExtraFiles

@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 			os.Exit(fn())
 		}
 	}
-	worker.TestMain(m, runtimeBreaks)
+	worker.TestMain(m)
 }
 
 // TestRunnerRecordsProtocolBreaks shows that whatever a worker does is a

@@ -78,46 +78,6 @@ const (
 	EnvAckOpen = "IDEMLAB_ACK_OPEN"
 )
 
-// Go's scheduler for the harness's own workers. A worker is one goroutine
-// of work that lives a few milliseconds; with GOMAXPROCS above 1 its
-// runtime wakes idle threads to spin at every cgo call into SQLite and
-// every blocking syscall, which on a two-core machine costs about a third
-// of the worker's CPU (BENCHMARKS.md, "speed"). So the harness starts its
-// workers with GOMAXPROCS=1 unless its own environment sets GOMAXPROCS,
-// and marks that it did with EnvRuntimeSet. The worker takes both back out
-// of its environment at once (TakeRuntimeEnv), so what it starts in turn,
-// a user's program or the FUSE server, gets the parent's environment
-// (the FUSE server, which serves requests side by side, keeps Go's
-// default). A
-// scheduling setting, like parallel, not part of what a trial tests: it
-// is the one variable the parent sets and does not record per process.
-const (
-	EnvGOMAXPROCS  = "GOMAXPROCS"
-	EnvRuntimeSet  = "IDEMLAB_RUNTIME_SET"
-	workerMaxProcs = "1"
-)
-
-// WorkerRuntimeEnv is what the harness adds to a worker's environment:
-// GOMAXPROCS=1 and the mark that the harness set it, or nothing when the
-// parent's environment sets GOMAXPROCS (the child inherits that value).
-func WorkerRuntimeEnv() []string {
-	if _, set := os.LookupEnv(EnvGOMAXPROCS); set {
-		return nil
-	}
-	return []string{EnvGOMAXPROCS + "=" + workerMaxProcs, EnvRuntimeSet + "=" + EnvGOMAXPROCS}
-}
-
-// TakeRuntimeEnv removes, in a worker, the GOMAXPROCS the harness set
-// and its mark; the runtime read it at start. A GOMAXPROCS the worker
-// inherited from the parent's own environment stays.
-func TakeRuntimeEnv() {
-	if os.Getenv(EnvRuntimeSet) != EnvGOMAXPROCS {
-		return
-	}
-	os.Unsetenv(EnvGOMAXPROCS)
-	os.Unsetenv(EnvRuntimeSet)
-}
-
 // Crash kinds for EnvCrashKind.
 const (
 	CrashKindKill  = "kill"
