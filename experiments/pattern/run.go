@@ -502,7 +502,7 @@ func (t *trial) prepare() error {
 			return err
 		}
 	}
-	db, _, err := sqlitedb.Open(t.r.ctx, prepareOptions(t.options(), t.c))
+	db, _, err := sqlitedb.Open(t.r.ctx, t.options())
 	if err != nil {
 		return err
 	}
@@ -519,22 +519,6 @@ func (t *trial) prepare() error {
 		return faultvfs.Baseline(t.dir)
 	}
 	return nil
-}
-
-// prepareOptions are the parent's settings while it applies the schema to
-// a trial's fresh file: the condition's, but synchronous=OFF unless the
-// trial cuts the power. The schema is the harness's own set-up, not a
-// step under test; a process crash keeps the page cache, so the fsyncs
-// (three or so a statement under DELETE and FULL, each a wait on the
-// disk before the first delivery) protect nothing the trial can lose.
-// The journal mode stays the condition's, since WAL is kept in the file,
-// and a power trial keeps every setting: its cut is measured from the
-// state this leaves.
-func prepareOptions(o sqlitedb.Options, c Condition) sqlitedb.Options {
-	if c.Fault != wp.FaultPower {
-		o.Synchronous = "OFF"
-	}
-	return o
 }
 
 // Exits a delivery may end with; anything else is recorded and judged.
