@@ -18,6 +18,7 @@ import (
 // with the ack step taken out (the ACK follows the last step) holds in
 // both. Each run verifies.
 func TestPatternAckFirstLosesTheEvent(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		ackFirst bool

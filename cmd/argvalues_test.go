@@ -18,6 +18,7 @@ import (
 // with one line naming the field and what is wrong, and no --out folder;
 // a value exactly MaxArgValue long is accepted as far as the same check.
 func TestValuesThatBecomeArguments(t *testing.T) {
+	t.Parallel()
 	base := readSections(t, "../input.json")
 	var pattern map[string]any
 	if err := json.Unmarshal(readFile(t, "../testdata/patterns/separate-commit.json"), &pattern); err != nil {

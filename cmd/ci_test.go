@@ -26,6 +26,7 @@ const staleJUnit = `<testsuites tests="1" failures="0"></testsuites>`
 // files now describe this run: its status, exit code and error line, and
 // that no temporary file is left beside them.
 func TestCIFilesOnEveryExit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		hooks     func(cancel context.CancelFunc) Hooks
@@ -132,6 +133,7 @@ func TestCIPathsCheckedFirst(t *testing.T) {
 // TestQuiet prints the one-line result and the failures, nothing else:
 // no progress, no tables, no next steps.
 func TestQuiet(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		hooks  Hooks

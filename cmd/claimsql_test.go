@@ -72,6 +72,7 @@ func claimResult(t *testing.T, out string) (failed, killers []string) {
 // statement fails exit 1, and exactly in the rounds that kill the
 // article's DO NOTHING mutant in the same run, which the table names.
 func TestClaimSQL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -125,6 +126,7 @@ func TestClaimSQL(t *testing.T) {
 // TestClaimSQLVerifyCatchesAnEditedStatement: the folder carries the
 // statement, so an edited copy fails verify.
 func TestClaimSQLVerifyCatchesAnEditedStatement(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "results")
 	r := execIn(t, Hooks{}, "experiment", "--scenario", "claim", "--input", "../input.json", "--out", out,
 		"--workers", "2", "--repetitions", "1", "--mutants=false", "--claim-sql", claims+"ttl.sql")
@@ -158,6 +160,7 @@ func TestClaimSQLVerifyCatchesAnEditedStatement(t *testing.T) {
 // TestClaimSQLRefuses: a statement that cannot be a claim exits 2 before
 // anything runs, naming its file, and writes nothing.
 func TestClaimSQLRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)

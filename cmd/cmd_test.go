@@ -21,11 +21,19 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// Parallel tests: a test that only runs the command inside this process
+// (execIn, execCtx, experimentFolder) and checks what it wrote calls
+// t.Parallel, since a run mostly waits on its child processes. A test that
+// looks at the machine's state (processes, mounts, $TMPDIR, the
+// environment through t.Setenv, signals, package variables such as
+// teardownBound) or builds and runs the binary stays sequential: go test
+// starts the parallel tests only once every sequential one has ended, so
+// those never see another test's processes or mounts.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == worker.Arg && os.Getenv("CMDTEST_CHILD_EXIT5") == "1" {
 		os.Exit(5)
 	}
-	worker.TestMain(m, worker.Breaks{breakPowerKeep: {powerfs.WorkerName: powerfs.BrokenKeepMain}})
+	worker.TestMain(cleanedUp{m, []*builtOnce{builtIdemlab}}, worker.Breaks{breakPowerKeep: {powerfs.WorkerName: powerfs.BrokenKeepMain}})
 }
 
 // breakPowerKeep names the test-only power-loss filesystem whose cut
@@ -60,6 +68,7 @@ func withPatterns(h Hooks) Hooks {
 }
 
 func TestExperimentRedelivery(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "results")
 	r := execIn(t, Hooks{}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out)
 	if r.code != 0 {
@@ -245,6 +254,7 @@ func wrongRegistry() scenario.Registry {
 // the run with exit 1, one line per failed condition naming the field, and
 // results written with pass: false; the CI summaries say the same.
 func TestWrongOracleExitsOne(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "results")
 	r := execIn(t, Hooks{Registry: wrongRegistry()}, "experiment", "--scenario", "redelivery", "--input", goodInput, "--out", out,

@@ -49,6 +49,7 @@ func goldenDir(name string) string { return filepath.Join("..", "testdata", "gol
 // test ./cmd -run TestReportBackendsSideBySide -update" makes the folders
 // and the golden files again.
 func TestReportBackendsSideBySide(t *testing.T) {
+	t.Parallel()
 	for _, bc := range backendComparisons {
 		t.Run(bc.scenario, func(t *testing.T) {
 			if *update {

@@ -37,6 +37,7 @@ var compareDirs = []string{
 // TestReportSideBySide -update" makes the PostgreSQL folder and the
 // golden files again.
 func TestReportSideBySide(t *testing.T) {
+	t.Parallel()
 	if *update {
 		needPostgres(t)
 		dir := compareDirs[1]
@@ -136,6 +137,7 @@ func checkNotRun(t *testing.T, got map[string]map[string][]string) {
 // compared. The report names it, exits 1 as verify does, and writes
 // nothing.
 func TestReportSideBySideVerifiesFirst(t *testing.T) {
+	t.Parallel()
 	bad := copyFolder(t, compareDirs[2])
 	editJSON(t, filepath.Join(bad, "results.json"), func(m map[string]any) { cond(m, 1)["pass"] = false })
 	md := filepath.Join(t.TempDir(), "compare.md")

@@ -23,6 +23,7 @@ import (
 // groff reads each man page without a warning; and that no page holds a
 // path of this machine.
 func TestDocsPages(t *testing.T) {
+	t.Parallel()
 	man, md := filepath.Join(t.TempDir(), "man"), filepath.Join(t.TempDir(), "md")
 	if r := execIn(t, Hooks{}, "docs", "--man", man, "--markdown", md); r.code != 0 {
 		t.Fatalf("idemlab docs: exit %d\n%s", r.code, r.stderr)

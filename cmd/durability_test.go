@@ -14,6 +14,7 @@ import (
 // exits 1 and names the condition and the trials that lost nothing where
 // the model says they lose their commit.
 func TestDurabilityBrokenCutExits1(t *testing.T) {
+	t.Parallel()
 	undo := faultvfs.SetBreakForTest(faultvfs.BreakNoRestore)
 	defer undo()
 	out := filepath.Join(t.TempDir(), "results")

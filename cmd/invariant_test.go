@@ -52,6 +52,7 @@ func firstFailure(stderr string) string {
 // pattern, which duplicates its job under points, with an at_most 1
 // invariant grouped over the wrong value: read as 0 it passed every class.
 func TestInvariantMustReturnOneInteger(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, pattern, query, text string
 		also                       string
@@ -120,6 +121,7 @@ func TestProgramThatCannotRunItsScript(t *testing.T) {
 // invariant and the type, nothing written); sum() of a bigint, a numeric,
 // is accepted and judged as the integer it holds.
 func TestPatternOnPostgresInvariantTypes(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	for _, tt := range []struct {
 		name, query string
@@ -164,6 +166,7 @@ func TestPatternOnPostgresInvariantTypes(t *testing.T) {
 // and verifies it as before. The folder is this build's own, with its
 // values rewritten as format 4 wrote them.
 func TestPatternFormat4ValuesVerify(t *testing.T) {
+	t.Parallel()
 	_, out := runPattern(t, patternFile(t, "separate-commit", nil), "--faults", "points")
 	dir := copyFolder(t, out)
 	obs := filepath.Join(dir, "observations.jsonl")

@@ -147,6 +147,7 @@ func loadFolder(t *testing.T, dir string) *results.Folder {
 // a whole, keeps every shard's records and ids apart, and its report says
 // how many shards made it.
 func TestMergeEqualsUnsharded(t *testing.T) {
+	t.Parallel()
 	merged, shards := mergeEqualsWhole(t, "explore", shardFlags, 4)
 	rec := loadFolder(t, merged).Records("explore")
 	if rec.Shards != 4 {
@@ -183,6 +184,7 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 // are trials of their own, and a pattern, whose known-unsafe classes are
 // judged over the whole plan, merge to what one run gives too.
 func TestMergeEqualsUnshardedEveryScenario(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, scenario string
 		flags          []string
@@ -194,6 +196,7 @@ func TestMergeEqualsUnshardedEveryScenario(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if slices.Contains(tt.flags, "postgres") {
 				needPostgres(t)
 			}
@@ -314,6 +317,7 @@ func TestShardFlagRefused(t *testing.T) {
 // gained shard, shards and plan (format 2) verifies, and verify says what
 // format 3 changed.
 func TestFormat2FolderStillVerifies(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "results")
 	if r := execIn(t, Hooks{}, "experiment", "--quiet", "--scenario", "redelivery", "--input", goodInput, "--out", dir); r.code != 0 {
 		t.Fatalf("experiment: exit %d\n%s", r.code, r.stderr)

@@ -59,6 +59,7 @@ func deterministic(t *testing.T, name string, a, b folderRun) (map[string]result
 // and the same deterministic conditions, each recording beside the
 // settings how many trials it ran at once.
 func TestParallelOneEqualsDefault(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real runs")
 	}
@@ -71,6 +72,7 @@ func TestParallelOneEqualsDefault(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.scenario, func(t *testing.T) {
+			t.Parallel()
 			one := experimentFolder(t, Hooks{}, "../input.json", tc.scenario, append([]string{"--parallel", "1"}, tc.flags...)...)
 			first := runOf(t, one, tc.scenario)
 			for _, p := range []int{0, 3} {

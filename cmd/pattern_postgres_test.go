@@ -47,6 +47,7 @@ func readResults(t *testing.T, dir string) results.Results {
 // these statements: the second racer waits on the row lock and then
 // inserts nothing.
 func TestPatternOnPostgresIsolation(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	files := []string{patterns + "claim-ttl.json", patterns + "separate-commit.json"}
 	unsafe := map[string]bool{}
@@ -113,6 +114,7 @@ func TestPatternOnPostgresIsolation(t *testing.T) {
 // passing folder runs it again on a cluster of its own. (The power class
 // on PostgreSQL is opt-in: TestPatternPowerOnPostgres.)
 func TestPatternOnPostgresKnownUnsafe(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	for _, tt := range []struct {
 		entry string
@@ -172,6 +174,7 @@ func step(m map[string]any, i int) map[string]any {
 // mutant that writes the job whether or not its claim took breaks at the
 // point after the commit, where the redelivery writes a second job.
 func TestPsqlHandler(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skipf("psql handler test skipped: %v", err)
@@ -225,6 +228,7 @@ func TestPsqlHandler(t *testing.T) {
 // the connection string a program got against the trial's schema; an
 // edit of either in the folder fails verify.
 func TestPatternOnPostgresVerifyCatchesEdits(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	steps := patternFile(t, "single-transaction", nil)
 	for _, tt := range []struct {

@@ -66,6 +66,7 @@ func TestPatternRefusesABadFile(t *testing.T) {
 // same pattern with the class in known_unsafe passes; a safe pattern that
 // lists a class fails, since the expected violation never showed.
 func TestPatternKnownUnsafe(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, pattern string
 		unsafe        []any
@@ -96,6 +97,7 @@ func TestPatternKnownUnsafe(t *testing.T) {
 // pattern at small settings; it holds under each but the cut after the
 // ACK under DELETE/FULL, which the file lists.
 func TestPatternFaultClasses(t *testing.T) {
+	t.Parallel()
 	file := patternFile(t, "single-transaction", func(m map[string]any) { m["power"] = []any{"DELETE/FULL", "WAL/FULL"} })
 	for _, tt := range []struct {
 		faults string
@@ -134,6 +136,7 @@ func TestPatternFaultClasses(t *testing.T) {
 // TestPatternVerifyCatchesEdits: the folder carries the pattern file, so
 // an edited copy, or an edited invariant value, fails verify.
 func TestPatternVerifyCatchesEdits(t *testing.T) {
+	t.Parallel()
 	file := patternFile(t, "separate-commit", func(m map[string]any) { m["known_unsafe"] = []any{"points"} })
 	r, out := runPattern(t, file, "--faults", "points")
 	if r.code != 0 {
@@ -233,6 +236,7 @@ func failBlocks(out string) []string {
 // and verify all carry that line, printed within 100 columns, and the
 // replay names the power setting.
 func TestPatternFailureLineSaysTheBreak(t *testing.T) {
+	t.Parallel()
 	var invariants []any
 	file := patternFile(t, "single-transaction", func(m map[string]any) {
 		m["known_unsafe"] = []any{}
@@ -306,6 +310,7 @@ func TestPatternFailureLineSaysTheBreak(t *testing.T) {
 // "power:WAL/FULL" lists the setting that held, and the run fails in
 // those words.
 func TestPatternKnownUnsafeWords(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		entry string
 		code  int
@@ -354,6 +359,7 @@ func TestPatternKnownUnsafeWords(t *testing.T) {
 // trial tested nothing, so the run cannot pass on it: --trials 0 leaves the
 // random class empty, which is a finding naming the class, exit 1.
 func TestPatternClassWithNoTrialsFails(t *testing.T) {
+	t.Parallel()
 	r, out := runPattern(t, patterns+"outbox.json", "--faults", "random", "--trials", "0")
 	if r.code != 1 || !strings.Contains(r.stderr, "outbox/random plans no trials") {
 		t.Fatalf("exit %d, want 1 with the empty class named:\n%s%s", r.code, r.stdout, r.stderr)

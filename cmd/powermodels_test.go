@@ -67,6 +67,7 @@ func patternResult(t *testing.T, dir string) results.ScenarioResult {
 //   - each setting's verdict is the worst of its models, and torn cuts
 //     carry the seed the settings give for their trial.
 func TestPatternPowerModels(t *testing.T) {
+	t.Parallel()
 	file := patternFile(t, "separate-commit", func(m map[string]any) {
 		m["power"] = []any{"WAL/NORMAL", "WAL/FULL"}
 		m["known_unsafe"] = []any{"points", "power"}
@@ -143,6 +144,7 @@ func TestPatternPowerModels(t *testing.T) {
 // verify --rerun runs them again and reproduces every model's verdict;
 // and a torn cut's recorded seed that is not the settings' fails verify.
 func TestPatternTornRerun(t *testing.T) {
+	t.Parallel()
 	file := patternFile(t, "separate-commit", func(m map[string]any) { m["power"] = []any{"WAL/NORMAL"} })
 	r, out := runPattern(t, file, "--faults", "power")
 	if r.code != 0 {
@@ -182,6 +184,7 @@ func TestPatternTornRerun(t *testing.T) {
 // interpreter's start-up, and the folder and the table say where each
 // landed, as derived from the arrivals the parent recorded.
 func TestProgramKillsLandAfterFirstPoint(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	r, out := runPattern(t, "../testdata/handlers/single-transaction.json", "--faults", "random", "--trials", "8")
 	if r.code != 0 {

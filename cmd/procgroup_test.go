@@ -24,12 +24,23 @@ import (
 // hang is the test's to bound, a signal reaches a real process, and its
 // memory is measured.
 
-// idemlabBinary builds the command from the tree.
-func idemlabBinary(t *testing.T) string {
+// idemlabBinary is the command built from the tree, a copy of its own in
+// the test's temp folder. The tree is built once per test binary (see
+// builtOnce): a dozen tests each linking the same command took most of a
+// minute of the package's run.
+func idemlabBinary(t testing.TB) string {
 	t.Helper()
+	built, err := builtIdemlab.get()
+	if err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	b, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(t.TempDir(), "idemlab")
-	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -11,6 +11,7 @@ import (
 // program no power condition then) still verifies, with notices that
 // format 7 derives its power settings and conditions otherwise.
 func TestProgramPowerFormat6FolderVerifies(t *testing.T) {
+	t.Parallel()
 	r := execIn(t, Hooks{}, "verify", filepath.Join("..", "testdata", "golden", "pattern-program-format6"))
 	if (r.code != 0 && r.code != 5) || strings.Contains(r.stdout, "✗") {
 		t.Fatalf("verify exit %d:\n%s%s", r.code, r.stdout, r.stderr)

@@ -69,6 +69,7 @@ point("after-commit")
 // left out (a file over the budget, a link), and verify checks every
 // carried copy's hash.
 func TestAttachmentsCarryTheHandlersFolder(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	file := programPattern(t, fmt.Sprintf(insertOnce, ""), nil)
 	dir := filepath.Dir(file)
@@ -124,6 +125,7 @@ func TestAttachmentsCarryTheHandlersFolder(t *testing.T) {
 }
 
 func TestProgramProtocolEdges(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	tests := []struct {
 		name    string
@@ -196,6 +198,7 @@ func TestProgramThatCannotStart(t *testing.T) {
 // after-job-commit, and only there, as the built-in worker does; the
 // single transaction holds. The folder carries the handler's source.
 func TestShippedHandlers(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	for _, tt := range []struct {
 		file, text string

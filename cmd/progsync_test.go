@@ -35,6 +35,7 @@ type syncObs struct {
 // cut comes before the ACK, so the event is delivered again). The folder
 // verifies; an edited N or logged sync fails verify naming the field.
 func TestProgramSyncPointCuts(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	needFUSE(t)
 	r, out := runPattern(t, "../testdata/handlers/single-transaction.json", "--faults", "power", "--power", "DELETE/FULL,DELETE/EXTRA", "--sync-points")

@@ -92,6 +92,7 @@ func TestSameOutTwoProcesses(t *testing.T) {
 // TestSameOutTwoMerges runs two merges of the same shards into the same
 // --out at once, five times.
 func TestSameOutTwoMerges(t *testing.T) {
+	t.Parallel()
 	shards := runShards(t, shardFlags, 2, nil)
 	raced := raceTwice(t, func(out string) (int, string) {
 		r := execIn(t, Hooks{}, append([]string{"merge", "--out", out}, shards...)...)

@@ -70,6 +70,7 @@ func exploreExtra(t *testing.T, dir string) explore.Extra {
 // verbatim, split into words, and finds the same trial breaking the same
 // invariant, alone.
 func TestReplayRunsAsPrinted(t *testing.T) {
+	t.Parallel()
 	in, out := exploreFolder(t)
 	r := execIn(t, Hooks{}, "experiment", "--scenario", "explore", "--input", in, "--out", out)
 	if r.code != 0 {
@@ -121,6 +122,7 @@ func TestReplayRunsAsPrinted(t *testing.T) {
 // TestOnlyTrialOutsideThePlanExitsTwo: an index the plan does not have is
 // a usage error, and nothing is written.
 func TestOnlyTrialOutsideThePlanExitsTwo(t *testing.T) {
+	t.Parallel()
 	in, out := exploreFolder(t)
 	r := execIn(t, Hooks{}, "experiment", "--scenario", "explore", "--input", in, "--only-trial", "100000", "--out", out)
 	if r.code != 2 || !strings.Contains(r.stderr, "--only-trial 100000") {
@@ -137,6 +139,7 @@ func TestOnlyTrialOutsideThePlanExitsTwo(t *testing.T) {
 // verdict explore's article condition got: whether it broke an invariant,
 // and whether that passed the file's known_unsafe.
 func TestArticleVerdictsAsThePatternScenarios(t *testing.T) {
+	t.Parallel()
 	in, out := exploreFolder(t)
 	if r := execIn(t, Hooks{}, "experiment", "--scenario", "explore", "--input", in, "--out", out); r.code != 0 {
 		t.Fatalf("explore: exit %d, stderr:\n%s", r.code, r.stderr)

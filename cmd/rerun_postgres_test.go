@@ -41,6 +41,7 @@ func databasesNamed(t *testing.T, dsn, name string) int {
 // database of its own that is dropped after. With neither it exits 2 with
 // one line saying what to install or pass, and runs nothing.
 func TestRerunOnPostgres(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	dsn := userServer(t)
 	dir := experimentFolder(t, Hooks{}, goodInput, "redelivery", "--backend", "postgres", "--dsn", dsn)
@@ -110,6 +111,7 @@ func TestRerunOnPostgres(t *testing.T) {
 // TestVerifyDSNUsage: --dsn is for --rerun of a folder made on
 // PostgreSQL; anywhere else it is a usage error that says so.
 func TestVerifyDSNUsage(t *testing.T) {
+	t.Parallel()
 	dir := experimentFolder(t, Hooks{}, goodInput, "redelivery")
 	for _, tt := range []struct {
 		args []string

@@ -40,6 +40,7 @@ func experimentFolder(t *testing.T, h Hooks, input, name string, flags ...string
 // what each scenario declares a measurement, so a timing field that
 // escaped the declaration would fail here.
 func TestRerunReproducesEveryScenario(t *testing.T) {
+	t.Parallel()
 	for _, s := range all.Scenarios(sourcePatterns) {
 		flags, ok := rerunSettings[s.Name()]
 		if !ok {
@@ -47,6 +48,7 @@ func TestRerunReproducesEveryScenario(t *testing.T) {
 			continue
 		}
 		t.Run(s.Name(), func(t *testing.T) {
+			t.Parallel()
 			dir := experimentFolder(t, Hooks{}, "../input.json", s.Name(), flags...)
 			r := execIn(t, Hooks{}, "verify", "--rerun", dir)
 			if r.code != 0 || !strings.Contains(r.stdout, "rerun: "+s.Name()+" reproduced") {
@@ -115,6 +117,7 @@ func (s started) Report(res results.ScenarioResult) (scenario.Section, error) {
 // measurement (exit 0), and compared when it is a plain float64, which
 // fails the rerun with exit 1 and names the field.
 func TestRerunComparesUndeclaredFields(t *testing.T) {
+	t.Parallel()
 	for _, plain := range []bool{false, true} {
 		h := Hooks{Registry: scenario.Registry{newStarted(t, plain)}}
 		dir := experimentFolder(t, h, goodInput, "redelivery")

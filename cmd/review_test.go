@@ -96,6 +96,7 @@ func cond(m map[string]any, i int) map[string]any {
 // TestVerifyCatchesEveryEdit makes one edit per case to a copy of a fresh
 // folder; verify must exit 1 with a finding that names the file.
 func TestVerifyCatchesEveryEdit(t *testing.T) {
+	t.Parallel()
 	fresh := freshFolder(t, Hooks{})
 	if r := execIn(t, Hooks{}, "verify", fresh); r.code != 0 {
 		t.Fatalf("the untouched folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -262,6 +263,7 @@ func TestVerifyCatchesEveryEdit(t *testing.T) {
 // folder of a failed run (4), a folder whose executable is not the one
 // given (5), a rerun (0), and a folder handed over without the input.
 func TestVerifyExitCodes(t *testing.T) {
+	t.Parallel()
 	wrong := Hooks{Registry: wrongRegistry()}
 	failed := freshFolder(t, wrong)
 	if r := execIn(t, wrong, "verify", failed); r.code != 4 || !strings.Contains(r.stdout, "run verdict, derived from the records: FAIL") {
@@ -298,6 +300,7 @@ func TestVerifyExitCodes(t *testing.T) {
 }
 
 func TestReport(t *testing.T) {
+	t.Parallel()
 	good := freshFolder(t, Hooks{})
 	html := filepath.Join(t.TempDir(), "report.html")
 	if r := execIn(t, Hooks{}, "report", good, "--html", html); r.code != 0 {
@@ -357,6 +360,7 @@ var goldenRuns = []struct {
 }
 
 func TestGoldenFolders(t *testing.T) {
+	t.Parallel()
 	for _, g := range goldenRuns {
 		dir := filepath.Join("..", "testdata", "golden", g.name)
 		if *update {
@@ -377,6 +381,7 @@ func TestGoldenFolders(t *testing.T) {
 // executable hash and whose working tree was hashed over Go files alone,
 // verifies with a notice for each, not a finding.
 func TestVerifyOlderFolder(t *testing.T) {
+	t.Parallel()
 	r := execIn(t, Hooks{}, "verify", filepath.Join("..", "testdata", "golden", "redelivery"))
 	if r.code != 0 || strings.Contains(r.stdout, "✗") {
 		t.Fatalf("exit %d, want 0 with no finding\n%s%s", r.code, r.stdout, r.stderr)
@@ -412,6 +417,7 @@ func findLine(t *testing.T, path string, match func(m map[string]any) bool) int 
 // TestVerifyCatchesEditsAcrossScenarios edits the batch and claim records
 // of the small golden folder, which holds all three scenarios.
 func TestVerifyCatchesEditsAcrossScenarios(t *testing.T) {
+	t.Parallel()
 	golden := filepath.Join("..", "testdata", "golden", "small")
 	obsFile := filepath.Join(golden, "observations.jsonl")
 	procFile := filepath.Join(golden, "raw-processes.jsonl")

@@ -96,6 +96,7 @@ func TestUndescribed(t *testing.T) {
 // reference ("idemlab help results", made from the schema) lists it; and
 // each folder's results.json validates against the schema.
 func TestSchemaDescribesEveryKey(t *testing.T) {
+	t.Parallel()
 	var root map[string]any
 	if err := json.Unmarshal(schema.Results, &root); err != nil {
 		t.Fatal(err)

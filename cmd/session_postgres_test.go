@@ -13,6 +13,7 @@ import (
 // recorded target; the same folder with one program's connection string
 // changed does not, and says which process.
 func TestPostgresProgramFolderVerifies(t *testing.T) {
+	t.Parallel()
 	golden := filepath.Join("..", "testdata", "golden", "pattern-postgres-program")
 	if r := execIn(t, Hooks{}, "verify", golden); (r.code != 0 && r.code != 5) || strings.Contains(r.stdout, "✗") {
 		t.Fatalf("exit %d, want 0 or 5 (code changed) with no finding\n%s%s", r.code, r.stdout, r.stderr)

@@ -42,6 +42,7 @@ func partials(t *testing.T, out string) []string {
 // anything else there is exit 2, naming why. Either way the folder is
 // left as it was.
 func TestShardJobRunAgain(t *testing.T) {
+	t.Parallel()
 	done := filepath.Join(t.TempDir(), "shard-1")
 	if r := execIn(t, Hooks{}, shardJobArgs("1/2", done)...); r.code != 0 && r.code != 1 {
 		t.Fatalf("shard 1/2: exit %d\n%s", r.code, r.stderr)
@@ -239,6 +240,7 @@ func (s strictExplore) Check(condition string, exp, obs json.RawMessage) (bool, 
 // expectations (exit 1, and still merged) is done too when run again,
 // and exits 1 as it did, saying why.
 func TestShardJobRunAgainFailed(t *testing.T) {
+	t.Parallel()
 	reg := slices.Clone(all.Scenarios(sourcePatterns))
 	for i, s := range reg {
 		if s.Name() == explore.Name {

@@ -33,6 +33,7 @@ func keptBinary(t *testing.T) string {
 // compares here (the tests run inside the source tree), instead of
 // reporting changed code.
 func TestVerifyExeOfTemporaryBuild(t *testing.T) {
+	t.Parallel()
 	folder := freshFolder(t, Hooks{})
 	// As "go build" after "go run": another binary of the same source.
 	rebuilt := filepath.Join(t.TempDir(), "idemlab")
@@ -57,6 +58,7 @@ func TestVerifyExeOfTemporaryBuild(t *testing.T) {
 // verify names the first field that differs from what the run used, not
 // only the hash.
 func TestVerifyNamesTheEditedInputField(t *testing.T) {
+	t.Parallel()
 	fresh := freshFolder(t, Hooks{})
 	// byInput is what verify --input says of the same file beside the
 	// untouched folder.
