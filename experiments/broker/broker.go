@@ -157,14 +157,6 @@ func Names() []string {
 	return names
 }
 
-// CapsOf gives a broker's capabilities; none has none.
-func CapsOf(name string) Caps {
-	if b, ok := registry[name]; ok {
-		return b.Caps()
-	}
-	return Caps{}
-}
-
 // Lookup finds a broker by name; none and "" are nil with no error.
 func Lookup(name string) (Broker, error) {
 	if name == "" || name == None {

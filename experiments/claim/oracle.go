@@ -3,7 +3,6 @@ package claim
 import (
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 
 	"idemlab/experiments/scenario"
@@ -285,20 +284,6 @@ func Winners(o []RaceOutcome) string {
 		parts = append(parts, fmt.Sprintf("%s:%d", r.Race, r.Winners))
 	}
 	return strings.Join(parts, " ")
-}
-
-// sortedPaths renders a path count map in a stable order.
-func sortedPaths(m map[wc.Path]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, string(k))
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s×%d", k, m[wc.Path(k)]))
-	}
-	return strings.Join(parts, ",")
 }
 
 // MutantVerdict is a mutant's condition: it must be killed.

@@ -149,15 +149,6 @@ func refuse(w io.Writer, problems []string) error {
 	return fmt.Errorf("%w: %s%s; nothing was written", errclass.ErrShardsMismatch, problems[0], more)
 }
 
-// copyFile copies a file of a verified folder into the merged one.
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return writeNew(dst, b)
-}
-
 // writeNew writes a new file of the merged folder, making its folder
 // (attachments/) first.
 func writeNew(path string, b []byte) error {
