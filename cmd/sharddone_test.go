@@ -193,6 +193,10 @@ func TestShardJobKilledRunsAgain(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "shard-1")
 	c := exec.Command(exe, shardJobArgs("1/2", out)...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A SIGKILLed run removes none of its scratch folders (the pattern
+	// files it wrote, its trials' databases): they go in a temp folder of
+	// the test's own, which the test removes, not in the machine's.
+	c.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
