@@ -93,12 +93,15 @@ type SweepWant struct {
 
 // SweepWantOf is the oracle of a cut inside a delivery on a server with
 // settings s, under model (drop, keep or torn).
+// What may be corrupt, and whether anything goes, is the power cut's
+// guarantee (Keeps); only the ACKed commits differ, since a cut inside the
+// delivery may come before the last of them.
 func SweepWantOf(s PowerSettings, model string) SweepWant {
-	if s.Fsync == "off" {
+	k := Keeps(s, model, 0)
+	if k.Anything {
 		return SweepWant{MayCorrupt: true, Anything: true}
 	}
-	return SweepWant{MustStart: true, KeepsACKed: s.SynchronousCommit != "off",
-		MayCorrupt: s.FullPageWrites == "off" && model == powerfs.ModelTorn, Torn: model == powerfs.ModelTorn}
+	return SweepWant{MustStart: true, KeepsACKed: s.SynchronousCommit != "off", MayCorrupt: k.Corrupt, Torn: model == powerfs.ModelTorn}
 }
 
 // Judge lists where outcome o breaks w: rows are the ids the recovered

@@ -100,11 +100,11 @@ const (
 	FlagDirModel    = "dir-model"
 	// FlagSynchronousCommits narrows a run on PostgreSQL to some of
 	// synchronous_commit's levels, as --synchronous does SQLite's.
-	FlagSynchronousCommits = "synchronous-commits"
+	FlagSynchronousCommits = backend.FlagSynchronousCommits
 	// The PostgreSQL power cut's flags (--kind power on --backend
-	// postgres, pgpower.go).
-	FlagFsync          = "fsync"
-	FlagFullPageWrites = "full-page-writes"
+	// postgres, pgpower.go), spelled as pattern spells them.
+	FlagFsync          = backend.FlagFsync
+	FlagFullPageWrites = backend.FlagFullPageWrites
 	FlagPowerModels    = "power-models"
 	FlagWalSyncMethod  = "wal-sync-method"
 )

@@ -74,9 +74,16 @@ func Recovered(prefix string, r powerfs.Outcome, log []powerfs.Op) ([]string, er
 // against the mount and the models. An id of 0 (a folder made before the
 // server was recorded) checks nothing.
 func FoldServer(c *results.Checker, r results.Records, l results.Line, id int, mount string, params powerfs.Params) {
-	if id == 0 {
-		return
+	if id != 0 {
+		FoldServerLine(c, r, l, id, mount, params)
 	}
+}
+
+// FoldServerLine has checker c look up process line id, which
+// observation line l names as the server of a mount, and check it
+// (CheckServer): a missing line is a finding, as is one that does not
+// serve mount under params.
+func FoldServerLine(c *results.Checker, r results.Records, l results.Line, id int, mount string, params powerfs.Params) {
 	if p, ok := c.Use(r, l, id); ok {
 		if field, text := CheckServer(p, mount, params); field != "" {
 			c.Proc(p, field, "%s", text)

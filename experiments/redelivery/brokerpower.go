@@ -644,17 +644,11 @@ func (f *folder) powerServers(ln line, pw *BrokerPower) {
 		f.c.Obs(ln.l, "broker.power.server_process_ids", "names %d servers; a power condition mounts twice, to cut and to restart", len(pw.ServerProcessIDs))
 	}
 	for i, id := range pw.ServerProcessIDs {
-		p, ok := f.c.Use(f.rec, ln.l, id)
-		if !ok {
-			continue
-		}
 		params := pw.Params
 		if i > 0 {
-			params = powerfs.Params{}
+			params = powerfs.Params{} // the restart's mount cuts nothing
 		}
-		if field, text := powerlayer.CheckServer(p, pw.Mount, params); field != "" {
-			f.c.Proc(p, field, "%s", text)
-		}
+		powerlayer.FoldServerLine(&f.c, f.rec, ln.l, id, pw.Mount, params)
 	}
 }
 

@@ -223,17 +223,11 @@ func (f *folder) checkServers(t *trialLine, r *PowerFS) {
 		f.c.Obs(t.l, "powerfs.server_process_ids", "names %d servers, but a trial mounts at most twice", len(r.ServerProcessIDs))
 	}
 	for i, id := range r.ServerProcessIDs {
-		p, ok := f.c.Use(f.rec, t.l, id)
-		if !ok {
-			continue
-		}
 		params := r.Params
 		if i > 0 {
 			params = powerfs.Params{} // the redeliveries' mount cuts nothing
 		}
-		if field, text := powerlayer.CheckServer(p, filepath.Dir(t.o.DB), params); field != "" {
-			f.c.Proc(p, field, "%s", text)
-		}
+		powerlayer.FoldServerLine(&f.c, f.rec, t.l, id, filepath.Dir(t.o.DB), params)
 	}
 }
 
