@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"testing"
 )
 
 // builtOnce is a program built from the tree at most once per test
@@ -49,10 +50,46 @@ func (b *builtOnce) remove() {
 	}
 }
 
-// cleanedUp runs the tests, then removes what they built once.
+// madeOnce is folders made at most once per test binary, in a folder of
+// their own that TestMain removes after the tests, for the tests that only
+// read them (a test that edits one edits a copy, copyFolder).
+type madeOnce struct {
+	name string                             // names the folder
+	make func(dir string) ([]string, error) // makes the folders in dir
+
+	once sync.Once
+	dir  string
+	dirs []string
+	err  error
+}
+
+// get makes the folders on first use and returns them, or fails t with
+// the error of that making, the same to every caller.
+func (m *madeOnce) get(t testing.TB) []string {
+	t.Helper()
+	m.once.Do(func() {
+		m.dir, m.err = os.MkdirTemp("", "idemlab-cmdtest-"+m.name+"-")
+		if m.err == nil {
+			m.dirs, m.err = m.make(m.dir)
+		}
+	})
+	if m.err != nil {
+		t.Fatalf("%s, made once for the tests that read it: %v", m.name, m.err)
+	}
+	return m.dirs
+}
+
+// remove deletes the folders, if they were made.
+func (m *madeOnce) remove() {
+	if m.dir != "" {
+		os.RemoveAll(m.dir)
+	}
+}
+
+// cleanedUp runs the tests, then removes what they built or made once.
 type cleanedUp struct {
 	m     interface{ Run() int }
-	built []*builtOnce
+	built []interface{ remove() }
 }
 
 func (c cleanedUp) Run() int {

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == worker.Arg && os.Getenv("CMDTEST_CHILD_EXIT5") == "1" {
 		os.Exit(5)
 	}
-	worker.TestMain(cleanedUp{m, []*builtOnce{builtIdemlab}}, worker.Breaks{breakPowerKeep: {powerfs.WorkerName: powerfs.BrokenKeepMain}})
+	worker.TestMain(cleanedUp{m, []interface{ remove() }{builtIdemlab, twoShards}}, worker.Breaks{breakPowerKeep: {powerfs.WorkerName: powerfs.BrokenKeepMain}})
 }
 
 // breakPowerKeep names the test-only power-loss filesystem whose cut
@@ -47,6 +47,12 @@ type run struct {
 
 func execIn(t *testing.T, base Hooks, args ...string) run {
 	t.Helper()
+	return execute1(base, args...)
+}
+
+// execute1 runs the command in-process, as execIn does, for what is made
+// outside any one test (madeOnce).
+func execute1(base Hooks, args ...string) run {
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, withPatterns(base))
 	return run{code, out.String(), errb.String()}

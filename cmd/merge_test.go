@@ -43,36 +43,60 @@ func flagsWith(name, value string) []string {
 func runShards(t *testing.T, base []string, n int, only map[int][]string) []string {
 	t.Helper()
 	dirs := make([]string, n)
-	codes := make([]run, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2)
+	flags := make([][]string, n)
 	for i := range n {
 		dirs[i] = filepath.Join(t.TempDir(), fmt.Sprintf("shard-%d", i+1))
 		f, ok := only[i+1]
 		if only == nil {
 			f, ok = base, true
 		}
-		if !ok {
+		if ok {
+			flags[i] = f
+		}
+	}
+	if err := shardJobs(dirs, flags); err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+// shardJobs runs shard i+1/len(dirs) with flags[i] into dirs[i], two at a
+// time, and skips a shard whose flags are nil. A shard's own part may
+// fail (exit 1; merge judges the whole plan): any other exit is the error.
+func shardJobs(dirs []string, flags [][]string) error {
+	n := len(dirs)
+	codes := make([]run, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i := range n {
+		if flags[i] == nil {
 			continue
 		}
-		args := append([]string{"experiment", "--quiet", "--shard", fmt.Sprintf("%d/%d", i+1, n), "--out", dirs[i]}, f...)
+		args := append([]string{"experiment", "--quiet", "--shard", fmt.Sprintf("%d/%d", i+1, n), "--out", dirs[i]}, flags[i]...)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			codes[i] = execIn(t, Hooks{}, args...)
+			codes[i] = execute1(Hooks{}, args...)
 		}()
 	}
 	wg.Wait()
 	for i, r := range codes {
-		// A shard's own part may fail; merge judges the whole plan.
-		if _, ran := only[i+1]; (only == nil || ran) && r.code != 0 && r.code != 1 {
-			t.Fatalf("shard %d/%d: exit %d\n%s%s", i+1, n, r.code, r.stdout, r.stderr)
+		if flags[i] != nil && r.code != 0 && r.code != 1 {
+			return fmt.Errorf("shard %d/%d: exit %d\n%s%s", i+1, n, r.code, r.stdout, r.stderr)
 		}
 	}
-	return dirs
+	return nil
 }
+
+// twoShards is shardFlags' plan as 2 shards, made once for the tests that
+// read them or run commands that must leave them as they were
+// (TestSchemaDescribesEveryKey, TestSameOutTwoMerges, TestShardJobRunAgain).
+var twoShards = &madeOnce{name: "two-shards", make: func(dir string) ([]string, error) {
+	dirs := []string{filepath.Join(dir, "shard-1"), filepath.Join(dir, "shard-2")}
+	return dirs, shardJobs(dirs, [][]string{shardFlags, shardFlags})
+}}
 
 // replayable is a folder's one scenario as verify --rerun compares it:
 // without the fields the scenario declares measurements, in either

@@ -93,7 +93,7 @@ func TestSameOutTwoProcesses(t *testing.T) {
 // --out at once, five times.
 func TestSameOutTwoMerges(t *testing.T) {
 	t.Parallel()
-	shards := runShards(t, shardFlags, 2, nil)
+	shards := twoShards.get(t)
 	raced := raceTwice(t, func(out string) (int, string) {
 		r := execIn(t, Hooks{}, append([]string{"merge", "--out", out}, shards...)...)
 		return r.code, r.stderr

@@ -124,7 +124,7 @@ func TestSchemaDescribesEveryKey(t *testing.T) {
 	if r := execIn(t, Hooks{}, append([]string{"experiment", "--quiet", "--out", fresh}, smallRun(t)...)...); r.code != 0 && r.code != 1 {
 		t.Fatalf("experiment: exit %d\n%s", r.code, r.stderr)
 	}
-	shards := runShards(t, shardFlags, 2, nil)
+	shards := twoShards.get(t)
 	merged := filepath.Join(t.TempDir(), "merged")
 	if r := execIn(t, Hooks{}, append([]string{"merge", "--out", merged}, shards...)...); r.code != 0 && r.code != 1 {
 		t.Fatalf("merge: exit %d\n%s", r.code, r.stderr)

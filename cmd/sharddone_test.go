@@ -43,10 +43,7 @@ func partials(t *testing.T, out string) []string {
 // left as it was.
 func TestShardJobRunAgain(t *testing.T) {
 	t.Parallel()
-	done := filepath.Join(t.TempDir(), "shard-1")
-	if r := execIn(t, Hooks{}, shardJobArgs("1/2", done)...); r.code != 0 && r.code != 1 {
-		t.Fatalf("shard 1/2: exit %d\n%s", r.code, r.stderr)
-	}
+	done := twoShards.get(t)[0]
 	other := filepath.Join(t.TempDir(), "input.json")
 	b, err := os.ReadFile("../input.json")
 	if err != nil {
