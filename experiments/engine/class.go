@@ -54,6 +54,13 @@ type Class struct {
 	// whatever else runs, and the OS's interleaving of them is what it
 	// measures, so races run side by side with the other trials.
 	Sequential bool
+	// Waits: its trials spend most of their time waiting on a clock, not
+	// on a CPU (a takeover's successor waits out the lease's TTL while
+	// the holder stands still), and the parent orders their processes, so
+	// the load cannot change what they record. They run beside the slots,
+	// as many at once again, not in them: in a slot they would leave a
+	// core idle for the length of a TTL.
+	Waits bool
 	// Plan lists the trials of one set, every one, before the shard
 	// filter, in index order.
 	Plan func(Input) []Trial
@@ -104,7 +111,7 @@ var Classes = []Class{
 	{Kind: DelayKill, Scheduled: true, Plan: planDelayKill, Fault: "random", Labels: Labels{Explore: "timing-kill", Pattern: "kill"}},
 	{Kind: Concurrent, Scheduled: true, Plan: planConcurrent, Fault: "concurrent", Labels: Labels{Explore: "timing-race", Pattern: "race"}},
 	{Kind: Power, Plan: planPower, Fault: "power", Labels: Labels{Pattern: "power", Durability: "power"}},
-	{Kind: Takeover, Plan: planPoints, Labels: Labels{Explore: "takeover"}},
+	{Kind: Takeover, Waits: true, Plan: planPoints, Labels: Labels{Explore: "takeover"}},
 	{Kind: ServerCrash, Sequential: true, Plan: planPoints, Labels: Labels{Durability: "server"}},
 }
 

@@ -9,8 +9,8 @@
 //
 // A class is a fault class as a value (Class), registered once in
 // Classes: its one name (Kind), whether the OS schedules its outcome
-// (kills, races) or the seed does, whether its trials run in parallel or
-// one at a time, and how it plans its trials from the seed, the
+// (kills, races) or the seed does, whether its trials run in parallel, in
+// no slot (they wait on a clock) or one at a time, and how it plans its trials from the seed, the
 // condition, its trial indices, the discovered points and the kill window.
 // Scenarios record their own labels for the classes (explore's
 // "timing-kill", pattern's "kill", durability's "server" for
@@ -26,8 +26,10 @@
 // the shard filter; Run.Execute runs the discoveries side by side, then
 // the parallel classes' trials (races among them) through
 // harness.RunJobs, each delivery in one of the run's slots
-// (harness.Slots, which several runs may share), then the sequential
-// ones one at a time, and returns the trials it ran.
+// (harness.Slots, which several runs may share), beside them those of a
+// class that waits on a clock (Waits: takeovers), as many at once again
+// but in no slot, then the sequential ones one at a time, and returns
+// the trials it ran.
 //
 // A trial's line of observations.jsonl is the subject's payload, written
 // by Record and read back by Each (record.go): decoded strictly into the

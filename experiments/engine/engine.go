@@ -66,9 +66,11 @@ func Plan(ctx context.Context, seed uint64, part *shard.Part, sets []Set, found 
 
 // Execute runs every unit's discovery, side by side, then every trial
 // of a parallel class (races too: each is one job, its racers started and
-// released together), a slot each, then the sequential classes' trials
-// one at a time, unit by unit in order. It returns the trials it ran, the
-// discoveries first, in unit order.
+// released together), a slot each, and beside them the trials of a class
+// that waits (Class.Waits), as many at once as there are slots but in
+// none, then the sequential classes' trials one at a time, unit by unit in
+// order. It returns the trials it ran, the discoveries first, in unit
+// order.
 func (r Run) Execute(ctx context.Context) ([]Trial, error) {
 	slots := r.Slots
 	if slots == nil {
@@ -106,16 +108,26 @@ func (r Run) Execute(ctx context.Context) ([]Trial, error) {
 		}
 		planned[u] = ts
 	}
-	var jobs []func(context.Context) error
+	var jobs, waits []func(context.Context) error
 	for u, ts := range planned {
 		for _, t := range ts {
-			if c, _ := Lookup(t.Class); !c.Sequential {
+			c, _ := Lookup(t.Class)
+			switch {
+			case c.Sequential:
+				continue
+			case c.Waits:
+				waits = append(waits, waitJob(r.Units[u].Subject, t))
+			default:
 				jobs = append(jobs, deliver(r.Units[u].Subject, t, nil))
-				ran = append(ran, t)
 			}
+			ran = append(ran, t)
 		}
 	}
-	if err := harness.RunJobs(ctx, slots.N(), jobs); err != nil {
+	both := []func(context.Context) error{
+		func(ctx context.Context) error { return harness.RunJobs(ctx, slots.N(), jobs) },
+		func(ctx context.Context) error { return harness.RunJobs(ctx, slots.N(), waits) },
+	}
+	if err := harness.RunJobs(ctx, len(both), both); err != nil {
 		return ran, err
 	}
 	for u, ts := range planned {
@@ -129,4 +141,12 @@ func (r Run) Execute(ctx context.Context) ([]Trial, error) {
 		}
 	}
 	return ran, nil
+}
+
+// waitJob delivers trial t of a class that waits, outside the slots.
+func waitJob(subj Subject, t Trial) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := subj.Deliver(ctx, t)
+		return err
+	}
 }

@@ -321,3 +321,67 @@ func TestExecuteSideBySide(t *testing.T) {
 		t.Errorf("ran %d trials, up to %d at once; want a discovery and 3 server crashes, one at a time", len(ran), *gs[0].peak)
 	}
 }
+
+// meeter is a subject whose slotted deliveries each wait for a delivery of
+// class waits to be under way, and give up after a while: they meet only
+// if the waiting class runs while every slot is taken.
+type meeter struct {
+	waits   Kind
+	started chan struct{}
+	once    sync.Once
+	found   Found
+}
+
+func (m *meeter) Deliver(ctx context.Context, t Trial) (Found, error) {
+	if t.Class == None {
+		return m.found, nil
+	}
+	if t.Class == m.waits {
+		m.once.Do(func() { close(m.started) })
+		return Found{}, nil
+	}
+	select {
+	case <-m.started:
+		return Found{}, nil
+	case <-time.After(5 * time.Second):
+		return Found{}, fmt.Errorf("trial %s held the only slot and no %s trial started beside it", t.ID(), m.waits)
+	}
+}
+
+// TestExecuteWaitsBeside: a class that waits on a clock (takeovers) runs
+// beside the slots, not in them: with one slot, held by a trial that
+// waits for a takeover to start, the takeover still starts; and its
+// trials keep at most as many at once as there are slots.
+func TestExecuteWaitsBeside(t *testing.T) {
+	var waits []Kind
+	for _, c := range Classes {
+		if c.Waits {
+			waits = append(waits, c.Kind)
+		}
+	}
+	if diff := cmp.Diff([]Kind{Takeover}, waits); diff != "" {
+		t.Fatalf("classes that wait (-want +got):\n%s", diff)
+	}
+	m := &meeter{waits: Takeover, started: make(chan struct{}), found: Found{Points: []string{"a", "b"}}}
+	run := Run{Slots: harness.NewSlots(1), Units: []Unit{{Subject: m, Discovery: "m/none", Sets: []Set{
+		{Class: Points, Condition: "m/points"}, {Class: Takeover, Condition: "m/takeover"},
+	}}}}
+	ran, err := run.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 5 {
+		t.Errorf("ran %d trials, want a discovery, 2 points and 2 takeovers", len(ran))
+	}
+	gs := newGauges(1)
+	gs[0].found = Found{Points: []string{"a", "b", "c", "d", "e", "f"}}
+	run = Run{Slots: harness.NewSlots(2), Units: []Unit{{Subject: gs[0], Discovery: "g/none", Sets: []Set{
+		{Class: Points, Condition: "g/points"}, {Class: Takeover, Condition: "g/takeover"},
+	}}}}
+	if _, err := run.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if gs[0].during[Takeover] == 0 || *gs[0].peak > 4 {
+		t.Errorf("takeovers beside 2 slots: up to %d deliveries at once, %d takeovers beside another; want at most 4, some", *gs[0].peak, gs[0].during[Takeover])
+	}
+}
