@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"idemlab/cmd/help"
+	"idemlab/experiments/all"
+	"idemlab/experiments/backend"
+	"idemlab/experiments/suite"
 )
 
 const readmePath = "../README.md"
@@ -97,10 +101,7 @@ func readmeDrift(t *testing.T, readme string, needCommands bool) []string {
 		t.Fatal(err)
 	}
 	code, prose := splitCode(readme)
-	made := map[string]bool{}
-	for _, m := range regexp.MustCompile(`cat > (\S+)`).FindAllStringSubmatch(code, -1) {
-		made[m[1]] = true
-	}
+	made := madeFiles(code)
 	commands := 0
 	for _, line := range strings.Split(code, "\n") {
 		for _, part := range regexp.MustCompile(`&&|\|\||;|\|`).Split(line, -1) {
@@ -172,7 +173,7 @@ func readmeDrift(t *testing.T, readme string, needCommands bool) []string {
 		if i := strings.LastIndex(p, "."); i > strings.LastIndex(p, "/") && i+1 < len(p) && p[i+1] >= 'A' && p[i+1] <= 'Z' {
 			p = p[:i]
 		}
-		if made[p] || strings.Contains(p, "*") || regexp.MustCompile(`/[A-Z]+([./]|$)`).MatchString(p) {
+		if _, ok := made[p]; ok || strings.Contains(p, "*") || regexp.MustCompile(`/[A-Z]+([./]|$)`).MatchString(p) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join("..", p)); err != nil && !generatedFile(p) {
@@ -195,7 +196,7 @@ func generatedFile(p string) bool {
 // checkCommandLine parses one idemlab command line as the command would,
 // without running it: the command must exist, each flag must be its own,
 // "help TOPIC" must name a topic, a pattern file must exist.
-func checkCommandLine(root *cobra.Command, args []string, made map[string]bool) string {
+func checkCommandLine(root *cobra.Command, args []string, made map[string]string) string {
 	placeholder := regexp.MustCompile(`^[A-Z]+$`)
 	if len(args) > 0 && (args[0] == "worker" || placeholder.MatchString(args[0])) {
 		return "" // a worker, which main dispatches; a placeholder
@@ -224,12 +225,79 @@ func checkCommandLine(root *cobra.Command, args []string, made map[string]bool) 
 	for _, name := range []string{"pattern-file", "claim-sql", "input"} {
 		if f := fs.Lookup(name); f != nil && f.Changed {
 			v := f.Value.String()
-			if _, err := os.Stat(filepath.Join("..", v)); err != nil && !made[v] {
-				return fmt.Sprintf("--%s %s: no such file", name, v)
+			if _, ok := made[v]; !ok {
+				if _, err := os.Stat(filepath.Join("..", v)); err != nil {
+					return fmt.Sprintf("--%s %s: no such file", name, v)
+				}
 			}
 		}
 	}
+	if c.Name() == "experiment" {
+		return planExperiment(fs, made)
+	}
 	return ""
+}
+
+// madeFiles are the files a text makes itself with a here-document,
+// cat > FILE <<'EOF' … EOF, by name, with their text ("" where the text
+// is not given, as in cat > FILE).
+func madeFiles(code string) map[string]string {
+	made := map[string]string{}
+	for _, m := range regexp.MustCompile(`cat > (\S+)`).FindAllStringSubmatch(code, -1) {
+		made[m[1]] = ""
+	}
+	for _, m := range regexp.MustCompile(`(?s)cat > (\S+) <<'?EOF'?\n(.*?\n)EOF\n`).FindAllStringSubmatch(code, -1) {
+		made[m[1]] = m[2]
+	}
+	return made
+}
+
+// planExperiment plans an experiment command line as the run would
+// before it starts anything: the chosen scenarios, the input file, each
+// scenario flag applied to a scenario that takes it, its value valid, and
+// the files the plans read (a pattern file, a claim statement). A line
+// with a placeholder or a shell variable in it is not planned.
+func planExperiment(fs *pflag.FlagSet, made map[string]string) string {
+	var overrides map[string]string
+	unplannable := false
+	fs.Visit(func(f *pflag.Flag) {
+		v := f.Value.String()
+		if regexp.MustCompile(`[$*{}'"]|(^|[/=,])[A-Z][A-Z_]+([/.,]|$)`).MatchString(v) {
+			unplannable = true
+		}
+		if o, ok := f.Value.(*overrideFlag); ok {
+			overrides = o.into
+		}
+	})
+	if dsn := fs.Lookup(backend.FlagDSN); unplannable || dsn != nil && dsn.Changed {
+		return "" // --dsn names a server of the reader's
+	}
+	reg := all.Scenarios(sourcePatterns)
+	names, _ := fs.GetStringArray("scenario")
+	chosen, err := suite.Choose(reg, names)
+	if err != nil {
+		return err.Error()
+	}
+	input := fs.Lookup("input").Value.String()
+	in, err := suite.ReadInput(filepath.Join("..", input), reg)
+	if err != nil {
+		return err.Error()
+	}
+	if _, err := suite.PlanAll(context.Background(), chosen, in, overrides, repoFiles(made), suite.ProbeMachine()); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// repoFiles reads the files a plan names from the repository's root, or,
+// for a file the text makes itself, its text.
+type repoFiles map[string]string
+
+func (r repoFiles) ReadFile(name string) ([]byte, error) {
+	if text, ok := r[name]; ok && text != "" {
+		return []byte(text), nil
+	}
+	return os.ReadFile(filepath.Join("..", name))
 }
 
 // splitCode parts Markdown into its fenced code and the rest.
