@@ -145,6 +145,8 @@ func readmeDrift(t *testing.T, readme string, needCommands bool) []string {
 	code, prose := splitCode(readme)
 	made := madeFiles(code)
 	commands := 0
+	// A line that ends in a backslash goes on on the next.
+	code = regexp.MustCompile(`\\\n\s*`).ReplaceAllString(code, " ")
 	for _, line := range strings.Split(code, "\n") {
 		for _, part := range regexp.MustCompile(`&&|\|\||;|\|`).Split(line, -1) {
 			args := strings.Fields(strings.SplitN(part, "#", 2)[0])
