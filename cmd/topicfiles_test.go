@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/engine"
 )
 
 // fileCopy is a code block in a topic that follows <!-- file: PATH -->:
@@ -105,4 +107,26 @@ func shippedPrograms(t testing.TB) map[string][]string {
 		}
 	}
 	return out
+}
+
+// TestFaultsTopicNamesEveryClass: the faults topic names every fault
+// class of the engine's registry, by its word in --faults or, for a
+// class pattern files do not run, by its kind.
+func TestFaultsTopicNamesEveryClass(t *testing.T) {
+	md, err := topicMarkdown("faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(engine.Classes) == 0 {
+		t.Fatal("engine.Classes is empty")
+	}
+	for _, c := range engine.Classes {
+		names := []string{c.Fault, string(c.Kind), strings.ReplaceAll(string(c.Kind), "-", " ")}
+		named := func(n string) bool {
+			return n != "" && (strings.Contains(md, "**"+n) || strings.Contains(md, "`"+n))
+		}
+		if !slices.ContainsFunc(names, named) {
+			t.Errorf("the faults topic does not name class %s (in bold or as code: %s)", c.Kind, strings.Join(names[1:], ", "))
+		}
+	}
 }
