@@ -1,5 +1,6 @@
-// Command idemlab reproduces idempotent-processing experiments with real
-// child processes and real SQLite files. Run "idemlab --help".
+// Command idemlab tests whether a message handler is idempotent under
+// crashes, kills, races, power cuts and redelivery, with real child
+// processes and real databases. Run "idemlab help".
 package main
 
 import (

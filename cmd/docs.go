@@ -30,7 +30,7 @@ func newDocsCmd(s Streams, h Hooks) *cobra.Command {
 	var o docsOptions
 	c := &cobra.Command{
 		Use:   "docs --markdown DIR --man DIR",
-		Short: "Write the manual as Markdown and man pages: every command and help topic",
+		Short: "Write every command's and topic's page, as Markdown and man pages",
 		Long: `docs writes a page for every command (its --help, as Markdown and as a man
 page of section 1) and for every help topic (the text "idemlab help TOPIC"
 prints, as Markdown and as a man page of section 7). The Markdown starts at

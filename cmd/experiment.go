@@ -76,7 +76,7 @@ func newExperimentCmd(s Streams, h Hooks) *cobra.Command {
 	opts := &ExperimentOptions{Streams: s, hooks: h, Overrides: map[string]string{}}
 	c := &cobra.Command{
 		Use:   "experiment --out DIR [--scenario NAME ...] [--input FILE] [scenario flags]",
-		Short: "Run the scenarios with real worker processes and write a results folder",
+		Short: "Run the scenarios with real worker processes into a results folder",
 		Long: `Run the scenarios, each worker in a fresh child process of this same binary,
 and write DIR/results.json, DIR/observations.jsonl, DIR/raw-processes.jsonl
 and DIR/input.json (a copy of the input file).

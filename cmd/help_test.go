@@ -9,7 +9,8 @@ import (
 	"idemlab/cmd/help"
 )
 
-// TestHelpTopics: "idemlab help" lists every topic on one line, and
+// TestHelpTopics: "idemlab help" lists every topic on one line, in
+// help.Topics' order, within 80 columns as all its lines, and
 // "idemlab help TOPIC" prints each, at 80 columns: no line of prose
 // wider, no Markdown marks left (code blocks, indented, are kept as they
 // are).
@@ -18,6 +19,18 @@ func TestHelpTopics(t *testing.T) {
 	list := execIn(t, Hooks{}, "help")
 	if list.code != 0 {
 		t.Fatalf("idemlab help: exit %d\n%s", list.code, list.stderr)
+	}
+	listed := 0
+	for i, l := range strings.Split(list.stdout, "\n") {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("idemlab help line %d is %d columns: %q", i+1, n, l)
+		}
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "idemlab" && listed < len(help.Topics) && f[1] == help.Topics[listed].Name {
+			listed++
+		}
+	}
+	if listed != len(help.Topics) {
+		t.Errorf("idemlab help lists the topics out of help.Topics' order (%d in order):\n%s", listed, list.stdout)
 	}
 	for _, tp := range help.Topics {
 		t.Run(tp.Name, func(t *testing.T) {

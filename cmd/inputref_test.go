@@ -39,6 +39,32 @@ func TestInputReference(t *testing.T) {
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s is stale; run go test ./cmd -run TestInputReference -update (-committed +from the code):\n%s", inputRefFile, diff)
 	}
+	for _, f := range fieldsWithoutDefault(got) {
+		t.Errorf("%s: input.json gives no value and its doc comment names no default (say \"default …\", \"absent …\", \"empty means …\" or \"required\")", f)
+	}
+}
+
+// fieldsWithoutDefault are the reference's fields that input.json gives
+// no value and whose meaning names no default: the input topic must say
+// what a field left out does.
+func fieldsWithoutDefault(ref string) []string {
+	says := regexp.MustCompile(`(?i)default|absent|empty means|required`)
+	rows := 0
+	var out []string
+	for _, row := range strings.Split(ref, "\n") {
+		cells := strings.Split(row, " | ")
+		if !strings.HasPrefix(row, "| `") || len(cells) < 4 {
+			continue
+		}
+		rows++
+		if cells[2] == "—" && !says.MatchString(cells[3]) {
+			out = append(out, strings.TrimPrefix(cells[0], "| "))
+		}
+	}
+	if rows == 0 {
+		out = append(out, "(no field rows in the reference)")
+	}
+	return out
 }
 
 // inputReference reads each input section's type from its package's

@@ -24,7 +24,7 @@ func newMergeCmd(s Streams, h Hooks) *cobra.Command {
 	opts := &MergeOptions{Streams: s, hooks: h}
 	c := &cobra.Command{
 		Use:   "merge --out DIR SHARD_DIR...",
-		Short: "Join the folders of a plan run in shards (--shard i/n) into one results folder",
+		Short: "Join the shards' folders (--shard i/n) into one results folder",
 		Long: `Join the results folders of explore, durability or pattern run as n shards
 (--shard 1/n to --shard n/n, e.g. one per job of a CI matrix) into DIR, one
 folder that verify accepts as a whole.

@@ -19,7 +19,7 @@ func newReportCmd(s Streams, h Hooks) *cobra.Command {
 	opts := &ReportOptions{Streams: s, hooks: h}
 	c := &cobra.Command{
 		Use:   "report DIR [DIR...] [--html FILE] [--md FILE]",
-		Short: "Render a results folder beside the articles' published tables, or several folders side by side",
+		Short: "Draw a folder beside the articles' tables, or folders side by side",
 		Long: `Render a results folder: per article, the published table beside the
 reproduced figures with ✓/✗ per cell; per scenario, its settings, tables,
 conditions and charts; the environment and the code identity. The figures

@@ -43,20 +43,29 @@ type Hooks struct {
 	Patterns fs.FS
 }
 
+// The commands and topics are listed in the order they are added (the
+// commands a newcomer runs first, then help.Topics' order: a newcomer's
+// path first, the reference last), not sorted by name.
+func init() { cobra.EnableCommandSorting = false }
+
 func newRootCmd(s Streams, h Hooks) *cobra.Command {
 	if h.Registry == nil {
 		h.Registry = all.Scenarios(h.Patterns)
 	}
 	root := &cobra.Command{
 		Use:   "idemlab",
-		Short: "Reproduce idempotent-processing experiments with real processes and real SQLite files",
-		Long: `idemlab reproduces three published experiments about idempotent processing
-(redelivery after a crash, batch resume with a step journal, TTL claims) from
-real child processes and real SQLite files, and checks every observation
-against an oracle computed from the inputs.
+		Short: "Test whether a message handler is idempotent: crashes, kills, races, power cuts, redelivery",
+		Long: `idemlab tests whether a message handler does its work exactly once when it
+crashes, is killed, races a second copy of itself, loses power or is
+redelivered. It reproduces three published experiments about idempotent
+processing and puts your own pattern file or handler program through the
+same faults, with real worker processes and real SQLite files or PostgreSQL
+servers, and checks every verdict against an oracle computed from the inputs.
 
-Run "idemlab experiment --out results-local", then "idemlab verify results-local".
-"idemlab help TOPIC" prints a topic of the manual (listed below).`,
+Run "idemlab experiment --out results-local" (the articles' scenarios), then
+"idemlab verify results-local". Your own pattern or program: "idemlab help
+patterns", "idemlab help handlers". "idemlab help TOPIC" prints a topic of the
+manual (listed below).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

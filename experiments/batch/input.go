@@ -28,11 +28,12 @@ const MaxItems = 1_000_000
 
 // Latency is the simulated cost of each step, in milliseconds.
 type Latency struct {
-	// Validate is the validate step's latency in ms.
+	// Validate is the validate step's latency in ms, 0 to 10000.
 	Validate float64 `json:"validate"`
-	// Transform is the transform step's latency in ms.
+	// Transform is the transform step's latency in ms, 0 to 10000.
 	Transform float64 `json:"transform"`
-	// Send is the send step's latency in ms, before the receiver answers.
+	// Send is the send step's latency in ms, before the receiver
+	// answers, 0 to 10000.
 	Send float64 `json:"send"`
 }
 

@@ -43,7 +43,8 @@ type Input struct {
 	// FULL, EXTRA; any case); default all four.
 	Synchronous []string `json:"synchronous,omitempty"`
 	// Kinds narrow it to these crash kinds: kill and power on SQLite;
-	// kill, server and (opt-in) power on PostgreSQL.
+	// kill, server and (opt-in) power on PostgreSQL. Default: kill and
+	// power on SQLite, kill and server on PostgreSQL.
 	Kinds []string `json:"kinds,omitempty"`
 	// Fault is what a power cut does to unsynced writes: "drop" (the
 	// default) or "torn".
@@ -58,7 +59,7 @@ type Input struct {
 	// seeds follow; default 1.
 	Seed *int64 `json:"seed,omitempty"`
 	// SyncPoints, when true, adds a cut inside every sync of the normal
-	// run, just before and just after the fsync.
+	// run, just before and just after the fsync; default false.
 	SyncPoints bool `json:"sync_points,omitempty"`
 	// PowerLayer is where a power cut is made: "vfs" (the default) or
 	// "fs" (engine.PowerLayers).

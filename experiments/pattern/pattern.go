@@ -35,8 +35,8 @@ const (
 // Input is the pattern section of input.json.
 type Input struct {
 	// Files are pattern files, read relative to the working folder and
-	// carried into the results folder. --pattern-file names one; the
-	// section may then be left out.
+	// carried into the results folder; required, unless --pattern-file
+	// names one (the section may then be left out).
 	Files []string `json:"files"`
 	// EventID is the trials' event; default evt-1.
 	EventID string `json:"event_id"`
@@ -60,7 +60,8 @@ type Input struct {
 	// (runtime.GOMAXPROCS).
 	Parallel int `json:"parallel"`
 	// SyncPoints (--sync-points) adds to a handler program's power class
-	// a cut before and after each fsync its mount saw (syncpoints.go).
+	// a cut before and after each fsync its mount saw (syncpoints.go);
+	// default false.
 	SyncPoints bool `json:"sync_points"`
 	// power, from --power, replaces every file's power settings: a
 	// replay of one power condition cuts under its setting alone.
