@@ -338,24 +338,30 @@ func TestShardFlagRefused(t *testing.T) {
 }
 
 // TestFormat2FolderStillVerifies: a folder written before results.json
-// gained shard, shards and plan (format 2) verifies, and verify says what
-// format 3 changed.
+// gained shard, shards and plan (format 2), or before durability ran on
+// PostgreSQL (format 3), verifies, and verify says what the next format
+// changed.
 func TestFormat2FolderStillVerifies(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "results")
 	if r := execIn(t, Hooks{}, "experiment", "--quiet", "--scenario", "redelivery", "--input", goodInput, "--out", dir); r.code != 0 {
 		t.Fatalf("experiment: exit %d\n%s", r.code, r.stderr)
 	}
-	editJSON(t, filepath.Join(dir, "results.json"), func(m map[string]any) { m["format"] = 2 })
-	// A folder of format 2 records no executable per process; one that
-	// did would contradict its format.
+	// A folder of format 2 or 3 records no executable per process; one
+	// that did would contradict its format.
 	procs := filepath.Join(dir, results.ProcessesFile)
 	b, _ := os.ReadFile(procs)
 	for n := range strings.Count(string(b), "\n") {
 		editLine(t, procs, n+1, func(m map[string]any) map[string]any { delete(m, "executable_sha256"); return m })
 	}
-	r := execIn(t, Hooks{}, "verify", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "format 3: results.json gained shard") {
-		t.Errorf("verify of a format 2 folder: exit %d, want 0 with format 3's change named\n%s%s", r.code, r.stdout, r.stderr)
+	for _, format := range []int{2, 3} {
+		t.Run(fmt.Sprint(format), func(t *testing.T) {
+			editJSON(t, filepath.Join(dir, "results.json"), func(m map[string]any) { m["format"] = format })
+			next := fmt.Sprintf("format %d: %s", format+1, results.FormatChanges[format+1][:30])
+			r := execIn(t, Hooks{}, "verify", dir)
+			if r.code != 0 || !strings.Contains(r.stdout, next) {
+				t.Errorf("verify of a format %d folder: exit %d, want 0 with %q named\n%s%s", format, r.code, next, r.stdout, r.stderr)
+			}
+		})
 	}
 }

@@ -45,9 +45,18 @@ var registry = map[string]Func{
 	redelivery.ConsumerName:  redelivery.ConsumeMain,
 	redelivery.PublisherName: redelivery.PublishMain,
 	pattern.ConsumerName:     pattern.ConsumeMain,
-	// A handler program's consumer: it runs the user's program for the
-	// message it fetched.
-	pattern.ProgramConsumerName: pattern.ConsumeProgramMain,
+}
+
+// Register adds a worker whose code lives above this package because it
+// needs the harness itself: a handler program's consumer on a broker
+// (pattern.ProgramConsumerName), which runs the user's program as the
+// harness does, registered by experiments/subject/patternfile. Call it
+// from that package's init; a name registered twice panics.
+func Register(name string, fn Func) {
+	if _, dup := registry[name]; dup || name == "" || fn == nil {
+		panic(fmt.Sprintf("worker: cannot register %q twice, or without a name or function", name))
+	}
+	registry[name] = fn
 }
 
 // Names lists the registered workers, sorted.

@@ -49,11 +49,12 @@ const (
 // RecordedFlags are the flags Resolve reads from the overrides.
 var RecordedFlags = []string{FlagBackend, FlagIsolation, FlagSynchronousCommit}
 
-// Defaults for PostgreSQL: the server's own.
-const (
-	DefaultIsolation         = "read-committed" // store.ReadCommitted
-	DefaultSynchronousCommit = "on"
-)
+// Defaults for PostgreSQL: the server's own. The level is named by
+// store's one spelling of it.
+var DefaultIsolation = store.ReadCommitted.String()
+
+// DefaultSynchronousCommit is PostgreSQL's default synchronous_commit.
+const DefaultSynchronousCommit = "on"
 
 // Spec is the backend a run asks for: what a scenario's settings record.
 type Spec struct {

@@ -62,7 +62,7 @@ func ConsumeMain(call *protocol.Call) int {
 	}
 	res := &Result{Outcome: Outcome{Sends: []SendResult{}}, Broker: &wr.Consumed{}}
 	got := res.Broker
-	c, m, err := wr.Fetch(a.Sub, got, since)
+	c, m, err := wr.FetchEvent(a.Sub, got, since, a.Deliver.EventID)
 	if c != nil {
 		defer c.Close()
 	}
@@ -71,10 +71,6 @@ func ConsumeMain(call *protocol.Call) int {
 	}
 	if m == nil {
 		return call.Finish(res, protocol.ExitACK)
-	}
-	var ev string
-	if err := json.Unmarshal(m.Data, &ev); err != nil || ev != a.Deliver.EventID {
-		return call.Fail(fmt.Errorf("the message holds %q (%v), the arguments name event %q", m.Data, err, a.Deliver.EventID))
 	}
 	acked := false
 	ack := func() error {

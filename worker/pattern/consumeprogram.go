@@ -1,23 +1,15 @@
 package pattern
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"time"
 
-	"idemlab/experiments/harness"
-	"idemlab/experiments/results"
 	"idemlab/worker/natswire"
 	"idemlab/worker/protocol"
-	wr "idemlab/worker/redelivery"
 )
 
 // ProgramConsumerName is the registry name of the broker consumer for a
@@ -118,26 +110,6 @@ func ParseConsumeProgramArgs(argv []string) (ConsumeProgramArgs, error) {
 	return a, errors.Join(append(errs, sub())...)
 }
 
-// ProgramRan is what the consumer saw of its program: the process line
-// the harness records for it, as without a broker, and its points.
-type ProgramRan struct {
-	Record    results.ProcessRecord `json:"record"`
-	Points    []string              `json:"points"`
-	PointsUS  []int64               `json:"points_us,omitempty"`
-	KilledAt  string                `json:"killed_at,omitempty"`
-	Stray     []string              `json:"stray,omitempty"`
-	TimedOut  bool                  `json:"timed_out,omitempty"`
-	SocketCut int64                 `json:"socket_cut,omitempty"`
-}
-
-// ProgramResult is a program consumer's report: the broker's word on the
-// message and what its program did; Program is nil when nothing was
-// fetched.
-type ProgramResult struct {
-	Broker  *wr.Consumed `json:"broker"`
-	Program *ProgramRan  `json:"program,omitempty"`
-}
-
 // MessageEnv are the message's variables for delivery count n.
 func MessageEnv(msgID string, n uint64) map[string]string {
 	red := "0"
@@ -145,98 +117,4 @@ func MessageEnv(msgID string, n uint64) map[string]string {
 		red = "1"
 	}
 	return map[string]string{EnvMsgID: msgID, EnvDeliveryCount: strconv.FormatUint(n, 10), EnvRedelivered: red}
-}
-
-// killAt is the fault's kill at an announced point.
-func (f ProgramFault) killAt() func(string, int) bool {
-	switch {
-	case f.Point != "":
-		return func(name string, _ int) bool { return name == f.Point }
-	case f.K > 0:
-		return func(_ string, n int) bool { return n == f.K }
-	}
-	return nil
-}
-
-// ConsumeProgramMain is the registered worker "pattern.consume-program".
-// It exits 0 once the server accepted its ack (written on standard error
-// as AckLine), ExitNotAcked when its program did not exit 0, and 0 with
-// Fetched false when no message came within the fetch wait.
-func ConsumeProgramMain(call *protocol.Call) int {
-	t0 := time.Now()
-	since := func() float64 { return float64(time.Since(t0).Microseconds()) / 1000 }
-	a, err := ParseConsumeProgramArgs(call.Args)
-	if err != nil {
-		return call.Usage(err)
-	}
-	res := &ProgramResult{Broker: &wr.Consumed{}}
-	got := res.Broker
-	c, m, err := wr.Fetch(a.Sub, got, since)
-	if c != nil {
-		defer c.Close()
-	}
-	if err != nil {
-		return call.Fail(err)
-	}
-	if m == nil {
-		return call.Finish(res, protocol.ExitACK)
-	}
-	var ev string
-	if err := json.Unmarshal(m.Data, &ev); err != nil || ev != a.EventID {
-		return call.Fail(fmt.Errorf("the message holds %q (%v), the arguments name event %q", m.Data, err, a.EventID))
-	}
-	env := MessageEnv(got.MsgID, got.Meta.NumDelivered)
-	for k, v := range a.Env {
-		env[k] = v
-	}
-	p := harness.Program{
-		Scenario: call.Name, Label: ProgramConsumerName, Argv: a.Command, Dir: a.Dir, Env: env,
-		Timeout: time.Duration(a.TimeoutMS) * time.Millisecond, KillAt: a.Fault.killAt(), DieWithParent: true,
-	}
-	if delay := time.Duration(a.Fault.KillUS) * time.Microsecond; a.Fault.FromFirst {
-		p.KillAfterFirst = delay
-	} else {
-		p.KillAfter = delay
-	}
-	// The program's leader is tied to this thread: Pdeathsig fires when
-	// the thread that started it ends, not only the process.
-	runtime.LockOSThread()
-	run, err := (&harness.Runner{}).RunProgram(context.Background(), p)
-	if err != nil {
-		return call.Fail(err)
-	}
-	run.Record.ExecutableSHA256 = executableSHA256(a.Dir, a.Command[0])
-	res.Program = &ProgramRan{Record: run.Record, Points: run.Points, PointsUS: run.PointsUS, KilledAt: run.KilledAt, Stray: run.Stray, TimedOut: run.TimedOut, SocketCut: run.SocketCut}
-	if res.Program.Points == nil {
-		res.Program.Points = []string{}
-	}
-	if run.Record.ExitCode != protocol.ExitACK || run.Record.Signal != "" {
-		return call.Finish(res, ExitNotAcked)
-	}
-	ans, err := c.AckSync(m, wr.AckTimeout)
-	if err != nil {
-		return call.Fail(fmt.Errorf("ack: %w", err))
-	}
-	got.Ack, got.AckedMS = &ans, since()
-	if !got.Acked() {
-		return call.Fail(fmt.Errorf("ack: the server answered %s", Compact(ans)))
-	}
-	if err := stderrAck(call.Stderr)(); err != nil {
-		return call.Fail(err)
-	}
-	return call.Finish(res, protocol.ExitACK)
-}
-
-// executableSHA256 hashes the executable the program's command names,
-// found as exec.Cmd finds it; "" when it cannot be read.
-func executableSHA256(dir, name string) string {
-	path := exec.Command(name).Path
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
-	}
-	sum, err := results.HashFile(path)
-	if err != nil {
-		return ""
-	}
-	return sum
 }

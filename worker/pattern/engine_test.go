@@ -107,12 +107,7 @@ func TestRunDeliversThenStops(t *testing.T) {
 	defer srv.Close()
 	f, dbPath := loadPattern(t, t.TempDir())
 	out, points, _ := deliver(t, f, dbPath, srv.URL, 1, "")
-	var want []string
-	for i, s := range f.Handler {
-		b, a := s.Points(i)
-		want = append(want, b, a)
-	}
-	if d := cmp.Diff(want, points); d != "" {
+	if d := cmp.Diff(f.Points(), points); d != "" {
 		t.Errorf("points (-want +got):\n%s", d)
 	}
 	if out.Error != "" || out.Steps != 6 || out.StoppedAt != 0 || len(out.Sends) != 1 {

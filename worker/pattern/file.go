@@ -150,6 +150,19 @@ func (s Step) Points(i int) (before, after string) {
 	return fmt.Sprintf("before-%d-%s", i+1, s.Kind()), fmt.Sprintf("after-%d-%s", i+1, s.Kind())
 }
 
+// Points are the crash points of the file's handler in the order a
+// delivery that runs every step passes them: each step's before and
+// after. A program's file has no steps, so none: its points are what its
+// discovery announces.
+func (f File) Points() []string {
+	out := make([]string, 0, 2*len(f.Handler))
+	for i, s := range f.Handler {
+		before, after := s.Points(i)
+		out = append(out, before, after)
+	}
+	return out
+}
+
 // AckStep is the 1-based place of the handler's ack step, 0 when it has
 // none and the ACK follows the last step.
 func (f File) AckStep() int {

@@ -125,7 +125,7 @@ func ConsumeMain(call *protocol.Call) int {
 	}
 	res := Result{Pattern: a.Deliver.Pattern, Broker: &Consumed{}}
 	got := res.Broker
-	c, m, err := Fetch(a.Sub, got, since)
+	c, m, err := FetchEvent(a.Sub, got, since, a.Deliver.Event)
 	if c != nil {
 		defer c.Close()
 	}
@@ -134,10 +134,6 @@ func ConsumeMain(call *protocol.Call) int {
 	}
 	if m == nil {
 		return call.Finish(res, protocol.ExitACK)
-	}
-	var ev Event
-	if err := json.Unmarshal(m.Data, &ev); err != nil || ev != a.Deliver.Event {
-		return call.Fail(fmt.Errorf("the message holds %q (%v), the arguments name event %+v", m.Data, err, a.Deliver.Event))
 	}
 	ack := func() error {
 		ans, err := c.AckSync(m, AckTimeout)
@@ -246,6 +242,20 @@ func Notices(d, every time.Duration) int {
 		return 0
 	}
 	return int((d - 1) / every)
+}
+
+// FetchEvent is Fetch for a consumer of the event want: the message must
+// hold it, as JSON, or the fetch fails, naming what it held.
+func FetchEvent[E comparable](sub natswire.Sub, got *Consumed, since func() float64, want E) (*natswire.Conn, *natswire.Msg, error) {
+	c, m, err := Fetch(sub, got, since)
+	if err != nil || m == nil {
+		return c, m, err
+	}
+	var ev E
+	if err := json.Unmarshal(m.Data, &ev); err != nil || ev != want {
+		return c, nil, fmt.Errorf("the message holds %q (%v), the arguments name event %+v", m.Data, err, want)
+	}
+	return c, m, nil
 }
 
 // Fetch is a consumer process's fetch: it dials sub's server and fetches

@@ -372,6 +372,10 @@ func (f *folder) checkPlan(t *trialLine) bool {
 		f.c.Obs(t.l, "kind", "%q is not a trial of a %s condition (want %v)", t.o.Kind, t.c.Fault, want)
 		return false
 	}
+	if !slices.Contains(Kinds, t.o.Kind) {
+		f.c.Obs(t.l, "kind", "%q is a trial the pattern subject does not run (%v): nothing applied or checked its fault", t.o.Kind, Kinds)
+		return false
+	}
 	if len(t.o.Deliveries) == 0 {
 		f.c.Obs(t.l, "deliveries", "none recorded; every trial delivers at least once")
 		return false

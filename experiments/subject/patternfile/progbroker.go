@@ -59,7 +59,7 @@ func (t *trial) consumeProgram(d Delivery) (Delivery, *harness.ProgramRun, bool,
 		return d, nil, false, fmt.Errorf("%s trial %d: %w", t.c.Name, t.o.Trial, err)
 	}
 	d.Consumer = proc.Record.ID
-	var res wp.ProgramResult
+	var res ProgramResult
 	if err := results.DecodeStrict(proc.Report.Result, &res); err != nil || res.Program == nil {
 		return d, nil, false, fmt.Errorf("%w: %s trial %d: the consumer ran no program (%v): %s", errclass.ErrHarness, t.c.Name, t.o.Trial, err, proc.Report.Result)
 	}
@@ -85,7 +85,7 @@ func (f *folder) brokerProcess(t *trialLine, d Delivery) (results.Process, bool)
 // consumedOf is the broker's word in consumer p's report.
 func consumedOf(p results.Process, raw []byte) (*wr.Consumed, error) {
 	if p.Worker == wp.ProgramConsumerName {
-		var r wp.ProgramResult
+		var r ProgramResult
 		err := results.DecodeStrict(raw, &r)
 		return r.Broker, err
 	}
@@ -132,14 +132,14 @@ func (f *folder) programConsumer(t *trialLine, i int, d Delivery, prog results.P
 	if !ok {
 		return
 	}
-	var r wp.ProgramResult
+	var r ProgramResult
 	if err := results.DecodeStrict(rep.Result, &r); err != nil || r.Program == nil {
 		f.c.Proc(p, "stdout", "delivery %d's consumer reports no program (%v)", d.Number, err)
 		return
 	}
 	rec := r.Program.Record
 	rec.ID, rec.Scenario, rec.Condition, rec.Label = prog.ID, prog.Scenario, prog.Condition, prog.Label
-	seen := wp.ProgramRan{Record: prog.ProcessRecord, Points: d.Points, PointsUS: d.PointsUS, KilledAt: d.KilledAt, Stray: d.Stray, TimedOut: d.TimedOut, SocketCut: d.SocketCut}
+	seen := ProgramRan{Record: prog.ProcessRecord, Points: d.Points, PointsUS: d.PointsUS, KilledAt: d.KilledAt, Stray: d.Stray, TimedOut: d.TimedOut, SocketCut: d.SocketCut}
 	if seen.Points == nil {
 		seen.Points = []string{} // the observation's omitempty
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,13 @@ const (
 	KindRace      = "race"
 	KindPower     = "power"
 )
+
+// Kinds are the trial kinds the pattern subject runs: each is applied to
+// the first delivery by its own case (Env, killAt, ConsumeProgramArgs)
+// and checked by the fold's (checkPlan, crashPlanned, plannedKillAt). A registered class whose pattern label is not here runs
+// no fault, so Deliver refuses it and the fold reports it: it cannot pass
+// having done nothing.
+var Kinds = []string{KindDiscovery, KindPoint, KindHits, KindKill, KindRace, KindPower}
 
 // isACK says whether a power trial's cut comes after an ACK rather than at
 // a crash point.
@@ -320,6 +328,9 @@ func (r *runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, err
 		return engine.Found{Syncs: d.syncs}, err
 	}
 	o := Observation{Trial: t.Index, Kind: engine.Label(engine.Pattern, t.Class), Point: t.Point, Model: t.Model, K: t.K, KillUS: t.KillUS, Racers: t.Racers, RaceCrashK: t.CrashK}
+	if !slices.Contains(Kinds, o.Kind) {
+		return engine.Found{}, fmt.Errorf("%w: %s trial %d: the pattern subject does not run fault class %s (pattern label %q, not one of %v)", errclass.ErrHarness, t.Condition, t.Index, t.Class, o.Kind, Kinds)
+	}
 	d, err := rc.trial(r.conds[t.Condition], o, nil)
 	if err != nil || t.Class != engine.None {
 		return engine.Found{}, err

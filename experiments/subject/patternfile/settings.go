@@ -245,8 +245,8 @@ func conditionsOf(p Pattern, faults []string) []Condition {
 
 // Processes counts the settings' processes from the plan the engine runs:
 // each pattern's discovery, then every trial of the run's part, planned
-// from the points the file's steps give (two a step; a program's are
-// known only once its discovery ran, so none). A race runs its racers and
+// from the points the file's steps give (its model, wp.File.Points; a
+// program's are known only once its discovery ran, so none). A race runs its racers and
 // a recovery, any other trial a first delivery and one redelivery; a
 // handler that stops early passes fewer points, and a trial that
 // redelivers more than once runs more.
@@ -254,7 +254,7 @@ func (s Settings) Processes() int {
 	n := 0
 	for _, pt := range s.Patterns {
 		n++ // discovery
-		found := engine.Found{Points: make([]string, 2*len(pt.File.Handler))}
+		found := engine.Found{Points: pt.File.Points()}
 		for _, c := range s.Conditions {
 			if c.Pattern != pt.File.Name {
 				continue
