@@ -111,6 +111,10 @@ type PowerCell struct {
 	Model string
 }
 
+// Name is the cell as durability's conditions and tables name it: its
+// settings' Name, then the model ("fsync=on,…,full_page_writes=on,drop").
+func (c PowerCell) Name() string { return c.PowerSettings.Name() + "," + c.Model }
+
 // PowerCells lists the cells of fsync × synchronous_commit ×
 // full_page_writes × model in table order: fsync, full_page_writes and
 // model in their known lists' order (OnOff, PowerModels), each kept only

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,6 +38,17 @@ func TestPowerCells(t *testing.T) {
 				t.Errorf("PowerCells (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestPowerCellName: a cell's name is its settings' name, which
+// ParsePowerName reads back, and then its model.
+func TestPowerCellName(t *testing.T) {
+	for _, c := range PowerCells(OnOff, []string{"off", "local", "on"}, OnOff, PowerModels) {
+		settings, model, ok := strings.Cut(c.Name(), ","+c.Model)
+		if !ok || model != "" || ParsePowerName(settings) != c.PowerSettings {
+			t.Errorf("%+v is named %q: want its settings' name, read back by ParsePowerName, then \",%s\"", c, c.Name(), c.Model)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/results"
+	"idemlab/experiments/subject/builtin"
 	wc "idemlab/worker/claim"
 	we "idemlab/worker/explore"
 	"idemlab/worker/protocol"
@@ -22,10 +23,10 @@ const DBClaims = "claims.sqlite3"
 // TableClaims is article 003's table.
 const TableClaims = wc.TableClaims
 
-// ClaimTTLMS is the claim's TTL. It is long, so the probe right after the
-// cut surely runs inside it; the re-claim shifts its clock past it instead
-// of waiting.
-const ClaimTTLMS = 60_000
+// ClaimTTLMS is the claim subject's TTL. It is long, so the probe right
+// after the cut surely runs inside it; the re-claim shifts its clock past
+// it instead of waiting.
+const ClaimTTLMS = builtin.ClaimTTLMS
 
 // Roles after the cut in a claim trial: a probe claims inside the TTL,
 // where a surviving claim must hold it off, then a re-claim after the TTL
@@ -45,16 +46,6 @@ const (
 
 // claimHolders maps a claim trial's role to its holder.
 var claimHolders = map[string]string{RoleFirst: HolderDelivery, RoleProbe: HolderProbe, RoleReclaim: HolderReclaim}
-
-// ClaimArgs are a claim process's worker arguments; only the re-claim's
-// clock runs past the TTL.
-func ClaimArgs(s Settings, db, holder string) we.ClaimArgs {
-	var off int64
-	if holder == HolderReclaim {
-		off = ClaimTTLMS + 1
-	}
-	return we.ClaimArgs{DB: db, Fingerprint: s.EventID, Holder: holder, Classification: s.JobKey, TTLMS: ClaimTTLMS, OffsetMS: off, Backend: s.Backend}
-}
 
 // ClaimOf parses the single row of a claim file's rows; ok is false when
 // there is not exactly one well-formed row.

@@ -28,8 +28,8 @@
 //
 // Reading order: settings.go (the input and the conditions), run.go (the
 // engine's subject and one trial, process by process, on either backend)
-// with records.go (what a trial records) and workers.go (the workers'
-// command lines and the rows the parent reads), model.go, exact.go and
+// with records.go (what a trial records) and subjects.go (each pattern's
+// built-in subject: its points, command lines and rows), model.go, exact.go and
 // oracle.go (what the model says), fold.go with checks.go and
 // classify.go (from the records to an outcome per trial), then matrix.go,
 // findings.go and report.go (what a person reads).

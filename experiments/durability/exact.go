@@ -7,6 +7,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
+	"idemlab/experiments/subject/builtin"
 	"idemlab/experiments/syncmodel"
 	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
@@ -159,7 +160,7 @@ func ModelSetting(s Setting) syncmodel.Setting {
 //   - claim: a lost claim lets the probe win inside the TTL (a duplicate);
 //     lost downstream fields are written again by a later winner;
 //   - batch journal: an item sent whose notify IN_FLIGHT mark was lost is
-//     sent again by the resume, and accepted again (BatchIdempotencyKey).
+//     sent again by the resume, and accepted again (builtin.BatchIdempotencyKey).
 func afterTags(pattern string, items, made, sent, lost int) map[string]bool {
 	kept := made - lost
 	tags := map[string]bool{}
@@ -180,7 +181,7 @@ func afterTags(pattern string, items, made, sent, lost int) map[string]bool {
 	case PatternBatch:
 		// Without an Idempotency-Key the receiver accepts a send made
 		// again; with one it would replay the first acceptance.
-		for i := 1; i <= sent && i <= items && !BatchIdempotencyKey; i++ {
+		for i := 1; i <= sent && i <= items && !builtin.BatchIdempotencyKey; i++ {
 			tags[TagDuplicate] = tags[TagDuplicate] || kept < notifyInFlight(i)
 		}
 	}
@@ -474,7 +475,7 @@ func onServer(c Condition, items int, point string) (Shape, backend.PowerKeeps, 
 // outcome where the cell decides one, else the outcomes it allows. For
 // the batch journal a send whose notify IN_FLIGHT mark the crash took
 // back is sent again by the resume, and the receiver accepts it a second
-// time, as the run sends no Idempotency-Key (BatchIdempotencyKey); for the
+// time, as the run sends no Idempotency-Key (builtin.BatchIdempotencyKey); for the
 // claim, a claim row the crash took back lets the probe win inside the
 // TTL: a second winner.
 func wantOnServer(c Condition, items int, point string) (Want, error) {

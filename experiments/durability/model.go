@@ -5,9 +5,6 @@ import (
 	"strings"
 
 	"idemlab/experiments/engine"
-	wb "idemlab/worker/batch"
-	we "idemlab/worker/explore"
-	wr "idemlab/worker/redelivery"
 )
 
 // Outcome tags, in the order they are joined. An outcome is the tags of
@@ -102,25 +99,4 @@ type Setting struct {
 	// It turns a DELETE journal into a persistent one whose header is
 	// zeroed and synced at commit instead of the file being deleted.
 	Exclusive bool
-}
-
-// Points lists a pattern's crash points as its logical model passes them;
-// the run discovers them from a normal run's report and the fold checks
-// the two agree.
-func Points(pattern string, items int) []string {
-	switch pattern {
-	case PatternSeparate:
-		return []string{wr.PointAfterJobInsert, wr.PointAfterJobCommit, wr.PointAfterProcessedCommit}
-	case PatternSingle:
-		return []string{wr.PointAfterProcessedInsert, wr.PointBeforeCommit, wr.PointAfterCommit}
-	case PatternClaim:
-		return []string{we.PointClaimSchema, we.PointClaimed, we.PointClaimFollowUp}
-	case PatternBatch:
-		var out []string
-		for i := 1; i <= items; i++ {
-			out = append(out, wb.ItemPoint(wb.PointBeforeSend, wb.ItemID(i)), wb.ItemPoint(wb.PointAfterSendAccepted, wb.ItemID(i)))
-		}
-		return out
-	}
-	return nil
 }

@@ -50,7 +50,9 @@ func (s Settings) pgParams(c Condition) powerfs.Params {
 
 // pgPowerSettingName is a PostgreSQL power condition's setting, as
 // tables name it.
-func pgPowerSettingName(c Condition) string { return c.power().Name() + "," + c.Model }
+func pgPowerSettingName(c Condition) string {
+	return backend.PowerCell{PowerSettings: c.power(), Model: c.Model}.Name()
+}
 
 // power is a PostgreSQL power condition's server settings, but the run's
 // wal_sync_method (Settings.powerSettings).
@@ -63,7 +65,7 @@ func (c Condition) power() backend.PowerSettings {
 func pgPowerSettingOrder(scs []string) []string {
 	var out []string
 	for _, p := range backend.PowerCells(backend.OnOff, scs, backend.OnOff, backend.PowerModels) {
-		out = append(out, pgPowerSettingName(Condition{Fsync: p.Fsync, SynchronousCommit: p.SynchronousCommit, FullPageWrites: p.FullPageWrites, Model: p.Model}))
+		out = append(out, p.Name())
 	}
 	return out
 }

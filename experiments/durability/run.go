@@ -113,7 +113,7 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	for _, c := range p.s.Conditions {
 		sw := p.s.sweep(c)
 		class, _ := engine.KindOf(engine.Durability, c.Kind)
-		u := engine.Unit{Subject: subject{p: p, env: env, c: c}, Discovery: c.Name,
+		u := engine.Unit{Subject: condSubject{p: p, env: env, c: c}, Discovery: c.Name,
 			Sets: []engine.Set{{Class: class, Condition: c.Name, Sweep: &sw}}}
 		conditions = append(conditions, func(ctx context.Context) error {
 			_, err := engine.Run{Parallel: 1, Shard: p.s.Shard, Units: []engine.Unit{u}}.Execute(ctx)
@@ -123,15 +123,15 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 	return harness.RunJobs(ctx, env.SlotsOf(p.Caps().Slots(0)).N(), conditions)
 }
 
-// subject is one condition's trials as the engine delivers them: the
+// condSubject is one condition's trials as the engine delivers them: the
 // discovery is the normal run, seed 0.
-type subject struct {
+type condSubject struct {
 	p   *plan
 	env scenario.Env
 	c   Condition
 }
 
-func (s subject) Deliver(ctx context.Context, et engine.Trial) (engine.Found, error) {
+func (s condSubject) Deliver(ctx context.Context, et engine.Trial) (engine.Found, error) {
 	tr, key := TrialRef{Point: PointACK}, PointACK
 	if et.Class != engine.None {
 		tr, key = TrialRef{Point: et.Point, Seed: et.Seed}, et.Key

@@ -231,6 +231,10 @@ func EnsureTable(ctx context.Context, st store.Store) error {
 	return CreateSchema(ctx, st.DB, SchemaNew)
 }
 
+// NewDDL is the statement that creates event_claims in the current
+// layout (SchemaNew).
+func NewDDL() string { return schemas[SchemaNew] }
+
 // DDL is the statement that creates event_claims in layout v.
 func DDL(v SchemaVersion) (string, error) {
 	ddl, ok := schemas[v]

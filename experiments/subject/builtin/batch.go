@@ -41,10 +41,17 @@ const (
 // Duplicates names a batch outcome with n accepts beyond one per item.
 func Duplicates(n int) string { return "duplicates-" + strconv.Itoa(n) }
 
+// BatchIdempotencyKey is whether the batch's runs attach an
+// Idempotency-Key to their sends. They do not, as the article's batch does
+// not, so a send a resume makes again, its IN_FLIGHT mark lost, is
+// accepted a second time by the receiver rather than replayed; the models
+// that predict it (durability's) read this constant.
+const BatchIdempotencyKey = false
+
 // batchArgs is a run of explore's small batch: no simulated latency, so a
 // sweep costs process starts only.
 func batchArgs(st subject.Params, mode string, f subject.Files) []string {
-	return wb.RunArgs{Mode: mode, Job: st.JobKey, Items: st.Items, Receiver: f.Receiver, DB: f.DB, Backend: st.Backend}.Argv()
+	return wb.RunArgs{Mode: mode, Job: st.JobKey, Items: st.Items, Receiver: f.Receiver, DB: f.DB, IdempotencyKey: BatchIdempotencyKey, Backend: st.Backend}.Argv()
 }
 
 // batchRacerArgs is a run of the journal raced behind the barrier.

@@ -1,8 +1,10 @@
 package builtin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +14,8 @@ import (
 	"idemlab/experiments/subject"
 	wb "idemlab/worker/batch"
 	wr "idemlab/worker/redelivery"
+	"idemlab/worker/sqlitedb"
+	"idemlab/worker/store"
 	"idemlab/worker/wire"
 )
 
@@ -281,6 +285,44 @@ func TestAccountCountsBySender(t *testing.T) {
 			got := pat.Account(st, subject.RoleRecovery, tt.sender, runReport(t, st, tt.claim), tt.before, tt.after)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Account (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTablesReadOn: each subject that another scenario reads through a
+// store (durability, on either backend) makes its tables with Tables and
+// lists every one of them with ReadOn, empty on a fresh database.
+func TestTablesReadOn(t *testing.T) {
+	tests := []struct {
+		sub  subject.Subject
+		want subject.State
+	}{
+		{Redelivery(wr.SeparateCommit), subject.State{TableJobs: {}, TableProcessed: {}}},
+		{Redelivery(wr.SingleTransaction), subject.State{TableJobs: {}, TableProcessed: {}}},
+		{Claim(), subject.State{TableClaims: {}}},
+		{Batch(wb.ModeJournal), subject.State{TableJournal: {}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sub.Name, func(t *testing.T) {
+			if tt.sub.Tables == nil || tt.sub.ReadOn == nil {
+				t.Fatalf("Tables set %v, ReadOn set %v: want both", tt.sub.Tables != nil, tt.sub.ReadOn != nil)
+			}
+			ctx := context.Background()
+			st, err := store.OpenSQLite(ctx, sqlitedb.Options{Path: filepath.Join(t.TempDir(), "t.sqlite3")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if _, err := st.ExecContext(ctx, tt.sub.Tables(store.SQLite{})); err != nil {
+				t.Fatalf("Tables: %v", err)
+			}
+			got, err := tt.sub.ReadOn(ctx, st)
+			if err != nil {
+				t.Fatalf("ReadOn: %v", err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("ReadOn on a fresh database (-want +got):\n%s", d)
 			}
 		})
 	}

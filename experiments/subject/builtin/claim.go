@@ -12,6 +12,7 @@ import (
 	"idemlab/experiments/subject"
 	wc "idemlab/worker/claim"
 	we "idemlab/worker/explore"
+	"idemlab/worker/store"
 )
 
 // TableClaims is article 003's table.
@@ -37,8 +38,27 @@ func ClaimOutcome(holder string) string { return "done-by-" + holder }
 // OutcomeNotDone is a claim whose downstream fields were never written.
 const OutcomeNotDone = "not-done"
 
+// ClaimArgs are the arguments of the claiming process holder, its clock
+// offset by offset ms (past the TTL for a re-claim), on the file or
+// server of f and st's backend.
+func ClaimArgs(st subject.Params, f subject.Files, holder string, offset int64) we.ClaimArgs {
+	return we.ClaimArgs{DB: f.DB, Fingerprint: st.EventID, Holder: holder, Classification: st.JobKey, TTLMS: ClaimTTLMS, OffsetMS: offset, Backend: st.Backend}
+}
+
 func claimArgs(st subject.Params, f subject.Files, holder string, offset int64) []string {
-	return we.ClaimArgs{DB: f.DB, Fingerprint: st.EventID, Holder: holder, Classification: st.JobKey, TTLMS: ClaimTTLMS, OffsetMS: offset}.Argv()
+	return ClaimArgs(st, f, holder, offset).Argv()
+}
+
+// claimTables is the claim table's DDL, one layout on either dialect.
+func claimTables(store.Dialect) string { return wc.NewDDL() }
+
+// readClaimsOn lists the claim table through st.
+func readClaimsOn(ctx context.Context, st store.Store) (subject.State, error) {
+	c, err := wc.ReadClaims(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return subject.State(c.Lines()), nil
 }
 
 // Claim is article 003's TTL claim and its downstream write. A
@@ -62,7 +82,9 @@ func Claim() subject.Subject {
 			}
 			return subject.Action{}, false
 		},
-		Read: readClaims,
+		Read:   readClaims,
+		Tables: claimTables,
+		ReadOn: readClaimsOn,
 		CheckRows: func(st subject.Params, s subject.State) []string {
 			var bad []string
 			if _, ok := s[TableClaims]; !ok {
