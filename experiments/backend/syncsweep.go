@@ -153,3 +153,35 @@ func GarbledWALRewrite(c powerfs.Outcome) bool {
 	}
 	return false
 }
+
+// CheckAt checks window w as the discovery trial that recorded it was
+// cut after its delivery, leaving c: w itself (Check, field "from" or
+// "to"), and its end, the fsyncs the mount had made once the delivery had
+// ended, which is the cut's count (c.Syncs): with PowerQuiet nothing on
+// the mount syncs between the delivery's end and the cut.
+func (w SyncWindow) CheckAt(c powerfs.Outcome) (field, text string) {
+	if err := w.Check(); err != nil {
+		if w.From < 1 {
+			return "from", err.Error()
+		}
+		return "to", err.Error()
+	}
+	if w.To != c.Syncs {
+		return "to", fmt.Sprintf("%d, but the discovery's cut after its delivery counted %d fsyncs on the mount", w.To, c.Syncs)
+	}
+	return "", ""
+}
+
+// CheckSweepCut checks that cut c, a sweep trial's, fell where its sync
+// cut sc says: the logged cut op at sc's fsync, before or after it.
+func CheckSweepCut(c powerfs.Outcome, sc protocol.SyncCut) (field, text string) {
+	at := map[bool]string{false: "before", true: "after"}[sc.After]
+	if op := c.Cut; op == nil || op.Kind != powerfs.OpCut || op.Sync != sc.N || op.At != at {
+		got := "none"
+		if op != nil {
+			got = fmt.Sprintf("%s fsync %d", op.At, op.Sync)
+		}
+		return "cut.cut", fmt.Sprintf("%s, but a cut at %s falls %s the mount's fsync %d", got, sc.Point(), at, sc.N)
+	}
+	return "", ""
+}

@@ -1,0 +1,107 @@
+package durability
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"idemlab/experiments/backend"
+	"idemlab/worker/powerfs"
+)
+
+// pgSweepFlags is the sweep the tests run: the single transaction on a
+// PostgreSQL power condition with everything on, under drop and torn,
+// cut before and after each fsync its normal run's delivery made.
+var pgSweepFlags = map[string]string{FlagKind: KindPower, FlagPattern: PatternSingle, FlagSynchronousCommits: "on",
+	FlagFsync: "on", FlagFullPageWrites: "on", FlagPowerModels: powerfs.ModelDrop + "," + powerfs.ModelTorn, FlagSyncPoints: "true"}
+
+// TestPGSyncSweep runs the fsync sweep of PostgreSQL power conditions
+// on real clusters on real mounts, and reaches the verdict as verify
+// does: each condition's normal run records a window of at least one
+// fsync, the sweep is exactly a cut before and after each N of it, each
+// cut fell at its N, every trial ends as the oracle allows, nothing is
+// left mounted; and an edited N or window fails the fold naming it.
+func TestPGSyncSweep(t *testing.T) {
+	requirePGPower(t)
+	began := time.Now()
+	out := runOnServer(t, pgSweepFlags)
+	noMounts(t, "a PostgreSQL sync sweep")
+	if len(out.Findings) > 0 {
+		t.Fatalf("a fresh run has findings: %v", out.Findings)
+	}
+	windows, cuts := map[string]backend.SyncWindow{}, map[string][]string{}
+	normal, cut := -1, -1
+	for i, l := range out.Records.Observations {
+		var o Observation
+		if err := json.Unmarshal(l.Raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.SyncWindow != nil {
+			windows[o.Condition], normal = *o.SyncWindow, i
+			continue
+		}
+		if sc, ok := ParseSyncPoint(o.Point); ok {
+			cuts[o.Condition] = append(cuts[o.Condition], o.Point)
+			if c := o.PGPower.Cut.Cut; c == nil || c.Sync != sc.N {
+				t.Errorf("%s %s: the logged cut is %+v", o.Condition, o.Point, c)
+			}
+			cut = i
+		}
+	}
+	if len(windows) != 2 || cut < 0 {
+		t.Fatalf("%d windows and no sync cut (%v): the sweep ran nothing", len(windows), cuts)
+	}
+	for name, w := range windows {
+		if w.To <= w.From {
+			t.Errorf("%s: window %+v holds no fsync of the delivery: the sweep is empty", name, w)
+		}
+		var want []string
+		for _, c := range w.Cuts() {
+			want = append(want, c.Point())
+		}
+		if diff := cmp.Diff(want, cuts[name]); diff != "" {
+			t.Errorf("%s: the sweep of window %+v (-want +got):\n%s", name, w, diff)
+		}
+		t.Logf("%s: window %+v, %d cuts", name, w, len(cuts[name]))
+	}
+	for _, c := range out.Result.Conditions {
+		if !c.Pass {
+			t.Errorf("%s: %+v", c.Name, c.Differences)
+		}
+	}
+	t.Logf("%d conditions in %v", len(out.Result.Conditions), time.Since(began).Round(time.Millisecond))
+	tampers := []struct {
+		name, field string
+		line        int
+		edit        func(m map[string]any)
+	}{
+		{"window's end", "sync_window.to", normal, func(m map[string]any) {
+			w := m["sync_window"].(map[string]any)
+			w["to"] = w["to"].(float64) + 1
+		}},
+		{"window's start", "sync_window.from", normal, func(m map[string]any) {
+			m["sync_window"].(map[string]any)["from"] = 0
+		}},
+		{"window dropped", "sync_window", normal, func(m map[string]any) { delete(m, "sync_window") }},
+		{"window on a cut", "sync_window", cut, func(m map[string]any) {
+			m["sync_window"] = map[string]any{"from": 1, "to": 2}
+		}},
+		{"cut's N", "pg_power.cut", cut, func(m map[string]any) {
+			c := m["pg_power"].(map[string]any)["cut"].(map[string]any)["cut"].(map[string]any)
+			c["sync"] = c["sync"].(float64) + 1
+		}},
+		{"trial's N", "point", cut, func(m map[string]any) {
+			sc, _ := ParseSyncPoint(m["point"].(string))
+			m["point"] = strings.Replace(m["point"].(string), fmt.Sprint(sc.N), fmt.Sprint(sc.N+1), 1)
+		}},
+	}
+	for _, tt := range tampers {
+		t.Run(tt.name, func(t *testing.T) {
+			requireObsFinding(t, out, pgSweepFlags, tt.line, tt.field, tt.edit)
+		})
+	}
+}
