@@ -60,11 +60,17 @@ func (w SyncWindow) Cuts() []protocol.SyncCut {
 	return out
 }
 
-// Check says what is wrong with a window a discovery recorded: a start
-// the sweep cannot cut inside is at least one fsync (the server's start
-// syncs its control file), and a delivery's end is not before its start.
-func (w SyncWindow) Check() error {
+// Check says what is wrong with a window a discovery recorded on a server
+// with settings s: a start the sweep cannot cut inside is at least one
+// fsync (the server's start syncs its control file), but with fsync off,
+// where PostgreSQL syncs nothing and the window is empty; and a
+// delivery's end is not before its start.
+func (w SyncWindow) Check(s PowerSettings) error {
 	switch {
+	case s.Fsync == "off" && w.To != 0:
+		return fmt.Errorf("to %d: with fsync off PostgreSQL syncs nothing on the mount", w.To)
+	case s.Fsync == "off":
+		return nil
 	case w.From < 1:
 		return fmt.Errorf("from %d: the server's start and Setup sync at least once on the mount", w.From)
 	case w.To < w.From:
@@ -154,14 +160,15 @@ func GarbledWALRewrite(c powerfs.Outcome) bool {
 	return false
 }
 
-// CheckAt checks window w as the discovery trial that recorded it was
-// cut after its delivery, leaving c: w itself (Check, field "from" or
+// CheckAt checks window w as the discovery trial that recorded it, on a
+// server with settings s, was cut after its delivery, leaving c: w itself
+// (Check, field "from" or
 // "to"), and its end, the fsyncs the mount had made once the delivery had
 // ended, which is the cut's count (c.Syncs): with PowerQuiet nothing on
 // the mount syncs between the delivery's end and the cut.
-func (w SyncWindow) CheckAt(c powerfs.Outcome) (field, text string) {
-	if err := w.Check(); err != nil {
-		if w.From < 1 {
+func (w SyncWindow) CheckAt(s PowerSettings, c powerfs.Outcome) (field, text string) {
+	if err := w.Check(s); err != nil {
+		if w.From < 1 && s.Fsync != "off" {
 			return "from", err.Error()
 		}
 		return "to", err.Error()

@@ -115,7 +115,7 @@ func (f *folder) checkPGSync(t trialLine) {
 		return // checkPGPower names it
 	}
 	if normal {
-		if field, text := t.o.SyncWindow.CheckAt(o.Cut); field != "" {
+		if field, text := t.o.SyncWindow.CheckAt(f.st.powerSettings(t.cond), o.Cut); field != "" {
 			f.c.Obs(t.l, "sync_window."+field, "%s", text)
 		}
 		return
