@@ -92,6 +92,9 @@ func cellsOf(st Settings, res results.ScenarioResult) []cell {
 func Lead(st Settings, res results.ScenarioResult) []scenario.Sentence {
 	cells := cellsOf(st, res)
 	out := []scenario.Sentence{modelSentence(cells)}
+	if s, ok := sweepSentence(st, cells); ok {
+		out = append(out, s)
+	}
 	out = append(out, lostAckedSentences(cells)...)
 	for _, d := range damages {
 		out = append(out, damageSentences(cells, d)...)

@@ -1,9 +1,12 @@
 package durability
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/scenario"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
 )
@@ -152,4 +155,37 @@ func (t *trial) frozen() <-chan powerfs.CutEvent {
 		return t.pc.Cluster.Frozen()
 	}
 	return t.fs.Cuts()
+}
+
+// sweepSentence says, for a run that sweeps PostgreSQL power conditions'
+// fsyncs, how many cuts the sweep made and which conditions' normal runs
+// made no fsync in their delivery (fsync off, or synchronous_commit off,
+// whose commits flush nothing), so that their sweep cut nowhere: an empty
+// sweep is a result to state, not a pass to count.
+func sweepSentence(st Settings, cells []cell) (scenario.Sentence, bool) {
+	cuts, swept := 0, 0
+	var empty []string
+	for _, c := range st.Conditions {
+		if !st.pgSweeps(c) {
+			continue
+		}
+		swept++
+		n := 0
+		for _, cl := range cells {
+			if _, ok := ParseSyncPoint(cl.point); ok && cl.cond.Name == c.Name {
+				n++
+			}
+		}
+		if cuts += n; n == 0 {
+			empty = append(empty, c.Name)
+		}
+	}
+	if swept == 0 {
+		return scenario.Sentence{}, false
+	}
+	text := fmt.Sprintf("The fsync sweep made %d cuts at the power-loss mount's fsyncs over %d conditions", cuts, swept)
+	if len(empty) > 0 {
+		text += fmt.Sprintf("; in %d of them the normal run's delivery made no fsync on the mount (fsync off, or commits that flush nothing), so their sweep is empty: %s", len(empty), strings.Join(empty, ", "))
+	}
+	return scenario.Sentence{Text: text + "."}, true
 }

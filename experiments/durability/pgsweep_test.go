@@ -105,3 +105,31 @@ func TestPGSyncSweep(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepSentence: the report states the sweep's cuts, and names the
+// conditions whose window was empty; a run that does not sweep says
+// nothing of it.
+func TestSweepSentence(t *testing.T) {
+	on := Condition{Name: "a", Pattern: PatternSingle, SynchronousCommit: "on", Kind: KindPower, Fsync: "on", FullPageWrites: "on", Model: powerfs.ModelDrop}
+	off := on
+	off.Name, off.Fsync = "b", "off"
+	cells := []cell{{cond: on, point: PointACK}, {cond: on, point: "sync-13-before"}, {cond: on, point: "sync-13-after"}, {cond: off, point: PointACK}}
+	tests := []struct {
+		name string
+		st   Settings
+		want string
+	}{
+		{"one empty", Settings{SyncPoints: true, Conditions: []Condition{on, off}},
+			"The fsync sweep made 2 cuts at the power-loss mount's fsyncs over 2 conditions; in 1 of them the normal run's delivery made no fsync on the mount (fsync off, or commits that flush nothing), so their sweep is empty: b."},
+		{"none empty", Settings{SyncPoints: true, Conditions: []Condition{on}}, "The fsync sweep made 2 cuts at the power-loss mount's fsyncs over 1 conditions."},
+		{"no sweep", Settings{Conditions: []Condition{on, off}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := sweepSentence(tt.st, cells)
+			if diff := cmp.Diff(tt.want, s.Text); diff != "" {
+				t.Errorf("sentence (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
