@@ -79,13 +79,8 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 			return fmt.Errorf("%s: only with kind %s", fieldName(from, l.field), KindPower)
 		}
 	}
-	for _, f := range []struct {
-		field string
-		set   bool
-	}{{"wal_sync_method", in.WalSyncMethod != ""}, {"sync_points", in.SyncPoints}, {"sync_bound", in.SyncBound != 0}} {
-		if !power && f.set {
-			return fmt.Errorf("%s: only with kind %s on --backend postgres (the sweep cuts at the power-loss mount's fsyncs)", fieldName(from, f.field), KindPower)
-		}
+	if !power && in.WalSyncMethod != "" {
+		return fmt.Errorf("%s: only with kind %s", fieldName(from, "wal_sync_method"), KindPower)
 	}
 	if !power {
 		return nil
@@ -99,13 +94,7 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 	if why := in.machine.FUSE; why != "" {
 		return fmt.Errorf("%s %s: %s", fieldName(from, "kinds"), KindPower, why)
 	}
-	if in.SyncBound != 0 && !in.SyncPoints {
-		return fmt.Errorf("%s: only with %s", fieldName(from, "sync_bound"), fieldName(from, "sync_points"))
-	}
-	if in.SyncBound < 0 || in.SyncBound > maxSyncBound {
-		return fmt.Errorf("%s: %d is not from 1 to %d", fieldName(from, "sync_bound"), in.SyncBound, maxSyncBound)
-	}
-	st.WalSyncMethod, st.PowerQuiet, st.SyncPoints, st.SyncBound = in.WalSyncMethod, backend.PowerQuiet, in.SyncPoints, in.SyncBound
+	st.WalSyncMethod, st.PowerQuiet = in.WalSyncMethod, backend.PowerQuiet
 	if slices.Contains(in.PowerModels, powerfs.ModelTorn) {
 		st.Seed = defaultSeed
 		if in.Seed != nil {

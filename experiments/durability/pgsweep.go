@@ -37,6 +37,29 @@ import (
 // maxSyncBound is --sync-bound's largest value.
 const maxSyncBound = 1000
 
+// pgSweepInput checks the sweep's fields on PostgreSQL and records them:
+// sync_points only with the power kind, sync_bound only with sync_points,
+// from 1 to maxSyncBound.
+func pgSweepInput(in Input, from map[string]string, st *Settings) error {
+	power := slices.Contains(in.Kinds, KindPower)
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{{"sync_points", in.SyncPoints}, {"sync_bound", in.SyncBound != 0}} {
+		if !power && f.set {
+			return fmt.Errorf("%s: only with kind %s on --backend postgres (the sweep cuts at the power-loss mount's fsyncs)", fieldName(from, f.field), KindPower)
+		}
+	}
+	if in.SyncBound != 0 && !in.SyncPoints {
+		return fmt.Errorf("%s: only with %s", fieldName(from, "sync_bound"), fieldName(from, "sync_points"))
+	}
+	if in.SyncBound < 0 || in.SyncBound > maxSyncBound {
+		return fmt.Errorf("%s: %d is not from 1 to %d", fieldName(from, "sync_bound"), in.SyncBound, maxSyncBound)
+	}
+	st.SyncPoints, st.SyncBound = in.SyncPoints, in.SyncBound
+	return nil
+}
+
 // swept is window w as the sweep cuts it: at most SyncBound fsyncs past
 // its start, when that is set.
 func (s Settings) swept(w backend.SyncWindow) backend.SyncWindow {

@@ -133,3 +133,37 @@ func TestSweepSentence(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncBound: --sync-bound cuts a long window short to its first N
+// fsyncs, in the plan the run and verify both make (Order); a PostgreSQL
+// kill condition is never swept.
+func TestSyncBound(t *testing.T) {
+	power := Condition{Name: "p", Pattern: PatternSingle, SynchronousCommit: "on", Kind: KindPower, Fsync: "on", FullPageWrites: "on", Model: powerfs.ModelDrop}
+	kill := Condition{Name: "k", Pattern: PatternSingle, SynchronousCommit: "on", Kind: KindKill}
+	w := backend.SyncWindow{From: 12, To: 15}
+	tests := []struct {
+		name  string
+		bound int
+		c     Condition
+		want  []string
+	}{
+		{"whole window", 0, power, []string{"sync-13-before", "sync-13-after", "sync-14-before", "sync-14-after", "sync-15-before", "sync-15-after"}},
+		{"first fsync", 1, power, []string{"sync-13-before", "sync-13-after"}},
+		{"bound past the window", 5, power, []string{"sync-13-before", "sync-13-after", "sync-14-before", "sync-14-after", "sync-15-before", "sync-15-after"}},
+		{"a kill is not swept", 0, kill, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := Settings{SyncPoints: true, SyncBound: tt.bound, Items: 1}
+			var got []string
+			for _, tr := range st.Order(tt.c, nil, w) {
+				if _, ok := ParseSyncPoint(tr.Point); ok {
+					got = append(got, tr.Point)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("sync cuts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -442,6 +442,9 @@ func settingsOf(b backend.Spec, in Input, from map[string]string) (Settings, err
 		if err := pgPowerInput(&in, from, &st); err != nil {
 			return Settings{}, err
 		}
+		if err := pgSweepInput(in, from, &st); err != nil {
+			return Settings{}, err
+		}
 	} else {
 		for _, f := range []struct {
 			field string
