@@ -75,10 +75,6 @@ type Input struct {
 // unless asked for: each of its trials starts a cluster of its own.
 const powerNotOnPostgres = "opt-in on PostgreSQL (--faults power): each power trial runs on a cluster of its own on a power-loss filesystem"
 
-// syncNotOnPostgres is why --sync-points is refused with a pattern's
-// PostgreSQL power class, rather than ignored.
-const syncNotOnPostgres = "a pattern's PostgreSQL power trials are not swept at the mount's fsyncs yet (durability's are: --scenario durability --backend postgres --kind power --sync-points); run without it"
-
 // Scenario is the pattern scenario.
 type Scenario struct{}
 
@@ -158,9 +154,6 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 		st.Backend, st.Postgres = b.Name, b.Requested()
 		if askedPower && req.Machine.FUSE != "" {
 			return nil, fmt.Errorf("%w: %s.faults: power: not applicable on PostgreSQL: %s", errclass.ErrUsage, Name, req.Machine.FUSE)
-		}
-		if askedPower && in.SyncPoints {
-			return nil, fmt.Errorf("%w: %s.sync_points: %s", errclass.ErrUsage, Name, syncNotOnPostgres)
 		}
 		if i := slices.Index(st.Faults, wp.FaultPower); i >= 0 && !askedPower {
 			st.Faults = slices.Delete(slices.Clone(st.Faults), i, i+1)

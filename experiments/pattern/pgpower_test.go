@@ -53,7 +53,6 @@ func TestPowerOnPostgresPlan(t *testing.T) {
 			`usage error: --synchronous-commits: "on": want each of on, local, off at most once`},
 		{"without the power class", article, "points", "", map[string]string{"fsync": "off"}, nil, false,
 			"usage error: --fsync: only with --backend postgres --faults power"},
-		{"sync points", program, "power", "", map[string]string{"sync-points": "true"}, nil, false, "usage error: pattern.sync_points: " + syncNotOnPostgres},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ov := map[string]string{"pattern-file": tt.file}
