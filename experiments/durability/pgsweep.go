@@ -212,3 +212,16 @@ func sweepSentence(st Settings, cells []cell) (scenario.Sentence, bool) {
 	}
 	return scenario.Sentence{Text: text + "."}, true
 }
+
+// sweepPhrase says what a PostgreSQL power run's settings sweep, for the
+// report's settings table.
+func sweepPhrase(st Settings) string {
+	if !st.SyncPoints {
+		return "off (--sync-points)"
+	}
+	out := "each power condition also cuts just before and just after each fsync of the power-loss mount that its normal run's delivery made (its recorded window)"
+	if st.SyncBound > 0 {
+		out += fmt.Sprintf(", the first %d of each window (--sync-bound)", st.SyncBound)
+	}
+	return out
+}
