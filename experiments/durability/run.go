@@ -227,9 +227,9 @@ type trial struct {
 }
 
 // trial runs one trial and returns the points its first process passed
-// and the window of syncs it made (syncWindow): on a fresh database, the first process to
-// its point or its ACK, the cut or the crash, the processes that follow,
-// and the rows at the end.
+// and the window of syncs it made (syncWindow): on a fresh database, the
+// first process to its point or its ACK, the cut or the crash, the
+// processes that follow, and the rows at the end.
 func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr TrialRef) ([]string, backend.SyncWindow, error) {
 	t := &trial{p: p, env: env, c: c, ctx: ctx, seed: tr.Seed, point: tr.Point}
 	drop, err := t.open()
