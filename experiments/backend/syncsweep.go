@@ -60,11 +60,17 @@ func (w SyncWindow) Cuts() []protocol.SyncCut {
 	return out
 }
 
-// Check says what is wrong with a window a discovery recorded: a start
-// the sweep cannot cut inside is at least one fsync (the server's start
-// syncs its control file), and a delivery's end is not before its start.
-func (w SyncWindow) Check() error {
+// Check says what is wrong with a window a discovery recorded on a server
+// with settings s: a start the sweep cannot cut inside is at least one
+// fsync (the server's start syncs its control file), but with fsync off,
+// where PostgreSQL syncs nothing and the window is empty; and a
+// delivery's end is not before its start.
+func (w SyncWindow) Check(s PowerSettings) error {
 	switch {
+	case s.Fsync == "off" && w.To != 0:
+		return fmt.Errorf("to %d: with fsync off PostgreSQL syncs nothing on the mount", w.To)
+	case s.Fsync == "off":
+		return nil
 	case w.From < 1:
 		return fmt.Errorf("from %d: the server's start and Setup sync at least once on the mount", w.From)
 	case w.To < w.From:
@@ -152,4 +158,37 @@ func GarbledWALRewrite(c powerfs.Outcome) bool {
 		}
 	}
 	return false
+}
+
+// CheckAt checks window w as the discovery trial that recorded it, on a
+// server with settings s, was cut after its delivery, leaving c: w itself
+// (Check, field "from" or
+// "to"), and its end, the fsyncs the mount had made once the delivery had
+// ended, which is the cut's count (c.Syncs): with PowerQuiet nothing on
+// the mount syncs between the delivery's end and the cut.
+func (w SyncWindow) CheckAt(s PowerSettings, c powerfs.Outcome) (field, text string) {
+	if err := w.Check(s); err != nil {
+		if w.From < 1 && s.Fsync != "off" {
+			return "from", err.Error()
+		}
+		return "to", err.Error()
+	}
+	if w.To != c.Syncs {
+		return "to", fmt.Sprintf("%d, but the discovery's cut after its delivery counted %d fsyncs on the mount", w.To, c.Syncs)
+	}
+	return "", ""
+}
+
+// CheckSweepCut checks that cut c, a sweep trial's, fell where its sync
+// cut sc says: the logged cut op at sc's fsync, before or after it.
+func CheckSweepCut(c powerfs.Outcome, sc protocol.SyncCut) (field, text string) {
+	at := map[bool]string{false: "before", true: "after"}[sc.After]
+	if op := c.Cut; op == nil || op.Kind != powerfs.OpCut || op.Sync != sc.N || op.At != at {
+		got := "none"
+		if op != nil {
+			got = fmt.Sprintf("%s fsync %d", op.At, op.Sync)
+		}
+		return "cut.cut", fmt.Sprintf("%s, but a cut at %s falls %s the mount's fsync %d", got, sc.Point(), at, sc.N)
+	}
+	return "", ""
 }

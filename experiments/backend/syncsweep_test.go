@@ -15,16 +15,21 @@ import (
 // TestSyncWindow: a window's cuts are a before and an after for each N
 // past From up to To, and a window no start could give is refused.
 func TestSyncWindow(t *testing.T) {
+	on := PowerSettings{Fsync: "on", SynchronousCommit: "on", FullPageWrites: "on"}
+	noFsync := PowerSettings{Fsync: "off", SynchronousCommit: "on", FullPageWrites: "on"}
 	tests := []struct {
 		name    string
 		w       SyncWindow
+		s       PowerSettings
 		want    []string
 		wantErr bool
 	}{
-		{"two fsyncs", SyncWindow{From: 4, To: 6}, []string{"sync-5-before", "sync-5-after", "sync-6-before", "sync-6-after"}, false},
-		{"none", SyncWindow{From: 4, To: 4}, nil, false},
-		{"no start", SyncWindow{From: 0, To: 2}, []string{"sync-1-before", "sync-1-after", "sync-2-before", "sync-2-after"}, true},
-		{"backwards", SyncWindow{From: 5, To: 4}, nil, true},
+		{"two fsyncs", SyncWindow{From: 4, To: 6}, on, []string{"sync-5-before", "sync-5-after", "sync-6-before", "sync-6-after"}, false},
+		{"none", SyncWindow{From: 4, To: 4}, on, nil, false},
+		{"no start", SyncWindow{From: 0, To: 2}, on, []string{"sync-1-before", "sync-1-after", "sync-2-before", "sync-2-after"}, true},
+		{"backwards", SyncWindow{From: 5, To: 4}, on, nil, true},
+		{"fsync off: nothing synced", SyncWindow{}, noFsync, nil, false},
+		{"fsync off, but fsyncs counted", SyncWindow{From: 0, To: 2}, noFsync, []string{"sync-1-before", "sync-1-after", "sync-2-before", "sync-2-after"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,7 +40,7 @@ func TestSyncWindow(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("cuts (-want +got):\n%s", diff)
 			}
-			if err := tt.w.Check(); (err != nil) != tt.wantErr {
+			if err := tt.w.Check(tt.s); (err != nil) != tt.wantErr {
 				t.Errorf("Check() = %v, want an error %v", err, tt.wantErr)
 			}
 		})
@@ -106,7 +111,7 @@ func TestPowerSyncSweep(t *testing.T) {
 	began := time.Now()
 	_, before, _, disc := syncTrial(t, PowerConfig{Settings: s, Params: powerfs.Params{Model: powerfs.ModelKeep}}, n)
 	w := SyncWindow{From: before[0], To: disc.Cut.Syncs}
-	if err := w.Check(); err != nil {
+	if err := w.Check(s); err != nil {
 		t.Fatalf("the discovery's window: %v", err)
 	}
 	if w.To == w.From {

@@ -96,6 +96,7 @@ const (
 	FlagFaultUnit   = "fault-unit"
 	FlagSeed        = "seed"
 	FlagSyncPoints  = "sync-points"
+	FlagSyncBound   = "sync-bound"
 	FlagPowerLayer  = "power-layer"
 	FlagDirModel    = "dir-model"
 	// FlagSynchronousCommits narrows a run on PostgreSQL to some of
@@ -150,7 +151,8 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagSeed, Usage: "with --fault torn: the base seed; a trial's seeds follow it"},
 		{Name: FlagPowerLayer, Usage: "where a power cut is made: vfs (idemlab's SQLite VFS, the default) or fs (a FUSE power-loss filesystem under the workers, one mount per trial, strict POSIX directories, under --fault drop or torn)"},
 		{Name: FlagDirModel, Usage: "with --power-layer fs: when an entry change survives a cut, posix (only after an fsync of its directory, the default) or ext4-ordered (an fsync of a file also makes its names durable)"},
-		{Name: FlagSyncPoints, Usage: "also cut inside every sync of the normal run, just before and just after the fsync", Bool: true},
+		{Name: FlagSyncPoints, Usage: "also cut inside every sync of the normal run, just before and just after the fsync; on --backend postgres with --kind power, at each fsync of the power-loss mount the normal run's delivery made (its window), under each power model", Bool: true},
+		{Name: FlagSyncBound, Usage: "with --sync-points on --backend postgres: sweep at most this many fsyncs of each window, the first ones (1 to 1000; default all)"},
 		scenario.ShardFlag,
 	}
 }

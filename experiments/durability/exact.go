@@ -387,7 +387,7 @@ func ExtraPoints(pattern string) []string {
 // after every sync it made; each point with every seed under the torn
 // mode's power cuts, whose keys carry the seed ("point#seed").
 func (s Settings) sweep(c Condition) engine.Sweep {
-	sw := engine.Sweep{First: PointACK, SyncPoints: s.SyncPoints, Seeds: s.Seeds(c), Seeded: s.Torn() && c.Kind == KindPower}
+	sw := engine.Sweep{First: PointACK, SyncPoints: s.SyncPoints && (!c.OnServer() || c.pgPower()), Seeds: s.Seeds(c), Seeded: s.Torn() && c.Kind == KindPower}
 	if !c.OnServer() {
 		sw.Extra = ExtraPoints(c.Pattern)
 	}
@@ -413,22 +413,26 @@ type TrialRef = engine.Cut
 
 // Order lists a condition's trials in the order they run (the engine's
 // sweep): points are the workers' own points as the normal run reported
-// them, and syncs the syncs it made.
-func (s Settings) Order(c Condition, points []string, syncs int) []TrialRef {
-	return s.sweep(c).Cuts(engine.Found{Points: points, Syncs: syncs})
+// them, and w the window of syncs it made (From 0 but on a PostgreSQL
+// power condition, whose window --sync-bound may cut short, swept).
+func (s Settings) Order(c Condition, points []string, w backend.SyncWindow) []TrialRef {
+	w = s.swept(w)
+	return s.sweep(c).Cuts(engine.Found{Points: points, SyncsFrom: w.From, Syncs: w.To})
 }
 
 // ModelOrder is Order as the model has it: the workers' points from
 // Points and the syncs from the sync model's schedule of the normal run.
 func (s Settings) ModelOrder(c Condition) ([]TrialRef, error) {
 	if c.OnServer() {
-		return s.Order(c, Points(c.Pattern, s.Items), 0), nil
+		// The mount's fsyncs are the normal run's to count: one cut
+		// before and one after stand for every N (anySyncKey).
+		return s.Order(c, Points(c.Pattern, s.Items), backend.SyncWindow{To: 1}), nil
 	}
 	n, err := syncmodel.Syncs(ModelSetting(c.Setting()), syncmodel.Process{Commits: TotalCommits(c.Pattern, s.Items), End: syncmodel.EndClose})
 	if err != nil {
 		return nil, err
 	}
-	return s.Order(c, Points(c.Pattern, s.Items), n), nil
+	return s.Order(c, Points(c.Pattern, s.Items), backend.SyncWindow{To: n}), nil
 }
 
 // On PostgreSQL (--backend postgres) a kill stops the worker at its point,

@@ -75,6 +75,9 @@ func cellsOf(st Settings, res results.ScenarioResult) []cell {
 				continue
 			}
 			w, known := exp[k]
+			if any, ok := anySyncKey(k); ok && !known {
+				w, known = exp[any] // a cut at a mount's fsync, any N (Compare)
+			}
 			match := known && len(Mismatch(k, w, t)) == 0
 			out = append(out, cell{cond: cond, point: points[i], key: k, outcome: t.Outcome, allowed: w.Allowed(t), match: match})
 		}
@@ -89,6 +92,9 @@ func cellsOf(st Settings, res results.ScenarioResult) []cell {
 func Lead(st Settings, res results.ScenarioResult) []scenario.Sentence {
 	cells := cellsOf(st, res)
 	out := []scenario.Sentence{modelSentence(cells)}
+	if s, ok := sweepSentence(st, cells); ok {
+		out = append(out, s)
+	}
 	out = append(out, lostAckedSentences(cells)...)
 	for _, d := range damages {
 		out = append(out, damageSentences(cells, d)...)

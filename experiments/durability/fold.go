@@ -233,6 +233,7 @@ func (f *folder) checkOrder(t trialLine, s *conditionFold) string {
 func (f *folder) checkCut(t trialLine) {
 	if t.cond.OnServer() {
 		f.checkServer(t)
+		f.checkPGSync(t)
 		return
 	}
 	if t.o.Log == nil {
@@ -277,7 +278,7 @@ func (f *folder) processes(t trialLine, s *conditionFold) (Facts, []claimStep) {
 		f.c.Argv(p, worker, args)
 		f.c.Env(p, env)
 		// A first process the mount froze at a sync is killed: no report.
-		_, frozen := f.st.fsSyncCut(t.cond, t.o.Point)
+		_, frozen := f.st.mountSyncCut(t.cond, t.o.Point)
 		frozen = frozen && i == 0
 		var rep protocol.Report
 		ok = false
@@ -329,7 +330,7 @@ func (f *folder) first(t trialLine, s *conditionFold, p results.Process, rep pro
 		f.c.Proc(p, "stdout", "the report's crashed_at is %q and crash_kind %q, but the trial's point is %q under a %q", rep.CrashedAt, rep.CrashKind, t.o.Point, WorkerKind(t.cond))
 	}
 	if q := s.seq(t.l); t.o.Point == PointACK && q.trials == 1 {
-		q.all = f.st.Order(t.cond, rep.Points, t.o.syncs())
+		q.all = f.st.Order(t.cond, rep.Points, t.o.syncWindow())
 		q.order = f.st.share(t.cond, q.all, func(id string) bool { return shard.Holds(f.st.Shard, f.rec.Shards, t.l.Shard, id) })
 		if first, ok := s.seqs[f.firstShard]; ok {
 			results.SameDiscovery(&f.c, t.l, f.firstShard, "normal run gives the trials", q.all, first.all)

@@ -47,7 +47,7 @@ func (Scenario) Expect(st Settings) ([]scenario.Expected, error) {
 				return nil, fmt.Errorf("%s: %w", c.Name, err)
 			}
 			k := st.TrialKey(c, tr.Point, tr.Seed)
-			if _, ok := st.fsSyncCut(c, tr.Point); ok {
+			if _, ok := st.mountSyncCut(c, tr.Point); ok {
 				// The mount's fsyncs are the normal run's to count, not
 				// the model's: one want for every N (anySyncKey).
 				k, _ = anySyncKey(k)
@@ -82,6 +82,9 @@ func anySyncKey(k string) (string, bool) {
 // wantOf is the oracle for condition c's trial at point: the sync model's
 // on SQLite (WantOf), wantOnServer's on PostgreSQL.
 func (s Settings) wantOf(c Condition, point string) (Want, error) {
+	if _, ok := s.mountSyncCut(c, point); ok && c.OnServer() {
+		return s.pgSyncWant(c)
+	}
 	if c.OnServer() {
 		return wantOnServer(c, s.Items, point)
 	}

@@ -82,6 +82,11 @@ type Observation struct {
 	// and what the recovered server showed. DB then names the trial's own
 	// cluster, whose data folder was on the mount.
 	PGPower *backend.PowerOutcome `json:"pg_power,omitempty"`
+	// SyncWindow is, on the normal run of a PostgreSQL power condition
+	// with sync_points, the mount's fsyncs once Setup had returned (from)
+	// and once the first process had ended (to): the sweep cuts at each
+	// N past from up to to (pgsweep.go). Absent on every other trial.
+	SyncWindow *backend.SyncWindow `json:"sync_window,omitempty"`
 }
 
 // ServerCrash is what the parent saw of a crash of the PostgreSQL server

@@ -287,7 +287,7 @@ func serverSettingsRows(st Settings) [][2]string {
 		{"synchronous_commit", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.SynchronousCommit }), ", ")},
 		{"crash kinds", strings.Join(uniq(st.Conditions, func(c Condition) string { return c.Kind }), ", ")},
 		{"server crash", crash},
-		{"left out", "SQLite's power kind, journal modes, synchronous pragma, fault modes and cuts inside syncs; its ack-open and ack-reader points"},
+		{"left out", "SQLite's power kind, journal modes, synchronous pragma, fault modes and cuts inside SQLite's syncs; its ack-open and ack-reader points"},
 	}
 	if len(st.PowerQuiet) > 0 {
 		method := st.WalSyncMethod
@@ -296,6 +296,7 @@ func serverSettingsRows(st Settings) [][2]string {
 		}
 		rows = append(rows, [2]string{"power cut", "a cluster of its own per trial (initdb -k), its data folder on a power-loss mount (strict POSIX directories); cut after the first process, rebuilt under the model, restarted with WAL recovery, then amcheck and the checksum count; " +
 			"server settings " + strings.Join(st.PowerQuiet, ", ") + ", wal_sync_method " + method})
+		rows = append(rows, [2]string{"fsync sweep", sweepPhrase(st)})
 	}
 	return rows
 }

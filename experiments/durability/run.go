@@ -139,11 +139,12 @@ func (s condSubject) Deliver(ctx context.Context, et engine.Trial) (engine.Found
 			return engine.Found{}, fmt.Errorf("%w: %s %s: the engine planned the power layer %q, the settings %q", errclass.ErrHarness, s.c.Name, key, et.Layer, s.p.s.PowerLayer)
 		}
 	}
-	points, syncs, err := s.p.trial(ctx, s.env, s.c, tr)
+	points, w, err := s.p.trial(ctx, s.env, s.c, tr)
 	if err != nil {
 		return engine.Found{}, fmt.Errorf("%s %s: %w", s.c.Name, key, err)
 	}
-	return engine.Found{Points: points, Syncs: syncs}, nil
+	w = s.p.s.swept(w)
+	return engine.Found{Points: points, SyncsFrom: w.From, Syncs: w.To}, nil
 }
 
 // Env is the environment of every process of a trial; the first process
@@ -169,7 +170,9 @@ func FirstEnv(c Condition, point string) map[string]string {
 	case point == PointACKOpen:
 		e[protocol.EnvAckOpen] = "1"
 	case isSync:
-		e[protocol.EnvCutAtSync] = cut.String()
+		if !c.OnServer() { // on PostgreSQL the mount freezes the server
+			e[protocol.EnvCutAtSync] = cut.String()
+		}
 	default:
 		e[protocol.EnvCrashAt] = point
 	}
@@ -218,32 +221,35 @@ type trial struct {
 	frozenWait func() error
 	// pc is a PostgreSQL power trial's own cluster, on its mount.
 	pc *backend.PowerTrial
+	// window is, on the normal run of a condition that sweeps its
+	// mount's fsyncs, the window it counts (pgsweep.go).
+	window *backend.SyncWindow
 }
 
 // trial runs one trial and returns the points its first process passed
-// and the syncs its log holds: on a fresh database, the first process to
-// its point or its ACK, the cut or the crash, the processes that follow,
-// and the rows at the end.
-func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr TrialRef) ([]string, int, error) {
+// and the window of syncs it made (syncWindow): on a fresh database, the
+// first process to its point or its ACK, the cut or the crash, the
+// processes that follow, and the rows at the end.
+func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr TrialRef) ([]string, backend.SyncWindow, error) {
 	t := &trial{p: p, env: env, c: c, ctx: ctx, seed: tr.Seed, point: tr.Point}
 	drop, err := t.open()
 	if err != nil {
-		return nil, 0, err
+		return nil, backend.SyncWindow{}, err
 	}
 	defer drop()
-	t.o = Observation{Scenario: Name, Condition: c.Name, Point: tr.Point, DB: t.db, Steps: []Step{}}
+	t.o = Observation{Scenario: Name, Condition: c.Name, Point: tr.Point, DB: t.db, Steps: []Step{}, SyncWindow: t.window}
 	if p.s.Torn() && c.Kind == KindPower {
 		t.o.Seed = &t.seed
 	}
 	stop, err := t.startReceiver()
 	if err != nil {
-		return nil, 0, err
+		return nil, backend.SyncWindow{}, err
 	}
 	defer stop()
 	if p.s.OnFS(c) {
 		cut, _ := p.s.fsSyncCut(c, tr.Point)
 		if t.fs, err = powerlayer.StartCut(ctx, env.Runner.Executable, t.dir, env.TempDir, p.s.fsParams(tr.Seed), cut.N, cut.After); err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+			return nil, backend.SyncWindow{}, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 		t.fs.RecordTo(powerlayer.Recording{Recorder: env.Recorder, Scenario: Name, Condition: c.Name, Label: tr.Point})
 		defer t.fs.Close()
@@ -256,29 +262,34 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	}
 	first, err := t.first(tr.Point)
 	if err != nil {
-		return nil, 0, err
+		return nil, backend.SyncWindow{}, err
+	}
+	if w := t.o.SyncWindow; w != nil {
+		if w.To, err = t.pc.Cluster.Syncs(); err != nil {
+			return nil, backend.SyncWindow{}, fmt.Errorf("%w: count the mount's fsyncs after the first process: %w", errclass.ErrHarness, err)
+		}
 	}
 	if err := t.cut(); err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
+		return nil, backend.SyncWindow{}, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	if err := t.rest(); err != nil {
-		return nil, 0, err
+		return nil, backend.SyncWindow{}, err
 	}
 	if t.o.Final, _, err = t.readOrNote(t.dir, false); err != nil {
-		return nil, 0, fmt.Errorf("%w: read the rows at the end: %w", errclass.ErrHarness, err)
+		return nil, backend.SyncWindow{}, fmt.Errorf("%w: read the rows at the end: %w", errclass.ErrHarness, err)
 	}
 	if t.rcv != nil {
 		t.o.Sends, _ = t.rcv.LogSince(0)
 	}
 	if t.pc != nil && t.o.PGPower != nil {
 		if err := t.pc.Finish(t.o.PGPower); err != nil {
-			return nil, 0, fmt.Errorf("%w: stop the restarted server: %w", errclass.ErrHarness, err)
+			return nil, backend.SyncWindow{}, fmt.Errorf("%w: stop the restarted server: %w", errclass.ErrHarness, err)
 		}
 	}
 	if err := engine.Record(env.Recorder, t.o); err != nil {
-		return nil, 0, err
+		return nil, backend.SyncWindow{}, err
 	}
-	return first.Report.Points, t.o.syncs(), nil
+	return first.Report.Points, t.o.syncWindow(), nil
 }
 
 // open makes the trial's database with the pattern's tables and nothing
@@ -336,12 +347,21 @@ func (t *trial) openPower() (func(), error) {
 		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
 	}
 	cfg := backend.PowerConfig{Settings: t.p.s.powerSettings(t.c), Params: t.p.s.pgParams(t.c)}
+	cfg.CutSync, cfg.CutAfter = t.p.s.cutAt(t.c, t.point)
 	rec := powerlayer.Recording{Recorder: t.env.Recorder, Scenario: Name, Condition: t.c.Name, Label: t.point}
 	pt, err := t.env.Backend.StartPowerTrial(t.ctx, t.env.TempDir, cfg, t.p.s.spec(t.c), pgSchema, ddl, rec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	t.pc, t.pg, t.db = pt, &pt.DB, pt.DB.Target
+	if t.point == PointACK && t.p.s.pgSweeps(t.c) {
+		from, err := pt.Cluster.Syncs()
+		if err != nil {
+			_ = pt.Close()
+			return nil, fmt.Errorf("%w: count the mount's fsyncs after Setup: %w", errclass.ErrHarness, err)
+		}
+		t.window = &backend.SyncWindow{From: from}
+	}
 	return func() { _ = pt.Close() }, nil
 }
 
@@ -351,10 +371,17 @@ func (t *trial) openPower() (func(), error) {
 // took, are the outcome's, not a harness fault.
 func (t *trial) cutPower() error {
 	var err error
-	if t.o.Before, _, err = t.read("", false); err != nil {
+	if t.p.s.pgFrozen(t.c, t.point) {
+		// The server waits in the frozen fsync: the parent reads nothing
+		// before the cut.
+		t.o.Before = Rows{}
+	} else if t.o.Before, _, err = t.read("", false); err != nil {
 		return fmt.Errorf("read the rows the first process left: %w", err)
 	}
 	o, err := t.pc.Cut(t.ctx)
+	if t.frozenWait != nil {
+		err = errors.Join(err, t.frozenWait())
+	}
 	if err != nil {
 		return err
 	}
@@ -441,7 +468,7 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lo
 		Scenario: Name, Condition: t.c.Name, Label: t.o.Point + " " + role,
 		Worker: w, Args: args, Env: env, CrashAt: crashAt, Exits: exits,
 	}
-	if _, cut := t.p.s.fsSyncCut(t.c, t.o.Point); cut && role == RoleFirst {
+	if _, cut := t.p.s.mountSyncCut(t.c, t.o.Point); cut && role == RoleFirst {
 		return t.runToFreeze(spec, step)
 	}
 	proc, err := t.env.Runner.Run(t.ctx, spec)
@@ -486,7 +513,7 @@ func (t *trial) runToFreeze(spec harness.Spec, step Step) (*harness.Proc, error)
 	select {
 	case e := <-done:
 		return finish(e)
-	case <-t.fs.Cuts():
+	case <-t.frozen():
 		h.Kill()
 		t.frozenWait = func() error {
 			_, err := finish(<-done)

@@ -61,6 +61,9 @@ type Input struct {
 	// SyncPoints, when true, adds a cut inside every sync of the normal
 	// run, just before and just after the fsync; default false.
 	SyncPoints bool `json:"sync_points,omitempty"`
+	// SyncBound, with SyncPoints on PostgreSQL, sweeps at most this many
+	// fsyncs of each window, the first; 0 sweeps them all.
+	SyncBound int `json:"sync_bound,omitempty"`
 	// PowerLayer is where a power cut is made: "vfs" (the default) or
 	// "fs" (engine.PowerLayers).
 	PowerLayer string `json:"power_layer,omitempty"`
@@ -183,8 +186,13 @@ type Settings struct {
 	FaultUnit  int    `json:"fault_unit,omitempty"`
 	Seed       int64  `json:"seed,omitempty"`
 	// SyncPoints: each condition also cuts inside every sync the normal
-	// run made, just before and just after the fsync.
+	// run made, just before and just after the fsync. On a PostgreSQL
+	// power condition they are the power-loss mount's fsyncs of the
+	// normal run's delivery (its recorded sync_window), pgsweep.go.
 	SyncPoints bool `json:"sync_points,omitempty"`
+	// SyncBound, when not 0, is how many fsyncs of a PostgreSQL power
+	// condition's window the sweep cuts at, the first ones (--sync-bound).
+	SyncBound int `json:"sync_bound,omitempty"`
 	// PowerLayer is engine.LayerFS when the power cuts are made by the
 	// power-loss filesystem (worker/powerfs, one mount per trial, under
 	// the run's fault and DirModel, fsParams); empty for the VFS, the
@@ -293,7 +301,12 @@ func faultFlags(in *Input, ov map[string]string, from map[string]string) error {
 	if b, ok, err := scenario.BoolFlag(ov, FlagSyncPoints); err != nil {
 		return err
 	} else if ok {
-		in.SyncPoints = b
+		in.SyncPoints, from["sync_points"] = b, "--"+FlagSyncPoints
+	}
+	if n, ok, err := scenario.IntFlag(ov, FlagSyncBound, 1, maxSyncBound); err != nil {
+		return err
+	} else if ok {
+		in.SyncBound, from["sync_bound"] = n, "--"+FlagSyncBound
 	}
 	return nil
 }
@@ -376,7 +389,6 @@ var sqliteOnly = []struct {
 	{"fault", "the power cut's fault mode in worker/faultvfs", func(in Input) bool { return in.Fault != "" }},
 	{"fault_seeds", "the torn power cut's", func(in Input) bool { return in.FaultSeeds != 0 }},
 	{"fault_unit", "the torn power cut's", func(in Input) bool { return in.FaultUnit != 0 }},
-	{"sync_points", "cuts inside SQLite's syncs, through worker/faultvfs", func(in Input) bool { return in.SyncPoints }},
 }
 
 // listField is a list of the input checked against its known values on
@@ -431,11 +443,14 @@ func settingsOf(b backend.Spec, in Input, from map[string]string) (Settings, err
 		if err := pgPowerInput(&in, from, &st); err != nil {
 			return Settings{}, err
 		}
+		if err := pgSweepInput(in, from, &st); err != nil {
+			return Settings{}, err
+		}
 	} else {
 		for _, f := range []struct {
 			field string
 			set   bool
-		}{{"fsync", len(in.Fsync) > 0}, {"full_page_writes", len(in.FullPageWrites) > 0}, {"power_models", len(in.PowerModels) > 0}, {"wal_sync_method", in.WalSyncMethod != ""}} {
+		}{{"fsync", len(in.Fsync) > 0}, {"full_page_writes", len(in.FullPageWrites) > 0}, {"power_models", len(in.PowerModels) > 0}, {"wal_sync_method", in.WalSyncMethod != ""}, {"sync_bound", in.SyncBound != 0}} {
 			if f.set {
 				return Settings{}, fmt.Errorf("%s: is PostgreSQL's power cut's; it needs --backend postgres and kind power", fieldName(from, f.field))
 			}

@@ -9,7 +9,8 @@ import (
 // Sweep plans a set over point × seed, as durability's matrix does, in
 // place of its class's own plan: the discovery's point first, then the
 // points the discovery passed, then Extra, then (SyncPoints) a cut just
-// before and just after each sync the discovery's first process made;
+// before and just after each sync the discovery's first process made
+// (those past Found.SyncsFrom);
 // each point with Seeds seeds in turn. The discovery delivery is the
 // sweep's first trial (its point, seed 0), so the plan leaves it out.
 //
@@ -44,7 +45,7 @@ type Cut struct {
 func (s Sweep) Cuts(found Found) []Cut {
 	all := append(append([]string{s.First}, found.Points...), s.Extra...)
 	if s.SyncPoints {
-		for i := 1; i <= found.Syncs; i++ {
+		for i := found.SyncsFrom + 1; i <= found.Syncs; i++ {
 			all = append(all, protocol.SyncCut{N: i}.Point(), protocol.SyncCut{N: i, After: true}.Point())
 		}
 	}

@@ -22,23 +22,33 @@ func TestPlanSweep(t *testing.T) {
 		class Kind
 		sweep Sweep
 		want  []string
+		// found, when set, is the discovery's in place of the shared one.
+		found *Found
 	}{
-		{"points only", Points, Sweep{First: "ack"}, []string{cond + "@a", cond + "@b"}},
-		{"extra", ServerCrash, Sweep{First: "ack", Extra: []string{"ack-open"}}, []string{cond + "@a", cond + "@b", cond + "@ack-open"}},
+		{"points only", Points, Sweep{First: "ack"}, []string{cond + "@a", cond + "@b"}, nil},
+		{"extra", ServerCrash, Sweep{First: "ack", Extra: []string{"ack-open"}}, []string{cond + "@a", cond + "@b", cond + "@ack-open"}, nil},
 		{"sync points", Power, Sweep{First: "ack", SyncPoints: true},
-			[]string{cond + "@a", cond + "@b", cond + "@sync-1-before", cond + "@sync-1-after"}},
+			[]string{cond + "@a", cond + "@b", cond + "@sync-1-before", cond + "@sync-1-after"}, nil},
 		{"seeded", Power, Sweep{First: "ack", Seeds: 2, Seeded: true},
-			[]string{cond + "@ack#1", cond + "@a#0", cond + "@a#1", cond + "@b#0", cond + "@b#1"}},
+			[]string{cond + "@ack#1", cond + "@a#0", cond + "@a#1", cond + "@b#0", cond + "@b#1"}, nil},
 		{"tagged", Power, Sweep{SyncPoints: true, Tag: "keep"},
-			[]string{cond + "@a/keep", cond + "@b/keep", cond + "@sync-1-before/keep", cond + "@sync-1-after/keep"}},
+			[]string{cond + "@a/keep", cond + "@b/keep", cond + "@sync-1-before/keep", cond + "@sync-1-after/keep"}, nil},
 		{"seeded and tagged", Power, Sweep{First: "ack", Seeds: 2, Seeded: true, Tag: "torn"},
-			[]string{cond + "@ack#1/torn", cond + "@a#0/torn", cond + "@a#1/torn", cond + "@b#0/torn", cond + "@b#1/torn"}},
-		{"seeds without keys", Power, Sweep{First: "ack", Seeds: 2}, []string{cond + "@ack", cond + "@a", cond + "@a", cond + "@b", cond + "@b"}},
+			[]string{cond + "@ack#1/torn", cond + "@a#0/torn", cond + "@a#1/torn", cond + "@b#0/torn", cond + "@b#1/torn"}, nil},
+		{"seeds without keys", Power, Sweep{First: "ack", Seeds: 2}, []string{cond + "@ack", cond + "@a", cond + "@a", cond + "@b", cond + "@b"}, nil},
+		{"sync window", Power, Sweep{First: "ack", SyncPoints: true},
+			[]string{cond + "@a", cond + "@sync-4-before", cond + "@sync-4-after", cond + "@sync-5-before", cond + "@sync-5-after"},
+			&Found{Points: []string{"a"}, SyncsFrom: 3, Syncs: 5}},
+		{"empty sync window", Power, Sweep{First: "ack", SyncPoints: true}, []string{cond + "@a"}, &Found{Points: []string{"a"}, SyncsFrom: 5, Syncs: 5}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sw := tc.sweep
-			got, err := Plan(context.Background(), 1, nil, []Set{{Class: tc.class, Condition: cond, Sweep: &sw}}, found)
+			f := found
+			if tc.found != nil {
+				f = *tc.found
+			}
+			got, err := Plan(context.Background(), 1, nil, []Set{{Class: tc.class, Condition: cond, Sweep: &sw}}, f)
 			if err != nil {
 				t.Fatal(err)
 			}

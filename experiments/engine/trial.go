@@ -73,6 +73,11 @@ type Found struct {
 	Points   []string
 	WindowUS int64
 	Syncs    int
+	// SyncsFrom, when not 0, is the syncs counted before the delivery
+	// began (a PostgreSQL power trial's server start and Setup): a sweep
+	// cuts at SyncsFrom+1..Syncs, the window the delivery made
+	// (backend.SyncWindow).
+	SyncsFrom int
 }
 
 // Input is what a class plans one set from.

@@ -63,7 +63,7 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 		}
 		if slices.ContainsFunc(p.Conditions, func(c ConditionExtra) bool { return len(c.Models) > 0 }) {
 			t.Legend = append(t.Legend, powerLegend...)
-			if st.SyncPoints && pat.File.IsProgram() && st.Backend == "" {
+			if st.SyncPoints && pat.File.IsProgram() {
 				t.Legend = append(t.Legend, pf.SyncLegend)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/harness"
 	"idemlab/experiments/receiver"
@@ -230,8 +231,8 @@ type folder struct {
 	// 4 or older, which cut under drop only (PowerPlan).
 	legacy bool
 	// syncs are the fsyncs each sync-swept condition's sync discovery
-	// counted (syncCount).
-	syncs map[string]int
+	// counted (syncWindow).
+	syncs map[string]backend.SyncWindow
 }
 
 // legacyPower says whether the records' power trials are a folder of
@@ -835,7 +836,8 @@ func (f *folder) plan() []shard.Trial {
 			if c.Pattern == p.File.Name {
 				out = append(out, engine.Listed(f.st.plan(c, f.legacy, f.discovered(p)))...)
 				if f.st.syncSwept(c, p) {
-					ts, _ := engine.Plan(context.Background(), f.st.Seed, nil, syncSets(c, f.rec.Since(results.FormatPowerLines)), engine.Found{Syncs: f.syncCount(c)})
+					w := f.syncWindow(c)
+					ts, _ := engine.Plan(context.Background(), f.st.Seed, nil, syncSets(c, f.rec.Since(results.FormatPowerLines)), engine.Found{SyncsFrom: w.From, Syncs: w.To})
 					out = append(out, engine.Listed(ts)...)
 				}
 			}

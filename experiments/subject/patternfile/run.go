@@ -109,6 +109,11 @@ type Observation struct {
 	// PGPower is a power trial's cut on PostgreSQL (pgpower.go), in place
 	// of Recovery.
 	PGPower *backend.PowerOutcome `json:"pg_power,omitempty"`
+	// SyncWindow is, on a PostgreSQL power condition's sync discovery,
+	// the cluster's mount's fsyncs once Setup had returned and once the
+	// first delivery had ended: the sweep cuts at each N past from up to
+	// to (pgsync.go). Absent on every other trial.
+	SyncWindow *backend.SyncWindow `json:"sync_window,omitempty"`
 	// Values are what the parent read of each query invariant after the
 	// last delivery: rows, columns, type and text, judged by the fold. A
 	// folder of format 4 or older holds a bare integer each.
@@ -325,7 +330,7 @@ func (r *runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, err
 	rc.ctx = ctx
 	if c := r.conds[t.Condition]; t.Class == engine.None && c.Fault == wp.FaultPower {
 		d, err := rc.trial(c, syncDiscovery(), nil)
-		return engine.Found{Syncs: d.syncs}, err
+		return engine.Found{SyncsFrom: d.syncsFrom, Syncs: d.syncs}, err
 	}
 	o := Observation{Trial: t.Index, Kind: engine.Label(engine.Pattern, t.Class), Point: t.Point, Model: t.Model, K: t.K, KillUS: t.KillUS, Racers: t.Racers, RaceCrashK: t.CrashK}
 	if !slices.Contains(Kinds, o.Kind) {
@@ -348,8 +353,9 @@ type discovered struct {
 	points     []string
 	pointsUS   []int64
 	durationMS float64
-	// syncs are the fsyncs a sync discovery's mount saw.
-	syncs int
+	// syncs are the fsyncs a sync discovery's mount saw; on PostgreSQL
+	// syncsFrom those it had seen before the delivery (its window).
+	syncs, syncsFrom int
 }
 
 // trial runs one trial from a fresh file to the parent's reading of it.
@@ -369,6 +375,9 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	t := &trial{r: r, c: c, o: &o, dir: dir, db: backend.Database{Backend: store.BackendSQLite, Target: o.DB}}
 	if r.env.Backend != nil && onServerPower(c) {
 		cfg := backend.PowerConfig{Settings: backend.ParsePowerName(c.Power), Params: powerParams(r.s, o)}
+		if sc, ok := syncCutOf(o); ok {
+			cfg.CutSync, cfg.CutAfter = sc.N, sc.After
+		}
 		ddl := strings.Join(r.pat.File.SchemaOn(store.BackendPostgres), ";\n")
 		if t.pc, err = r.env.Backend.StartPowerTrial(r.ctx, r.env.TempDir, cfg, r.s.pgSpec(c), pgPowerSchema, ddl, t.recording()); err != nil {
 			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
@@ -376,6 +385,9 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 		defer t.pc.Close()
 		t.db = t.pc.DB
 		o.DB = t.db.Target
+		if err := t.windowFrom(); err != nil {
+			return d, err
+		}
 	} else if r.env.Backend != nil {
 		if t.db, err = r.env.Backend.Fresh(r.ctx, "pattern"); err != nil {
 			return d, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, c.Name, o.Trial, err)
@@ -415,6 +427,9 @@ func (r runner) trial(c Condition, o Observation, _ any) (discovered, error) {
 	if o.PowerFS != nil {
 		o.PowerFS.ServerProcessIDs = t.fs.ServerIDs()
 		d.syncs = o.PowerFS.Outcome.Syncs
+	}
+	if w := o.SyncWindow; w != nil {
+		d.syncsFrom, d.syncs = w.From, w.To
 	}
 	if err := t.observe(rcv); err != nil {
 		return d, err
@@ -602,9 +617,14 @@ func (t *trial) first() ([]delivered, error) {
 		return t.powerFirst()
 	}
 	if t.r.pat.File.IsProgram() {
+		ended := t.killAtClusterSync()
 		out, err := t.firstProgram()
+		ended()
 		if err != nil || t.pc == nil {
 			return out, err
+		}
+		if err := t.windowTo(); err != nil {
+			return nil, err
 		}
 		if err := t.cutCluster(); err != nil {
 			return nil, err

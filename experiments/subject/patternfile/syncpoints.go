@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"slices"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/results"
@@ -72,7 +73,7 @@ func syncTag(m string) string {
 // fsyncs: a handler program's power condition on the filesystem, with
 // --sync-points.
 func (s Settings) syncSwept(c Condition, pat Pattern) bool {
-	return s.SyncPoints && c.Fault == wp.FaultPower && pat.File.IsProgram() && !onServerPower(c)
+	return s.SyncPoints && c.Fault == wp.FaultPower && pat.File.IsProgram()
 }
 
 // syncSets are the sweeps of condition c's sync-point cuts, one per
@@ -118,29 +119,35 @@ func syncDiscovery() Observation {
 	return Observation{Kind: KindSyncDiscovery, Point: engine.PointACK, Model: faultvfs.FaultKeep}
 }
 
-// syncCount is the number of fsyncs condition c's sync discovery counted
-// on its mount, from the first shard's record: the outcome's, which the
-// fold checks against the op log; 0 when there is none.
-func (f *folder) syncCount(c Condition) int {
-	if n, ok := f.syncs[c.Name]; ok {
-		return n
+// syncWindow is the span of fsyncs condition c's sync discovery made, from
+// the first shard's record: on PostgreSQL its recorded window, which the
+// fold checks against its cut (checkSyncDiscovery); on the filesystem
+// from 0 to its count.
+func (f *folder) syncWindow(c Condition) backend.SyncWindow {
+	if w, ok := f.syncs[c.Name]; ok {
+		return w
 	}
-	n := 0
+	var w backend.SyncWindow
 	for _, l := range f.rec.Observations {
 		if l.Condition != c.Name || l.Shard != f.first {
 			continue
 		}
 		var o Observation
-		if results.DecodeStrict(l.Raw, &o) == nil && o.Kind == KindSyncDiscovery && o.PowerFS != nil {
-			n = o.PowerFS.Outcome.Syncs
-			break
+		if results.DecodeStrict(l.Raw, &o) != nil || o.Kind != KindSyncDiscovery {
+			continue
 		}
+		if o.PowerFS != nil {
+			w = backend.SyncWindow{To: o.PowerFS.Outcome.Syncs}
+		} else if o.SyncWindow != nil {
+			w = *o.SyncWindow
+		}
+		break
 	}
 	if f.syncs == nil {
-		f.syncs = map[string]int{}
+		f.syncs = map[string]backend.SyncWindow{}
 	}
-	f.syncs[c.Name] = n
-	return n
+	f.syncs[c.Name] = w
+	return w
 }
 
 // checkSyncDiscovery checks a sync discovery's line: a condition that
@@ -158,7 +165,18 @@ func (f *folder) checkSyncDiscovery(t *trialLine) {
 	for i, d := range t.o.Deliveries {
 		f.delivery(t, i, d)
 	}
-	f.checkPowerFS(t)
+	if !onServerPower(t.c) {
+		f.checkPowerFS(t)
+		return
+	}
+	f.checkPGPower(t)
+	if w := t.o.SyncWindow; w == nil {
+		f.c.Obs(t.l, "sync_window", "missing: a PostgreSQL power condition's sync discovery records its window")
+	} else if o := t.o.PGPower; o != nil {
+		if field, text := w.CheckAt(backend.ParsePowerName(t.c.Power), o.Cut); field != "" {
+			f.c.Obs(t.l, "sync_window."+field, "%s", text)
+		}
+	}
 }
 
 // checkSyncCut checks a sync-point cut's plan and record: under one of the
@@ -166,15 +184,25 @@ func (f *folder) checkSyncDiscovery(t *trialLine) {
 // logged cut at that fsync, before or after it as the point says (the
 // cut's models, torn's seed among them, checkPowerFS checks).
 func (f *folder) checkSyncCut(t *trialLine, cut protocol.SyncCut) {
-	n := f.syncCount(t.c)
+	w := f.syncWindow(t.c)
+	n := w.To
 	switch {
 	case !f.st.syncSwept(t.c, t.pat):
 		f.c.Obs(t.l, "point", "%q, but condition %s does not cut at the mount's fsyncs (a handler program's power condition with --sync-points)", t.o.Point, t.c.Name)
 		return
 	case !slices.Contains(SyncModels, t.o.Model):
 		f.c.Obs(t.l, "model", "%q, but the sync-point cuts are made under %v", t.o.Model, SyncModels)
-	case cut.N > n:
-		f.c.Obs(t.l, "point", "%q, but the sync discovery counted %d fsyncs on its mount", t.o.Point, n)
+	case cut.N > n || cut.N <= w.From:
+		f.c.Obs(t.l, "point", "%q, but the sync discovery's window is fsyncs %d to %d of its mount", t.o.Point, w.From+1, n)
+	}
+	if onServerPower(t.c) {
+		f.checkPGPower(t)
+		if o := t.o.PGPower; o != nil {
+			if field, text := backend.CheckSweepCut(o.Cut, cut); field != "" {
+				f.c.Obs(t.l, "pg_power."+field, "%s", text)
+			}
+		}
+		return
 	}
 	f.checkPowerFS(t)
 	if r := t.o.PowerFS; r != nil {
