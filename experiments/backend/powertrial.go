@@ -96,11 +96,15 @@ func recordPostmasterAs(pm Postmaster, r powerlayer.Recording, role string, sig 
 // ended (CheckPostmaster), the mount's server, and the postmaster the cut
 // restarted (CheckRestarted), each against the settings want; a folder
 // made before they were recorded names none. It also checks that the
-// restarted server ran with data checksums (CheckChecksums). Every fold
+// restarted server ran with data checksums (CheckChecksums) and that the
+// cut names its op log's hash (powerlayer.CheckLogHash). Every fold
 // of a PostgreSQL power trial calls it.
 func FoldPostmaster(c *results.Checker, r results.Records, l results.Line, o PowerOutcome, want PowerSettings) {
 	if field, text := CheckChecksums(o, r.Since(results.FormatPowerEvidence)); field != "" {
 		c.Obs(l, "pg_power."+field, "%s", text)
+	}
+	if field, text := powerlayer.CheckLogHash(o.Cut, r.Since(results.FormatPowerEvidence)); field != "" {
+		c.Obs(l, "pg_power.cut."+strings.TrimPrefix(field, "outcome."), "%s", text)
 	}
 	if o.ServerProcessID == 0 {
 		return

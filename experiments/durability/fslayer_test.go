@@ -220,6 +220,12 @@ func TestFSLayerTamper(t *testing.T) {
 			op := lastOp(m, powerfs.OpBase)
 			op["name"] = op["name"].(string) + "x"
 		}},
+		{"logged write's pid (no survivor changes)", "fs.outcome.log_sha256", func(m map[string]any) {
+			lastOp(m, powerfs.OpWrite)["pid"] = 1
+		}},
+		{"log's hash removed", "fs.outcome.log_sha256", func(m map[string]any) {
+			delete(m["fs"].(map[string]any)["outcome"].(map[string]any), "log_sha256")
+		}},
 		{"model", "fs.params", func(m map[string]any) {
 			m["fs"].(map[string]any)["params"].(map[string]any)["model"] = powerfs.ModelKeep
 		}},

@@ -36,8 +36,9 @@ const FormatPowerLines = 8
 
 // FormatPowerEvidence is the format from which a PostgreSQL power trial
 // records whether its recovered server checked its pages
-// (pg_power.data_checksums): a folder of an older format is not asked for
-// it.
+// (pg_power.data_checksums), and a power-loss mount's cut outcome names
+// the hash of the op log it was planned from (log_sha256): a folder of an
+// older format is asked for neither.
 const FormatPowerEvidence = 9
 
 // FormatChanges says what each version changed, so verify can tell a
@@ -56,6 +57,7 @@ var FormatChanges = map[int]string{
 // format9 is what version 9 changed, a clause per change.
 var format9 = []string{
 	"a PostgreSQL power trial records what its recovered server says of data_checksums (pg_power.data_checksums), which must be on: without it no page is checked and no checksum failure counted; a folder of format 8 or older records none and is not asked for it",
+	"a power-loss mount's cut outcome names the SHA-256 of the op log the server planned it from (fs.outcome.log_sha256 in durability, pg_power.cut.log_sha256 on PostgreSQL, powerfs.outcome.log_sha256 for a program), so a recorded log edited in any op, even one that changes no survivor, derives another cut; a folder of format 8 or older names none and is not asked for it",
 }
 
 // format8 is what version 8 changed, a clause per change.

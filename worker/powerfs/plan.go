@@ -2,6 +2,8 @@ package powerfs
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -483,6 +485,26 @@ type Outcome struct {
 	Cut      *Op     `json:"cut,omitempty"`
 	Entries  []Entry `json:"entries"`
 	Files    []File  `json:"files"`
+	// LogSHA256 is LogSHA256 of the op log the cut was planned from: the
+	// server's word on the log it wrote, so that a fold replaying a
+	// recorded log that differs in any op, even one that changes no
+	// survivor, derives another outcome. Absent in outcomes recorded
+	// before it was.
+	LogSHA256 string `json:"log_sha256,omitempty"`
+}
+
+// LogSHA256 is the SHA-256, in hex, of ops as their JSON array (none
+// hashes as an empty array).
+func LogSHA256(ops []Op) (string, error) {
+	if ops == nil {
+		ops = []Op{}
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
 }
 
 // Params name the models of a cut.
@@ -531,6 +553,9 @@ func Plan(log []Op, p Params) (Outcome, error) {
 	}
 	o := Outcome{Model: p.Model, DirModel: p.DirModel, Seed: p.Seed, Unit: p.Unit, Syncs: s.syncs, Cut: s.cut,
 		Entries: []Entry{}, Files: []File{}}
+	if o.LogSHA256, err = LogSHA256(log); err != nil {
+		return Outcome{}, err
+	}
 	seen := map[uint64]bool{}
 	var walk func(dino uint64, prefix string)
 	walk = func(dino uint64, prefix string) {
