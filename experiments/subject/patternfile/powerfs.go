@@ -222,10 +222,11 @@ func (f *folder) checkServers(t *trialLine, r *PowerFS) {
 	}
 }
 
-// progPowerNotApplicable is the error of a run that asked for the power
-// class explicitly for a program on a machine without FUSE.
+// ProgPowerNotApplicable is the error of a run that asked for the power
+// class explicitly for a program on a machine without FUSE: a plan's error,
+// which the edge classes as a usage error (exit 2) as it does every plan's.
 func ProgPowerNotApplicable(why string) error {
-	return fmt.Errorf("%w: %s.faults: power: not applicable to a handler program: %s", errclass.ErrUsage, Name, why)
+	return fmt.Errorf("%s.faults: power: not applicable to a handler program: %s", Name, why)
 }
 
 // sweepIfMounts clears, at the start of a run whose program power trials
