@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"idemlab/experiments/results"
 )
 
 // TestProgramPowerFormat6FolderVerifies: a folder of format 6 that ran a
@@ -32,7 +35,7 @@ func TestProgramSyncFormat7FolderVerifies(t *testing.T) {
 	if (r.code != 0 && r.code != 5) || strings.Contains(r.stdout, "✗") {
 		t.Fatalf("verify exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "the folder is format 7, this idemlab writes format 8") {
-		t.Errorf("verify gives no notice of format 8:\n%s", r.stdout)
+	if want := fmt.Sprintf("the folder is format 7, this idemlab writes format %d; format 8: ", results.FormatVersion); !strings.Contains(r.stdout, want) {
+		t.Errorf("verify gives no notice of format 8 (%q):\n%s", want, r.stdout)
 	}
 }

@@ -61,7 +61,7 @@ func TestProgramPowerMachineRecorded(t *testing.T) {
 		probe bool
 	}{
 		{"as recorded", orig, nil, 0, "run verdict", false},
-		{"record edited to no FUSE", edited, nil, 1, "scenarios[pattern].overrides: the input and the recorded overrides give no valid plan: usage error: input.json: usage error: pattern.faults: power: not applicable to a handler program: " + why, false},
+		{"record edited to no FUSE", edited, nil, 1, "scenarios[pattern].overrides: the input and the recorded overrides give no valid plan: usage error: input.json: pattern.faults: power: not applicable to a handler program: " + why, false},
 		{"rerun without FUSE", orig, []string{"--rerun"}, 2, "and its rerun needs it, but this machine has none: " + why, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

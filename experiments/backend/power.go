@@ -314,6 +314,12 @@ type PowerOutcome struct {
 	// the server log's "page verification failed" lines since the restart.
 	ChecksumFailures int64    `json:"checksum_failures"`
 	Rejected         []string `json:"rejected,omitempty"`
+	// DataChecksums is what the recovered server says of data_checksums:
+	// "on" for a cluster made with initdb -k, without which no page is
+	// checked and ChecksumFailures is 0 whatever the cut tore; "" where it
+	// could not be read, and in folders made before it was recorded
+	// (results.FormatPowerEvidence).
+	DataChecksums string `json:"data_checksums,omitempty"`
 	// ServerProcessID is the line of raw-processes.jsonl that records the
 	// postmaster the cut SIGKILLed on the mount (PowerTrial); 0 in folders
 	// made before it was recorded.
@@ -448,6 +454,9 @@ func (p *PowerCluster) check(ctx context.Context, query string, o *PowerOutcome)
 	}
 	if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(checksum_failures), 0) FROM pg_stat_database").Scan(&o.ChecksumFailures); err != nil {
 		o.Amcheck = append(o.Amcheck, "read checksum_failures: "+err.Error())
+	}
+	if err := db.QueryRowContext(ctx, "SHOW data_checksums").Scan(&o.DataChecksums); err != nil {
+		o.Amcheck = append(o.Amcheck, "read data_checksums: "+err.Error())
 	}
 	return nil
 }

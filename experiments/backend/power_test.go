@@ -249,6 +249,9 @@ func matrixFailures(s PowerSettings, acked []string, syncs int, o PowerOutcome) 
 	if o.Corrupt() || o.Indexes == 0 {
 		out = append(out, fmt.Sprintf("amcheck over %d indexes: %q, checksum failures %d, %q", o.Indexes, o.Amcheck, o.ChecksumFailures, o.Rejected))
 	}
+	if field, text := CheckChecksums(o, true); field != "" {
+		out = append(out, field+": "+text)
+	}
 	want := acked
 	if s.SynchronousCommit == "off" {
 		if !o.QuietHeld {

@@ -95,9 +95,17 @@ func recordPostmasterAs(pm Postmaster, r powerlayer.Recording, role string, sig 
 // trial record o, on observation line l, names: the postmaster its cut
 // ended (CheckPostmaster), the mount's server, and the postmaster the cut
 // restarted (CheckRestarted), each against the settings want; a folder
-// made before they were recorded names none. Every fold of a PostgreSQL
-// power trial calls it.
+// made before they were recorded names none. It also checks that the
+// restarted server ran with data checksums (CheckChecksums) and that the
+// cut names its op log's hash (powerlayer.CheckLogHash). Every fold
+// of a PostgreSQL power trial calls it.
 func FoldPostmaster(c *results.Checker, r results.Records, l results.Line, o PowerOutcome, want PowerSettings) {
+	if field, text := CheckChecksums(o, r.Since(results.FormatPowerEvidence)); field != "" {
+		c.Obs(l, "pg_power."+field, "%s", text)
+	}
+	if field, text := powerlayer.CheckLogHash(o.Cut, r.Since(results.FormatPowerEvidence)); field != "" {
+		c.Obs(l, "pg_power.cut."+strings.TrimPrefix(field, "outcome."), "%s", text)
+	}
 	if o.ServerProcessID == 0 {
 		return
 	}
@@ -123,6 +131,25 @@ func FoldPostmaster(c *results.Checker, r results.Records, l results.Line, o Pow
 	if ok {
 		checkRestartedIn(c, r, l, o, want, pm, mount)
 	}
+}
+
+// CheckChecksums says whether power trial record o shows the recovered
+// server checking its pages: a cluster without data checksums counts no
+// checksum failure whatever the cut tore, so its "nothing corrupt" would
+// be a pass that could not fail. A server that did not start again reads
+// nothing; recorded says the folder is new enough to record the setting
+// (results.FormatPowerEvidence), an older one is not asked for it. It
+// returns the field that is wrong ("data_checksums"), or "".
+func CheckChecksums(o PowerOutcome, recorded bool) (field, text string) {
+	switch {
+	case !o.Started, o.DataChecksums == "" && !recorded:
+		return "", ""
+	case o.DataChecksums == "":
+		return "data_checksums", "missing: the recovered server's data_checksums is read back after every restart"
+	case o.DataChecksums != "on":
+		return "data_checksums", fmt.Sprintf("%q, but a power trial's cluster is made with data checksums (initdb -k), without which no torn page is found", o.DataChecksums)
+	}
+	return "", ""
 }
 
 // dataDirOf is the data folder a postmaster's command line names (-D).

@@ -45,6 +45,30 @@ func TestPowerDamage(t *testing.T) {
 	}
 }
 
+// TestCheckChecksums: a recovered server without data checksums is named,
+// as is one whose setting a folder of format 9 or newer does not record;
+// a server that did not start, or an older folder, is not asked.
+func TestCheckChecksums(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		o         PowerOutcome
+		recorded  bool
+		wantField string
+	}{
+		{"on", PowerOutcome{Started: true, DataChecksums: "on"}, true, ""},
+		{"off", PowerOutcome{Started: true, DataChecksums: "off"}, true, "data_checksums"},
+		{"off in an older folder too", PowerOutcome{Started: true, DataChecksums: "off"}, false, "data_checksums"},
+		{"missing", PowerOutcome{Started: true}, true, "data_checksums"},
+		{"missing in an older folder", PowerOutcome{Started: true}, false, ""},
+		{"no server to ask", PowerOutcome{}, true, ""},
+	} {
+		field, text := CheckChecksums(tt.o, tt.recorded)
+		if field != tt.wantField {
+			t.Errorf("%s: field %q (%s), want %q", tt.name, field, text, tt.wantField)
+		}
+	}
+}
+
 // TestCutParams: the seed goes with torn only.
 func TestCutParams(t *testing.T) {
 	for _, tt := range []struct {

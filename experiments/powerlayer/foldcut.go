@@ -31,11 +31,14 @@ func ParamsOf(o faultvfs.Options, dirModel string) powerfs.Params {
 // mount is mount and whose mount server is process line serverID (0: a
 // folder made before it was recorded), against the models want: the
 // models (CheckParams), the outcome powerfs.Plan derives again from the
-// log (Check) and the server's process line (FoldServer). Mismatches are
+// log (CheckLogHash, Check) and the server's process line (FoldServer). Mismatches are
 // named under field (a scenario's name for the record, e.g. "fs").
 func FoldCut(c *results.Checker, r results.Records, l results.Line, field string, want powerfs.Params, rec Record, mount string, serverID int) {
 	for _, m := range CheckParams(want, rec.Params) {
 		c.Obs(l, field+"."+m.Field, "%s", m.Text)
+	}
+	if f, text := CheckLogHash(rec.Outcome, r.Since(results.FormatPowerEvidence)); f != "" {
+		c.Obs(l, field+"."+f, "%s", text)
 	}
 	if f, text := Check(rec); f != "" {
 		c.Obs(l, field+"."+f, "%s", text)

@@ -248,13 +248,31 @@ func Sweep(w io.Writer) error {
 // Check derives the cut again from the record: powerfs.Plan of its log
 // under its models must give its outcome. It returns the first field that
 // differs, named as the record names it, or "" when they agree.
+//
+// An outcome recorded without the log's hash (a folder of format 8 or
+// older) is not held to it: CheckLogHash, which every fold calls, asks a
+// newer one for it.
 func Check(r Record) (field, text string) {
 	o, err := powerfs.Plan(r.Log, r.Params)
 	if err != nil {
 		return "log", err.Error()
 	}
+	if r.Outcome.LogSHA256 == "" {
+		o.LogSHA256 = ""
+	}
 	if f, text := FirstDiff(o, r.Outcome); f != "" {
 		return "outcome" + f, "the log replayed (powerfs.Plan) gives another cut: outcome" + f + ": " + text
+	}
+	return "", ""
+}
+
+// CheckLogHash says whether cut outcome o names the SHA-256 of the op log
+// it was planned from, which Check holds the recorded log to: recorded
+// says the folder is new enough to name it (results.FormatPowerEvidence).
+// It returns the field that is wrong ("outcome.log_sha256"), or "".
+func CheckLogHash(o powerfs.Outcome, recorded bool) (field, text string) {
+	if o.LogSHA256 == "" && recorded {
+		return "outcome.log_sha256", "missing: the mount's server names the SHA-256 of the op log it planned the cut from, which the recorded log must hash to"
 	}
 	return "", ""
 }

@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the results-folder format this build
 // writes. A folder without a format field is version 1.
-const FormatVersion = 8
+const FormatVersion = 9
 
 // FormatScheduled is the format that records which conditions the OS
 // schedules (ConditionResult.Scheduled). A folder of an older format
@@ -34,9 +34,17 @@ const FormatScheduled = 6
 // well as drop: a folder of an older format is held to neither.
 const FormatPowerLines = 8
 
+// FormatPowerEvidence is the format from which a PostgreSQL power trial
+// records whether its recovered server checked its pages
+// (pg_power.data_checksums), and a power-loss mount's cut outcome names
+// the hash of the op log it was planned from (log_sha256): a folder of an
+// older format is asked for neither.
+const FormatPowerEvidence = 9
+
 // FormatChanges says what each version changed, so verify can tell a
 // reviewer why an older folder reads as it does.
 var FormatChanges = map[int]string{
+	9: strings.Join(format9, "; "),
 	8: strings.Join(format8, "; "),
 	7: strings.Join(format7, "; "),
 	6: strings.Join(format6, "; "),
@@ -44,6 +52,12 @@ var FormatChanges = map[int]string{
 	2: "results.json gained format, and the findings a run's records give (a worker's report that the rows contradict, an exit outside the protocol) are stored with the conditions they fail, where version 1 stopped the run with exit 3 and wrote nothing; durability's matrix.severity ranks five classes (nothing lost, rolled back and redone, work lost, duplicate, corrupt or missing) where version 1 ranked four; durability's records carry each trial's VFS op log and its oracle predicts every power cut exactly, so a durability scenario of version 1 cannot be derived again; files a plan reads besides the input file (a pattern file) are carried in attachments/",
 	4: "durability runs on --backend postgres: its settings gained backend, isolation and server_settings, its conditions synchronous_commit and the crash kind server; its observations gained server (the crash's frozen writers, the settings read back after recovery and the rows lost) and hold a connection string as db, no VFS op log, and amcheck's verdict as integrity; its trials gained lost_rows. A SQLite folder of version 3 derives as before",
 	3: "results.json gained shard (a folder run with --shard i/n, whose process ids start at (i-1)×1,000,000,000+1), shards (a folder joined by idemlab merge: each shard's environment, times and block of records) and, in both, each split scenario's plan (its hash, its number of trials and, in a shard's folder, the trials it ran)",
+}
+
+// format9 is what version 9 changed, a clause per change.
+var format9 = []string{
+	"a PostgreSQL power trial records what its recovered server says of data_checksums (pg_power.data_checksums), which must be on: without it no page is checked and no checksum failure counted; a folder of format 8 or older records none and is not asked for it",
+	"a power-loss mount's cut outcome names the SHA-256 of the op log the server planned it from (fs.outcome.log_sha256 in durability, pg_power.cut.log_sha256 on PostgreSQL, powerfs.outcome.log_sha256 for a program), so a recorded log edited in any op, even one that changes no survivor, derives another cut; a folder of format 8 or older names none and is not asked for it",
 }
 
 // format8 is what version 8 changed, a clause per change.

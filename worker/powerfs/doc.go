@@ -45,16 +45,23 @@
 // The directory model decides which names survive under drop and torn:
 //
 //	operation                         posix (default)         ext4-ordered
-//	create, mkdir, symlink, mknod     after fsync(dir)        also after fsync(the new file)
+//	create, mkdir, symlink, mknod     after fsync(dir)        also after fsync(the new file
+//	                                                          or directory itself)
 //	link                              after fsync(dir)        also after fsync(the file)
-//	unlink, rmdir                     after fsync(dir)        after fsync(dir)
+//	unlink, rmdir                     after fsync(dir)        also after fsync(the removed
+//	                                                          file or directory, still open)
 //	rename, exchange                  after fsync(each dir)   also after fsync(the moved file):
-//	                                                          its new name in, its old name out
-//	fsync(dir)                        the directory's whole   the same
-//	                                  live listing durable
-//	fsync(file) under ext4-ordered    -                       also the entries naming each
-//	                                                          directory on the way up to the
-//	                                                          root
+//	                                                          its new name in, its old name out;
+//	                                                          an exchange swaps both names at
+//	                                                          fsync(either file)
+//	fsync(dir)                        the directory's whole   the same, and the entries naming
+//	                                  live listing durable    it and each directory above it
+//	fsync(file)                       its bytes and size      also the entries naming it and
+//	                                                          each directory above it, up to
+//	                                                          the root
+//
+// The help topic "durability" holds the same table, and TestDirModelRows
+// tests each of its rows.
 //
 // A name that survives brings back its inode with that inode's durable
 // bytes (drop), even if it was unlinked; a name that does not survive

@@ -2,6 +2,8 @@ package powerfs
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -139,10 +141,14 @@ type state struct {
 	syncs    int
 	dirModel string
 	cut      *Op
+	// exchanged pairs the inodes an exchange swapped whose names no
+	// fsync under ext4's model has made durable yet: one change of the
+	// journal, durable together.
+	exchanged map[uint64]uint64
 }
 
 func newState(dirModel string) *state {
-	return &state{inodes: map[uint64]*inode{}, dirModel: dirModel}
+	return &state{inodes: map[uint64]*inode{}, dirModel: dirModel, exchanged: map[uint64]uint64{}}
 }
 
 func (s *state) dir(ino uint64) (*inode, error) {
@@ -333,6 +339,7 @@ func (s *state) rename(op Op) error {
 			return fmt.Errorf("powerfs: op %d: exchange with missing %s", op.Seq, op.Name2)
 		}
 		d1.live[op.Name] = b
+		s.exchanged[a], s.exchanged[b] = b, a
 	}
 	d2.live[op.Name2] = a
 	return nil
@@ -372,22 +379,29 @@ func (s *state) sync(op Op) error {
 			return err
 		}
 		d.durable = maps.Clone(d.live)
-		return nil
+	} else {
+		in, err := s.file(op.Ino)
+		if err != nil {
+			return err
+		}
+		in.size, in.spans, in.saved = op.Size, nil, nil
 	}
-	in, err := s.file(op.Ino)
-	if err != nil {
-		return err
-	}
-	in.size, in.spans, in.saved = op.Size, nil, nil
 	if s.dirModel == DirExt4 {
-		s.entriesDurable(op.Ino, map[uint64]bool{})
+		seen := map[uint64]bool{}
+		s.entriesDurable(op.Ino, seen)
+		if other, ok := s.exchanged[op.Ino]; ok {
+			s.entriesDurable(other, seen)
+			delete(s.exchanged, op.Ino)
+			delete(s.exchanged, other)
+		}
 	}
 	return nil
 }
 
-// entriesDurable is ext4's rule for an fsync of ino: every entry that
-// names it becomes durable, a durable name it no longer has goes, and the
-// same for the directories holding those entries, up to the root.
+// entriesDurable is ext4's rule for an fsync of ino, a file's or a
+// directory's: every entry that names it becomes durable, a durable name
+// it no longer has goes, and the same for the directories holding those
+// entries, up to the root. (An exchange's other inode follows: sync.)
 func (s *state) entriesDurable(ino uint64, seen map[uint64]bool) {
 	if seen[ino] || ino == s.root {
 		return
@@ -471,6 +485,26 @@ type Outcome struct {
 	Cut      *Op     `json:"cut,omitempty"`
 	Entries  []Entry `json:"entries"`
 	Files    []File  `json:"files"`
+	// LogSHA256 is LogSHA256 of the op log the cut was planned from: the
+	// server's word on the log it wrote, so that a fold replaying a
+	// recorded log that differs in any op, even one that changes no
+	// survivor, derives another outcome. Absent in outcomes recorded
+	// before it was.
+	LogSHA256 string `json:"log_sha256,omitempty"`
+}
+
+// LogSHA256 is the SHA-256, in hex, of ops as their JSON array (none
+// hashes as an empty array).
+func LogSHA256(ops []Op) (string, error) {
+	if ops == nil {
+		ops = []Op{}
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
 }
 
 // Params name the models of a cut.
@@ -519,6 +553,9 @@ func Plan(log []Op, p Params) (Outcome, error) {
 	}
 	o := Outcome{Model: p.Model, DirModel: p.DirModel, Seed: p.Seed, Unit: p.Unit, Syncs: s.syncs, Cut: s.cut,
 		Entries: []Entry{}, Files: []File{}}
+	if o.LogSHA256, err = LogSHA256(log); err != nil {
+		return Outcome{}, err
+	}
 	seen := map[uint64]bool{}
 	var walk func(dino uint64, prefix string)
 	walk = func(dino uint64, prefix string) {

@@ -151,7 +151,7 @@ func TestPlan(t *testing.T) {
 			survivor{[]string{"a:file", "b:file", "d:dir"}, map[string]string{"b": "0-5 d"}}},
 		{"posix: an unlink without fsync(dir) is undone", logOf(entryOp(powerfs.OpUnlink, rootIno, "a", aIno)), posix,
 			survivor{base, map[string]string{}}},
-		{"ext4: an unlink without fsync(dir) is undone too", logOf(entryOp(powerfs.OpUnlink, rootIno, "a", aIno), fsync(aIno, 10)), ext4,
+		{"ext4: the unlinked file's fsync makes the unlink durable", logOf(entryOp(powerfs.OpUnlink, rootIno, "a", aIno), fsync(aIno, 10)), ext4,
 			survivor{[]string{"d:dir"}, map[string]string{}}},
 		{"an undone unlink brings the durable bytes back", logOf(write(aIno, 0, 4, powerfs.Span{0, 4}), entryOp(powerfs.OpUnlink, rootIno, "a", aIno)), posix,
 			survivor{base, map[string]string{"a": "0-4 d"}}},

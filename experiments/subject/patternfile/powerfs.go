@@ -32,16 +32,14 @@ package patternfile
 // the fold derives the outcome again with powerfs.Plan.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"idemlab/experiments/engine"
 	"os"
 	"path/filepath"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/powerlayer"
+	"idemlab/experiments/results"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
@@ -110,18 +108,8 @@ func ackOpenCut(pat Pattern, o Observation, d Delivery) bool {
 }
 
 // OpsSHA256 is the SHA-256 of ops as their JSON array, which a record
-// keeps of its op log.
-func OpsSHA256(ops []powerfs.Op) (string, error) {
-	if ops == nil {
-		ops = []powerfs.Op{}
-	}
-	b, err := json.Marshal(ops)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:]), nil
-}
+// keeps of its op log (powerfs.LogSHA256, which a cut's outcome names too).
+func OpsSHA256(ops []powerfs.Op) (string, error) { return powerfs.LogSHA256(ops) }
 
 // powerFirst runs the first delivery of a program power trial on its
 // mount, cuts, and mounts the rebuilt folder again, at the same mount
@@ -205,6 +193,9 @@ func (f *folder) checkPowerFS(t *trialLine) {
 	if h, err := OpsSHA256(r.Log); err != nil || h != r.LogSHA256 {
 		f.c.Obs(t.l, "powerfs.log_sha256", "is %s, but the log's ops hash to %s", r.LogSHA256, h)
 	}
+	if field, text := powerlayer.CheckLogHash(r.Outcome, f.rec.Since(results.FormatPowerEvidence)); field != "" {
+		f.c.Obs(t.l, "powerfs."+field, "%s", text)
+	}
 	if field, text := powerlayer.Check(powerlayer.Record{Params: r.Params, Log: r.Log, Outcome: r.Outcome}); field != "" {
 		f.c.Obs(t.l, "powerfs."+field, "%s", text)
 		if field == "log" {
@@ -231,10 +222,11 @@ func (f *folder) checkServers(t *trialLine, r *PowerFS) {
 	}
 }
 
-// progPowerNotApplicable is the error of a run that asked for the power
-// class explicitly for a program on a machine without FUSE.
+// ProgPowerNotApplicable is the error of a run that asked for the power
+// class explicitly for a program on a machine without FUSE: a plan's error,
+// which the edge classes as a usage error (exit 2) as it does every plan's.
 func ProgPowerNotApplicable(why string) error {
-	return fmt.Errorf("%w: %s.faults: power: not applicable to a handler program: %s", errclass.ErrUsage, Name, why)
+	return fmt.Errorf("%s.faults: power: not applicable to a handler program: %s", Name, why)
 }
 
 // sweepIfMounts clears, at the start of a run whose program power trials
