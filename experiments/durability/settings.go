@@ -62,7 +62,8 @@ type Input struct {
 	// run, just before and just after the fsync; default false.
 	SyncPoints bool `json:"sync_points,omitempty"`
 	// SyncBound, with SyncPoints on PostgreSQL, sweeps at most this many
-	// fsyncs of each window, the first; 0 sweeps them all.
+	// fsyncs of each window, the first ones, 1 to 1000; default 0,
+	// which sweeps them all.
 	SyncBound int `json:"sync_bound,omitempty"`
 	// PowerLayer is where a power cut is made: "vfs" (the default) or
 	// "fs" (engine.PowerLayers).
