@@ -44,7 +44,7 @@ at-least-once. On Slurm, from a folder on the shared file system that
 holds the built ./idemlab and input.json (the recipe the tests submit to
 a real single-host cluster; "idemlab help sharding" has the others):
 
-` + indent(slurmRecipe, "  ") + `
+` + indent(slurmRecipe(), "  ") + `
 
 ` + exitHelp("merge"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -59,8 +59,9 @@ a real single-host cluster; "idemlab help sharding" has the others):
 // slurmRecipe is the Slurm recipe of the sharding topic (its block
 // "slurm"): a job array of the shards, then the merge once every task
 // ended well. The topic holds it, merge --help prints it, and
-// TestSlurmRecipe submits it as it is.
-var slurmRecipe = mustCodeBlock("sharding", "slurm")
+// TestSlurmRecipe submits it as it is. It is read when the command tree
+// is built, not at every worker's start (each worker is this binary).
+func slurmRecipe() string { return mustCodeBlock("sharding", "slurm") }
 
 // mustCodeBlock is a code block of a help topic, which the binary embeds.
 func mustCodeBlock(topic, name string) string {

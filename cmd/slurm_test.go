@@ -343,7 +343,7 @@ func TestSlurmRecipe(t *testing.T) {
 	writeSmallInput(t, filepath.Join(jobDir, "input.json"))
 	t.Logf("built: %s", time.Since(start).Round(time.Second))
 	start = time.Now()
-	submit := exec.Command("sh", "-c", slurmRecipe)
+	submit := exec.Command("sh", "-c", slurmRecipe())
 	submit.Dir, submit.Env = jobDir, c.env
 	out, err := submit.CombinedOutput()
 	if err != nil {
@@ -458,16 +458,16 @@ func TestSlurmRecipePrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(slurmRecipe, "sbatch") {
-		t.Fatalf("the recipe read from the topic is not Slurm's: %q", slurmRecipe)
+	if !strings.Contains(slurmRecipe(), "sbatch") {
+		t.Fatalf("the recipe read from the topic is not Slurm's: %q", slurmRecipe())
 	}
 	t.Setenv("COLUMNS", "80")
 	tests := []struct {
 		name, text, want string
 	}{
-		{"the sharding topic", topic, "```sh\n" + slurmRecipe + "\n```\n"},
-		{"idemlab help sharding", execIn(t, Hooks{}, "help", "sharding").stdout, indent(slurmRecipe, "  ") + "\n"},
-		{"merge --help", execIn(t, Hooks{}, "merge", "--help").stdout, indent(slurmRecipe, "  ") + "\n"},
+		{"the sharding topic", topic, "```sh\n" + slurmRecipe() + "\n```\n"},
+		{"idemlab help sharding", execIn(t, Hooks{}, "help", "sharding").stdout, indent(slurmRecipe(), "  ") + "\n"},
+		{"merge --help", execIn(t, Hooks{}, "merge", "--help").stdout, indent(slurmRecipe(), "  ") + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -391,7 +391,9 @@ func copyPortable(dst, src *os.File, size int64) error {
 // smallCopy is the largest range copied through copyBuf in one go.
 const smallCopy = 64 << 10
 
-var copyBuf = make([]byte, smallCopy)
+// copyBuf is made on the first small copy, not at every worker's start
+// (each idemlab worker is this binary, and most never copy a range).
+var copyBuf []byte
 
 // copyRangePortable copies n bytes at off from src to the same offset in
 // dst with positional reads and writes. Callers hold a dirState's mu, and
@@ -401,6 +403,9 @@ func copyRangePortable(dst, src *os.File, off, n int64) error {
 	if n <= smallCopy {
 		copyMu.Lock()
 		defer copyMu.Unlock()
+		if copyBuf == nil {
+			copyBuf = make([]byte, smallCopy)
+		}
 		k, err := src.ReadAt(copyBuf[:n], off)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return err

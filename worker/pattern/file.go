@@ -226,32 +226,29 @@ var (
 // prepares the SQL against the schema.
 func Decode(b []byte) (File, error) {
 	var f File
-	if err := knownKeys("", b, fileKeys); err != nil {
+	raw, err := knownKeys("", b, fileKeys)
+	if err != nil {
 		return f, err
 	}
-	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(b, &raw)
 	for i, s := range rawList(raw["handler"]) {
-		if err := knownKeys(fmt.Sprintf("handler[%d]", i), s, stepKeys); err != nil {
+		st, err := knownKeys(fmt.Sprintf("handler[%d]", i), s, stepKeys)
+		if err != nil {
 			return f, err
 		}
-		var st map[string]json.RawMessage
-		_ = json.Unmarshal(s, &st)
 		if send, ok := st["send"]; ok {
-			if err := knownKeys(fmt.Sprintf("handler[%d].send", i), send, sendKeys); err != nil {
+			if _, err := knownKeys(fmt.Sprintf("handler[%d].send", i), send, sendKeys); err != nil {
 				return f, err
 			}
 		}
 	}
 	for i, s := range rawList(raw["invariants"]) {
 		p := fmt.Sprintf("invariants[%d]", i)
-		if err := knownKeys(p, s, invariantKeys); err != nil {
+		iv, err := knownKeys(p, s, invariantKeys)
+		if err != nil {
 			return f, err
 		}
-		var iv map[string]json.RawMessage
-		_ = json.Unmarshal(s, &iv)
 		if sends, ok := iv["sends"]; ok {
-			if err := knownKeys(p+".sends", sends, sendsKeys); err != nil {
+			if _, err := knownKeys(p+".sends", sends, sendsKeys); err != nil {
 				return f, err
 			}
 		}
@@ -264,8 +261,9 @@ func Decode(b []byte) (File, error) {
 }
 
 // knownKeys refuses a value that is not an object, or an object with a key
-// outside known.
-func knownKeys(path string, b []byte, known []string) error {
+// outside known; it returns the object's members, so that no caller parses
+// the same text again (each pattern worker decodes its file).
+func knownKeys(path string, b []byte, known []string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		where := path
@@ -273,9 +271,9 @@ func knownKeys(path string, b []byte, known []string) error {
 			where = "(file)"
 		}
 		if _, ok := err.(*json.SyntaxError); ok {
-			return refuse(where, "malformed JSON: %v", err)
+			return nil, refuse(where, "malformed JSON: %v", err)
 		}
-		return refuse(where, "want a JSON object")
+		return nil, refuse(where, "want a JSON object")
 	}
 	var bad []string
 	for k := range m {
@@ -289,9 +287,9 @@ func knownKeys(path string, b []byte, known []string) error {
 		if path != "" {
 			p = path + "." + bad[0]
 		}
-		return refuse(p, "unknown key (known: %s)", strings.Join(known, ", "))
+		return nil, refuse(p, "unknown key (known: %s)", strings.Join(known, ", "))
 	}
-	return nil
+	return m, nil
 }
 
 func rawList(b json.RawMessage) []json.RawMessage {

@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"idemlab/worker/store"
 )
@@ -115,6 +120,46 @@ func TestParamNames(t *testing.T) {
 	got := ParamNames(`SELECT :a, ':b', ":c", :a || :d_1`)
 	if strings.Join(got, ",") != "a,d_1" {
 		t.Errorf("ParamNames = %v, want [a d_1]", got)
+	}
+}
+
+// TestScansMatchTheRegexps checks the hand-written scans against the
+// regexps they stand for, as the oracle: ParamNames against
+// :([A-Za-z_][A-Za-z0-9_]*) over each unquoted piece, isName against
+// ^[a-z][a-z0-9_]*$, on fixed cases and on seeded random texts drawn from
+// the characters that decide a match.
+func TestScansMatchTheRegexps(t *testing.T) {
+	paramRE := regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)
+	nameRE := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	wantParams := func(sqlText string) []string {
+		var out []string
+		for _, part := range unquoted(sqlText) {
+			for _, m := range paramRE.FindAllStringSubmatch(part, -1) {
+				if !slices.Contains(out, m[1]) {
+					out = append(out, m[1])
+				}
+			}
+		}
+		return out
+	}
+	texts := []string{"", ":", "::a", ":1a", "a:b:c", ":a_1:b", ":_x9 :Z", "é:a", ":aé", "':a' :b", "x :a\n:a", "as", "a1_", "_a", "A", "a-b"}
+	rng := rand.New(rand.NewPCG(31, 31))
+	const alphabet = ":aZz_09 '\"é-"
+	chars := []rune(alphabet)
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteRune(chars[rng.IntN(len(chars))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, text := range texts {
+		if diff := cmp.Diff(wantParams(text), ParamNames(text)); diff != "" {
+			t.Fatalf("ParamNames(%q) (-regexp +scan):\n%s", text, diff)
+		}
+		if got, want := isName(text), nameRE.MatchString(text); got != want {
+			t.Fatalf("isName(%q) = %v, the regexp says %v", text, got, want)
+		}
 	}
 }
 

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"idemlab/worker/protocol"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
@@ -21,9 +19,21 @@ var Params = []string{"event_id", "delivery", "worker", "now_ms"}
 // InvariantParams are the parameters an invariant's query may use.
 var InvariantParams = []string{"event_id"}
 
-// nameRE and paramRE are compiled on first use, not in every worker's
-// start: most workers never validate a pattern.
-var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
+// isName reports whether s is a lower-case name, as ^[a-z][a-z0-9_]*$
+// says. It and ParamNames scan by hand rather than with a regexp: every
+// pattern worker validates its file and binds its steps, so a compiled
+// regexp would be built again in each of a run's thousands of processes.
+func isName(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // validate checks what the shape alone decides: step kinds, stops,
 // transaction nesting, parameter names, invariant comparisons.
@@ -151,7 +161,7 @@ func (f File) validateSteps() error {
 			}
 		}
 		if s.As != "" {
-			if !nameRE().MatchString(s.As) || slices.Contains(bound, s.As) {
+			if !isName(s.As) || slices.Contains(bound, s.As) {
 				return refuse(path+".as", "%q: want a new lower-case name, not one of %s", s.As, strings.Join(bound, ", "))
 			}
 			bound = append(bound, s.As)
@@ -200,21 +210,31 @@ func sqlField(s Step) string {
 // keySQL is the statement that evaluates a send's key expression.
 func keySQL(expr string) string { return "SELECT " + expr }
 
-var paramRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`) })
-
 // ParamNames lists the :name parameters of an SQL text outside quoted
-// strings, in order of first use.
+// strings, in order of first use: each match of :([A-Za-z_][A-Za-z0-9_]*),
+// leftmost first, the next searched from the end of the last.
 func ParamNames(sqlText string) []string {
 	var out []string
 	for _, part := range unquoted(sqlText) {
-		for _, m := range paramRE().FindAllStringSubmatch(part, -1) {
-			if !slices.Contains(out, m[1]) {
-				out = append(out, m[1])
+		for i := 0; i+1 < len(part); i++ {
+			if part[i] != ':' || !paramStart(part[i+1]) {
+				continue
 			}
+			j := i + 2
+			for j < len(part) && (paramStart(part[j]) || part[j] >= '0' && part[j] <= '9') {
+				j++
+			}
+			if name := part[i+1 : j]; !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+			i = j - 1
 		}
 	}
 	return out
 }
+
+// paramStart reports whether c may begin a parameter's name.
+func paramStart(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' }
 
 // unquoted splits SQL into the pieces outside '…' and "…" quotes.
 func unquoted(s string) []string {

@@ -233,17 +233,56 @@ func (c *Call) Usage(err error) int {
 }
 
 func (c *Call) write(r Report) {
-	if r.Points == nil {
-		r.Points = []string{}
-	}
-	b, err := json.Marshal(r)
+	b, err := r.line()
 	if err != nil {
-		// Report holds only strings and raw JSON, so this cannot happen.
+		// Report holds only strings and raw JSON that json.Marshal made,
+		// so this cannot happen.
 		panic(err)
 	}
 	// One write call, so the line reaches the pipe whole even if the
 	// process dies right after it.
 	_, _ = c.Stdout.Write(append(b, '\n'))
+}
+
+// line is json.Marshal(r), byte for byte, with a nil Points written as [],
+// put together field by field: marshalling the struct would first build
+// encoding/json's field table of Report by reflection, in every worker,
+// for the one line it writes.
+func (r Report) line() ([]byte, error) {
+	if r.Points == nil {
+		r.Points = []string{}
+	}
+	b := []byte(`{"worker":`)
+	b, err := appendJSON(b, r.Worker)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"points":`...)
+	if b, err = appendJSON(b, r.Points); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct{ key, value string }{{"crashed_at", r.CrashedAt}, {"crash_kind", r.CrashKind}, {"error", r.Error}} {
+		if f.value == "" {
+			continue
+		}
+		b = append(b, `,"`+f.key+`":`...)
+		if b, err = appendJSON(b, f.value); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.Result) > 0 {
+		b = append(b, `,"result":`...)
+		if b, err = appendJSON(b, r.Result); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSON appends v as json.Marshal writes it.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	e, err := json.Marshal(v)
+	return append(b, e...), err
 }
 
 // Points is the crash-point API. Workers call Hit at every named point; the

@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,5 +114,59 @@ func TestCrashKind(t *testing.T) {
 				t.Errorf("a crash without a kind reports crash_kind, which changes existing records: %s", out.String())
 			}
 		})
+	}
+}
+
+// TestReportLineIsMarshal checks the report line, put together field by
+// field, against json.Marshal of the Report as the oracle (a nil Points
+// marshalled as []), byte for byte: fixed cases for each field's omission
+// and escaping, then seeded random reports.
+func TestReportLineIsMarshal(t *testing.T) {
+	reports := []Report{
+		{},
+		{Worker: "pattern.deliver", Points: []string{}},
+		{Worker: "a<b>&c", Points: []string{"before-send:item-001", "x\u2028y", "bad \xff utf-8"}, Error: "quote \" and \\ and \n"},
+		{Worker: "w", CrashedAt: "after-1-exec", CrashKind: "exit"},
+		{Worker: "w", Result: json.RawMessage(`{"n":1,"s":"<&>"}`)},
+		{Worker: "w", Result: json.RawMessage(`{ "spaced" : [1, 2] }`)},
+	}
+	rng := rand.New(rand.NewPCG(31, 1))
+	pieces := []string{"", "a", "é", "<", "&", "\"", "\\", "\n", "\x00", "\xff", "\u2028", "point-1"}
+	text := func() string {
+		var b strings.Builder
+		for range rng.IntN(4) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	for range 2000 {
+		r := Report{Worker: text(), CrashedAt: text(), CrashKind: text(), Error: text()}
+		if rng.IntN(3) > 0 {
+			r.Points = []string{}
+			for range rng.IntN(4) {
+				r.Points = append(r.Points, text())
+			}
+		}
+		if rng.IntN(2) == 0 {
+			r.Result, _ = json.Marshal(map[string]string{text(): text()})
+		}
+		reports = append(reports, r)
+	}
+	for _, r := range reports {
+		want := r
+		if want.Points == nil {
+			want.Points = []string{}
+		}
+		wantLine, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.line()
+		if err != nil {
+			t.Fatalf("line(%#v): %v", r, err)
+		}
+		if diff := cmp.Diff(string(wantLine), string(got)); diff != "" {
+			t.Fatalf("line(%#v) (-json.Marshal +line):\n%s", r, diff)
+		}
 	}
 }
