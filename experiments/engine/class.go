@@ -38,8 +38,6 @@ const (
 	// PostgreSQL's counterpart of Power. Its trials run one at a time,
 	// since a crash takes the one server down.
 	ServerCrash Kind = "server-crash"
-	// LastPoint (scratch, issue 28's walk) crashes at the last discovered point.
-	LastPoint Kind = "last-point"
 )
 
 // Class is a fault class: how the engine plans and schedules it.
@@ -115,17 +113,6 @@ var Classes = []Class{
 	{Kind: Power, Plan: planPower, Fault: "power", Labels: Labels{Pattern: "power", Durability: "power"}},
 	{Kind: Takeover, Waits: true, Plan: planPoints, Labels: Labels{Explore: "takeover"}},
 	{Kind: ServerCrash, Sequential: true, Plan: planPoints, Labels: Labels{Durability: "server"}},
-	{Kind: LastPoint, Plan: planLast, Fault: "last", Labels: Labels{Pattern: "last-point"}},
-}
-
-// planLast is one trial at the last discovered point (scratch).
-func planLast(in Input) []Trial {
-	if len(in.Found.Points) == 0 {
-		return nil
-	}
-	t := in.trial(0)
-	t.Point = in.Found.Points[len(in.Found.Points)-1]
-	return []Trial{t}
 }
 
 // Lookup is the registered class of kind k.
