@@ -235,6 +235,21 @@ type folder struct {
 	// planned are each condition's trials as the engine plans them from
 	// the discovered points (checkPlanned).
 	planned map[string]map[planKey]engine.Trial
+	// running says, per class, whether the subject runs it (runs), asked once
+	// per fold rather than once per line.
+	running map[engine.Kind]error
+}
+
+// runs is runs(k), asked once per fold.
+func (f *folder) runs(k engine.Kind) error {
+	if err, ok := f.running[k]; ok {
+		return err
+	}
+	if f.running == nil {
+		f.running = map[engine.Kind]error{}
+	}
+	f.running[k] = runs(k)
+	return f.running[k]
 }
 
 // legacyPower says whether the records' power trials are a folder of
@@ -379,7 +394,7 @@ func (f *folder) checkPlan(t *trialLine) bool {
 		f.c.Obs(t.l, "kind", "%q is not a trial of a %s condition (want %v)", t.o.Kind, t.c.Fault, want)
 		return false
 	}
-	if err := runs(k); err != nil {
+	if err := f.runs(k); err != nil {
 		f.c.Obs(t.l, "kind", "%q is a trial the pattern subject does not run (%v): nothing applied or checked its fault", t.o.Kind, err)
 		return false
 	}
