@@ -45,7 +45,7 @@ func lastPoint(in engine.Input) []engine.Trial {
 // kills the handler program) at the planned point, the event is
 // delivered again, and the fold judges the trial and checks it against
 // the engine's plan (a recorded point the plan does not give is a
-// finding). A class whose trials carry a field the subject does not
+// finding); --faults' usage lists its word. A class whose trials carry a field the subject does not
 // apply, or none it does, or that has no pattern label, is refused as the
 // harness's fault (exit 3) before it can pass having faulted nothing.
 func TestClassFromItsRegistryLineAlone(t *testing.T) {
@@ -77,6 +77,9 @@ func TestClassFromItsRegistryLineAlone(t *testing.T) {
 				}
 			}
 			register(t, engine.Class{Kind: "last-point", Plan: lastPoint, Fault: word, Labels: engine.Labels{Pattern: "last-point"}})
+			if i := slices.IndexFunc(New().Flags(), func(f scenario.Flag) bool { return f.Name == "faults" }); i < 0 || !strings.Contains(New().Flags()[i].Usage, ","+word+" ") {
+				t.Errorf("--faults' usage does not list %q", word)
+			}
 			out := runFile(t, tt.file, map[string]string{"faults": word})
 			if len(out.Findings) > 0 || !out.Result.Pass {
 				t.Fatalf("pass %v, findings %v", out.Result.Pass, out.Findings)

@@ -102,7 +102,7 @@ func (Scenario) Validate(Settings) error { return nil }
 func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{
 		{Name: "pattern-file", Usage: "a pattern file to test (replaces pattern.files)"},
-		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all; power opt-in on PostgreSQL)"},
+		{Name: "faults", Usage: "fault classes, comma-separated: " + strings.Join(engine.FaultWords(), ",") + " (default all; power opt-in on PostgreSQL)"},
 		{Name: "seed", Usage: "the seed of the random trials"},
 		{Name: "trials", Usage: "random trials per pattern"},
 		{Name: "rounds", Usage: "races per racer count and kill mode"},
