@@ -11,13 +11,17 @@ import (
 	wp "idemlab/worker/pattern"
 )
 
+// A condition of the points class and one of the power class.
+var (
+	condPoints = Condition{Fault: wp.FaultPoints}
+	condPower  = Condition{Fault: wp.FaultPower}
+)
+
 // TestFirstFaultFromFields: what a trial does to its first delivery is
 // read from its fields, whatever its label says; a power condition makes
 // its point a cut (after the ACK, ack-open, at a sync) and its crash a
 // power crash; a racer takes its own hit.
 func TestFirstFaultFromFields(t *testing.T) {
-	points := Condition{Fault: wp.FaultPoints}
-	power := Condition{Fault: wp.FaultPower}
 	tests := []struct {
 		name   string
 		c      Condition
@@ -25,18 +29,18 @@ func TestFirstFaultFromFields(t *testing.T) {
 		worker int
 		want   fault
 	}{
-		{"a point", points, Observation{Kind: "any-label", Point: "p2"}, 0, fault{At: "p2"}},
-		{"a point named ack outside power", points, Observation{Point: engine.PointACK}, 0, fault{At: engine.PointACK}},
-		{"a hit", points, Observation{K: 3}, 0, fault{Hit: 3}},
-		{"a delay", points, Observation{KillUS: 700}, 0, fault{KillUS: 700}},
-		{"a racer with a hit", points, Observation{Racers: 2, RaceCrashK: []int{0, 2}}, 1, fault{Hit: 2}},
-		{"a racer without", points, Observation{Racers: 2, RaceCrashK: []int{0, 2}}, 0, fault{}},
-		{"a racer past the hits", points, Observation{Racers: 3, RaceCrashK: []int{1}}, 2, fault{}},
-		{"a power cut at a point", power, Observation{Kind: KindPower, Point: "p1", Model: "drop"}, 0, fault{At: "p1", Power: true}},
-		{"after the ACK", power, Observation{Kind: KindPower, Point: engine.PointACK}, 0, fault{ACK: true, Power: true}},
-		{"ack-open", power, Observation{Kind: KindPower, Point: engine.PointACKOpen}, 0, fault{AckOpen: true, Power: true}},
-		{"at a sync", power, Observation{Kind: KindPower, Point: "sync-1-before"}, 0, fault{Sync: true, Power: true}},
-		{"nothing", points, Observation{Kind: KindDiscovery}, 0, fault{}},
+		{"a point", condPoints, Observation{Kind: "any-label", Point: "p2"}, 0, fault{At: "p2"}},
+		{"a point named ack outside power", condPoints, Observation{Point: engine.PointACK}, 0, fault{At: engine.PointACK}},
+		{"a hit", condPoints, Observation{K: 3}, 0, fault{Hit: 3}},
+		{"a delay", condPoints, Observation{KillUS: 700}, 0, fault{KillUS: 700}},
+		{"a racer with a hit", condPoints, Observation{Racers: 2, RaceCrashK: []int{0, 2}}, 1, fault{Hit: 2}},
+		{"a racer without", condPoints, Observation{Racers: 2, RaceCrashK: []int{0, 2}}, 0, fault{}},
+		{"a racer past the hits", condPoints, Observation{Racers: 3, RaceCrashK: []int{1}}, 2, fault{}},
+		{"a power cut at a point", condPower, Observation{Kind: KindPower, Point: "p1", Model: "drop"}, 0, fault{At: "p1", Power: true}},
+		{"after the ACK", condPower, Observation{Kind: KindPower, Point: engine.PointACK}, 0, fault{ACK: true, Power: true}},
+		{"ack-open", condPower, Observation{Kind: KindPower, Point: engine.PointACKOpen}, 0, fault{AckOpen: true, Power: true}},
+		{"at a sync", condPower, Observation{Kind: KindPower, Point: "sync-1-before"}, 0, fault{Sync: true, Power: true}},
+		{"nothing", condPoints, Observation{Kind: KindDiscovery}, 0, fault{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,8 +97,6 @@ func TestKillAt(t *testing.T) {
 // TestApplies: a trial field the pattern subject cannot apply is refused,
 // naming the field; what it applies passes.
 func TestApplies(t *testing.T) {
-	points := Condition{Fault: wp.FaultPoints}
-	power := Condition{Fault: wp.FaultPower}
 	tests := []struct {
 		name            string
 		c               Condition
@@ -102,19 +104,19 @@ func TestApplies(t *testing.T) {
 		program, broker bool
 		field           string // "" when it applies
 	}{
-		{"a point", points, engine.Trial{Point: "p"}, false, false, ""},
-		{"racers and their hits", points, engine.Trial{Racers: 2, CrashK: []int{0, 1}}, false, false, ""},
-		{"a power cut", power, engine.Trial{Point: "p", Model: "drop"}, false, false, ""},
-		{"a program's sync cut on the mount", power, engine.Trial{Point: "sync-1-before", Model: "keep", Layer: engine.LayerFS}, true, false, ""},
-		{"racers killed after a delay", points, engine.Trial{Racers: 2, KillsUS: []int64{0, 9}}, false, false, "kills_us"},
-		{"no racer killed", points, engine.Trial{Racers: 2, KillsUS: []int64{0, 0}}, false, false, ""},
-		{"a sweep's seed", power, engine.Trial{Point: "p", Seed: 1}, false, false, "seed"},
-		{"a model outside power", points, engine.Trial{Point: "p", Model: "drop"}, false, false, "model"},
-		{"the filesystem layer under the VFS", power, engine.Trial{Point: "p", Layer: engine.LayerFS}, false, false, "layer"},
-		{"racers with a point", points, engine.Trial{Racers: 2, Point: "p"}, false, false, "racers"},
-		{"racers on a broker", points, engine.Trial{Racers: 2}, false, true, "racers"},
-		{"hits without racers", points, engine.Trial{CrashK: []int{1}}, false, false, "crash_k"},
-		{"power on a broker", power, engine.Trial{Point: "p", Model: "drop"}, false, true, "model"},
+		{"a point", condPoints, engine.Trial{Point: "p"}, false, false, ""},
+		{"racers and their hits", condPoints, engine.Trial{Racers: 2, CrashK: []int{0, 1}}, false, false, ""},
+		{"a power cut", condPower, engine.Trial{Point: "p", Model: "drop"}, false, false, ""},
+		{"a program's sync cut on the mount", condPower, engine.Trial{Point: "sync-1-before", Model: "keep", Layer: engine.LayerFS}, true, false, ""},
+		{"racers killed after a delay", condPoints, engine.Trial{Racers: 2, KillsUS: []int64{0, 9}}, false, false, "kills_us"},
+		{"no racer killed", condPoints, engine.Trial{Racers: 2, KillsUS: []int64{0, 0}}, false, false, ""},
+		{"a sweep's seed", condPower, engine.Trial{Point: "p", Seed: 1}, false, false, "seed"},
+		{"a model outside power", condPoints, engine.Trial{Point: "p", Model: "drop"}, false, false, "model"},
+		{"the filesystem layer under the VFS", condPower, engine.Trial{Point: "p", Layer: engine.LayerFS}, false, false, "layer"},
+		{"racers with a point", condPoints, engine.Trial{Racers: 2, Point: "p"}, false, false, "racers"},
+		{"racers on a broker", condPoints, engine.Trial{Racers: 2}, false, true, "racers"},
+		{"hits without racers", condPoints, engine.Trial{CrashK: []int{1}}, false, false, "crash_k"},
+		{"power on a broker", condPower, engine.Trial{Point: "p", Model: "drop"}, false, true, "model"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
