@@ -147,6 +147,22 @@ func KindOf(v, label string) (Kind, bool) {
 	return Classes[i].Kind, true
 }
 
+// FaultWords are the words a pattern file's faults and known_unsafe may
+// name, each once, in the registry's order, which is the order a pattern
+// run runs its classes in: every class's Fault but the discovery's (None),
+// which every run makes. This is the one list of them: worker/pattern,
+// below the engine, checks a file's known_unsafe against the list its
+// caller passes in (wp.File.CheckFaults).
+func FaultWords() []string {
+	var out []string
+	for _, c := range Classes {
+		if c.Kind != None && c.Fault != "" && !slices.Contains(out, c.Fault) {
+			out = append(out, c.Fault)
+		}
+	}
+	return out
+}
+
 // ClassesOf are the classes a pattern file's fault word names, in the
 // registry's order.
 func ClassesOf(fault string) []Kind {

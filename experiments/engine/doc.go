@@ -15,7 +15,7 @@
 // Scenarios record their own labels for the classes (explore's
 // "timing-kill", pattern's "kill", durability's "server" for
 // ServerCrash), spelled once, on the class's line (Labels), as is the
-// word a pattern file's faults name it by (Fault). A set may plan by
+// word a pattern file's faults name it by (Fault; FaultWords lists them). A set may plan by
 // a Sweep instead of its class's plan (sweep.go): every point the
 // discovery passed, extra points and the syncs it made, each with its
 // seeds, keyed "condition@point[#seed]", as durability plans.

@@ -15,6 +15,7 @@ import (
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/broker"
+	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/scenario"
 	pf "idemlab/experiments/subject/patternfile"
@@ -101,7 +102,7 @@ func (Scenario) Validate(Settings) error { return nil }
 func (Scenario) Flags() []scenario.Flag {
 	return []scenario.Flag{
 		{Name: "pattern-file", Usage: "a pattern file to test (replaces pattern.files)"},
-		{Name: "faults", Usage: "fault classes, comma-separated: points,random,concurrent,power (default all; power opt-in on PostgreSQL)"},
+		{Name: "faults", Usage: "fault classes, comma-separated: " + strings.Join(engine.FaultWords(), ",") + " (default all; power opt-in on PostgreSQL)"},
 		{Name: "seed", Usage: "the seed of the random trials"},
 		{Name: "trials", Usage: "random trials per pattern"},
 		{Name: "rounds", Usage: "races per racer count and kill mode"},
@@ -244,16 +245,18 @@ func (in *Input) validate() error {
 	if err := protocol.CheckFields(Name, "event_id", in.EventID); err != nil {
 		return err
 	}
+	words := engine.FaultWords()
 	if len(in.Faults) == 0 {
-		in.Faults = append([]string{}, wp.Faults...)
+		in.Faults = words
 	}
 	for i, f := range in.Faults {
-		if !slices.Contains(wp.Faults, f) || slices.Index(in.Faults, f) != i {
-			return fmt.Errorf("%s.faults[%d]: %q: want each of %s at most once", Name, i, f, strings.Join(wp.Faults, ", "))
+		if !slices.Contains(words, f) || slices.Index(in.Faults, f) != i {
+			return fmt.Errorf("%s.faults[%d]: %q: want each of %s at most once", Name, i, f, strings.Join(words, ", "))
 		}
 	}
-	// Fault classes run in one order, whatever order they were named in.
-	slices.SortFunc(in.Faults, func(a, b string) int { return slices.Index(wp.Faults, a) - slices.Index(wp.Faults, b) })
+	// Fault classes run in one order, the registry's, whatever order they
+	// were named in.
+	slices.SortFunc(in.Faults, func(a, b string) int { return slices.Index(words, a) - slices.Index(words, b) })
 	switch {
 	case in.Trials < 0 || in.Trials > MaxTrials:
 		return fmt.Errorf("%s.trials: %d, want 0 to %d", Name, in.Trials, MaxTrials)

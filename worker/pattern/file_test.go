@@ -46,6 +46,10 @@ func TestCheckAcceptsTheShippedPattern(t *testing.T) {
 	}
 }
 
+// callerFaults stand for the words a caller passes to CheckFaults: the
+// fault engine's registry (engine.FaultWords), above this package.
+var callerFaults = []string{FaultPoints, FaultRandom, FaultConcurrent, FaultPower}
+
 // TestCheckRefuses: one edit per refusal, each named by its JSON path.
 func TestCheckRefuses(t *testing.T) {
 	tests := []struct {
@@ -104,7 +108,10 @@ func TestCheckRefuses(t *testing.T) {
 			m := good(t)
 			tt.edit(m)
 			b, _ := json.Marshal(m)
-			_, err := Check(context.Background(), b)
+			f, err := Check(context.Background(), b)
+			if err == nil {
+				err = f.CheckFaults(callerFaults)
+			}
 			var pe *Error
 			if !errors.As(err, &pe) {
 				t.Fatalf("Check accepted the file or gave no path: %v", err)

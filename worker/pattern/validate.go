@@ -317,7 +317,10 @@ func ParsePower(s string) (journalMode, synchronous string, err error) {
 	return j, sy, nil
 }
 
-// Fault classes a pattern is put through.
+// The fault classes this package's rules name: known_unsafe narrows the
+// power class by a setting and runs it on SQLite only. Which words a
+// file may name at all, and their order, is the fault engine's registry
+// (engine.FaultWords), which a caller passes to File.CheckFaults.
 const (
 	FaultPoints     = "points"
 	FaultRandom     = "random"
@@ -325,8 +328,18 @@ const (
 	FaultPower      = "power"
 )
 
-// Faults lists the classes in the order they run.
-var Faults = []string{FaultPoints, FaultRandom, FaultConcurrent, FaultPower}
+// CheckFaults refuses a known_unsafe entry whose class is not one of
+// faults, the words of the registered fault classes, naming the entry.
+// Decode checks each entry's form; only the caller knows the words.
+func (f File) CheckFaults(faults []string) error {
+	for i, k := range f.KnownUnsafe {
+		rest, _, _ := strings.Cut(k, "@")
+		if class, _, _ := strings.Cut(rest, ":"); !slices.Contains(faults, class) {
+			return refuse(fmt.Sprintf("known_unsafe[%d]", i), "%q: want a fault class (%s), optionally narrowed as \"power:DELETE/FULL\" or qualified as \"concurrent@postgres/serializable\"", k, strings.Join(faults, ", "))
+		}
+	}
+	return nil
+}
 
 // Unsafe is one known_unsafe entry read apart. Its form is
 // CLASS[:SETTING][@BACKEND[/ISOLATION]]: "points" expects a violation of
@@ -343,13 +356,14 @@ type Unsafe struct {
 	Isolation store.Isolation
 }
 
-// ParseUnsafe reads one known_unsafe entry.
+// ParseUnsafe reads one known_unsafe entry's form; whether its class is
+// a registered one is File.CheckFaults's.
 func ParseUnsafe(k string) (Unsafe, error) {
 	var u Unsafe
 	rest, on, hasOn := strings.Cut(k, "@")
 	class, narrow, hasNarrow := strings.Cut(rest, ":")
-	if !slices.Contains(Faults, class) {
-		return u, fmt.Errorf("%q: want a fault class (%s), optionally narrowed as \"power:DELETE/FULL\" or qualified as \"concurrent@postgres/serializable\"", k, strings.Join(Faults, ", "))
+	if !isName(strings.ReplaceAll(class, "-", "_")) {
+		return u, fmt.Errorf("%q: want a fault class, a word, optionally narrowed as \"power:DELETE/FULL\" or qualified as \"concurrent@postgres/serializable\"", k)
 	}
 	u.Class = class
 	if hasNarrow {

@@ -14,7 +14,6 @@ import (
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
-	"idemlab/experiments/seed"
 	"idemlab/experiments/shard"
 	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
@@ -233,6 +232,24 @@ type folder struct {
 	// syncs are the fsyncs each sync-swept condition's sync discovery
 	// counted (syncWindow).
 	syncs map[string]backend.SyncWindow
+	// planned are each condition's trials as the engine plans them from
+	// the discovered points (checkPlanned).
+	planned map[string]map[planKey]engine.Trial
+	// running says, per class, whether the subject runs it (runs), asked once
+	// per fold rather than once per line.
+	running map[engine.Kind]error
+}
+
+// runs is runs(k), asked once per fold.
+func (f *folder) runs(k engine.Kind) error {
+	if err, ok := f.running[k]; ok {
+		return err
+	}
+	if f.running == nil {
+		f.running = map[engine.Kind]error{}
+	}
+	f.running[k] = runs(k)
+	return f.running[k]
 }
 
 // legacyPower says whether the records' power trials are a folder of
@@ -304,7 +321,7 @@ func (f *folder) line(l results.Line, o Observation, c Condition) {
 	}
 	ex := f.extra[c.Name]
 	ex.Trials++
-	if o.Kind == KindKill && t.pat.File.IsProgram() {
+	if firstFault(c, o, 0).KillUS > 0 && t.pat.File.IsProgram() {
 		f.landing(t, ex)
 	}
 	if len(broken) > 0 {
@@ -314,7 +331,7 @@ func (f *folder) line(l results.Line, o Observation, c Condition) {
 			ex.Broken[b.Invariant]++
 		}
 		v := &Violation{Trial: o.Trial, Kind: o.Kind, Point: o.Point, Model: o.Model, K: o.K, KillUS: o.KillUS, Racers: o.Racers, Broken: broken}
-		if points := f.discovered(t.pat); o.Kind == KindHits && o.K >= 1 && o.K <= len(points) {
+		if points := f.discovered(t.pat); !o.race() && o.K >= 1 && o.K <= len(points) {
 			v.Point = points[o.K-1]
 		}
 		// The first by trial number, not by line: parallel trials, and
@@ -363,58 +380,92 @@ func (e *ConditionExtra) model(name string) *ModelExtra {
 	return nil
 }
 
-// checkPlan checks that the trial is one its condition plans.
+// checkPlan checks that the trial is one its condition plans: a class of
+// the condition's fault word the subject runs, and, for every trial but
+// a sync-point cut (checkSyncCut), the fields the engine's plan gives
+// its class and index from the discovered points (checkPlanned).
 func (f *folder) checkPlan(t *trialLine) bool {
 	var want []string
 	for _, k := range engine.ClassesOf(t.c.Fault) {
 		want = append(want, engine.Label(engine.Pattern, k))
 	}
-	if !slices.Contains(want, t.o.Kind) {
+	k, ok := engine.KindOf(engine.Pattern, t.o.Kind)
+	if !ok || !slices.Contains(want, t.o.Kind) {
 		f.c.Obs(t.l, "kind", "%q is not a trial of a %s condition (want %v)", t.o.Kind, t.c.Fault, want)
 		return false
 	}
-	if !slices.Contains(Kinds, t.o.Kind) {
-		f.c.Obs(t.l, "kind", "%q is a trial the pattern subject does not run (%v): nothing applied or checked its fault", t.o.Kind, Kinds)
+	if err := f.runs(k); err != nil {
+		f.c.Obs(t.l, "kind", "%q is a trial the pattern subject does not run (%v): nothing applied or checked its fault", t.o.Kind, err)
 		return false
 	}
 	if len(t.o.Deliveries) == 0 {
 		f.c.Obs(t.l, "deliveries", "none recorded; every trial delivers at least once")
 		return false
 	}
-	points := f.discovered(t.pat)
-	if t.o.Kind == KindRace {
-		if want := racePlanned(f.st, t.c.Name, len(points), t.o.Trial); !slices.Equal(want.CrashK, t.o.RaceCrashK) || want.Racers != t.o.Racers {
-			f.c.Obs(t.l, "race_crash_k", "%d racers crashing at %v, but the seed gives %d racers crashing at %v for round %d", t.o.Racers, t.o.RaceCrashK, want.Racers, want.CrashK, t.o.Trial)
-		}
+	if cut, ok := syncCutOf(t.o); ok {
+		f.checkSyncCut(t, cut)
+		return true
 	}
-	switch t.o.Kind {
-	case KindPoint:
-		if t.o.Trial >= len(points) || points[t.o.Trial] != t.o.Point {
-			f.c.Obs(t.l, "point", "%q is not point %d of those discovery passed (%v)", t.o.Point, t.o.Trial, points)
-		}
-	case KindPower:
-		if cut, ok := syncCutOf(t.o); ok {
-			f.checkSyncCut(t, cut)
-			break
-		}
-		all := engine.PowerPlan(points, f.legacy)
-		if want := (engine.PowerCut{Model: t.o.Model, Point: t.o.Point}); t.o.Trial >= len(all) || all[t.o.Trial] != want {
-			f.c.Obs(t.l, "point", "%s cut at %q is not trial %d of the models and cuts (at the discovered points %v, after the ACK, after the ACK with the connection open)", modelName(t.o.Model), t.o.Point, t.o.Trial, points)
-		}
-		switch {
-		case onServerPower(t.c):
-			f.checkPGPower(t)
-		case t.pat.File.IsProgram():
-			f.checkPowerFS(t)
-		default:
-			f.checkRecovery(t)
-		}
-	case KindHits:
-		if want := seed.CrashK(f.st.Seed, t.c.Name, t.o.Trial, len(points)); t.o.K != want {
-			f.c.Obs(t.l, "k", "is %d, but the seed gives hit %d for trial %d", t.o.K, want, t.o.Trial)
-		}
+	f.checkPlanned(t, k)
+	if !firstFault(t.c, t.o, 0).Power {
+		return true
+	}
+	switch {
+	case onServerPower(t.c):
+		f.checkPGPower(t)
+	case t.pat.File.IsProgram():
+		f.checkPowerFS(t)
+	default:
+		f.checkRecovery(t)
 	}
 	return true
+}
+
+// planKey is a trial of a condition's plan: its class and index.
+type planKey struct {
+	class engine.Kind
+	index int
+}
+
+// checkPlanned checks the trial's fields against the trial of class k
+// and its index that the engine plans for the condition from the
+// discovered points: the point, power model, hit, racers and their hits.
+// The discovery (None) is trial 0 with none of them. A delay kill's
+// delay is drawn over the kill window each shard's own discovery
+// measured, so only the fields the points and seed give are compared.
+func (f *folder) checkPlanned(t *trialLine, k engine.Kind) {
+	if f.planned == nil {
+		f.planned = map[string]map[planKey]engine.Trial{}
+	}
+	plan, ok := f.planned[t.c.Name]
+	if !ok {
+		plan = map[planKey]engine.Trial{}
+		for _, p := range f.st.plan(t.c, f.legacy, f.discovered(t.pat)) {
+			plan[planKey{p.Class, p.Index}] = p
+		}
+		f.planned[t.c.Name] = plan
+	}
+	p, ok := plan[planKey{k, t.o.Trial}]
+	if k == engine.None {
+		// The discovery delivery, which Run.Execute makes before any
+		// plan: trial 0, no fault.
+		p, ok = engine.Trial{Class: engine.None, Condition: t.c.Name}, t.o.Trial == 0
+	}
+	if !ok {
+		f.c.Obs(t.l, "trial", "%d: the plan of %s has no %s trial %d (from the discovered points %v)", t.o.Trial, t.c.Name, t.o.Kind, t.o.Trial, f.discovered(t.pat))
+		return
+	}
+	for _, x := range []struct {
+		field     string
+		got, want any
+	}{
+		{"point", t.o.Point, p.Point}, {"model", t.o.Model, p.Model}, {"k", t.o.K, p.K},
+		{"racers", t.o.Racers, p.Racers}, {"race_crash_k", t.o.RaceCrashK, p.CrashK},
+	} {
+		if fmt.Sprint(x.got) != fmt.Sprint(x.want) {
+			f.c.Obs(t.l, x.field, "is %v, but the plan gives %v for %s trial %d (seed %d, the discovered points %v)", x.got, x.want, t.o.Kind, t.o.Trial, f.st.Seed, f.discovered(t.pat))
+		}
+	}
 }
 
 // delivery checks one delivery's process: its command line and
@@ -439,7 +490,7 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 	}
 	f.c.Env(p, Env(t.c, t.o, d))
 	who := fmt.Sprintf("delivery %d", d.Number)
-	if t.o.Kind == KindRace && d.Number == 1 {
+	if t.o.race() && d.Number == 1 {
 		who = fmt.Sprintf("racer %d", d.Worker)
 	}
 	if early := f.ackedBefore(t, i, p); early && !(p.ExitCode == protocol.ExitACK && p.Signal == "") {
@@ -455,7 +506,7 @@ func (f *folder) delivery(t *trialLine, i int, d Delivery) {
 		}
 		return
 	case p.ExitCode == protocol.ExitCrash:
-		if !crashPlanned(t.o, i) {
+		if !crashPlanned(t.c, t.o, i) {
 			f.c.Proc(p, "exit_code", "%s exited 17 (crash), but the trial planned no crash for it", who)
 		}
 		f.checkCrash(t, p, i, who)
@@ -503,11 +554,12 @@ func (f *folder) checkAckStep(t *trialLine, i int, p results.Process, who string
 	switch {
 	case p.Signal != "":
 		return // a kill after a delay lands where the scheduler says
-	case p.ExitCode == protocol.ExitCrash && i == 0 && (t.o.Kind == KindPoint || t.o.Kind == KindHits || t.o.Kind == KindPower && !isACK(t.o.Point)):
+	case p.ExitCode == protocol.ExitCrash && i == 0 && !t.o.race() && firstFault(t.c, t.o, 0).crashes():
 		points := f.discovered(t.pat)
-		at := t.o.Point
-		if t.o.Kind == KindHits && t.o.K >= 1 && t.o.K <= len(points) {
-			at = points[t.o.K-1]
+		fl := firstFault(t.c, t.o, 0)
+		at := fl.At
+		if fl.Hit >= 1 && fl.Hit <= len(points) {
+			at = points[fl.Hit-1]
 		}
 		k, ak := slices.Index(points, at), slices.Index(points, after)
 		if want := ak >= 0 && k >= ak; early != want {
@@ -531,11 +583,11 @@ func (f *folder) checkAckStep(t *trialLine, i int, p results.Process, who string
 // checkCrash checks where a crash happened: at the trial's point, or at
 // the k-th point passed for a crash-after-hits trial.
 func (f *folder) checkCrash(t *trialLine, p results.Process, i int, who string) {
-	if t.o.Kind != KindHits && t.o.Kind != KindRace {
+	k := firstFault(t.c, t.o, i).Hit
+	if t.o.race() && i >= t.o.Racers || !t.o.race() && i != 0 || k == 0 {
 		f.c.Report(p)
 		return
 	}
-	k := crashK(t.o, i)
 	rep, err := protocol.ParseReport(p.Stdout)
 	if err != nil {
 		f.c.Proc(p, "stdout", "%s: %v", who, err)
@@ -553,39 +605,21 @@ func (e *ConditionExtra) failed(class string) {
 	e.Failed[class]++
 }
 
-// crashPlanned says whether the i-th delivery of the trial was to crash.
-func crashPlanned(o Observation, i int) bool {
-	switch o.Kind {
-	case KindPoint, KindHits:
-		return i == 0
-	case KindPower:
-		return i == 0 && !isACK(o.Point)
-	case KindRace:
-		return i < len(o.RaceCrashK) && o.RaceCrashK[i] > 0
+// crashPlanned says whether the i-th delivery of the trial was to crash:
+// a first delivery (a racer, in a race) whose fault stops it at a point.
+func crashPlanned(c Condition, o Observation, i int) bool {
+	first := i == 0
+	if o.race() {
+		first = i < o.Racers
 	}
-	return false
+	return first && firstFault(c, o, i).crashes()
 }
 
-// crashK is the hit at which the i-th delivery crashes, 0 when it crashes
-// at a named point instead.
-func crashK(o Observation, i int) int {
-	if o.Kind == KindRace {
-		return o.RaceCrashK[i]
-	}
-	return o.K
-}
-
+// killPlanned says whether the harness was to kill the i-th delivery: a
+// first delivery after its fault's delay, or at its sync-point cut.
 func (f *folder) killPlanned(t *trialLine, i int) bool {
-	_, atSync := syncCutOf(t.o)
-	return (t.o.Kind == KindKill || atSync) && i == 0
-}
-
-func racePlanned(st Settings, condition string, n, round int) Race {
-	plan := RacePlan(st, condition, n)
-	if round < 0 || round >= len(plan) {
-		return Race{}
-	}
-	return plan[round]
+	fl := firstFault(t.c, t.o, 0)
+	return i == 0 && !t.o.race() && (fl.KillUS > 0 || fl.Sync)
 }
 
 // checkClaims cross-checks an acknowledging worker's report: the settings
@@ -647,7 +681,7 @@ func settingsOf(c Condition) sqlitedb.Settings {
 // ACK and none beyond max_deliveries.
 func (f *folder) checkSequence(t *trialLine) {
 	n, next := 0, 1
-	if t.o.Kind == KindRace {
+	if t.o.race() {
 		for n < len(t.o.Deliveries) && t.o.Deliveries[n].Number == 1 {
 			if t.o.Deliveries[n].Worker != n {
 				f.c.Obs(t.l, results.Field("deliveries", n, "worker"), "is %d, want %d: racers are recorded in slot order", t.o.Deliveries[n].Worker, n)
@@ -672,7 +706,7 @@ func (f *folder) checkSequence(t *trialLine) {
 		if acked {
 			f.c.Obs(t.l, results.Field("deliveries", n), "delivery %d came after an ACK; an acknowledged event is not redelivered", d.Number)
 		}
-		if p, ok := f.rec.Process(d.ProcessID); ok && f.acked(t, n, p) || n == 0 && ackOpenCut(t.pat, t.o, d) {
+		if p, ok := f.rec.Process(d.ProcessID); ok && f.acked(t, n, p) || n == 0 && ackOpenCut(t.pat, t.c, t.o, d) {
 			acked = true
 		}
 		next++
@@ -680,7 +714,7 @@ func (f *folder) checkSequence(t *trialLine) {
 	if next-1 > t.pat.MaxDeliveries {
 		f.c.Obs(t.l, "deliveries", "%d deliveries, but max_deliveries is %d", next-1, t.pat.MaxDeliveries)
 	}
-	if !acked && t.acks == 0 && next-1 < t.pat.MaxDeliveries && t.o.Kind != KindRace {
+	if !acked && t.acks == 0 && next-1 < t.pat.MaxDeliveries && !t.o.race() {
 		f.c.Obs(t.l, "deliveries", "redelivery stopped after %d deliveries without an ACK, before max_deliveries (%d)", next-1, t.pat.MaxDeliveries)
 	}
 }
@@ -741,7 +775,7 @@ func (f *folder) judge(t *trialLine) []Broken {
 			f.c.Obs(t.l, "sends", "send %d names sender %s, no delivery of the trial; each delivery sends with the token of the receiver URL it was given", e.Seq, e.Sender)
 		}
 	}
-	if t.acks == 0 && !(t.o.Kind == KindPower && isACK(t.o.Point)) {
+	if fl := firstFault(t.c, t.o, 0); t.acks == 0 && !fl.ACK && !fl.AckOpen {
 		n, what := len(t.o.Deliveries), "deliveries"
 		if n == 1 {
 			what = "delivery"
@@ -918,7 +952,7 @@ func tail(stderr string) string {
 // planned, at the planned point. Any exit is an outcome: 0 is the ACK.
 func (f *folder) programDelivery(t *trialLine, i int, d Delivery, p results.Process) {
 	who := fmt.Sprintf("delivery %d", d.Number)
-	if t.o.Kind == KindRace && d.Number == 1 {
+	if t.o.race() && d.Number == 1 {
 		who = fmt.Sprintf("racer %d", d.Worker)
 	}
 	if p.Worker != harness.ProgramWorker || !slices.Equal(p.Argv, t.pat.File.Command) {
@@ -956,28 +990,20 @@ func (f *folder) programDelivery(t *trialLine, i int, d Delivery, p results.Proc
 	}
 }
 
-// plannedKillAt says whether a kill at d.KilledAt is the trial's.
+// plannedKillAt says whether a kill at d.KilledAt is the trial's: a
+// first delivery (a racer's, in a race), killed at the last point it
+// announced, where its fault stops it.
 func (f *folder) plannedKillAt(t *trialLine, i int, d Delivery) bool {
 	n := len(d.Points)
-	if n == 0 || d.Points[n-1] != d.KilledAt {
+	if n == 0 || d.Points[n-1] != d.KilledAt || d.Number != 1 || !t.o.race() && i != 0 {
 		return false
 	}
-	switch {
-	case i != 0 && t.o.Kind != KindRace:
-		return false
-	case t.o.Kind == KindPoint:
-		return d.KilledAt == t.o.Point
-	case t.o.Kind == KindHits:
-		return n == t.o.K
-	case t.o.Kind == KindPower && t.o.Point == engine.PointACKOpen:
-		pts := f.discovered(t.pat)
-		return len(pts) > 0 && d.KilledAt == pts[len(pts)-1]
-	case t.o.Kind == KindPower:
-		return d.KilledAt == t.o.Point
-	case t.o.Kind == KindRace:
-		return d.Number == 1 && d.Worker < len(t.o.RaceCrashK) && n == t.o.RaceCrashK[d.Worker]
+	last := ""
+	if pts := f.discovered(t.pat); len(pts) > 0 {
+		last = pts[len(pts)-1]
 	}
-	return false
+	kill := firstFault(t.c, t.o, d.Worker).killAt(last)
+	return kill != nil && kill(d.KilledAt, n)
 }
 
 // modelName names a power trial's model; a trial without one is drop's.

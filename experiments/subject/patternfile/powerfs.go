@@ -36,7 +36,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"idemlab/experiments/engine"
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/results"
@@ -85,26 +84,10 @@ func withPowerEnv(c Condition, env map[string]string) map[string]string {
 	return env
 }
 
-// powerKillAt is where the parent stops a program power trial's first
-// delivery: at its point, or for ack-open at the last point the
-// discovery delivery announced; nil for the cut after the ACK.
-func powerKillAt(o Observation, last string) func(string, int) bool {
-	switch {
-	case o.Point == engine.PointACK:
-		return nil
-	case o.Point == engine.PointACKOpen:
-		return func(name string, _ int) bool { return last != "" && name == last }
-	}
-	if _, ok := syncCutOf(o); ok {
-		return nil // the mount's freeze kills it (KillOn)
-	}
-	return func(name string, _ int) bool { return name == o.Point }
-}
-
 // ackOpenCut says whether delivery d is a program's first delivery cut at
 // ack-open, which counts as its ACK: no redelivery follows it.
-func ackOpenCut(pat Pattern, o Observation, d Delivery) bool {
-	return pat.File.IsProgram() && o.Kind == KindPower && o.Point == engine.PointACKOpen && d.Number == 1 && d.KilledAt != ""
+func ackOpenCut(pat Pattern, c Condition, o Observation, d Delivery) bool {
+	return pat.File.IsProgram() && d.Number == 1 && firstFault(c, o, d.Worker).AckOpen && d.KilledAt != ""
 }
 
 // OpsSHA256 is the SHA-256 of ops as their JSON array, which a record
@@ -137,7 +120,7 @@ func (t *trial) powerFirst() ([]delivered, error) {
 	if t.o.PowerFS, err = cutRecord(fs, cut, cerr); err != nil {
 		return nil, err
 	}
-	if ackOpenCut(t.r.pat, *t.o, t.o.Deliveries[0]) {
+	if ackOpenCut(t.r.pat, t.c, *t.o, t.o.Deliveries[0]) {
 		got.acked = true
 	}
 	if !got.acked {

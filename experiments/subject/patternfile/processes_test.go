@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"idemlab/experiments/engine"
 	"idemlab/experiments/shard"
 	wp "idemlab/worker/pattern"
 )
@@ -16,11 +17,11 @@ import (
 func TestProcessesSplitByShard(t *testing.T) {
 	steps := []wp.Step{{Begin: "IMMEDIATE"}, {Exec: "INSERT INTO t VALUES (1)"}, {Commit: true}}
 	st := Settings{
-		Seed: 3, HitTrials: 7, KillTrials: 5, Racers: []int{2, 3}, Rounds: 4, Faults: wp.Faults,
+		Seed: 3, HitTrials: 7, KillTrials: 5, Racers: []int{2, 3}, Rounds: 4, Faults: engine.FaultWords(),
 		Patterns: []Pattern{{File: wp.File{Name: "p", Handler: steps}, Power: []string{"WAL/FULL"}}},
 	}
 	st.Conditions = []Condition{{Name: "p/none", Pattern: "p", Fault: FaultNone}}
-	for _, f := range wp.Faults {
+	for _, f := range engine.FaultWords() {
 		c := Condition{Name: "p/" + f, Pattern: "p", Fault: f}
 		if f == wp.FaultPower {
 			c.Power = "WAL/FULL"

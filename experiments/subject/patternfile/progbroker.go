@@ -31,13 +31,10 @@ func ConsumeProgramArgs(s Settings, c Condition, o Observation, d Delivery, pat 
 	if d.Number != 1 {
 		return a
 	}
-	switch o.Kind {
-	case KindPoint:
-		a.Fault.Point = o.Point
-	case KindHits:
-		a.Fault.K = o.K
-	case KindKill:
-		a.Fault.KillUS, a.Fault.FromFirst = o.KillUS, fromFirst
+	f := firstFault(c, o, d.Worker)
+	a.Fault.Point, a.Fault.K = f.At, f.Hit
+	if f.KillUS > 0 {
+		a.Fault.KillUS, a.Fault.FromFirst = f.KillUS, fromFirst
 	}
 	return a
 }

@@ -69,26 +69,11 @@ func programEnv(s Settings, o Observation, d Delivery, pg *store.Session) map[st
 	return env
 }
 
-// killAt is where the parent kills the i-th first delivery: at a point
-// trial's point, at a hit, or at a racer's seeded hit.
-func killAt(o Observation, worker int) func(string, int) bool {
-	switch {
-	case o.Kind == KindPoint:
-		return func(name string, _ int) bool { return name == o.Point }
-	case o.Kind == KindHits:
-		return func(_ string, n int) bool { return n == o.K }
-	case o.Kind == KindRace && worker < len(o.RaceCrashK) && o.RaceCrashK[worker] > 0:
-		k := o.RaceCrashK[worker]
-		return func(_ string, n int) bool { return n == k }
-	}
-	return nil
-}
-
 // firstProgram runs a program trial's first delivery, or its racers: held
 // at a first point "ready" and released together when discovery showed one,
 // else started together.
 func (t *trial) firstProgram() ([]delivered, error) {
-	if t.o.Kind != KindRace {
+	if !t.o.race() {
 		got, err := t.runProgram(Delivery{Number: 1}, nil)
 		if err != nil {
 			return nil, err
@@ -136,10 +121,7 @@ func (t *trial) startProgram(d Delivery, gate *harness.Gate) (Delivery, delivere
 		Timeout: time.Duration(pat.TimeoutMS) * time.Millisecond, Gate: gate,
 	}
 	if d.Number == 1 {
-		p.KillAt = killAt(*t.o, d.Worker)
-		if t.o.Kind == KindPower {
-			p.KillAt = powerKillAt(*t.o, t.r.last)
-		}
+		p.KillAt = firstFault(t.c, *t.o, d.Worker).killAt(t.r.last)
 		p.KillOn = t.killOn
 		if delay := time.Duration(t.o.KillUS) * time.Microsecond; t.r.fromFirst {
 			p.KillAfterFirst = delay

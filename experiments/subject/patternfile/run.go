@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -38,17 +37,6 @@ const (
 	KindRace      = "race"
 	KindPower     = "power"
 )
-
-// Kinds are the trial kinds the pattern subject runs: each is applied to
-// the first delivery by its own case (Env, killAt, ConsumeProgramArgs)
-// and checked by the fold's (checkPlan, crashPlanned, plannedKillAt). A registered class whose pattern label is not here runs
-// no fault, so Deliver refuses it and the fold reports it: it cannot pass
-// having done nothing.
-var Kinds = []string{KindDiscovery, KindPoint, KindHits, KindKill, KindRace, KindPower}
-
-// isACK says whether a power trial's cut comes after an ACK rather than at
-// a crash point.
-func isACK(point string) bool { return point == engine.PointACK || point == engine.PointACKOpen }
 
 // RecoveryOptions are how the parent cuts a power trial's folder: the
 // trial's model; under torn, a seed from the run's seed, the condition and
@@ -263,24 +251,6 @@ func (s Settings) plan(c Condition, legacy bool, points []string) []engine.Trial
 	return ts
 }
 
-// Race is one round of concurrent deliveries.
-type Race struct {
-	Racers int
-	// CrashK is the hit at which each racer crashes; nil for none.
-	CrashK []int
-}
-
-// RacePlan lists a concurrent condition's rounds: for each racer count,
-// Rounds rounds without crashes, then Rounds in which about half the
-// racers crash at a seeded one of the n discovered points.
-func RacePlan(s Settings, condition string, n int) []Race {
-	var out []Race
-	for _, t := range s.plan(Condition{Name: condition, Fault: wp.FaultConcurrent}, false, make([]string, n)) {
-		out = append(out, Race{Racers: t.Racers, CrashK: t.CrashK})
-	}
-	return out
-}
-
 // runner is a pattern file or program as the engine's subject.
 type runner struct {
 	// as is the scenario the records are made under.
@@ -332,9 +302,13 @@ func (r *runner) Deliver(ctx context.Context, t engine.Trial) (engine.Found, err
 		d, err := rc.trial(c, syncDiscovery(), nil)
 		return engine.Found{SyncsFrom: d.syncsFrom, Syncs: d.syncs}, err
 	}
-	o := Observation{Trial: t.Index, Kind: engine.Label(engine.Pattern, t.Class), Point: t.Point, Model: t.Model, K: t.K, KillUS: t.KillUS, Racers: t.Racers, RaceCrashK: t.CrashK}
-	if !slices.Contains(Kinds, o.Kind) {
-		return engine.Found{}, fmt.Errorf("%w: %s trial %d: the pattern subject does not run fault class %s (pattern label %q, not one of %v)", errclass.ErrHarness, t.Condition, t.Index, t.Class, o.Kind, Kinds)
+	o := observed(t)
+	err := runs(t.Class)
+	if err == nil {
+		err = applies(r.conds[t.Condition], t, r.pat.File.IsProgram(), r.s.Broker != nil)
+	}
+	if err != nil {
+		return engine.Found{}, fmt.Errorf("%w: %s trial %d: the pattern subject does not run fault class %s: %w", errclass.ErrHarness, t.Condition, t.Index, t.Class, err)
 	}
 	d, err := rc.trial(r.conds[t.Condition], o, nil)
 	if err != nil || t.Class != engine.None {
@@ -519,7 +493,7 @@ var exits = []int{protocol.ExitACK, protocol.ExitCrash, protocol.ExitStepFailed,
 // to check each recorded command line.
 func Args(s Settings, o Observation, d Delivery) wp.Args {
 	a := wp.Args{File: o.File, DB: o.DB, EventID: s.EventID, Delivery: d.Number, Worker: d.Worker, NowOffsetMS: d.OffsetMS, Receiver: ReceiverOf(o, d), Backend: s.Backend}
-	if o.Kind == KindRace && d.Number == 1 {
+	if o.race() && d.Number == 1 {
 		a.ReadyFD = harness.BarrierReadyFD
 	}
 	return a
@@ -555,17 +529,17 @@ func Env(c Condition, o Observation, d Delivery) map[string]string {
 		if env == nil {
 			env = map[string]string{}
 		}
-		switch {
-		case o.Kind == KindHits:
-			env[protocol.EnvCrashAfterHits] = fmt.Sprint(o.K)
-		case o.Kind == KindRace && d.Worker < len(o.RaceCrashK) && o.RaceCrashK[d.Worker] > 0:
-			env[protocol.EnvCrashAfterHits] = fmt.Sprint(o.RaceCrashK[d.Worker])
-		case o.Kind == KindPoint || o.Kind == KindPower && !isACK(o.Point):
-			env[protocol.EnvCrashAt] = o.Point
-		case o.Kind == KindPower && o.Point == engine.PointACKOpen:
+		f := firstFault(c, o, d.Worker)
+		if f.Hit > 0 {
+			env[protocol.EnvCrashAfterHits] = fmt.Sprint(f.Hit)
+		}
+		if f.At != "" {
+			env[protocol.EnvCrashAt] = f.At
+		}
+		if f.AckOpen {
 			env[protocol.EnvAckOpen] = "1"
 		}
-		if o.Kind == KindPower && !isACK(o.Point) {
+		if f.Power && f.crashes() {
 			env[protocol.EnvCrashKind] = protocol.CrashKindPower
 		}
 	}
@@ -629,12 +603,12 @@ func (t *trial) first() ([]delivered, error) {
 		if err := t.cutCluster(); err != nil {
 			return nil, err
 		}
-		if ackOpenCut(t.r.pat, *t.o, t.o.Deliveries[0]) {
+		if ackOpenCut(t.r.pat, t.c, *t.o, t.o.Deliveries[0]) {
 			out[0].acked = true
 		}
 		return out, nil
 	}
-	if t.o.Kind == KindRace {
+	if t.o.race() {
 		racers := make([]harness.Racer, t.o.Racers)
 		for i := range racers {
 			racers[i] = harness.Racer{Spec: t.spec(Delivery{Number: 1, Worker: i})}
@@ -663,7 +637,7 @@ func (t *trial) first() ([]delivered, error) {
 		if err := t.cutCluster(); err != nil {
 			return nil, err
 		}
-	} else if t.o.Kind == KindPower {
+	} else if firstFault(t.c, *t.o, 0).Power {
 		rep, err := faultvfs.RecoverWith(t.dir, RecoveryOptions(t.r.s, *t.o))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s trial %d: %w", errclass.ErrHarness, t.c.Name, t.o.Trial, err)
@@ -697,7 +671,7 @@ func (t *trial) cutCluster() error {
 // the pattern's max_deliveries is reached. A race always gets one
 // recovery delivery, whatever its racers did.
 func (t *trial) redeliver(first []delivered) error {
-	acked := t.o.Kind != KindRace && first[0].acked
+	acked := !t.o.race() && first[0].acked
 	for n := 2; n <= t.r.pat.MaxDeliveries && !acked; n++ {
 		d := Delivery{Number: n, OffsetMS: t.r.pat.File.RedeliveryAfterMS}
 		if t.r.pat.File.IsProgram() {

@@ -181,6 +181,9 @@ func readPattern(ctx context.Context, files scenario.Files, name string, on back
 		return Pattern{}, fmt.Errorf("pattern file %s: backends: %q, and the run is on %s; run it with --backend %s", name, f.Backends, on.Name, f.Backends[0])
 	}
 	f, err := check(ctx, b)
+	if err == nil {
+		err = f.CheckFaults(engine.FaultWords())
+	}
 	if err != nil {
 		return Pattern{}, fmt.Errorf("pattern file %s: %w", name, err)
 	}

@@ -61,6 +61,17 @@ func (v Violation) fault() string {
 	case KindRace:
 		return fmt.Sprintf("%d racers", v.Racers)
 	}
+	// A class registered since: said by the fields its trial carries.
+	switch {
+	case v.Racers > 0:
+		return fmt.Sprintf("%s, %d racers", v.Kind, v.Racers)
+	case v.Point != "":
+		return fmt.Sprintf("%s, crash at %s", v.Kind, v.Point)
+	case v.K > 0:
+		return fmt.Sprintf("%s, crash at hit %d", v.Kind, v.K)
+	case v.KillUS > 0:
+		return fmt.Sprintf("%s, kill after %d µs", v.Kind, v.KillUS)
+	}
 	return v.Kind
 }
 
