@@ -147,7 +147,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
 		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default), keep (all kept, as after a process crash, whose outcome the model then predicts) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
 		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},
-		{Name: FlagFaultUnit, Usage: "with --fault torn: the unit decided, 512 (a sector, the default) or 4096 (a page)"},
+		{Name: FlagFaultUnit, Usage: "the unit a torn power cut decides, 512 (a sector, the default) or 4096 (a page): durability with --fault torn, or on --backend postgres with --kind power and power model torn; pattern with --faults power (its torn rows)"},
 		{Name: FlagSeed, Usage: "with --fault torn: the base seed; a trial's seeds follow it"},
 		{Name: FlagPowerLayer, Usage: "where a power cut is made: vfs (idemlab's SQLite VFS, the default) or fs (a FUSE power-loss filesystem under the workers, one mount per trial, strict POSIX directories, under --fault drop or torn)"},
 		{Name: FlagDirModel, Usage: "with --power-layer fs: when an entry change survives a cut, posix (only after an fsync of its directory, the default) or ext4-ordered (an fsync of a file also makes its names durable)"},

@@ -43,9 +43,9 @@ func (s Settings) powerSettings(c Condition) backend.PowerSettings {
 
 // pgParams are the cut's models of a PostgreSQL power condition: its
 // model, strict POSIX directories, and under torn the run's seed and
-// 512-byte units.
+// unit (fault_unit, the 512-byte sector unless set).
 func (s Settings) pgParams(c Condition) powerfs.Params {
-	return backend.CutParams(c.Model, s.Seed)
+	return backend.CutParams(c.Model, s.Seed, s.FaultUnit)
 }
 
 // pgPowerSettingName is a PostgreSQL power condition's setting, as
@@ -81,6 +81,9 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 			return fmt.Errorf("%s: only with kind %s", fieldName(from, l.field), KindPower)
 		}
 	}
+	if !power && in.FaultUnit != 0 {
+		return fmt.Errorf("%s: on --backend postgres only with kind %s and power model %s", fieldName(from, "fault_unit"), KindPower, powerfs.ModelTorn)
+	}
 	if !power && in.WalSyncMethod != "" {
 		return fmt.Errorf("%s: only with kind %s", fieldName(from, "wal_sync_method"), KindPower)
 	}
@@ -97,13 +100,17 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 		return fmt.Errorf("%s %s: %s", fieldName(from, "kinds"), KindPower, why)
 	}
 	st.WalSyncMethod, st.PowerQuiet = in.WalSyncMethod, backend.PowerQuiet
-	if slices.Contains(in.PowerModels, powerfs.ModelTorn) {
-		st.Seed = defaultSeed
-		if in.Seed != nil {
-			st.Seed = *in.Seed
+	if !slices.Contains(in.PowerModels, powerfs.ModelTorn) {
+		if in.FaultUnit != 0 {
+			return fmt.Errorf("%s: only with power model %s", fieldName(from, "fault_unit"), powerfs.ModelTorn)
 		}
+		return nil
 	}
-	return nil
+	st.Seed = defaultSeed
+	if in.Seed != nil {
+		st.Seed = *in.Seed
+	}
+	return tornUnit(*in, from, st)
 }
 
 // pgPowerConditions expands a PostgreSQL power condition over fsync ×

@@ -52,8 +52,9 @@ type Input struct {
 	// FaultSeeds is, with fault torn only, the seeds per power trial, 1
 	// to 64; default 8.
 	FaultSeeds int `json:"fault_seeds,omitempty"`
-	// FaultUnit is, with fault torn only, the unit a torn write decides:
-	// 512 (a sector, the default) or 4096 (a page).
+	// FaultUnit is, with fault torn (on PostgreSQL: kind power with power
+	// model torn) only, the unit a torn write decides: 512 (a sector, the
+	// default) or 4096 (a page).
 	FaultUnit int `json:"fault_unit,omitempty"`
 	// Seed is, with fault torn only, the base seed, which a trial's
 	// seeds follow; default 1.
@@ -354,11 +355,8 @@ func faultSettings(in Input, from map[string]string, st *Settings) error {
 		}
 		st.FaultSeeds = in.FaultSeeds
 	}
-	if in.FaultUnit != 0 {
-		if in.FaultUnit != faultvfs.UnitSector && in.FaultUnit != faultvfs.UnitPage {
-			return fmt.Errorf("%s %d: want %d or %d", name("fault_unit"), in.FaultUnit, faultvfs.UnitSector, faultvfs.UnitPage)
-		}
-		st.FaultUnit = in.FaultUnit
+	if err := tornUnit(in, from, st); err != nil {
+		return err
 	}
 	if in.Seed != nil {
 		if *in.Seed < 0 {
@@ -389,7 +387,20 @@ var sqliteOnly = []struct {
 	{"synchronous", "SQLite's synchronous pragma", func(in Input) bool { return len(in.Synchronous) > 0 }},
 	{"fault", "the power cut's fault mode in worker/faultvfs", func(in Input) bool { return in.Fault != "" }},
 	{"fault_seeds", "the torn power cut's", func(in Input) bool { return in.FaultSeeds != 0 }},
-	{"fault_unit", "the torn power cut's", func(in Input) bool { return in.FaultUnit != 0 }},
+}
+
+// tornUnit checks the torn cut's unit and sets it when given: on SQLite
+// the default is recorded (the sector), on PostgreSQL, whose folders
+// recorded none before it, only a unit given is.
+func tornUnit(in Input, from map[string]string, st *Settings) error {
+	if in.FaultUnit == 0 {
+		return nil
+	}
+	if in.FaultUnit != faultvfs.UnitSector && in.FaultUnit != faultvfs.UnitPage {
+		return fmt.Errorf("%s %d: want %d or %d", fieldName(from, "fault_unit"), in.FaultUnit, faultvfs.UnitSector, faultvfs.UnitPage)
+	}
+	st.FaultUnit = in.FaultUnit
+	return nil
 }
 
 // listField is a list of the input checked against its known values on

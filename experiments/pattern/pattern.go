@@ -8,7 +8,6 @@ package pattern
 import (
 	"context"
 	"fmt"
-	"idemlab/worker/protocol"
 	"slices"
 	"strings"
 	"time"
@@ -18,7 +17,9 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/scenario"
 	pf "idemlab/experiments/subject/patternfile"
+	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
+	"idemlab/worker/protocol"
 	"idemlab/worker/store"
 )
 
@@ -63,6 +64,11 @@ type Input struct {
 	// a cut before and after each fsync its mount saw (syncpoints.go);
 	// default false.
 	SyncPoints bool `json:"sync_points"`
+	// FaultUnit (--fault-unit) is, with the power class only, the unit
+	// each torn cut decides, on every layer (idemlab's VFS, a program's
+	// mount, a PostgreSQL cluster's mount): 512 (a sector, the default)
+	// or 4096 (a page).
+	FaultUnit int `json:"fault_unit"`
 	// power, from --power, replaces every file's power settings: a
 	// replay of one power condition cuts under its setting alone.
 	power []string
@@ -70,6 +76,8 @@ type Input struct {
 	// are the PostgreSQL power matrix's values (pgpower.go); empty ones
 	// keep the run's one setting.
 	pgPower backend.PowerMatrix
+	// from names the flag that set a field, or its place in the input.
+	from map[string]string
 }
 
 // powerNotOnPostgres is why the power class does not run on PostgreSQL
@@ -112,9 +120,13 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: backend.FlagSynchronousCommits, Usage: "on --backend postgres with --faults power: synchronous_commit values, comma list: on,local,off (default the run's --synchronous-commit)"},
 		{Name: backend.FlagFullPageWrites, Usage: "on --backend postgres with --faults power: full_page_writes values, comma list: on,off (default on)"},
 		{Name: FlagSyncPoints, Usage: "with --faults power on a handler program: also cut just before and just after every fsync on the trial's mount, over the fsyncs a discovery delivery on the mount counted", Bool: true},
+		{Name: FlagFaultUnit, Usage: "with --faults power: the unit each torn cut decides, 512 (a sector, the default) or 4096 (a page)"},
 		scenario.ShardFlag,
 	}
 }
+
+// FlagFaultUnit sets the torn cuts' unit, under durability's name.
+const FlagFaultUnit = "fault-unit"
 
 // Plan decodes the section, applies the overrides, and reads and checks
 // every pattern file through the request's files: a bad file is refused
@@ -150,6 +162,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 		Racers: in.Racers, Rounds: in.Rounds,
 		KnownUnsafeRule: RuleSomeSetting,
 		SyncPoints:      in.SyncPoints,
+		FaultUnit:       in.FaultUnit,
 	}
 	if !b.IsSQLite() {
 		st.Backend, st.Postgres = b.Name, b.Requested()
@@ -163,6 +176,9 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 		if len(st.Faults) == 0 {
 			return nil, fmt.Errorf("%s.faults: only power was asked for, and %s", Name, powerNotOnPostgres)
 		}
+	}
+	if in.FaultUnit != 0 && !slices.Contains(st.Faults, wp.FaultPower) {
+		return nil, fmt.Errorf("%w: %s: only with the power class (--faults power), whose torn cuts it sizes", errclass.ErrUsage, in.field("fault_unit"))
 	}
 	if err := st.PlanBroker(ov, asked); err != nil {
 		return nil, err
@@ -214,6 +230,11 @@ func (in *Input) override(ov map[string]string) error {
 	} else if ok {
 		in.SyncPoints = b
 	}
+	if n, ok, err := scenario.IntFlag(ov, FlagFaultUnit, faultvfs.UnitSector, faultvfs.UnitPage); err != nil {
+		return err
+	} else if ok {
+		in.FaultUnit, in.from = n, map[string]string{"fault_unit": "--" + FlagFaultUnit}
+	}
 	if v, ok := ov["seed"]; ok {
 		var s uint64
 		if _, err := fmt.Sscan(v, &s); err != nil {
@@ -232,6 +253,15 @@ func (in *Input) override(ov map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// field is how an error names an input field: the flag that set it, or
+// its place in input.json.
+func (in *Input) field(name string) string {
+	if f, ok := in.from[name]; ok {
+		return f
+	}
+	return Name + "." + name
 }
 
 func (in *Input) validate() error {
@@ -261,6 +291,9 @@ func (in *Input) validate() error {
 		return fmt.Errorf("%s.rounds: %d, want 0 to %d", Name, in.Rounds, MaxRounds)
 	case in.Parallel < 0 || in.Parallel > scenario.MaxParallel:
 		return fmt.Errorf("%s.parallel: %d, want 1 to %d, or 0 for as many as the machine runs", Name, in.Parallel, scenario.MaxParallel)
+	}
+	if in.FaultUnit != 0 && in.FaultUnit != faultvfs.UnitSector && in.FaultUnit != faultvfs.UnitPage {
+		return fmt.Errorf("%s %d: want %d or %d", in.field("fault_unit"), in.FaultUnit, faultvfs.UnitSector, faultvfs.UnitPage)
 	}
 	for i, k := range in.Racers {
 		if k < 2 || k > MaxRacers {
