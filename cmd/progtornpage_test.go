@@ -81,10 +81,12 @@ func TestProgramPowerTornPages(t *testing.T) {
 	t.Fatal("no torn trial to edit")
 }
 
-// TestPatternFaultUnitRefused: a bad unit, by flag or in input.json, or a
-// unit without the power class, is refused with exit 2 in one line naming
-// the field, and no folder is made.
-func TestPatternFaultUnitRefused(t *testing.T) {
+// TestPatternPowerFlagsRefused: a bad unit, by flag or in input.json, or
+// a unit without the power class, and --sync-points where it would sweep
+// nothing (without the power class, or on a pattern file the built-in
+// worker runs, on SQLite or PostgreSQL), are refused with exit 2 in one
+// line naming the field, and no folder is made.
+func TestPatternPowerFlagsRefused(t *testing.T) {
 	input := filepath.Join(t.TempDir(), "input.json")
 	if err := os.WriteFile(input, []byte(`{"pattern": {"fault_unit": 1024}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -98,6 +100,9 @@ func TestPatternFaultUnitRefused(t *testing.T) {
 		{"by flag", []string{"--faults", "power", "--fault-unit", "2048"}, "--fault-unit 2048: want 512 or 4096"},
 		{"in the input", []string{"--faults", "power", "--input", input}, "pattern.fault_unit 1024: want 512 or 4096"},
 		{"without the power class", []string{"--faults", "points", "--fault-unit", "4096"}, "--fault-unit: only with the power class (--faults power)"},
+		{"sync points without the power class", []string{"--faults", "points", "--sync-points"}, "--sync-points: only with the power class (--faults power)"},
+		{"sync points on the built-in worker", []string{"--faults", "power", "--sync-points"}, "--sync-points: sweeps a handler program's power cuts only (the fsyncs on its mount), and " + file + " is run by the built-in worker"},
+		{"sync points on the built-in worker on PostgreSQL", []string{"--backend", "postgres", "--faults", "power", "--sync-points"}, "--sync-points: sweeps a handler program's power cuts only"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r, out := runPattern(t, file, tt.args...)

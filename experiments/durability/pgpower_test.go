@@ -86,8 +86,11 @@ func TestPGPowerMatchesModel(t *testing.T) {
 		{"restarted postmaster not named", "pg_power.restarted_process_id", func(m map[string]any) {
 			delete(m["pg_power"].(map[string]any), "restarted_process_id")
 		}},
-		{"cut's model", "pg_power.cut", func(m map[string]any) {
+		{"cut's model", "pg_power.cut.model", func(m map[string]any) {
 			m["pg_power"].(map[string]any)["cut"].(map[string]any)["model"] = powerfs.ModelKeep
+		}},
+		{"cut's unit", "pg_power.cut.unit", func(m map[string]any) {
+			m["pg_power"].(map[string]any)["cut"].(map[string]any)["unit"] = 4096
 		}},
 		{"logged op dropped", "pg_power.cut.", func(m map[string]any) {
 			pg := m["pg_power"].(map[string]any)

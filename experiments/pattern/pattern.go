@@ -62,7 +62,8 @@ type Input struct {
 	Parallel int `json:"parallel"`
 	// SyncPoints (--sync-points) adds to a handler program's power class
 	// a cut before and after each fsync its mount saw (syncpoints.go);
-	// default false.
+	// default false. Refused without the power class and on a file the
+	// built-in worker runs, where it would sweep nothing.
 	SyncPoints bool `json:"sync_points"`
 	// FaultUnit (--fault-unit) is, with the power class only, the unit
 	// each torn cut decides, on every layer (idemlab's VFS, a program's
@@ -119,7 +120,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: backend.FlagFsync, Usage: "on --backend postgres with --faults power: fsync values, comma list: on,off (default on)"},
 		{Name: backend.FlagSynchronousCommits, Usage: "on --backend postgres with --faults power: synchronous_commit values, comma list: on,local,off (default the run's --synchronous-commit)"},
 		{Name: backend.FlagFullPageWrites, Usage: "on --backend postgres with --faults power: full_page_writes values, comma list: on,off (default on)"},
-		{Name: FlagSyncPoints, Usage: "with --faults power on a handler program: also cut just before and just after every fsync on the trial's mount, over the fsyncs a discovery delivery on the mount counted", Bool: true},
+		{Name: FlagSyncPoints, Usage: "with --faults power on a handler program (refused, exit 2, on a file the built-in worker runs): also cut just before and just after every fsync on the trial's mount, over the fsyncs a discovery delivery on the mount counted", Bool: true},
 		{Name: FlagFaultUnit, Usage: "with --faults power: the unit each torn cut decides, 512 (a sector, the default) or 4096 (a page)"},
 		scenario.ShardFlag,
 	}
@@ -194,7 +195,30 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 			return nil, pf.ProgPowerNotApplicable(p.PowerNotApplicable)
 		}
 	}
+	if err := in.checkSyncPoints(st); err != nil {
+		return nil, err
+	}
 	return &plan{s: st, parallel: in.Parallel}, nil
+}
+
+// checkSyncPoints refuses sync_points where it would sweep nothing: the
+// sweep cuts a handler program's power class at its mount's fsyncs, so
+// without the power class, or for a pattern file the built-in worker runs
+// (whose power cuts are its named points and the ACK), it is a usage
+// error rather than a silent no-op.
+func (in *Input) checkSyncPoints(st Settings) error {
+	if !in.SyncPoints {
+		return nil
+	}
+	if !slices.Contains(st.Faults, wp.FaultPower) {
+		return fmt.Errorf("%w: %s: only with the power class (--faults power), whose cuts it sweeps", errclass.ErrUsage, in.field("sync_points"))
+	}
+	for _, p := range st.Patterns {
+		if !p.File.IsProgram() {
+			return fmt.Errorf("%w: %s: sweeps a handler program's power cuts only (the fsyncs on its mount), and %s is run by the built-in worker, whose power cuts are at its named points and the ACK", errclass.ErrUsage, in.field("sync_points"), p.Source)
+		}
+	}
+	return nil
 }
 
 // DefaultInput is the section an input file without one gets: a pattern
@@ -225,15 +249,16 @@ func (in *Input) override(ov map[string]string) error {
 		}
 	}
 	in.pgPower.Override(ov)
+	in.from = map[string]string{}
 	if b, ok, err := scenario.BoolFlag(ov, FlagSyncPoints); err != nil {
 		return err
 	} else if ok {
-		in.SyncPoints = b
+		in.SyncPoints, in.from["sync_points"] = b, "--"+FlagSyncPoints
 	}
 	if n, ok, err := scenario.IntFlag(ov, FlagFaultUnit, faultvfs.UnitSector, faultvfs.UnitPage); err != nil {
 		return err
 	} else if ok {
-		in.FaultUnit, in.from = n, map[string]string{"fault_unit": "--" + FlagFaultUnit}
+		in.FaultUnit, in.from["fault_unit"] = n, "--"+FlagFaultUnit
 	}
 	if v, ok := ov["seed"]; ok {
 		var s uint64
