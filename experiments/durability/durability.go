@@ -145,7 +145,7 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: FlagPowerModels, Usage: "on --backend postgres with --kind power: what the cut leaves, comma list: drop,torn"},
 		{Name: FlagWalSyncMethod, Usage: "on --backend postgres with --kind power: wal_sync_method (" + strings.Join(backend.WalSyncMethods, ", ") + "; the server's default, fdatasync, when not given)"},
 		{Name: FlagItems, Usage: "batch items (durability.items), 1 to 5"},
-		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default), keep (all kept, as after a process crash, whose outcome the model then predicts) or torn (seeded: each 512-byte unit kept, dropped or garbled)"},
+		{Name: FlagFault, Usage: "what a power cut does to unsynced writes: drop (all lost, the default), keep (all kept, as after a process crash, whose outcome the model then predicts) or torn (seeded: each 512-byte unit, or 4 KiB with --fault-unit 4096, kept, dropped or garbled)"},
 		{Name: FlagFaultSeeds, Usage: "with --fault torn: seeds per power trial, 1 to 64 (default 8)"},
 		{Name: FlagFaultUnit, Usage: "the unit a torn power cut decides, 512 (a sector, the default) or 4096 (a page): durability with --fault torn, or on --backend postgres with --kind power and power model torn; pattern with --faults power (its torn rows)"},
 		{Name: FlagSeed, Usage: "with --fault torn: the base seed; a trial's seeds follow it"},
