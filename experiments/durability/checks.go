@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"idemlab/experiments/backend"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/results"
 	wb "idemlab/worker/batch"
@@ -256,5 +257,60 @@ func (f *folder) checkDeliveryClaim(t trialLine, i int, p results.Process, rep p
 	}
 	if r.Outcome.AlreadyProcessed != (len(before[TableProcessed]) > 0) {
 		f.c.Proc(p, "stdout", "%s reported already_processed=%v, but processed_events held %d rows before it", p.Label, r.Outcome.AlreadyProcessed, len(before[TableProcessed]))
+	}
+}
+
+// checkPGPower checks a PostgreSQL power trial's record: present exactly
+// for a power cut on PostgreSQL; its settings, its quiet settings and what
+// the recovered server read back are the condition's; the cut's models
+// are the condition's, and the rest as every fold of one checks
+// (backend.FoldPower).
+func (f *folder) checkPGPower(t trialLine) {
+	on := t.cond.pgPower()
+	if (t.o.PGPower != nil) != on {
+		f.c.Obs(t.l, "pg_power", "present=%v, but a PostgreSQL power record comes with a power cut on PostgreSQL and only then (kind %s)", t.o.PGPower != nil, t.cond.Kind)
+		return
+	}
+	if !on {
+		return
+	}
+	backend.FoldPower(&f.c, f.rec, t.l, *t.o.PGPower, f.st.powerSettings(t.cond), f.st.pgParams(t.cond), f.st.PowerQuiet)
+}
+
+// checkPGSync checks a PostgreSQL power trial's sweep fields
+// (backend.CheckSweepRecord).
+func (f *folder) checkPGSync(t trialLine) {
+	sweeps := f.st.pgSweeps(t.cond)
+	var cut *protocol.SyncCut
+	if c, ok := ParseSyncPoint(t.o.Point); ok && sweeps {
+		cut = &c
+	}
+	if field, text := backend.CheckSweepRecord(t.o.SyncWindow, t.o.Point == PointACK && sweeps, t.o.PGPower, f.st.powerSettings(t.cond), cut); field != "" {
+		f.c.Obs(t.l, field, "%s", text)
+	}
+}
+
+// checkFSSyncCut checks a cut at the mount's sync against its record
+// (powerlayer.CheckSyncCut); checkFS checks the rest.
+func (f *folder) checkFSSyncCut(t trialLine, cut protocol.SyncCut) {
+	if t.o.FS == nil {
+		return // checkFS names it
+	}
+	if field, text := powerlayer.CheckSyncCut(t.o.FS.Record, cut); field != "" {
+		f.c.Obs(t.l, "fs."+field, "%s", text)
+	}
+}
+
+// checkFS checks a trial's fs record: present exactly for a power cut on
+// the fs layer, and then as every fold of such a cut does
+// (powerlayer.MountCut.Fold).
+func (f *folder) checkFS(t trialLine) {
+	on := f.st.OnFS(t.cond)
+	if (t.o.FS != nil) != on {
+		f.c.Obs(t.l, "fs", "present=%v, but an fs record comes with a power cut on the fs layer and only then (power layer %q, kind %s)", t.o.FS != nil, f.st.PowerLayer, t.cond.Kind)
+		return
+	}
+	if on {
+		t.o.FS.Fold(&f.c, f.rec, t.l, "fs", f.st.fsParams(seedOf(t.o)))
 	}
 }

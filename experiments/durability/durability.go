@@ -40,8 +40,9 @@
 // the crash, its settings, amcheck) and the model's (exact.go's onServer).
 // Its opt-in power kind cuts the power under a cluster of the trial's own
 // on a power-loss filesystem, × fsync × full_page_writes × model
-// (pgpower.go: the conditions; the cut, its guarantee and its record
-// checks are experiments/backend's).
+// (settings.go: the conditions; the cut, its guarantee, the fsync sweep
+// and its record checks are experiments/backend's, the fs layer's cut and
+// its record experiments/powerlayer's).
 package durability
 
 import (
@@ -103,7 +104,7 @@ const (
 	// synchronous_commit's levels, as --synchronous does SQLite's.
 	FlagSynchronousCommits = backend.FlagSynchronousCommits
 	// The PostgreSQL power cut's flags (--kind power on --backend
-	// postgres, pgpower.go), spelled as pattern spells them.
+	// postgres), spelled as pattern spells them.
 	FlagFsync          = backend.FlagFsync
 	FlagFullPageWrites = backend.FlagFullPageWrites
 	FlagPowerModels    = "power-models"

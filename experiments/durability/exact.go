@@ -416,7 +416,7 @@ type TrialRef = engine.Cut
 // them, and w the window of syncs it made (From 0 but on a PostgreSQL
 // power condition, whose window --sync-bound may cut short, swept).
 func (s Settings) Order(c Condition, points []string, w backend.SyncWindow) []TrialRef {
-	w = s.swept(w)
+	w = w.Bounded(s.SyncBound)
 	return s.sweep(c).Cuts(engine.Found{Points: points, SyncsFrom: w.From, Syncs: w.To})
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -373,4 +374,24 @@ func capital(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// sweepSentence states, for a run that sweeps PostgreSQL power conditions'
+// fsyncs, the cuts each swept condition made (backend.SweepSentence).
+func sweepSentence(st Settings, cells []cell) (scenario.Sentence, bool) {
+	var swept []backend.SweptCondition
+	for _, c := range st.Conditions {
+		if !st.pgSweeps(c) {
+			continue
+		}
+		n := 0
+		for _, cl := range cells {
+			if _, ok := ParseSyncPoint(cl.point); ok && cl.cond.Name == c.Name {
+				n++
+			}
+		}
+		swept = append(swept, backend.SweptCondition{Name: c.Name, Cuts: n})
+	}
+	text, ok := backend.SweepSentence(swept)
+	return scenario.Sentence{Text: text}, ok
 }

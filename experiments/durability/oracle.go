@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
+	"idemlab/experiments/syncmodel"
 	"idemlab/worker/faultvfs"
+	"idemlab/worker/protocol"
 )
 
 // Trial is one trial's observed figures, derived by the fold.
@@ -240,4 +243,66 @@ func NamesChanged(recovered []string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// pgSyncWant is the oracle of a cut at a PostgreSQL power condition's
+// mount's fsync, any N (backend.SweepWantOf under the condition's
+// settings and model): anything with fsync off; else what a kill at any
+// named point leaves under the same guarantee (wantOnServer), every cut
+// coming before the ACK, with a damaged cluster added where the guarantee
+// allows one.
+func (s Settings) pgSyncWant(c Condition) (Want, error) {
+	w := backend.SweepWantOf(s.powerSettings(c), c.Model)
+	if w.Anything {
+		return Want{Torn: map[string][]string{"": {AnyOutcome}}, Recovered: []string{}}, nil
+	}
+	var allow []string
+	for _, p := range Points(c.Pattern, s.Items) {
+		pw, err := wantOnServer(c, s.Items, p)
+		if err != nil {
+			return Want{}, err
+		}
+		set := []string{pw.Outcome}
+		if pw.Torn != nil {
+			set = AllowedSet(pw.Torn)
+		}
+		for _, o := range set {
+			if !slices.Contains(allow, o) {
+				allow = append(allow, o)
+			}
+		}
+	}
+	if w.MayCorrupt && !slices.Contains(allow, AnyWith(TagCorrupt)) {
+		allow = append(allow, AnyWith(TagCorrupt))
+	}
+	return Want{Torn: map[string][]string{"": allow}, Recovered: []string{}}, nil
+}
+
+// fsSyncWant is the oracle of a cut at the mount's N-th fsync: the
+// filesystem numbers its own fsyncs (a directory's too, inside one of the
+// VFS's xSync), so which of the VFS's syncs it falls in is not known to
+// the model; the cut falls just before or just after some fsync, so the
+// outcome is one some cut inside some VFS sync allows (AllowedSet over the
+// model's sync points, each under the run's fault), and the files removed
+// or brought back are not predicted (AnyFiles).
+func (s Settings) fsSyncWant(c Condition) (Want, error) {
+	n, err := syncmodel.Syncs(ModelSetting(c.Setting()), syncmodel.Process{Commits: TotalCommits(c.Pattern, s.Items), End: syncmodel.EndClose})
+	if err != nil {
+		return Want{}, err
+	}
+	all := map[string][]string{}
+	for k := 1; k <= n; k++ {
+		for _, after := range []bool{false, true} {
+			point := protocol.SyncCut{N: k, After: after}.Point()
+			w, err := WantOf(c.Pattern, s.modelOf(c), s.Items, point, s.faultOf(c))
+			if err != nil {
+				return Want{}, err
+			}
+			if w.Torn == nil {
+				w.Torn = map[string][]string{"": {w.Outcome}}
+			}
+			all[point] = AllowedSet(w.Torn)
+		}
+	}
+	return Want{Torn: map[string][]string{"": AllowedSet(all)}, Recovered: []string{AnyFiles}}, nil
 }

@@ -1,13 +1,15 @@
 package durability
 
 import (
+	"maps"
+	"slices"
+
 	"idemlab/experiments/backend"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/receiver"
 	wb "idemlab/worker/batch"
 	"idemlab/worker/faultvfs"
 	wr "idemlab/worker/redelivery"
-	"maps"
-	"slices"
 )
 
 // File names inside a trial's folder.
@@ -63,7 +65,7 @@ type Observation struct {
 	// powerfs op log and outcome the cut left, which the fold derives
 	// again (powerlayer.Check). The VFS's Log is kept too: the workers
 	// still open their file through it, and it only logs.
-	FS *FSCut `json:"fs,omitempty"`
+	FS *powerlayer.MountCut `json:"fs,omitempty"`
 	// After is what the next process finds, and Integrity what PRAGMA
 	// integrity_check said about it.
 	After     Rows     `json:"after"`
@@ -77,7 +79,7 @@ type Observation struct {
 	// connection string, naming a schema of its own, Log is null and
 	// Integrity is what amcheck said of the tables after recovery.
 	Server *ServerCrash `json:"server,omitempty"`
-	// PGPower is a PostgreSQL power cut's record (pgpower.go): the
+	// PGPower is a PostgreSQL power cut's record (backend.PowerTrial): the
 	// server's settings, the mount's op log and the cut derived from it,
 	// and what the recovered server showed. DB then names the trial's own
 	// cluster, whose data folder was on the mount.
@@ -85,7 +87,8 @@ type Observation struct {
 	// SyncWindow is, on the normal run of a PostgreSQL power condition
 	// with sync_points, the mount's fsyncs once Setup had returned (from)
 	// and once the first process had ended (to): the sweep cuts at each
-	// N past from up to to (pgsweep.go). Absent on every other trial.
+	// N past from up to to (backend.SyncWindow). Absent on every other
+	// trial.
 	SyncWindow *backend.SyncWindow `json:"sync_window,omitempty"`
 }
 
@@ -133,3 +136,22 @@ const (
 	TableProcessed = wr.TableProcessed
 	TableJournal   = "step_journal"
 )
+
+// syncWindow is the window of syncs trial o's first process made: the
+// recorded one on PostgreSQL, else from 0 to its syncs.
+func (o Observation) syncWindow() backend.SyncWindow {
+	if o.SyncWindow != nil {
+		return *o.SyncWindow
+	}
+	return backend.SyncWindow{To: o.syncs()}
+}
+
+// syncs counts the syncs of trial o that the sweep's sync points number:
+// the mount's fsyncs on the fs layer (the cut's outcome counts them), the
+// VFS's xSyncs otherwise.
+func (o Observation) syncs() int {
+	if o.FS != nil {
+		return o.FS.Outcome.Syncs
+	}
+	return faultvfs.Syncs(o.Log)
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
@@ -296,7 +297,7 @@ func serverSettingsRows(st Settings) [][2]string {
 		}
 		rows = append(rows, [2]string{"power cut", "a cluster of its own per trial (initdb -k), its data folder on a power-loss mount (strict POSIX directories); cut after the first process, rebuilt under the model, restarted with WAL recovery, then amcheck and the checksum count; " +
 			"server settings " + strings.Join(st.PowerQuiet, ", ") + ", wal_sync_method " + method})
-		rows = append(rows, [2]string{"fsync sweep", sweepPhrase(st)})
+		rows = append(rows, [2]string{"fsync sweep", backend.SweepPhrase(st.SyncPoints, st.SyncBound)})
 	}
 	return rows
 }

@@ -22,6 +22,7 @@ import (
 	wb "idemlab/worker/batch"
 	wc "idemlab/worker/claim"
 	"idemlab/worker/faultvfs"
+	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
 	wr "idemlab/worker/redelivery"
 	"idemlab/worker/sqlitedb"
@@ -151,7 +152,7 @@ func (s condSubject) Deliver(ctx context.Context, et engine.Trial) (engine.Found
 	if err != nil {
 		return engine.Found{}, fmt.Errorf("%s %s: %w", s.c.Name, key, err)
 	}
-	w = s.p.s.swept(w)
+	w = w.Bounded(s.p.s.SyncBound)
 	return engine.Found{Points: points, SyncsFrom: w.From, Syncs: w.To}, nil
 }
 
@@ -230,7 +231,7 @@ type trial struct {
 	// pc is a PostgreSQL power trial's own cluster, on its mount.
 	pc *backend.PowerTrial
 	// window is, on the normal run of a condition that sweeps its
-	// mount's fsyncs, the window it counts (pgsweep.go).
+	// mount's fsyncs, the window it counts (backend.PowerTrial.StartWindow).
 	window *backend.SyncWindow
 }
 
@@ -266,15 +267,15 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 				_ = t.held.db.Close()
 			}
 		}()
-		t.o.FS = &FSCut{Mount: t.fs.Mount()}
+		t.o.FS = &powerlayer.MountCut{Mount: t.fs.Mount()}
 	}
 	first, err := t.first(tr.Point)
 	if err != nil {
 		return nil, backend.SyncWindow{}, err
 	}
 	if w := t.o.SyncWindow; w != nil {
-		if w.To, err = t.pc.Cluster.Syncs(); err != nil {
-			return nil, backend.SyncWindow{}, fmt.Errorf("%w: count the mount's fsyncs after the first process: %w", errclass.ErrHarness, err)
+		if err := t.pc.EndWindow(w); err != nil {
+			return nil, backend.SyncWindow{}, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
 	}
 	if err := t.cut(); err != nil {
@@ -367,12 +368,10 @@ func (t *trial) openPower() (func(), error) {
 	}
 	t.pc, t.pg, t.db = pt, &pt.DB, pt.DB.Target
 	if t.point == PointACK && t.p.s.pgSweeps(t.c) {
-		from, err := pt.Cluster.Syncs()
-		if err != nil {
+		if t.window, err = pt.StartWindow(); err != nil {
 			_ = pt.Close()
-			return nil, fmt.Errorf("%w: count the mount's fsyncs after Setup: %w", errclass.ErrHarness, err)
+			return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
-		t.window = &backend.SyncWindow{From: from}
 	}
 	return func() { _ = pt.Close() }, nil
 }
@@ -746,4 +745,17 @@ func copyFolder(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// pgSchema is the schema a PostgreSQL power trial's tables live in, on
+// its cluster's postgres database.
+const pgSchema = "idemlab_durability"
+
+// frozen delivers the sync cut the trial's mount froze at: the fs
+// layer's, or the PostgreSQL power cluster's.
+func (t *trial) frozen() <-chan powerfs.CutEvent {
+	if t.pc != nil {
+		return t.pc.Cluster.Frozen()
+	}
+	return t.fs.Cuts()
 }

@@ -3,16 +3,18 @@ package durability
 import (
 	"errors"
 	"fmt"
-	"idemlab/worker/protocol"
 	"slices"
 	"strconv"
 	"strings"
 
 	"idemlab/experiments/backend"
 	"idemlab/experiments/engine"
+	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
 	"idemlab/worker/faultvfs"
+	"idemlab/worker/powerfs"
+	"idemlab/worker/protocol"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
 )
@@ -76,7 +78,7 @@ type Input struct {
 	// local, off), on --backend postgres only; the default is all three.
 	SynchronousCommits []string `json:"synchronous_commits,omitempty"`
 	// Fsync is the PostgreSQL power cut's list of fsync values (on, off;
-	// kind power on --backend postgres, pgpower.go); default both.
+	// kind power on --backend postgres); default both.
 	Fsync []string `json:"fsync,omitempty"`
 	// FullPageWrites is the PostgreSQL power cut's list of
 	// full_page_writes values (on, off); default both.
@@ -104,7 +106,8 @@ type Condition struct {
 	// JournalMode and Synchronous, which are then empty.
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 	// Fsync, FullPageWrites and Model are set on a PostgreSQL power cut
-	// only: the server's settings and what the cut leaves (pgpower.go).
+	// only: the server's settings and what the cut leaves
+	// (backend.PowerCell).
 	Fsync          string `json:"fsync,omitempty"`
 	FullPageWrites string `json:"full_page_writes,omitempty"`
 	Model          string `json:"model,omitempty"`
@@ -117,7 +120,7 @@ func (c Condition) OnServer() bool { return c.SynchronousCommit != "" }
 // "synchronous_commit=off" on PostgreSQL.
 func (c Condition) SettingName() string {
 	if c.pgPower() {
-		return pgPowerSettingName(c)
+		return backend.PowerCell{PowerSettings: c.power(), Model: c.Model}.Name()
 	}
 	if c.OnServer() {
 		return "synchronous_commit=" + c.SynchronousCommit
@@ -138,7 +141,10 @@ func settingOrder() []string {
 	for _, sc := range store.SynchronousCommit {
 		out = append(out, Condition{SynchronousCommit: sc}.SettingName())
 	}
-	return append(out, pgPowerSettingOrder(store.SynchronousCommit)...)
+	for _, p := range backend.PowerCells(backend.OnOff, store.SynchronousCommit, backend.OnOff, backend.PowerModels) {
+		out = append(out, p.Name())
+	}
+	return out
 }
 
 // kinds are the crash kinds of the settings' backend.
@@ -190,7 +196,7 @@ type Settings struct {
 	// SyncPoints: each condition also cuts inside every sync the normal
 	// run made, just before and just after the fsync. On a PostgreSQL
 	// power condition they are the power-loss mount's fsyncs of the
-	// normal run's delivery (its recorded sync_window), pgsweep.go.
+	// normal run's delivery (its recorded sync_window, backend.SyncWindow).
 	SyncPoints bool `json:"sync_points,omitempty"`
 	// SyncBound, when not 0, is how many fsyncs of a PostgreSQL power
 	// condition's window the sweep cuts at, the first ones (--sync-bound).
@@ -305,7 +311,7 @@ func faultFlags(in *Input, ov map[string]string, from map[string]string) error {
 	} else if ok {
 		in.SyncPoints, from["sync_points"] = b, "--"+FlagSyncPoints
 	}
-	if n, ok, err := scenario.IntFlag(ov, FlagSyncBound, 1, maxSyncBound); err != nil {
+	if n, ok, err := scenario.IntFlag(ov, FlagSyncBound, 1, backend.MaxSyncBound); err != nil {
 		return err
 	} else if ok {
 		in.SyncBound, from["sync_bound"] = n, "--"+FlagSyncBound
@@ -318,12 +324,7 @@ func faultFlags(in *Input, ov map[string]string, from map[string]string) error {
 // are an error rather than silently ignored; the seed, a flag other
 // scenarios share, is only unused.
 func faultSettings(in Input, from map[string]string, st *Settings) error {
-	name := func(field string) string {
-		if f, ok := from[field]; ok {
-			return f
-		}
-		return "durability." + field
-	}
+	name := func(field string) string { return fieldName(from, field) }
 	st.Fault, st.SyncPoints = in.Fault, in.SyncPoints
 	if err := layerSettings(in, name, st); err != nil {
 		return err
@@ -455,9 +456,11 @@ func settingsOf(b backend.Spec, in Input, from map[string]string) (Settings, err
 		if err := pgPowerInput(&in, from, &st); err != nil {
 			return Settings{}, err
 		}
-		if err := pgSweepInput(in, from, &st); err != nil {
+		name := func(field string) string { return fieldName(from, field) }
+		if err := backend.CheckSweepInput(slices.Contains(in.Kinds, KindPower), in.SyncPoints, in.SyncBound, KindPower, name); err != nil {
 			return Settings{}, err
 		}
+		st.SyncPoints, st.SyncBound = in.SyncPoints, in.SyncBound
 	} else {
 		for _, f := range []struct {
 			field string
@@ -595,4 +598,184 @@ func (c Condition) name() string {
 		return c.Pattern + "/" + store.BackendPostgres + "/" + c.SynchronousCommit + "/" + c.Kind
 	}
 	return c.Pattern + "/" + c.JournalMode + "/" + c.Synchronous + "/" + c.Kind
+}
+
+// Conditions on the power-loss layers: a PostgreSQL power cut's cluster
+// (backend.PowerTrial) and SQLite's fs layer (powerlayer.Trial).
+
+// pgPower says whether c is a PostgreSQL power cut.
+func (c Condition) pgPower() bool { return c.OnServer() && c.Kind == KindPower }
+
+// cutOnFS says whether the engine plans c's cuts on its fs layer: SQLite's
+// on --power-layer fs, and every PostgreSQL power cut.
+func (s Settings) cutOnFS(c Condition) bool { return s.OnFS(c) || c.pgPower() }
+
+// powerSettings are the server settings of a PostgreSQL power condition.
+func (s Settings) powerSettings(c Condition) backend.PowerSettings {
+	p := c.power()
+	p.WalSyncMethod = s.WalSyncMethod
+	return p
+}
+
+// pgParams are the cut's models of a PostgreSQL power condition: its
+// model, strict POSIX directories, and under torn the run's seed and
+// unit (fault_unit, the 512-byte sector unless set).
+func (s Settings) pgParams(c Condition) powerfs.Params {
+	return backend.CutParams(c.Model, s.Seed, s.FaultUnit)
+}
+
+// power is a PostgreSQL power condition's server settings, but the run's
+// wal_sync_method (Settings.powerSettings).
+func (c Condition) power() backend.PowerSettings {
+	return backend.PowerSettings{Fsync: c.Fsync, SynchronousCommit: c.SynchronousCommit, FullPageWrites: c.FullPageWrites}
+}
+
+// pgPowerConditions expands a PostgreSQL power condition over fsync ×
+// full_page_writes × model, in the known lists' order.
+func pgPowerConditions(c Condition, in Input) []Condition {
+	var out []Condition
+	for _, p := range backend.PowerCells(in.Fsync, []string{c.SynchronousCommit}, in.FullPageWrites, in.PowerModels) {
+		c.Fsync, c.FullPageWrites, c.Model = p.Fsync, p.FullPageWrites, p.Model
+		c.Name = c.name()
+		out = append(out, c)
+	}
+	return out
+}
+
+// pgPowerInput checks the input's PostgreSQL power lists and fills their
+// defaults: set without the power kind, they are an error.
+func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
+	power := slices.Contains(in.Kinds, KindPower)
+	lists := []listField{{"fsync", &in.Fsync, backend.OnOff, false, nil}, {"full_page_writes", &in.FullPageWrites, backend.OnOff, false, nil},
+		{"power_models", &in.PowerModels, backend.PowerModels, false, nil}}
+	for _, l := range lists {
+		if !power && len(*l.v) > 0 {
+			return fmt.Errorf("%s: only with kind %s", fieldName(from, l.field), KindPower)
+		}
+	}
+	if !power && in.FaultUnit != 0 {
+		return fmt.Errorf("%s: on --backend postgres only with kind %s and power model %s", fieldName(from, "fault_unit"), KindPower, powerfs.ModelTorn)
+	}
+	if !power && in.WalSyncMethod != "" {
+		return fmt.Errorf("%s: only with kind %s", fieldName(from, "wal_sync_method"), KindPower)
+	}
+	if !power {
+		return nil
+	}
+	if err := checkLists(lists, from); err != nil {
+		return err
+	}
+	if in.WalSyncMethod != "" && !slices.Contains(backend.WalSyncMethods, in.WalSyncMethod) {
+		return fmt.Errorf("%s: %q is not one of %s", fieldName(from, "wal_sync_method"), in.WalSyncMethod, strings.Join(backend.WalSyncMethods, ", "))
+	}
+	if why := in.machine.FUSE; why != "" {
+		return fmt.Errorf("%s %s: %s", fieldName(from, "kinds"), KindPower, why)
+	}
+	st.WalSyncMethod, st.PowerQuiet = in.WalSyncMethod, backend.PowerQuiet
+	if !slices.Contains(in.PowerModels, powerfs.ModelTorn) {
+		if in.FaultUnit != 0 {
+			return fmt.Errorf("%s: only with power model %s", fieldName(from, "fault_unit"), powerfs.ModelTorn)
+		}
+		return nil
+	}
+	st.Seed = defaultSeed
+	if in.Seed != nil {
+		st.Seed = *in.Seed
+	}
+	return tornUnit(*in, from, st)
+}
+
+// pgSweeps says whether condition c is a PostgreSQL power condition that
+// sweeps its mount's fsyncs.
+func (s Settings) pgSweeps(c Condition) bool { return s.SyncPoints && c.pgPower() }
+
+// mountSyncCut says whether a trial of condition c at point is a cut at
+// a power-loss mount's fsync, the parent's to make (the first process is
+// told no cut of its own): on the fs layer (fsSyncCut) or on a
+// PostgreSQL power condition's cluster.
+func (s Settings) mountSyncCut(c Condition, point string) (protocol.SyncCut, bool) {
+	if s.pgSweeps(c) {
+		return ParseSyncPoint(point)
+	}
+	return s.fsSyncCut(c, point)
+}
+
+// pgFrozen says whether a trial of condition c at point is a PostgreSQL
+// power trial whose server the mount froze at an fsync: the parent reads
+// nothing before its cut (Before is empty).
+func (s Settings) pgFrozen(c Condition, point string) bool {
+	_, ok := s.mountSyncCut(c, point)
+	return ok && s.pgSweeps(c)
+}
+
+// cutAt is the sync cut a PostgreSQL power trial's cluster is started
+// with: the mount freezes at the point's fsync, before or after it; none
+// (0) for any other trial.
+func (s Settings) cutAt(c Condition, point string) (n int, after bool) {
+	if cut, ok := s.mountSyncCut(c, point); ok && c.pgPower() {
+		return cut.N, cut.After
+	}
+	return 0, false
+}
+
+// OnFS says whether condition c's power cuts are made by the filesystem.
+func (s Settings) OnFS(c Condition) bool {
+	return s.PowerLayer == engine.LayerFS && c.Kind == KindPower && !c.OnServer()
+}
+
+// fsParams are the models of the fs layer's trial with seed index seed:
+// the ones the VFS layer's cut would be made under (FaultOptions).
+func (s Settings) fsParams(seed int) powerfs.Params {
+	return powerlayer.ParamsOf(s.FaultOptions(seed), s.DirModel)
+}
+
+// fsSyncCut says whether a trial of condition c at point is a cut at a
+// sync of the fs layer's mount: at the filesystem's N-th fsync (of a file
+// or a directory), not the VFS's N-th xSync, counted over the normal run's
+// mount (fsSyncs). The mount freezes there and the harness kills the
+// first process (which is told no cut of its own) before the cut.
+func (s Settings) fsSyncCut(c Condition, point string) (protocol.SyncCut, bool) {
+	if !s.OnFS(c) {
+		return protocol.SyncCut{}, false
+	}
+	return ParseSyncPoint(point)
+}
+
+// firstEnv is the first process's environment (FirstEnv), without the
+// VFS's cut at a sync where the mount makes it (fsSyncCut).
+func (s Settings) firstEnv(c Condition, point string) map[string]string {
+	e := FirstEnv(c, point)
+	if _, ok := s.fsSyncCut(c, point); ok {
+		delete(e, protocol.EnvCutAtSync)
+	}
+	return e
+}
+
+// layerSettings checks the power layer: the fs layer cuts under the run's
+// fault (drop or torn, faultSettings checks which), at the named points,
+// after the ACK and with sync points at the mount's fsyncs (fsSyncCut),
+// and needs FUSE on the run's machine as the plan request records
+// it (in.machine), never as this machine probes.
+func layerSettings(in Input, name func(string) string, st *Settings) error {
+	switch in.PowerLayer {
+	case "", engine.LayerVFS:
+		if in.DirModel != "" {
+			return fmt.Errorf("%s: only with %s %s", name("dir_model"), name("power_layer"), engine.LayerFS)
+		}
+		return nil
+	case engine.LayerFS:
+	default:
+		return fmt.Errorf("%s: %q is not one of %s", name("power_layer"), in.PowerLayer, strings.Join(engine.PowerLayers, ", "))
+	}
+	switch in.DirModel {
+	case "", powerfs.DirPOSIX, powerfs.DirExt4:
+		st.DirModel = in.DirModel
+	default:
+		return fmt.Errorf("%s: %q is not one of %s, %s", name("dir_model"), in.DirModel, powerfs.DirPOSIX, powerfs.DirExt4)
+	}
+	if why := in.machine.FUSE; why != "" {
+		return fmt.Errorf("%s %s: %s", name("power_layer"), engine.LayerFS, why)
+	}
+	st.PowerLayer = engine.LayerFS
+	return nil
 }

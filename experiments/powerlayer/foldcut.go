@@ -27,23 +27,29 @@ func ParamsOf(o faultvfs.Options, dirModel string) powerfs.Params {
 	return p
 }
 
-// FoldCut has checker c check cut record rec of observation line l, whose
-// mount is mount and whose mount server is process line serverID (0: a
-// folder made before it was recorded), against the models want: the
-// models (CheckParams), the outcome powerfs.Plan derives again from the
-// log (CheckLogHash, Check) and the server's process line (FoldServer). Mismatches are
-// named under field (a scenario's name for the record, e.g. "fs").
-func FoldCut(c *results.Checker, r results.Records, l results.Line, field string, want powerfs.Params, rec Record, mount string, serverID int) {
-	for _, m := range CheckParams(want, rec.Params) {
-		c.Obs(l, field+"."+m.Field, "%s", m.Text)
+// MountCut is a power cut's record on the fs layer where a process
+// opened its file on the mount: the mount point, and the cut (Record).
+type MountCut struct {
+	Mount string `json:"mount"`
+	Record
+}
+
+// Fold has checker c check cut m of observation line l against the
+// models want: the models (CheckParams), the outcome powerfs.Plan derives
+// again from the log (CheckLogHash, Check) and the mount server's process
+// line (FoldServer; 0, a folder made before it was recorded). Mismatches
+// are named under field (a scenario's name for the record, e.g. "fs").
+func (m MountCut) Fold(c *results.Checker, r results.Records, l results.Line, field string, want powerfs.Params) {
+	for _, p := range CheckParams(want, m.Params) {
+		c.Obs(l, field+"."+p.Field, "%s", p.Text)
 	}
-	if f, text := CheckLogHash(rec.Outcome, r.Since(results.FormatPowerEvidence)); f != "" {
+	if f, text := CheckLogHash(m.Outcome, r.Since(results.FormatPowerEvidence)); f != "" {
 		c.Obs(l, field+"."+f, "%s", text)
 	}
-	if f, text := Check(rec); f != "" {
+	if f, text := Check(m.Record); f != "" {
 		c.Obs(l, field+"."+f, "%s", text)
 	}
-	FoldServer(c, r, l, serverID, mount, rec.Params)
+	FoldServer(c, r, l, m.ServerProcessID, m.Mount, m.Params)
 }
 
 // CheckSyncCut checks that the cut op rec's outcome logged fell at the

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"idemlab/experiments/backend"
@@ -56,7 +57,8 @@ func (d defined[S, X]) Flags() []Flag   { return d.t.Flags() }
 
 // Plan refuses a backend the scenario does not declare, saying why, and
 // otherwise plans with the zero backend read as SQLite and nil files as
-// none.
+// none. A plan whose context a signal cancelled is an error that keeps the
+// cause (cancelled), whatever the scenario's Plan made of it.
 func (d defined[S, X]) Plan(ctx context.Context, req PlanRequest) (Plan, error) {
 	if req.Backend.Name == "" {
 		req.Backend = backend.SQLite
@@ -67,7 +69,30 @@ func (d defined[S, X]) Plan(ctx context.Context, req PlanRequest) (Plan, error) 
 	if c := d.t.Caps(); !c.RunsOn(req.Backend) {
 		return nil, Refusal(d.t.Name(), c, req.Backend)
 	}
-	return d.t.Plan(ctx, req)
+	p, err := d.t.Plan(ctx, req)
+	if err := cancelled(ctx, d.t.Name(), err); err != nil {
+		return nil, err
+	}
+	return p, err
+}
+
+// cancelled is the error of scenario name's planning, which ended with
+// err, when a signal cancelled ctx meanwhile: one that wraps the
+// context's cause, so the edge classes it as an interruption, whether
+// planning saw the cancellation (err wraps it already and is kept) or not
+// (a plan made anyway, or an error that lost the cause, kept as text). It
+// is nil while ctx is live.
+func cancelled(ctx context.Context, name string, err error) error {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil:
+		return nil
+	case errors.Is(err, cause):
+		return err
+	case err != nil:
+		return fmt.Errorf("%s: planning stopped by %w (it ended with: %v)", name, cause, err)
+	}
+	return fmt.Errorf("%s: planning stopped by %w", name, cause)
 }
 
 // Equal is the check of a condition that passes when its observed figures

@@ -3,6 +3,7 @@ package pattern
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"idemlab/worker/protocol"
 	"regexp"
@@ -419,20 +420,20 @@ func CheckOn(ctx context.Context, st store.Store, f File) error {
 	}
 	for i, stmt := range f.SchemaOn(st.Dialect.Name()) {
 		if _, err := st.DB.ExecContext(ctx, stmt); err != nil {
-			return refuse(fmt.Sprintf("%s[%d]", field, i), "does not run on an empty database: %v", err)
+			return refuseStmt(ctx, fmt.Sprintf("%s[%d]", field, i), "does not run on an empty database", err)
 		}
 	}
 	for i, s := range f.Handler {
 		for _, q := range s.sqlTexts() {
 			if err := prepare(ctx, st, q); err != nil {
-				return refuse(fmt.Sprintf("handler[%d].%s", i, sqlField(s)), "does not prepare against the schema: %v", err)
+				return refuseStmt(ctx, fmt.Sprintf("handler[%d].%s", i, sqlField(s)), "does not prepare against the schema", err)
 			}
 		}
 	}
 	for i, iv := range f.Invariants {
 		if iv.Query != "" {
 			if err := prepare(ctx, st, iv.Query); err != nil {
-				return refuse(fmt.Sprintf("invariants[%d].query", i), "does not prepare against the schema: %v", err)
+				return refuseStmt(ctx, fmt.Sprintf("invariants[%d].query", i), "does not prepare against the schema", err)
 			}
 			if err := checkColumns(ctx, st, fmt.Sprintf("invariants[%d].query", i), iv); err != nil {
 				return err
@@ -454,13 +455,25 @@ func checkColumns(ctx context.Context, st store.Store, path string, iv Invariant
 	types, err := store.DescribeColumns(ctx, st.DB, q)
 	switch {
 	case err != nil:
-		return refuse(path, "invariant '%s': the server cannot describe its columns: %v", iv.Name, err)
+		return refuseStmt(ctx, path, fmt.Sprintf("invariant '%s': the server cannot describe its columns", iv.Name), err)
 	case len(types) != 1:
 		return refuse(path, "invariant '%s' returns %d columns; an invariant returns one integer", iv.Name, len(types))
 	case !slices.Contains(IntegerTypes, types[0]):
 		return refuse(path, "invariant '%s' returns a column of type %s; an invariant returns one integer (int2, int4, int8, or a numeric such as sum() whose value is whole)", iv.Name, types[0])
 	}
 	return nil
+}
+
+// refuseStmt refuses the file at path for statement error err, saying why;
+// but when ctx ended first the file is not to blame: the error then wraps
+// the context's cause, and err, so the edge classes the signal (130).
+func refuseStmt(ctx context.Context, path, why string, err error) error {
+	if cause := context.Cause(ctx); cause != nil && errors.Is(err, cause) {
+		return fmt.Errorf("%s: check stopped: %w", path, err)
+	} else if cause != nil {
+		return fmt.Errorf("%s: check stopped by %w: %w", path, cause, err)
+	}
+	return refuse(path, "%s: %v", why, err)
 }
 
 // prepare prepares q as the worker would send it: its :name parameters
