@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"idemlab/experiments/durability"
+	"idemlab/experiments/powerlayer"
 	"idemlab/worker/powerfs"
 )
 
@@ -93,6 +96,18 @@ func TestDurabilityFSLayerLeavesNoMount(t *testing.T) {
 		if left := fsMountsUnder(t, dir); len(left) == 0 {
 			t.Fatalf("the killed run left no stale mount (%s); nothing to sweep", stale.Mountpoint)
 		}
+		// Its scratch folders: the trials' folders, the mount's point and
+		// its server's store, each with its owner's record beside it.
+		var scratch []string
+		for _, prefix := range []string{durability.ScratchPrefix, powerlayer.MountPrefix, powerlayer.StorePrefix} {
+			found, _ := filepath.Glob(filepath.Join(dir, prefix+"*.owner"))
+			for _, rec := range found {
+				scratch = append(scratch, strings.TrimSuffix(rec, ".owner"))
+			}
+		}
+		if !slices.Contains(scratch, stale.Mountpoint) {
+			t.Fatalf("the killed run's mount point %s is not among its recorded scratch folders %v", stale.Mountpoint, scratch)
+		}
 		r := runBinary(t, bin, dir, 5*time.Minute, nil, append(args("next"), "--journal-mode", "DELETE", "--synchronous", "NORMAL")...)
 		if r.code != 0 {
 			t.Fatalf("the next run exited %d:\n%s%s", r.code, r.stdout, r.stderr)
@@ -102,6 +117,14 @@ func TestDurabilityFSLayerLeavesNoMount(t *testing.T) {
 		}
 		if left := fsMountsUnder(t, dir); len(left) > 0 {
 			t.Errorf("mounted after the next run: %+v", left)
+		}
+		for _, d := range scratch {
+			if _, err := os.Stat(d); err == nil || !strings.Contains(r.stderr, "removed "+d+", a scratch folder of a run that is gone") {
+				t.Errorf("the killed run's %s: still there (%v), or the next run did not say it removed it", d, err == nil)
+			}
+			if _, err := os.Stat(d + ".owner"); err == nil {
+				t.Errorf("the record of %s is still there", d)
+			}
 		}
 	})
 }

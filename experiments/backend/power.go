@@ -600,7 +600,7 @@ func (o PowerOutcome) Check(want PowerSettings, p powerfs.Params) []Mismatch {
 		out = append(out, Mismatch{"rows", fmt.Sprintf("the recovered server read back %v, the condition runs with %v", o.Rows, want.ReadBack())})
 	}
 	if got := (powerfs.Params{Model: o.Cut.Model, DirModel: o.Cut.DirModel, Seed: o.Cut.Seed, Unit: o.Cut.Unit}); got != p {
-		return append(out, Mismatch{"cut", fmt.Sprintf("made under %+v, but the trial cuts under %+v", got, p)})
+		return append(out, Mismatch{"cut." + got.Differs(p), fmt.Sprintf("made under %+v, but the trial cuts under %+v", got, p)})
 	}
 	if field, text := powerlayer.Check(powerlayer.Record{Params: p, Log: o.Log, Outcome: o.Cut}); field != "" {
 		out = append(out, Mismatch{"cut." + strings.TrimPrefix(field, "outcome."), text})

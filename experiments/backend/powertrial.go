@@ -202,12 +202,17 @@ func (t *PowerTrial) Close() error {
 }
 
 // CutParams are a power cut's models as every PostgreSQL power trial
-// makes them: model, strict POSIX directories, 512-byte units, and under
-// torn the seed.
-func CutParams(model string, seed int64) powerfs.Params {
+// and a program's power trial make them: model, strict POSIX directories,
+// and under torn the seed and unit, the run's fault_unit (0, as a folder
+// made before the setting recorded it, is the 512-byte sector). Every
+// other model records the sector, which it never reads.
+func CutParams(model string, seed int64, unit int) powerfs.Params {
 	p := powerfs.Params{Model: model, DirModel: powerfs.DirPOSIX, Unit: faultvfs.UnitSector}
 	if model == powerfs.ModelTorn {
 		p.Seed = seed
+		if unit != 0 {
+			p.Unit = unit
+		}
 	}
 	return p
 }

@@ -69,17 +69,22 @@ func TestCheckChecksums(t *testing.T) {
 	}
 }
 
-// TestCutParams: the seed goes with torn only.
+// TestCutParams: the seed and the unit go with torn only, and no unit
+// (a folder made before fault_unit) is the sector.
 func TestCutParams(t *testing.T) {
 	for _, tt := range []struct {
 		model string
+		unit  int
 		want  powerfs.Params
 	}{
-		{powerfs.ModelDrop, powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX, Unit: 512}},
-		{powerfs.ModelTorn, powerfs.Params{Model: powerfs.ModelTorn, DirModel: powerfs.DirPOSIX, Unit: 512, Seed: 7}},
+		{powerfs.ModelDrop, 0, powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX, Unit: 512}},
+		{powerfs.ModelDrop, 4096, powerfs.Params{Model: powerfs.ModelDrop, DirModel: powerfs.DirPOSIX, Unit: 512}},
+		{powerfs.ModelTorn, 0, powerfs.Params{Model: powerfs.ModelTorn, DirModel: powerfs.DirPOSIX, Unit: 512, Seed: 7}},
+		{powerfs.ModelTorn, 512, powerfs.Params{Model: powerfs.ModelTorn, DirModel: powerfs.DirPOSIX, Unit: 512, Seed: 7}},
+		{powerfs.ModelTorn, 4096, powerfs.Params{Model: powerfs.ModelTorn, DirModel: powerfs.DirPOSIX, Unit: 4096, Seed: 7}},
 	} {
-		if d := cmp.Diff(tt.want, CutParams(tt.model, 7)); d != "" {
-			t.Errorf("%s (-want +got):\n%s", tt.model, d)
+		if d := cmp.Diff(tt.want, CutParams(tt.model, 7, tt.unit)); d != "" {
+			t.Errorf("%s, unit %d (-want +got):\n%s", tt.model, tt.unit, d)
 		}
 	}
 }

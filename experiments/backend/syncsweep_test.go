@@ -127,7 +127,7 @@ func TestPowerSyncSweep(t *testing.T) {
 			t.Run(model+"/"+c.Point(), func(t *testing.T) {
 				p := powerfs.Params{Model: model}
 				if model == powerfs.ModelTorn {
-					p = CutParams(model, int64(c.N)*2+map[bool]int64{false: 0, true: 1}[c.After])
+					p = CutParams(model, int64(c.N)*2+map[bool]int64{false: 0, true: 1}[c.After], 0)
 				}
 				acked, _, froze, o := syncTrial(t, PowerConfig{Settings: s, Params: p, CutSync: c.N, CutAfter: c.After}, n)
 				trials++

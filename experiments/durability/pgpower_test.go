@@ -86,8 +86,11 @@ func TestPGPowerMatchesModel(t *testing.T) {
 		{"restarted postmaster not named", "pg_power.restarted_process_id", func(m map[string]any) {
 			delete(m["pg_power"].(map[string]any), "restarted_process_id")
 		}},
-		{"cut's model", "pg_power.cut", func(m map[string]any) {
+		{"cut's model", "pg_power.cut.model", func(m map[string]any) {
 			m["pg_power"].(map[string]any)["cut"].(map[string]any)["model"] = powerfs.ModelKeep
+		}},
+		{"cut's unit", "pg_power.cut.unit", func(m map[string]any) {
+			m["pg_power"].(map[string]any)["cut"].(map[string]any)["unit"] = 4096
 		}},
 		{"logged op dropped", "pg_power.cut.", func(m map[string]any) {
 			pg := m["pg_power"].(map[string]any)
@@ -358,5 +361,52 @@ func TestPGPowerRefusedWithoutFUSE(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("--kind %s without FUSE: %q, want %q", tt.kind, got, tt.want)
 		}
+	}
+}
+
+// TestPGPowerFaultUnit: on PostgreSQL fault_unit sizes the torn cuts of
+// the power kind and only them: given, every torn condition's cut decides
+// units of it and every drop condition's the sector it never reads; not
+// given, the sector, as every folder made before it; without the power
+// kind or the torn model, or of another size, it is refused naming the
+// field.
+func TestPGPowerFaultUnit(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		section string
+		flags   map[string]string
+		// want is the unit of the torn conditions' cuts, err the refusal.
+		want int
+		err  string
+	}{
+		{"not given", ``, map[string]string{FlagKind: KindPower}, 512, ""},
+		{"a page", ``, map[string]string{FlagKind: KindPower, FlagFaultUnit: "4096"}, 4096, ""},
+		{"a page in the input", `{"kinds": ["power"], "fault_unit": 4096}`, nil, 4096, ""},
+		{"neither", `{"kinds": ["power"], "fault_unit": 1024}`, nil, 0, "durability.fault_unit 1024: want 512 or 4096"},
+		{"without the power kind", ``, map[string]string{FlagFaultUnit: "4096"}, 0, "--fault-unit: on --backend postgres only with kind power and power model torn"},
+		{"without the torn model", ``, map[string]string{FlagKind: KindPower, FlagPowerModels: powerfs.ModelDrop, FlagFaultUnit: "4096"}, 0, "--fault-unit: only with power model torn"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New().Plan(context.Background(), scenario.PlanRequest{Backend: pgSpec, Section: json.RawMessage(tt.section), Overrides: tt.flags})
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := p.Settings().(Settings)
+			units := map[string]int{}
+			for _, c := range st.Conditions {
+				if c.pgPower() {
+					units[c.Model] = st.pgParams(c).Unit
+				}
+			}
+			if d := cmp.Diff(map[string]int{powerfs.ModelDrop: 512, powerfs.ModelTorn: tt.want}, units); d != "" {
+				t.Errorf("cut units by model (-want +got):\n%s", d)
+			}
+		})
 	}
 }

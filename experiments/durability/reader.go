@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"idemlab/experiments/fstree"
+	"idemlab/experiments/owner"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/sqlitedb"
 )
@@ -50,12 +51,12 @@ func (t *trial) holdReader() (*heldReader, error) {
 // instant never lets happen. The folder, the VFS's sidecar with it, is
 // copied first, the reader closed, and the copy put back.
 func (r *heldReader) release() error {
-	snap, err := os.MkdirTemp(r.t.env.TempDir, "idemlab-durability-held-")
+	snap, err := owner.MkdirTemp(r.t.env.TempDir, ScratchPrefix+"held-")
 	if err != nil {
 		r.db.Close()
 		return err
 	}
-	defer os.RemoveAll(snap)
+	defer owner.RemoveAll(snap)
 	if err := fstree.Copy(r.t.dir, snap, fstree.Keep, fstree.Keep); err != nil {
 		r.db.Close()
 		return fmt.Errorf("copy the folder: %w", err)

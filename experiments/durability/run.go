@@ -15,6 +15,7 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/fstree"
 	"idemlab/experiments/harness"
+	"idemlab/experiments/owner"
 	"idemlab/experiments/powerlayer"
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
@@ -109,6 +110,13 @@ func (p *plan) Run(ctx context.Context, env scenario.Env) error {
 		if err := powerlayer.Sweep(os.Stderr); err != nil {
 			return fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 		}
+	}
+	// A run SIGKILLed leaves its scratch folders and its mounts' points
+	// and stores; those whose recorded owner is gone go now, the stale
+	// mounts in them cleared first (above, or by the run that needs
+	// them).
+	for _, l := range owner.SweepTemp(env.TempDir, ScratchPrefix, powerlayer.MountPrefix, powerlayer.StorePrefix) {
+		fmt.Fprintln(os.Stderr, "idemlab: "+l)
 	}
 	var conditions []func(context.Context) error
 	for _, c := range p.s.Conditions {
@@ -293,6 +301,10 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 	return first.Report.Points, t.o.syncWindow(), nil
 }
 
+// ScratchPrefix starts the name of every scratch folder of a durability
+// trial, each made with its owner's record (owner.MkdirTemp).
+const ScratchPrefix = "idemlab-durability-"
+
 // open makes the trial's database with the pattern's tables and nothing
 // else, and returns what drops it. On SQLite it is a fresh folder, its
 // file declared durable (prepare). On PostgreSQL it is a schema of its
@@ -301,12 +313,12 @@ func (p *plan) trial(ctx context.Context, env scenario.Env, c Condition, tr Tria
 // writers frozen (backend.Server.PrepareCrash).
 func (t *trial) open() (func(), error) {
 	if !t.c.OnServer() {
-		dir, err := os.MkdirTemp(t.env.TempDir, "idemlab-durability-")
+		dir, err := owner.MkdirTemp(t.env.TempDir, ScratchPrefix)
 		if err != nil {
 			return nil, fmt.Errorf("%w: create trial folder: %w", errclass.ErrHarness, err)
 		}
 		t.dir, t.db = dir, filepath.Join(dir, DBName(t.c.Pattern))
-		drop := func() { os.RemoveAll(dir) }
+		drop := func() { _ = owner.RemoveAll(dir) }
 		if err := t.prepare(); err != nil {
 			drop()
 			return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
@@ -557,11 +569,11 @@ func (t *trial) cut() error {
 	if t.o.Log, err = faultvfs.ReadLog(t.dir); err != nil {
 		return err
 	}
-	cp, err := os.MkdirTemp(t.env.TempDir, "idemlab-durability-copy-")
+	cp, err := owner.MkdirTemp(t.env.TempDir, ScratchPrefix+"copy-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cp)
+	defer owner.RemoveAll(cp)
 	if err := copyFolder(t.dir, cp); err != nil {
 		return fmt.Errorf("copy the folder: %w", err)
 	}

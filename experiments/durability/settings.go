@@ -54,8 +54,9 @@ type Input struct {
 	// FaultSeeds is, with fault torn only, the seeds per power trial, 1
 	// to 64; default 8.
 	FaultSeeds int `json:"fault_seeds,omitempty"`
-	// FaultUnit is, with fault torn only, the unit a torn write decides:
-	// 512 (a sector, the default) or 4096 (a page).
+	// FaultUnit is, with fault torn (on PostgreSQL: kind power with power
+	// model torn) only, the unit a torn write decides: 512 (a sector, the
+	// default) or 4096 (a page).
 	FaultUnit int `json:"fault_unit,omitempty"`
 	// Seed is, with fault torn only, the base seed, which a trial's
 	// seeds follow; default 1.
@@ -355,11 +356,8 @@ func faultSettings(in Input, from map[string]string, st *Settings) error {
 		}
 		st.FaultSeeds = in.FaultSeeds
 	}
-	if in.FaultUnit != 0 {
-		if in.FaultUnit != faultvfs.UnitSector && in.FaultUnit != faultvfs.UnitPage {
-			return fmt.Errorf("%s %d: want %d or %d", name("fault_unit"), in.FaultUnit, faultvfs.UnitSector, faultvfs.UnitPage)
-		}
-		st.FaultUnit = in.FaultUnit
+	if err := tornUnit(in, from, st); err != nil {
+		return err
 	}
 	if in.Seed != nil {
 		if *in.Seed < 0 {
@@ -390,7 +388,20 @@ var sqliteOnly = []struct {
 	{"synchronous", "SQLite's synchronous pragma", func(in Input) bool { return len(in.Synchronous) > 0 }},
 	{"fault", "the power cut's fault mode in worker/faultvfs", func(in Input) bool { return in.Fault != "" }},
 	{"fault_seeds", "the torn power cut's", func(in Input) bool { return in.FaultSeeds != 0 }},
-	{"fault_unit", "the torn power cut's", func(in Input) bool { return in.FaultUnit != 0 }},
+}
+
+// tornUnit checks the torn cut's unit and sets it when given: on SQLite
+// the default is recorded (the sector), on PostgreSQL, whose folders
+// recorded none before it, only a unit given is.
+func tornUnit(in Input, from map[string]string, st *Settings) error {
+	if in.FaultUnit == 0 {
+		return nil
+	}
+	if in.FaultUnit != faultvfs.UnitSector && in.FaultUnit != faultvfs.UnitPage {
+		return fmt.Errorf("%s %d: want %d or %d", fieldName(from, "fault_unit"), in.FaultUnit, faultvfs.UnitSector, faultvfs.UnitPage)
+	}
+	st.FaultUnit = in.FaultUnit
+	return nil
 }
 
 // listField is a list of the input checked against its known values on
@@ -608,9 +619,9 @@ func (s Settings) powerSettings(c Condition) backend.PowerSettings {
 
 // pgParams are the cut's models of a PostgreSQL power condition: its
 // model, strict POSIX directories, and under torn the run's seed and
-// 512-byte units.
+// unit (fault_unit, the 512-byte sector unless set).
 func (s Settings) pgParams(c Condition) powerfs.Params {
-	return backend.CutParams(c.Model, s.Seed)
+	return backend.CutParams(c.Model, s.Seed, s.FaultUnit)
 }
 
 // power is a PostgreSQL power condition's server settings, but the run's
@@ -642,6 +653,9 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 			return fmt.Errorf("%s: only with kind %s", fieldName(from, l.field), KindPower)
 		}
 	}
+	if !power && in.FaultUnit != 0 {
+		return fmt.Errorf("%s: on --backend postgres only with kind %s and power model %s", fieldName(from, "fault_unit"), KindPower, powerfs.ModelTorn)
+	}
 	if !power && in.WalSyncMethod != "" {
 		return fmt.Errorf("%s: only with kind %s", fieldName(from, "wal_sync_method"), KindPower)
 	}
@@ -658,13 +672,17 @@ func pgPowerInput(in *Input, from map[string]string, st *Settings) error {
 		return fmt.Errorf("%s %s: %s", fieldName(from, "kinds"), KindPower, why)
 	}
 	st.WalSyncMethod, st.PowerQuiet = in.WalSyncMethod, backend.PowerQuiet
-	if slices.Contains(in.PowerModels, powerfs.ModelTorn) {
-		st.Seed = defaultSeed
-		if in.Seed != nil {
-			st.Seed = *in.Seed
+	if !slices.Contains(in.PowerModels, powerfs.ModelTorn) {
+		if in.FaultUnit != 0 {
+			return fmt.Errorf("%s: only with power model %s", fieldName(from, "fault_unit"), powerfs.ModelTorn)
 		}
+		return nil
 	}
-	return nil
+	st.Seed = defaultSeed
+	if in.Seed != nil {
+		st.Seed = *in.Seed
+	}
+	return tornUnit(*in, from, st)
 }
 
 // pgSweeps says whether condition c is a PostgreSQL power condition that

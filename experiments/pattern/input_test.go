@@ -24,6 +24,10 @@ func TestInputLimits(t *testing.T) {
 		{"trials over the bound", func(in *Input) { in.Trials = MaxTrials + 1 }, "pattern.trials"},
 		{"one racer", func(in *Input) { in.Racers = []int{1} }, "pattern.racers[0]: 1"},
 		{"no files", func(in *Input) { in.Files = nil }, "pattern.files: empty"},
+		{"a sector", func(in *Input) { in.FaultUnit = 512 }, ""},
+		{"a page", func(in *Input) { in.FaultUnit = 4096 }, ""},
+		{"neither", func(in *Input) { in.FaultUnit = 1024 }, "pattern.fault_unit 1024: want 512 or 4096"},
+		{"by flag", func(in *Input) { in.FaultUnit, in.from = 2048, map[string]string{"fault_unit": "--fault-unit"} }, "--fault-unit 2048: want 512 or 4096"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

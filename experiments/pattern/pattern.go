@@ -8,7 +8,6 @@ package pattern
 import (
 	"context"
 	"fmt"
-	"idemlab/worker/protocol"
 	"slices"
 	"strings"
 	"time"
@@ -19,7 +18,9 @@ import (
 	"idemlab/experiments/errclass"
 	"idemlab/experiments/scenario"
 	pf "idemlab/experiments/subject/patternfile"
+	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
+	"idemlab/worker/protocol"
 	"idemlab/worker/store"
 )
 
@@ -62,8 +63,14 @@ type Input struct {
 	Parallel int `json:"parallel"`
 	// SyncPoints (--sync-points) adds to a handler program's power class
 	// a cut before and after each fsync its mount saw (syncpoints.go);
-	// default false.
+	// default false. Refused without the power class and on a file the
+	// built-in worker runs, where it would sweep nothing.
 	SyncPoints bool `json:"sync_points"`
+	// FaultUnit (--fault-unit) is, with the power class only, the unit
+	// each torn cut decides, on every layer (idemlab's VFS, a program's
+	// mount, a PostgreSQL cluster's mount): 512 (a sector, the default)
+	// or 4096 (a page).
+	FaultUnit int `json:"fault_unit"`
 	// power, from --power, replaces every file's power settings: a
 	// replay of one power condition cuts under its setting alone.
 	power []string
@@ -71,6 +78,8 @@ type Input struct {
 	// are the PostgreSQL power matrix's values (pgpower.go); empty ones
 	// keep the run's one setting.
 	pgPower backend.PowerMatrix
+	// from names the flag that set a field, or its place in the input.
+	from map[string]string
 }
 
 // powerNotOnPostgres is why the power class does not run on PostgreSQL
@@ -112,10 +121,14 @@ func (Scenario) Flags() []scenario.Flag {
 		{Name: backend.FlagFsync, Usage: "on --backend postgres with --faults power: fsync values, comma list: on,off (default on)"},
 		{Name: backend.FlagSynchronousCommits, Usage: "on --backend postgres with --faults power: synchronous_commit values, comma list: on,local,off (default the run's --synchronous-commit)"},
 		{Name: backend.FlagFullPageWrites, Usage: "on --backend postgres with --faults power: full_page_writes values, comma list: on,off (default on)"},
-		{Name: FlagSyncPoints, Usage: "with --faults power on a handler program: also cut just before and just after every fsync on the trial's mount, over the fsyncs a discovery delivery on the mount counted", Bool: true},
+		{Name: FlagSyncPoints, Usage: "with --faults power on a handler program (refused, exit 2, on a file the built-in worker runs): also cut just before and just after every fsync on the trial's mount, over the fsyncs a discovery delivery on the mount counted", Bool: true},
+		{Name: FlagFaultUnit, Usage: "with --faults power: the unit each torn cut decides, 512 (a sector, the default) or 4096 (a page)"},
 		scenario.ShardFlag,
 	}
 }
+
+// FlagFaultUnit sets the torn cuts' unit, under durability's name.
+const FlagFaultUnit = "fault-unit"
 
 // Plan decodes the section, applies the overrides, and reads and checks
 // every pattern file through the request's files: a bad file is refused
@@ -151,6 +164,7 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 		Racers: in.Racers, Rounds: in.Rounds,
 		KnownUnsafeRule: RuleSomeSetting,
 		SyncPoints:      in.SyncPoints,
+		FaultUnit:       in.FaultUnit,
 	}
 	if !b.IsSQLite() {
 		st.Backend, st.Postgres = b.Name, b.Requested()
@@ -164,6 +178,9 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 		if len(st.Faults) == 0 {
 			return nil, fmt.Errorf("%s.faults: only power was asked for, and %s", Name, powerNotOnPostgres)
 		}
+	}
+	if in.FaultUnit != 0 && !slices.Contains(st.Faults, wp.FaultPower) {
+		return nil, fmt.Errorf("%w: %s: only with the power class (--faults power), whose torn cuts it sizes", errclass.ErrUsage, in.field("fault_unit"))
 	}
 	if err := st.PlanBroker(ov, asked); err != nil {
 		return nil, err
@@ -179,7 +196,30 @@ func (Scenario) Plan(ctx context.Context, req scenario.PlanRequest) (scenario.Pl
 			return nil, pf.ProgPowerNotApplicable(p.PowerNotApplicable)
 		}
 	}
+	if err := in.checkSyncPoints(st); err != nil {
+		return nil, err
+	}
 	return &plan{s: st, parallel: in.Parallel}, nil
+}
+
+// checkSyncPoints refuses sync_points where it would sweep nothing: the
+// sweep cuts a handler program's power class at its mount's fsyncs, so
+// without the power class, or for a pattern file the built-in worker runs
+// (whose power cuts are its named points and the ACK), it is a usage
+// error rather than a silent no-op.
+func (in *Input) checkSyncPoints(st Settings) error {
+	if !in.SyncPoints {
+		return nil
+	}
+	if !slices.Contains(st.Faults, wp.FaultPower) {
+		return fmt.Errorf("%w: %s: only with the power class (--faults power), whose cuts it sweeps", errclass.ErrUsage, in.field("sync_points"))
+	}
+	for _, p := range st.Patterns {
+		if !p.File.IsProgram() {
+			return fmt.Errorf("%w: %s: sweeps a handler program's power cuts only (the fsyncs on its mount), and %s is run by the built-in worker, whose power cuts are at its named points and the ACK", errclass.ErrUsage, in.field("sync_points"), p.Source)
+		}
+	}
+	return nil
 }
 
 // DefaultInput is the section an input file without one gets: a pattern
@@ -210,10 +250,16 @@ func (in *Input) override(ov map[string]string) error {
 		}
 	}
 	in.pgPower.Override(ov)
+	in.from = map[string]string{}
 	if b, ok, err := scenario.BoolFlag(ov, FlagSyncPoints); err != nil {
 		return err
 	} else if ok {
-		in.SyncPoints = b
+		in.SyncPoints, in.from["sync_points"] = b, "--"+FlagSyncPoints
+	}
+	if n, ok, err := scenario.IntFlag(ov, FlagFaultUnit, faultvfs.UnitSector, faultvfs.UnitPage); err != nil {
+		return err
+	} else if ok {
+		in.FaultUnit, in.from["fault_unit"] = n, "--"+FlagFaultUnit
 	}
 	if v, ok := ov["seed"]; ok {
 		var s uint64
@@ -233,6 +279,15 @@ func (in *Input) override(ov map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// field is how an error names an input field: the flag that set it, or
+// its place in input.json.
+func (in *Input) field(name string) string {
+	if f, ok := in.from[name]; ok {
+		return f
+	}
+	return Name + "." + name
 }
 
 func (in *Input) validate() error {
@@ -264,6 +319,9 @@ func (in *Input) validate() error {
 		return fmt.Errorf("%s.rounds: %d, want 0 to %d", Name, in.Rounds, MaxRounds)
 	case in.Parallel < 0 || in.Parallel > scenario.MaxParallel:
 		return fmt.Errorf("%s.parallel: %d, want 1 to %d, or 0 for as many as the machine runs", Name, in.Parallel, scenario.MaxParallel)
+	}
+	if in.FaultUnit != 0 && in.FaultUnit != faultvfs.UnitSector && in.FaultUnit != faultvfs.UnitPage {
+		return fmt.Errorf("%s %d: want %d or %d", in.field("fault_unit"), in.FaultUnit, faultvfs.UnitSector, faultvfs.UnitPage)
 	}
 	for i, k := range in.Racers {
 		if k < 2 || k > MaxRacers {

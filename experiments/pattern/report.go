@@ -62,7 +62,7 @@ func (Scenario) Report(st Settings, res results.ScenarioResult, x Extra) (scenar
 			}
 		}
 		if slices.ContainsFunc(p.Conditions, func(c ConditionExtra) bool { return len(c.Models) > 0 }) {
-			t.Legend = append(t.Legend, powerLegend...)
+			t.Legend = append(t.Legend, powerLegend(st.Unit())...)
 			if st.SyncPoints && pat.File.IsProgram() {
 				t.Legend = append(t.Legend, pf.SyncLegend)
 			}
@@ -121,6 +121,9 @@ func replays(st Settings, pat Pattern, p PatternExtra) []scenario.Replay {
 			args = append(args, "--power", c.Power)
 			if st.SyncPoints {
 				args = append(args, "--"+FlagSyncPoints)
+			}
+			if st.FaultUnit != 0 {
+				args = append(args, "--"+FlagFaultUnit, fmt.Sprint(st.FaultUnit))
 			}
 		}
 		what := fmt.Sprintf("%s/%s, trial %d", p.Name, conditionSuffix(c), c.First.Trial)
@@ -239,11 +242,14 @@ func firstText(f *Violation) string {
 	return f.Text()
 }
 
-// powerLegend explains a power setting's rows.
-var powerLegend = []string{
-	"power: the machine loses power at each discovered point, after the ACK (the connection closed), and at ack-open (after the ACK with the connection still open, as a service with a connection pool ACKs), then the event is redelivered; each cut under each model of what reaches the disk:",
-	"  drop: nothing no sync covered survives (the lower bound); keep: everything written survives, synced or not, as after a process crash (the upper bound); torn: each unsynced 512-byte unit kept, dropped or garbled, seeded from the run's seed, the condition and the trial",
-	"  a setting's verdict is the worst of its models: held only where it held under all three",
+// powerLegend explains a power setting's rows, whose torn cuts decide
+// units of unit bytes.
+func powerLegend(unit int) []string {
+	return []string{
+		"power: the machine loses power at each discovered point, after the ACK (the connection closed), and at ack-open (after the ACK with the connection still open, as a service with a connection pool ACKs), then the event is redelivered; each cut under each model of what reaches the disk:",
+		fmt.Sprintf("  drop: nothing no sync covered survives (the lower bound); keep: everything written survives, synced or not, as after a process crash (the upper bound); torn: each unsynced %d-byte unit kept, dropped or garbled, seeded from the run's seed, the condition and the trial", unit),
+		"  a setting's verdict is the worst of its models: held only where it held under all three",
+	}
 }
 
 // landingsText counts the kills by where they landed, in the order of

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"idemlab/experiments/harness"
+	"idemlab/experiments/owner"
 	"idemlab/experiments/results"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
@@ -71,6 +72,15 @@ func (t *Trial) RecordTo(r Recording) { t.rec = r }
 // startTimeout bounds the wait for the server's "mounted".
 const startTimeout = 30 * time.Second
 
+// MountPrefix and StorePrefix start the names of a trial's mount point
+// and its server's store, each made with its owner's record
+// (owner.MkdirTemp), so that a run after a SIGKILLed one removes them
+// (owner.SweepTemp).
+const (
+	MountPrefix = "idemlab-powerfs-mnt-"
+	StorePrefix = "idemlab-powerfs-store-"
+)
+
 // Start mounts the power-loss filesystem over backing, with its mount
 // point and store made in tmp, under the models p. exe is the binary that
 // serves it, the running one when empty.
@@ -86,13 +96,14 @@ func StartCut(ctx context.Context, exe, backing, tmp string, p powerfs.Params, c
 	if why := powerfs.Missing(); why != "" {
 		return nil, errors.New(why)
 	}
-	mnt, err := os.MkdirTemp(tmp, "idemlab-powerfs-mnt-")
+	mnt, err := owner.MkdirTemp(tmp, MountPrefix)
 	if err != nil {
 		return nil, err
 	}
-	store, err := os.MkdirTemp(tmp, "idemlab-powerfs-store-")
+	store, err := owner.MkdirTemp(tmp, StorePrefix)
 	if err != nil {
 		os.Remove(mnt)
+		_ = owner.Forget(mnt)
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -102,7 +113,8 @@ func StartCut(ctx context.Context, exe, backing, tmp string, p powerfs.Params, c
 	if err != nil {
 		_ = powerfs.Detach(mnt)
 		os.Remove(mnt)
-		os.RemoveAll(store)
+		_ = owner.Forget(mnt)
+		_ = owner.RemoveAll(store)
 		return nil, fmt.Errorf("power layer fs: mount: %w", err)
 	}
 	return &Trial{m: m, backing: backing, mnt: mnt, store: store, tmp: tmp, params: p, mountTook: m.MountTook}, nil
@@ -233,9 +245,9 @@ func (t *Trial) Close() error {
 	t.closed = true
 	err := t.m.Close()
 	if err == nil {
-		err = os.Remove(t.mnt)
+		err = errors.Join(os.Remove(t.mnt), owner.Forget(t.mnt))
 	}
-	return errors.Join(err, t.recordServer(), os.RemoveAll(t.store))
+	return errors.Join(err, t.recordServer(), owner.RemoveAll(t.store))
 }
 
 // Sweep clears the stale mounts a killed harness left (powerfs.Sweep),

@@ -517,6 +517,20 @@ type Params struct {
 	Unit int `json:"unit"`
 }
 
+// Differs names, as the record spells it, the first field of p that is
+// not want's (model, dir_model, seed, unit), or "" when none is.
+func (p Params) Differs(want Params) string {
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{{"model", p.Model, want.Model}, {"dir_model", p.DirModel, want.DirModel}, {"seed", p.Seed, want.Seed}, {"unit", p.Unit, want.Unit}} {
+		if f.got != f.want {
+			return f.name
+		}
+	}
+	return ""
+}
+
 func (p Params) normalize() (Params, error) {
 	if p.Model == "" {
 		p.Model = ModelDrop

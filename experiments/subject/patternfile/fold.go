@@ -1025,7 +1025,11 @@ func (f *folder) checkRecovery(t *trialLine) {
 	}
 	want := RecoveryOptions(f.st, t.o)
 	if got := (faultvfs.Options{Fault: r.Fault, Seed: r.Seed, Unit: r.Unit}); got != want {
-		f.c.Obs(t.l, "recovery", "the cut was made under %s (seed %d, unit %d), but the trial's is %s (seed %d, unit %d)", r.Fault, r.Seed, r.Unit, want.Fault, want.Seed, want.Unit)
+		field := map[bool]string{true: "recovery.fault", false: "recovery.seed"}[got.Fault != want.Fault]
+		if got.Fault == want.Fault && got.Seed == want.Seed {
+			field = "recovery.unit"
+		}
+		f.c.Obs(t.l, field, "the cut was made under %s (seed %d, unit %d), but the trial's is %s (seed %d, unit %d)", r.Fault, r.Seed, r.Unit, want.Fault, want.Seed, want.Unit)
 		return
 	}
 	d, err := faultvfs.Derive(r.Log, want)

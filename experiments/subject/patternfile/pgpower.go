@@ -31,9 +31,9 @@ func onServerPower(c Condition) bool { return strings.HasPrefix(c.Power, backend
 
 // powerParams are the cut's models of power trial o, on the filesystem
 // under a program or a PostgreSQL cluster: its model, strict POSIX
-// directories, 512-byte units, and under torn the trial's own seed.
+// directories, and under torn the trial's own seed and the run's unit.
 func powerParams(s Settings, o Observation) powerfs.Params {
-	return backend.CutParams(modelName(o.Model), seed.TornSeed(s.Seed, o.Condition, o.Trial))
+	return backend.CutParams(modelName(o.Model), seed.TornSeed(s.Seed, o.Condition, o.Trial), s.FaultUnit)
 }
 
 // pgSpec is the backend spec of condition c's sessions, from the run's

@@ -51,7 +51,8 @@ const MaxLoggedOps = 20000
 // PowerFS is a program power trial's record of its filesystem cut.
 type PowerFS struct {
 	// Params are the cut's models: the trial's model, strict POSIX
-	// directories, and under torn the trial's seed and 512-byte units.
+	// directories, and under torn the trial's seed and the run's unit
+	// (Settings.FaultUnit, 512 bytes unless set).
 	Params powerfs.Params `json:"params"`
 	// Log is the op log up to the cut; LogSHA256 and LogOps describe it
 	// (the SHA-256 of the ops' JSON array), and stand alone when the log
@@ -164,7 +165,7 @@ func (f *folder) checkPowerFS(t *trialLine) {
 		return
 	}
 	if want := powerParams(f.st, t.o); r.Params != want {
-		f.c.Obs(t.l, "powerfs.params", "the cut was made under %+v, but the trial's models are %+v", r.Params, want)
+		f.c.Obs(t.l, "powerfs.params."+r.Params.Differs(want), "the cut was made under %+v, but the trial's models are %+v", r.Params, want)
 		return
 	}
 	if r.Log == nil && r.LogOps > MaxLoggedOps {

@@ -40,14 +40,14 @@ const (
 
 // RecoveryOptions are how the parent cuts a power trial's folder: the
 // trial's model; under torn, a seed from the run's seed, the condition and
-// the trial, and the 512-byte sector as unit. A trial without a model (of
+// the trial, and the run's unit (Settings.Unit). A trial without a model (of
 // a folder of format 4 or older) was cut under drop.
 func RecoveryOptions(s Settings, o Observation) faultvfs.Options {
 	switch o.Model {
 	case "", faultvfs.FaultDrop:
 		return faultvfs.Options{Fault: faultvfs.FaultDrop}
 	case faultvfs.FaultTorn:
-		return faultvfs.Options{Fault: faultvfs.FaultTorn, Seed: seed.TornSeed(s.Seed, o.Condition, o.Trial), Unit: faultvfs.UnitSector}
+		return faultvfs.Options{Fault: faultvfs.FaultTorn, Seed: seed.TornSeed(s.Seed, o.Condition, o.Trial), Unit: s.Unit()}
 	}
 	return faultvfs.Options{Fault: o.Model}
 }

@@ -20,6 +20,7 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/worker/faultvfs"
 	wp "idemlab/worker/pattern"
 	"idemlab/worker/sqlitedb"
 	"idemlab/worker/store"
@@ -66,6 +67,21 @@ type Settings struct {
 	// just before and just after every fsync on its mount, over the
 	// fsyncs its sync discovery counted (syncpoints.go).
 	SyncPoints bool `json:"sync_points,omitempty"`
+	// FaultUnit is the unit each torn power cut decides, in bytes:
+	// faultvfs.UnitSector or UnitPage, on every layer (the VFS, a
+	// program's mount, a PostgreSQL cluster's mount); 0, as every folder
+	// made before the setting and every run that does not set it records
+	// it, is the sector (Unit).
+	FaultUnit int `json:"fault_unit,omitempty"`
+}
+
+// Unit is the unit every torn cut of the run decides: FaultUnit, or the
+// 512-byte sector where it is 0.
+func (s Settings) Unit() int {
+	if s.FaultUnit == 0 {
+		return faultvfs.UnitSector
+	}
+	return s.FaultUnit
 }
 
 // RuleSomeSetting is the KnownUnsafeRule of a run from format 5 on.

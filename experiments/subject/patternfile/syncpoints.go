@@ -19,7 +19,7 @@ package patternfile
 // the other power cuts under each model: every such cut comes before the
 // ACK, so the event is delivered again on what the model left (drop:
 // nothing unsynced; keep: everything written, as a process crash; torn:
-// seeded keep/drop/garble of each unsynced 512-byte unit). The fold lists
+// seeded keep/drop/garble of each unsynced unit, Settings.Unit). The fold lists
 // every N from 1 to the discovered count, before and after, under each
 // model, in the plan, so a missing or extra cut is a finding of the run's
 // completeness. A drop cut's key is its point, "sync-3-before", as in

@@ -1,4 +1,4 @@
-package backend
+package owner
 
 import (
 	"os"
@@ -39,12 +39,12 @@ func TestOwnerGone(t *testing.T) {
 			if got := tt.owner.Gone(self); got != tt.gone {
 				t.Errorf("Gone = %v, want %v", got, tt.gone)
 			}
-			back, err := ParseOwner(tt.owner.String())
+			back, err := Parse(tt.owner.String())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.owner, back); diff != "" {
-				t.Errorf("ParseOwner(String()) (-want +got):\n%s", diff)
+				t.Errorf("Parse(String()) (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -57,8 +57,10 @@ func TestOwnerGone(t *testing.T) {
 	defer z.Wait()
 	zombie := Owner{PID: z.Process.Pid, Boot: self.Boot, Host: self.Host}
 	deadline := time.Now().Add(5 * time.Second)
+	var st procstat.Stat
 	for {
-		st, err := procstat.Read(zombie.PID)
+		var err error
+		st, err = procstat.Read(zombie.PID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,13 +72,13 @@ func TestOwnerGone(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	zombie.Start, _ = startTime(zombie.PID)
+	zombie.Start = st.Start
 	if !zombie.Gone(self) {
 		t.Error("an exited child not yet reaped (a zombie) is not gone")
 	}
 	for _, bad := range []string{"", "pid=1 start=2 boot=b", "pid=x start=2 boot=b host=h", "pid=1 start=2 boot=b host=h extra=1"} {
-		if _, err := ParseOwner(bad); err == nil {
-			t.Errorf("ParseOwner(%q) accepted it", bad)
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted it", bad)
 		}
 	}
 }
