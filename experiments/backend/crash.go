@@ -32,6 +32,25 @@ func (s *Server) PrepareCrash(ctx context.Context, db Database, ddl string) erro
 	return s.FreezeWriters(ctx)
 }
 
+// FreshTrial makes a trial's schema, named prefix with a number, whose
+// sessions carry spec's settings, with its tables, ddl, made and flushed
+// by the parent (Setup); and for a trial whose server will be crashed,
+// the server's writers frozen (PrepareCrash). Drop it on every path.
+func (s *Server) FreshTrial(ctx context.Context, spec Spec, prefix, ddl string, crash bool) (Database, error) {
+	db, err := s.WithSpec(spec).Fresh(ctx, prefix)
+	if err != nil {
+		return Database{}, err
+	}
+	prepare := s.Setup
+	if crash {
+		prepare = s.PrepareCrash
+	}
+	if err := prepare(ctx, db, ddl); err != nil {
+		return Database{}, errors.Join(fmt.Errorf("prepare: %w", err), db.Drop())
+	}
+	return db, nil
+}
+
 // CrashAndRecover crashes the run's server (Crash: SIGKILL of every
 // server process, restart, recovery) and reads back the settings named in
 // want, which a run applied before, from the recovered server.
@@ -56,6 +75,29 @@ func CrashKeeps(sc string, made int) int {
 		return 0
 	}
 	return made
+}
+
+// Integrity is the database's own check of what st opens: amcheck on
+// PostgreSQL (Amcheck), PRAGMA integrity_check's answer, line by line, on
+// SQLite; "ok" when either finds nothing.
+func Integrity(ctx context.Context, st store.Store) ([]string, error) {
+	if st.Dialect.Name() == store.BackendPostgres {
+		return Amcheck(ctx, st)
+	}
+	rs, err := st.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return nil, fmt.Errorf("integrity_check: %w", err)
+	}
+	defer rs.Close()
+	var check []string
+	for rs.Next() {
+		var s string
+		if err := rs.Scan(&s); err != nil {
+			return nil, fmt.Errorf("integrity_check: %w", err)
+		}
+		check = append(check, s)
+	}
+	return check, rs.Err()
 }
 
 // Amcheck checks every table of the session's schema with verify_heapam

@@ -109,7 +109,8 @@ type checkFunc func(q string, v wc.SchemaVersion) ([]string, error)
 // checkOnServer prepares the user's statements on the run's PostgreSQL
 // server, each in a scratch schema of its own, before any race: SQL the
 // server cannot run is refused (exit 2) naming the flag and the file, as
-// SQLite's check does at plan time. On SQLite it does nothing.
+// SQLite's check does at plan time; a check a cancelled context stopped is
+// no refusal and keeps the cause. On SQLite it does nothing.
 func (st Settings) checkOnServer(ctx context.Context, env scenario.Env) error {
 	if st.User == nil || env.Backend == nil {
 		return nil
@@ -123,10 +124,19 @@ func (st Settings) checkOnServer(ctx context.Context, env scenario.Env) error {
 			continue
 		}
 		err := env.Backend.Scratch(ctx, "claim_check", func(s store.Store) error { return wc.CheckOnServer(ctx, s, c.s.SQL, c.v) })
-		if errors.Is(err, errclass.ErrHarness) {
+		switch cause := ctx.Err(); {
+		case err == nil:
+		case errors.Is(err, errclass.ErrHarness):
 			return err
-		}
-		if err != nil {
+		case cause != nil:
+			// A signal stopped the check: the cause stays in the chain, and
+			// no class is chosen here, so the edge says it was interrupted
+			// (exit 130) rather than blame the statement.
+			if !errors.Is(err, cause) {
+				err = fmt.Errorf("%w (%v)", cause, err)
+			}
+			return fmt.Errorf("--%s %s: the check on %s was stopped: %w", c.flag, c.s.File, store.BackendPostgres, err)
+		default:
 			return fmt.Errorf("%w: --%s %s: on %s, the statement %w", errclass.ErrUsage, c.flag, c.s.File, store.BackendPostgres, err)
 		}
 	}

@@ -127,10 +127,7 @@ func trialWords(trials map[string]Trial, order []string) string {
 		}
 		loss = loss || slices.Contains(tags, TagLostAcked) || slices.Contains(tags, TagLostDownstream)
 	}
-	n := fmt.Sprintf("%d trials", len(trials))
-	if len(trials) == 1 {
-		n = "1 trial"
-	}
+	n := fmt.Sprintf("%d %s", len(trials), scenario.Plural(len(trials), "trial", "trials"))
 	if len(groups) == 0 {
 		return "no loss in " + n
 	}

@@ -144,7 +144,7 @@ func lostAckedSentences(cells []cell) []scenario.Sentence {
 				names = append(names, cellNames(where[s])...)
 			}
 			out = append(out, scenario.Sentence{
-				Text:  fmt.Sprintf("%s loses ACKed work under %s: %s.", capital(kindPhrase[kind]), and(group), pointsPhrase(where[group[0]])),
+				Text:  fmt.Sprintf("%s loses ACKed work under %s: %s.", capital(kindPhrase[kind]), scenario.JoinAnd(group), pointsPhrase(where[group[0]])),
 				Cells: names,
 			})
 		}
@@ -234,7 +234,7 @@ func safeSentences(cells []cell) []scenario.Sentence {
 	for _, group := range groupBy(patterns, func(p string) string { return strings.Join(safe[p], ",") }) {
 		settings := safe[group[0]]
 		if len(settings) == 0 {
-			out = append(out, scenario.Sentence{Text: fmt.Sprintf("%s %s safe under no setting tried.", and(group), isAre(group))})
+			out = append(out, scenario.Sentence{Text: fmt.Sprintf("%s %s safe under no setting tried.", scenario.JoinAnd(group), scenario.Plural(len(group), "is", "are"))})
 			continue
 		}
 		var names []string
@@ -245,7 +245,7 @@ func safeSentences(cells []cell) []scenario.Sentence {
 		}
 		out = append(out, scenario.Sentence{
 			Text: fmt.Sprintf("%s %s safe under %s: %s at every point, nothing was lost, done twice or left missing (at most a crashed worker's commit rolled back and was redone).",
-				and(group), isAre(group), and(settings), kindsVerb(cells)),
+				scenario.JoinAnd(group), scenario.Plural(len(group), "is", "are"), scenario.JoinAnd(settings), kindsVerb(cells)),
 			Cells: names,
 		})
 	}
@@ -305,7 +305,7 @@ func faultsPhrase(cells []cell, all []string) string {
 				continue
 			}
 			s := triedSettings(at)
-			phrase := and(s)
+			phrase := scenario.JoinAnd(s)
 			if slices.Equal(s, all) {
 				phrase = "every setting"
 			}
@@ -323,7 +323,7 @@ func faultsPhrase(cells []cell, all []string) string {
 	}
 	var parts []string
 	for _, group := range groupBy(points, faults) {
-		parts = append(parts, "at "+and(group)+" "+faults(group[0]))
+		parts = append(parts, "at "+scenario.JoinAnd(group)+" "+faults(group[0]))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -352,21 +352,6 @@ func cellNames(cells []cell) []string {
 		out[i] = c.name()
 	}
 	return out
-}
-
-// and joins "a", "a and b", "a, b and c".
-func and(xs []string) string {
-	if len(xs) <= 1 {
-		return strings.Join(xs, "")
-	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
-}
-
-func isAre(xs []string) string {
-	if len(xs) == 1 {
-		return "is"
-	}
-	return "are"
 }
 
 func capital(s string) string {

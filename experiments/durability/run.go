@@ -20,7 +20,6 @@ import (
 	"idemlab/experiments/receiver"
 	"idemlab/experiments/scenario"
 	wb "idemlab/worker/batch"
-	wc "idemlab/worker/claim"
 	"idemlab/worker/faultvfs"
 	"idemlab/worker/powerfs"
 	"idemlab/worker/protocol"
@@ -310,7 +309,7 @@ const ScratchPrefix = "idemlab-durability-"
 // file declared durable (prepare). On PostgreSQL it is a schema of its
 // own whose sessions carry the condition's synchronous_commit, its tables
 // made and flushed by the parent, and for a server crash the server's
-// writers frozen (backend.Server.PrepareCrash).
+// writers frozen (backend.Server.FreshTrial).
 func (t *trial) open() (func(), error) {
 	if !t.c.OnServer() {
 		dir, err := owner.MkdirTemp(t.env.TempDir, ScratchPrefix)
@@ -328,34 +327,26 @@ func (t *trial) open() (func(), error) {
 	if t.c.pgPower() {
 		return t.openPower()
 	}
-	srv := t.env.Backend
-	if srv == nil {
+	if t.env.Backend == nil {
 		return nil, fmt.Errorf("%w: a PostgreSQL condition, but the run has no server", errclass.ErrHarness)
 	}
-	db, err := srv.WithSpec(t.p.s.spec(t.c)).Fresh(t.ctx, "idemlab-durability")
+	ddl, err := Schema(t.c.Pattern, store.Postgres{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
+	}
+	db, err := t.env.Backend.FreshTrial(t.ctx, t.p.s.spec(t.c), "idemlab-durability", ddl, t.c.Kind == KindServer)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errclass.ErrHarness, err)
 	}
 	t.pg, t.db = &db, db.Target
-	drop := func() { db.Drop() }
-	ddl, err := ServerSchema(t.c.Pattern)
-	if err == nil && t.c.Kind == KindServer {
-		err = srv.PrepareCrash(t.ctx, db, ddl)
-	} else if err == nil {
-		err = srv.Setup(t.ctx, db, ddl)
-	}
-	if err != nil {
-		drop()
-		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
-	}
-	return drop, nil
+	return func() { db.Drop() }, nil
 }
 
 // openPower starts a PostgreSQL power trial (backend.PowerTrial) with the
 // condition's server settings and cut, and the pattern's tables in a
 // schema of their own.
 func (t *trial) openPower() (func(), error) {
-	ddl, err := ServerSchema(t.c.Pattern)
+	ddl, err := Schema(t.c.Pattern, store.Postgres{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: prepare: %w", errclass.ErrHarness, err)
 	}
@@ -442,25 +433,20 @@ func (t *trial) first(point string) (*harness.Proc, error) {
 	return proc, err
 }
 
-// prepare creates the file and its tables with the default VFS and no
-// connection left open, then declares the folder durable.
+// prepare creates the file and its tables (Schema) with the default VFS
+// and no connection left open, then declares the folder durable. The
+// claim's worker would create its table too; made here, the table is part
+// of the baseline and the delivery's only commits are the claim's.
 func (t *trial) prepare() error {
-	o := DBOptions(t.c, t.db)
-	db, _, err := sqlitedb.Open(t.ctx, o)
+	ddl, err := Schema(t.c.Pattern, store.SQLite{})
 	if err != nil {
 		return err
 	}
-	switch t.c.Pattern {
-	case PatternClaim:
-		// The worker would create it too; made here, the table is part of
-		// the baseline and the delivery's only commits are the claim's.
-		err = wc.CreateSchema(t.ctx, db, wc.SchemaNew)
-	case PatternBatch:
-		_, err = db.ExecContext(t.ctx, wb.Schema)
-	default:
-		_, err = db.ExecContext(t.ctx, wr.Schema)
-	}
+	db, _, err := sqlitedb.Open(t.ctx, DBOptions(t.c, t.db))
 	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(t.ctx, ddl); err != nil {
 		db.Close()
 		return fmt.Errorf("create tables: %w", err)
 	}
@@ -483,6 +469,11 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lo
 		return t.runToFreeze(spec, step)
 	}
 	proc, err := t.env.Runner.Run(t.ctx, spec)
+	return t.took(step, proc, err)
+}
+
+// took records step, which ran as proc, unless running it failed.
+func (t *trial) took(step Step, proc *harness.Proc, err error) (*harness.Proc, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -495,43 +486,21 @@ func (t *trial) spawn(role string, env map[string]string, exits []int, lk *wb.Lo
 // A process that ends first made fewer fsyncs; the cut then falls after
 // it, which the fold finds in the cut's record. When the mount freezes,
 // the process waits in that fsync, and no signal ends a FUSE request the
-// server has read: the harness sends its SIGKILL (recorded as killed by
-// the harness) and leaves the wait to the cut (frozenWait), whose unmount
-// ends the request. It returns an empty Proc then: the first process of a
-// sync cut reports nothing.
+// server has read: the harness sends its SIGKILL (harness.RunUntil) and
+// leaves the wait to the cut (frozenWait), whose unmount ends the request.
+// It returns an empty Proc then: the first process of a sync cut reports
+// nothing.
 func (t *trial) runToFreeze(spec harness.Spec, step Step) (*harness.Proc, error) {
-	h, err := t.env.Runner.Start(t.ctx, spec)
-	if err != nil {
-		return nil, err
+	proc, wait, err := harness.RunUntil(t.ctx, t.env.Runner, spec, t.frozen())
+	if wait == nil {
+		return t.took(step, proc, err)
 	}
-	type ended struct {
-		p   *harness.Proc
-		err error
+	t.frozenWait = func() error {
+		p, err := wait()
+		_, err = t.took(step, p, err)
+		return err
 	}
-	done := make(chan ended, 1)
-	go func() {
-		p, err := h.Wait()
-		done <- ended{p, err}
-	}()
-	finish := func(e ended) (*harness.Proc, error) {
-		if e.err != nil {
-			return nil, e.err
-		}
-		step.ProcessID = e.p.Record.ID
-		t.o.Steps = append(t.o.Steps, step)
-		return e.p, nil
-	}
-	select {
-	case e := <-done:
-		return finish(e)
-	case <-t.frozen():
-		h.Kill()
-		t.frozenWait = func() error {
-			_, err := finish(<-done)
-			return err
-		}
-		return &harness.Proc{}, nil
-	}
+	return &harness.Proc{}, nil
 }
 
 // cut reads what a kill leaves, then what the next process finds, with
@@ -574,7 +543,9 @@ func (t *trial) cut() error {
 		return err
 	}
 	defer owner.RemoveAll(cp)
-	if err := copyFolder(t.dir, cp); err != nil {
+	// The folder's regular files but the WAL index, which SQLite rebuilds;
+	// faultvfs's sidecar, which only the VFS reads, is a folder.
+	if err := fstree.CopyFiles(t.dir, cp, func(name string) bool { return strings.HasSuffix(name, "-shm") }); err != nil {
 		return fmt.Errorf("copy the folder: %w", err)
 	}
 	if t.o.Before, _, err = t.read(cp, false); err != nil {
@@ -687,64 +658,24 @@ func (t *trial) journal() ([]wb.JournalRow, error) {
 
 // read reads every row of the trial's database (inside dir on SQLite)
 // through the readers of the workers that write them, and with integrity
-// the database's own check: SQLite's integrity_check, or amcheck on
-// PostgreSQL (backend.Amcheck).
+// the database's own check (backend.Integrity): SQLite's integrity_check,
+// or amcheck on PostgreSQL.
 func (t *trial) read(dir string, integrity bool) (Rows, []string, error) {
 	st, err := t.store(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	var check []string
-	switch {
-	case integrity && t.pg != nil:
-		check, err = backend.Amcheck(t.ctx, st)
-	case integrity:
-		check, err = sqliteIntegrity(t.ctx, st)
-	}
-	if err != nil {
-		return nil, nil, errors.Join(err, st.Close())
+	if integrity {
+		if check, err = backend.Integrity(t.ctx, st); err != nil {
+			return nil, nil, errors.Join(err, st.Close())
+		}
 	}
 	rows, err := readRows(t.ctx, t.c.Pattern, st)
 	if err != nil {
 		return nil, nil, errors.Join(err, st.Close())
 	}
 	return rows, check, st.Close()
-}
-
-// sqliteIntegrity is PRAGMA integrity_check's answer, line by line.
-func sqliteIntegrity(ctx context.Context, st store.Store) ([]string, error) {
-	rs, err := st.QueryContext(ctx, "PRAGMA integrity_check")
-	if err != nil {
-		return nil, fmt.Errorf("integrity_check: %w", err)
-	}
-	defer rs.Close()
-	var check []string
-	for rs.Next() {
-		var s string
-		if err := rs.Scan(&s); err != nil {
-			return nil, fmt.Errorf("integrity_check: %w", err)
-		}
-		check = append(check, s)
-	}
-	return check, rs.Err()
-}
-
-// copyFolder copies the folder's regular files but the WAL index, which
-// SQLite rebuilds, and faultvfs's sidecar, which only the VFS reads.
-func copyFolder(src, dst string) error {
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() || strings.HasSuffix(e.Name(), "-shm") {
-			continue
-		}
-		if err := fstree.CopyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // pgSchema is the schema a PostgreSQL power trial's tables live in, on

@@ -129,12 +129,13 @@ func readRows(ctx context.Context, pattern string, st store.Store) (Rows, error)
 	return Rows(s), err
 }
 
-// ServerSchema is the DDL of a pattern's tables on PostgreSQL, which the
-// parent makes and flushes before a trial's first process.
-func ServerSchema(pattern string) (string, error) {
+// Schema is the DDL of a pattern's tables in dialect d, which the parent
+// makes before a trial's first process: in the trial's file on SQLite,
+// made and flushed in its schema on PostgreSQL.
+func Schema(pattern string, d store.Dialect) (string, error) {
 	sub, ok := subjectOf(pattern)
 	if !ok {
 		return "", fmt.Errorf("pattern %q has no subject", pattern)
 	}
-	return sub.Tables(store.Postgres{}), nil
+	return sub.Tables(d), nil
 }

@@ -182,31 +182,16 @@ func conditionsOf(a pattern.Settings) map[string]bool {
 }
 
 // splitRecords parts the records into each article settings' (their
-// conditions' lines and processes) and the built-in subjects'.
+// conditions' lines and processes) and the built-in subjects'
+// (results.Records.Split).
 func splitRecords(as []pattern.Settings, rec results.Records) (builtin results.Records, files []results.Records) {
 	builtin = rec
 	for _, a := range as {
 		mine := conditionsOf(a)
-		fo, bo := partition(builtin.Observations, func(l results.Line) bool { return mine[l.Condition] })
-		fp, bp := partition(builtin.Processes, func(p results.Process) bool { return mine[p.Condition] })
-		f := results.NewRecords(fo, fp)
-		builtin = results.NewRecords(bo, bp)
-		f.Shards, builtin.Shards = rec.Shards, rec.Shards
-		files = append(files, f)
+		f, rest := builtin.Split(func(c string) bool { return mine[c] })
+		builtin, files = rest, append(files, f)
 	}
 	return builtin, files
-}
-
-// partition splits xs into those in says are in, and the rest, in order.
-func partition[T any](xs []T, in func(T) bool) (yes, no []T) {
-	for _, x := range xs {
-		if in(x) {
-			yes = append(yes, x)
-		} else {
-			no = append(no, x)
-		}
-	}
-	return yes, no
 }
 
 // foldArticles folds each article settings' records with the pattern

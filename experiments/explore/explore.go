@@ -274,20 +274,16 @@ func (Scenario) planSQLite(section json.RawMessage, overrides map[string]string)
 		return nil, err
 	}
 	only := -1
-	if v, ok, err := scenario.IntFlag(overrides, "trials", 0, MaxTrials); err != nil {
-		return nil, err
-	} else if ok {
-		in.Trials = v
-	}
-	if v, ok, err := scenario.IntFlag(overrides, "rounds", 0, MaxRounds); err != nil {
-		return nil, err
-	} else if ok {
-		in.Rounds = v
-	}
-	if v, ok, err := scenario.IntFlag(overrides, "only-trial", 0, MaxTrials); err != nil {
-		return nil, err
-	} else if ok {
-		only = v
+	for _, f := range []struct {
+		name string
+		hi   int
+		dst  *int
+	}{{"trials", MaxTrials, &in.Trials}, {"rounds", MaxRounds, &in.Rounds}, {"only-trial", MaxTrials, &only}} {
+		if v, ok, err := scenario.IntFlag(overrides, f.name, 0, f.hi); err != nil {
+			return nil, err
+		} else if ok {
+			*f.dst = v
+		}
 	}
 	if s, ok := overrides["seed"]; ok {
 		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)

@@ -244,7 +244,7 @@ func TestRunRealProcesses(t *testing.T) {
 	// The takeover tries the lease's acquisition, then the window, the
 	// journal's points; the oracle's rule gives what the fenced takeover
 	// records over the window.
-	lost, refused := FencedTakeover(wantPoints)
+	lost, refused := builtin.FencedTakeover(wantPoints)
 	if diff := cmp.Diff(wantPoints, fenced.Points[min(1, len(fenced.Points)):]); diff != "" || len(fenced.ViolatingPoints) != 0 || fenced.LeaseLost != lost || fenced.StaleRefused != refused || lost == 0 || refused == 0 {
 		t.Errorf("fenced takeover %+v, want %d leases lost and %d sends refused; points (-want +got):\n%s", fenced, lost, refused, diff)
 	}

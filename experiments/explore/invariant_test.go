@@ -40,10 +40,10 @@ func TestSchedule(t *testing.T) {
 // exactly the window's, and outcome sets are checked by membership.
 func TestWindowAndCheck(t *testing.T) {
 	pts := []string{"a", "b", "c", "d"}
-	if got, ok := WindowPoints(pts, Window{From: "b", To: "d"}); !ok || !cmp.Equal(got, []string{"b", "c"}) {
+	if got, ok := (Window{From: "b", To: "d"}).Points(pts); !ok || !cmp.Equal(got, []string{"b", "c"}) {
 		t.Errorf("window b..d = %v %v", got, ok)
 	}
-	if _, ok := WindowPoints(pts, Window{From: "d", To: "b"}); ok {
+	if _, ok := (Window{From: "d", To: "b"}).Points(pts); ok {
 		t.Error("a reversed window is accepted")
 	}
 	exp := Expected{Kind: KindSweep, Window: &Window{From: "b", To: "d"}, Inside: []string{"duplicate-2"}, Outside: []string{OutcomeClean}}

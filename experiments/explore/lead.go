@@ -150,7 +150,7 @@ func patternSentence(pattern string, vs []condView, invariants []string) (scenar
 	}
 	text := fmt.Sprintf("%s breaks %s: %s", pattern, strings.Join(invariants, ", "), strings.Join(faults, "; "))
 	if clean > 0 {
-		text += fmt.Sprintf("; its %d other %s broke nothing", clean, plural(clean, "condition", "conditions"))
+		text += fmt.Sprintf("; its %d other %s broke nothing", clean, scenario.Plural(clean, "condition", "conditions"))
 	}
 	return scenario.Sentence{Text: text + ".", Cells: cells}, true
 }
@@ -175,9 +175,9 @@ func faultPhrase(v condView, n, bad int) string {
 		}
 		return fmt.Sprintf("a crash at %s, ending %s", pointsOf(pts, n), ending)
 	case KindHits:
-		return fmt.Sprintf("%d of %d %s at a seeded hit", bad, n, plural(n, "crash", "crashes"))
+		return fmt.Sprintf("%d of %d %s at a seeded hit", bad, n, scenario.Plural(n, "crash", "crashes"))
 	case KindKill:
-		return fmt.Sprintf("%d of %d %s after a seeded delay", bad, n, plural(n, "kill", "kills"))
+		return fmt.Sprintf("%d of %d %s after a seeded delay", bad, n, scenario.Plural(n, "kill", "kills"))
 	case KindRace:
 		with := ""
 		if v.cond.Kills {
@@ -186,7 +186,7 @@ func faultPhrase(v condView, n, bad int) string {
 		if v.cond.Isolation != "" {
 			with += " under " + levelName(v.cond.Isolation)
 		}
-		return fmt.Sprintf("%d of %d %s of %d racers%s", bad, n, plural(n, "race", "races"), v.cond.Racers, with)
+		return fmt.Sprintf("%d of %d %s of %d racers%s", bad, n, scenario.Plural(n, "race", "races"), v.cond.Racers, with)
 	case KindTakeover:
 		fence := "on"
 		if !v.takeover.Fenced {
@@ -225,27 +225,12 @@ func safeSentence(safe []string, byPattern map[string][]condView) scenario.Sente
 		{KindRace, "race round", "race rounds"}, {KindTakeover, "takeover", "takeovers"},
 	} {
 		if n := count[k.kind]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, plural(n, k.one, k.many)))
+			parts = append(parts, fmt.Sprintf("%d %s", n, scenario.Plural(n, k.one, k.many)))
 		}
 	}
 	verb := "breaks"
 	if len(safe) > 1 {
 		verb = "break"
 	}
-	return scenario.Sentence{Text: fmt.Sprintf("%s %s no invariant in any trial: %s.", joinAnd(safe), verb, strings.Join(parts, ", ")), Cells: cells}
-}
-
-// joinAnd joins "a", "a and b", "a, b and c".
-func joinAnd(xs []string) string {
-	if len(xs) <= 1 {
-		return strings.Join(xs, "")
-	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	return scenario.Sentence{Text: fmt.Sprintf("%s %s no invariant in any trial: %s.", scenario.JoinAnd(safe), verb, strings.Join(parts, ", ")), Cells: cells}
 }

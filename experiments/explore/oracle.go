@@ -13,8 +13,8 @@ import (
 	"idemlab/experiments/results"
 	"idemlab/experiments/scenario"
 	"idemlab/experiments/shard"
+	"idemlab/experiments/subject/builtin"
 	"idemlab/experiments/subject/deliver"
-	wb "idemlab/worker/batch"
 	we "idemlab/worker/explore"
 	"idemlab/worker/store"
 )
@@ -128,23 +128,6 @@ func ExpectCondition(st Settings, c Condition) (Expected, error) {
 	return e, nil
 }
 
-// WindowPoints are the discovered points from w.From (inclusive) to w.To
-// (exclusive; empty is past the last point). ok is false when either is missing or they are out of
-// order; a zero window is empty and ok.
-func WindowPoints(points []string, w Window) (in []string, ok bool) {
-	if w == (Window{}) {
-		return []string{}, true
-	}
-	from, to := slices.Index(points, w.From), len(points)
-	if w.To != "" {
-		to = slices.Index(points, w.To)
-	}
-	if from < 0 || to < 0 || from >= to {
-		return nil, false
-	}
-	return append([]string{}, points[from:to]...), true
-}
-
 // Check is the membership check of each condition.
 func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, []results.Difference, error) {
 	var e Expected
@@ -173,7 +156,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		if len(o.Points) == 0 {
 			add("points", "at least one point", "none")
 		}
-		if _, ok := WindowPoints(o.Points, *e.Window); !ok {
+		if _, ok := e.Window.Points(o.Points); !ok {
 			add("points", fmt.Sprintf("%q before %q", e.Window.From, e.Window.To), strings.Join(o.Points, ","))
 		}
 	case KindSweep:
@@ -181,7 +164,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		if err := json.Unmarshal(rawObs, &o); err != nil {
 			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
 		}
-		win, ok := WindowPoints(o.Points, *e.Window)
+		win, ok := e.Window.Points(o.Points)
 		if !ok {
 			add("points", fmt.Sprintf("%q before %q", e.Window.From, e.Window.To), strings.Join(o.Points, ","))
 			break
@@ -197,7 +180,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		if err := json.Unmarshal(rawObs, &o); err != nil {
 			return false, nil, fmt.Errorf("observed of %s: %w", condition, err)
 		}
-		win, ok := WindowPoints(o.Points, *e.Window)
+		win, ok := e.Window.Points(o.Points)
 		if !ok {
 			add("points", fmt.Sprintf("%q before the end", e.Window.From), strings.Join(o.Points, ","))
 			break
@@ -209,7 +192,7 @@ func (Scenario) Check(condition string, rawExp, rawObs json.RawMessage) (bool, [
 		violating, lost, refused := win, 0, 0
 		if e.Fenced {
 			violating = []string{}
-			lost, refused = FencedTakeover(win)
+			lost, refused = builtin.FencedTakeover(win)
 		}
 		outcomes := make([][2]string, len(o.Outcomes))
 		for i, t := range o.Outcomes {
@@ -298,15 +281,3 @@ func pointShare(part *shard.Part, condition string, points, violating []string) 
 }
 
 func setString(xs []string) string { return "{" + strings.Join(xs, ", ") + "}" }
-
-// FencedTakeover is what a fenced takeover over the window's points win
-// must record: every point's paused holder, run on, finds its lease lost,
-// and every send it then attempts (a before-send point) is refused.
-func FencedTakeover(win []string) (lost, refused int) {
-	for _, p := range win {
-		if strings.HasPrefix(p, wb.PointBeforeSend+":") {
-			refused++
-		}
-	}
-	return len(win), refused
-}

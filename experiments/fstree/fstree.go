@@ -70,6 +70,25 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
+// CopyFiles copies the regular files directly inside src into the folder
+// dst, each with mode 0644 (less the umask), but those skip names;
+// folders, links and anything else in src are left out.
+func CopyFiles(src, dst string, skip func(name string) bool) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || skip(e.Name()) {
+			continue
+		}
+		if err := CopyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CopyFile copies the regular file src to dst, a new file with the
 // permission bits perm (less the umask).
 func CopyFile(src, dst string, perm fs.FileMode) error {

@@ -71,3 +71,32 @@ func TestCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyFiles copies the regular files directly inside a folder, less
+// those skip names, and leaves folders and links out.
+func TestCopyFiles(t *testing.T) {
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "db.sqlite3"), []byte("pages"), 0o600)
+	os.WriteFile(filepath.Join(src, "db.sqlite3-wal"), []byte("frames"), 0o600)
+	os.WriteFile(filepath.Join(src, "db.sqlite3-shm"), []byte("index"), 0o600)
+	os.Mkdir(filepath.Join(src, "sidecar"), 0o700)
+	os.WriteFile(filepath.Join(src, "sidecar", "log"), []byte("ops"), 0o600)
+	os.Symlink("db.sqlite3", filepath.Join(src, "link"))
+	dst := t.TempDir()
+	if err := CopyFiles(src, dst, func(name string) bool { return filepath.Ext(name) == ".sqlite3-shm" }); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(dst, e.Name()))
+		got[e.Name()] = string(b)
+	}
+	want := map[string]string{"db.sqlite3": "pages", "db.sqlite3-wal": "frames"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("copied (-want +got):\n%s", diff)
+	}
+}

@@ -97,6 +97,35 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Proc, error) {
 	return h.Wait()
 }
 
+// RunUntil runs s's child until it ends or stop delivers. When the child
+// ends first, it returns the child and no wait. When stop comes first, it
+// sends the child SIGKILL (Kill, recorded as killed by the harness) and
+// returns at once, with no Proc and a wait that gives the child once it
+// has ended: a child held in a request no signal ends (an fsync a frozen
+// FUSE mount holds) ends only when that request does.
+func RunUntil[T any](ctx context.Context, r *Runner, s Spec, stop <-chan T) (p *Proc, wait func() (*Proc, error), err error) {
+	h, err := r.Start(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	type ended struct {
+		p   *Proc
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		p, err := h.Wait()
+		done <- ended{p, err}
+	}()
+	select {
+	case e := <-done:
+		return e.p, nil, e.err
+	case <-stop:
+		h.Kill()
+		return nil, func() (*Proc, error) { e := <-done; return e.p, e.err }, nil
+	}
+}
+
 // Start starts the child without waiting.
 func (r *Runner) Start(ctx context.Context, s Spec) (*Handle, error) {
 	argv := append([]string{r.Executable, "worker", s.Worker}, s.Args...)

@@ -156,3 +156,41 @@ func TestParseReport(t *testing.T) {
 		}
 	}
 }
+
+// TestRunUntil runs a child until it ends or a stop comes: a child that
+// ends first is returned with no wait; one the stop catches is killed by
+// the harness, and only the wait returns it, recorded with its signal.
+func TestRunUntil(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	tests := []struct {
+		worker   string
+		stop     chan struct{}
+		stopped  bool
+		signal   string
+		killedBy string
+	}{
+		{worker: "test.ok", stop: nil},
+		{worker: "test.sleep", stop: closed, stopped: true, signal: "killed", killedBy: "harness"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.worker, func(t *testing.T) {
+			env := harnesstest.New(t)
+			p, wait, err := harness.RunUntil(context.Background(), env.Runner, harness.Spec{Worker: tt.worker}, tt.stop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := wait != nil; got != tt.stopped || (p == nil) != tt.stopped {
+				t.Fatalf("stopped %v with a Proc %v; want stopped %v, and a Proc only when not stopped", got, p != nil, tt.stopped)
+			}
+			if tt.stopped {
+				if p, err = wait(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if p.Record.Signal != tt.signal || p.Record.KilledBy != tt.killedBy {
+				t.Errorf("record: signal %q killed by %q; want %q by %q", p.Record.Signal, p.Record.KilledBy, tt.signal, tt.killedBy)
+			}
+		})
+	}
+}

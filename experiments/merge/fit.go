@@ -151,7 +151,7 @@ func indices(parts []part) []string {
 		case len(dirs) == 0:
 			out = append(out, fmt.Sprintf("shard %d/%d is missing: none of the folders given is shard %d of %d", i, n, i, n))
 		case len(dirs) > 1:
-			out = append(out, fmt.Sprintf("shard %d/%d is given twice: %s; an engine that retried the job leaves one folder of it, pass that one", i, n, list(dirs)))
+			out = append(out, fmt.Sprintf("shard %d/%d is given twice: %s; an engine that retried the job leaves one folder of it, pass that one", i, n, scenario.JoinAnd(dirs)))
 		}
 	}
 	return out

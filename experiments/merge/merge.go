@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	"idemlab/experiments/errclass"
@@ -156,12 +155,4 @@ func writeNew(path string, b []byte) error {
 		return err
 	}
 	return results.WriteNew(path, b)
-}
-
-// list joins names for a message.
-func list(names []string) string {
-	if len(names) <= 2 {
-		return strings.Join(names, " and ")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -49,6 +49,30 @@ func NewRecords(obs []Line, procs []Process) Records {
 	return r
 }
 
+// Split parts the records by condition: those of the conditions mine
+// holds, and the rest, each in file order with the shard count and the
+// format of r, so a fold of either part holds it to the rule of r's time.
+func (r Records) Split(mine func(condition string) bool) (in, rest Records) {
+	in, rest = r, r
+	in.Observations, rest.Observations = partition(r.Observations, func(l Line) bool { return mine(l.Condition) })
+	in.Processes, rest.Processes = partition(r.Processes, func(p Process) bool { return mine(p.Condition) })
+	in.index()
+	rest.index()
+	return in, rest
+}
+
+// partition splits xs into those in says are in, and the rest, in order.
+func partition[T any](xs []T, in func(T) bool) (yes, no []T) {
+	for _, x := range xs {
+		if in(x) {
+			yes = append(yes, x)
+		} else {
+			no = append(no, x)
+		}
+	}
+	return yes, no
+}
+
 // Process finds a process of this scenario by id.
 func (r Records) Process(id int) (Process, bool) {
 	i, ok := r.byID[id]

@@ -324,6 +324,23 @@ type Sentence struct {
 	Cells []string
 }
 
+// JoinAnd joins words for a sentence: "a", "a and b", "a, b and c".
+func JoinAnd(xs []string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// Plural is one when n is 1, else many: "1 trial", "2 trials"; "is",
+// "are".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // Table is a plain table. Legend explains the columns in one line each.
 type Table struct {
 	Title  string

@@ -12,6 +12,7 @@ package subject
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	wb "idemlab/worker/batch"
 	"idemlab/worker/sqlitedb"
@@ -32,6 +33,23 @@ type State map[string][]string
 type Window struct {
 	From string `json:"from"`
 	To   string `json:"to"`
+}
+
+// Points are the discovered points from w.From (inclusive) to w.To
+// (exclusive; empty is past the last point). ok is false when either is
+// missing or they are out of order; a zero window is empty and ok.
+func (w Window) Points(discovered []string) (in []string, ok bool) {
+	if w == (Window{}) {
+		return []string{}, true
+	}
+	from, to := slices.Index(discovered, w.From), len(discovered)
+	if w.To != "" {
+		to = slices.Index(discovered, w.To)
+	}
+	if from < 0 || to < 0 || from >= to {
+		return nil, false
+	}
+	return append([]string{}, discovered[from:to]...), true
 }
 
 // Params are what a subject reads of a run's settings: the event and job

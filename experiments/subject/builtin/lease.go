@@ -303,6 +303,19 @@ func leaseJournalComplete(h subject.History) []string {
 	return out
 }
 
+// FencedTakeover is what a fenced takeover over the window's points win
+// must record, by the lease's model (explore's oracle asks it): every
+// point's paused holder, run on, finds its lease lost, and every send it
+// then attempts (a before-send point) is refused.
+func FencedTakeover(win []string) (lost, refused int) {
+	for _, p := range win {
+		if strings.HasPrefix(p, wb.PointBeforeSend+":") {
+			refused++
+		}
+	}
+	return len(win), refused
+}
+
 // takeoverModel is the unfenced holder's damage by where it was paused:
 // before a send it sends again and overwrites the row; after an accepted
 // send it overwrites the row; right after its grant it finds every step
