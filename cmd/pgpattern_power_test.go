@@ -129,11 +129,7 @@ func patternPowerOnPostgres(t *testing.T, file string) {
 			b, _ := json.Marshal(m)
 			edited := append([]string{}, lines...)
 			edited[at] = string(b)
-			dir := copyFolder(t, out)
-			if err := os.WriteFile(filepath.Join(dir, "observations.jsonl"), []byte(strings.Join(edited, "\n")+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if v := execIn(t, Hooks{}, "verify", dir); !strings.Contains(v.stdout, "pg_power.settings."+tt.field) {
+			if v := verifyObservations(t, out, edited); !strings.Contains(v.stdout, "pg_power.settings."+tt.field) {
 				t.Errorf("verify exit %d, want a finding on pg_power.settings.%s:\n%s%s", v.code, tt.field, v.stdout, v.stderr)
 			}
 		})

@@ -3,7 +3,6 @@ package cmd
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -188,11 +187,7 @@ func TestProgramSyncPointCuts(t *testing.T) {
 		}), "powerfs.outcome.syncs"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := copyFolder(t, out)
-			if err := os.WriteFile(filepath.Join(dir, "observations.jsonl"), []byte(strings.Join(tt.lines, "\n")+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			v := execIn(t, Hooks{}, "verify", dir)
+			v := verifyObservations(t, out, tt.lines)
 			if v.code == 0 || !strings.Contains(v.stdout, tt.finds) {
 				t.Errorf("verify exit %d, want a finding on %s:\n%s%s", v.code, tt.finds, v.stdout, v.stderr)
 			}

@@ -69,11 +69,7 @@ func TestProgramPowerTornPages(t *testing.T) {
 		b, _ := json.Marshal(m)
 		edited := append([]string{}, lines...)
 		edited[i] = string(b)
-		dir := copyFolder(t, out)
-		if err := os.WriteFile(filepath.Join(dir, "observations.jsonl"), []byte(strings.Join(edited, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if v := execIn(t, Hooks{}, "verify", dir); v.code != 1 || !strings.Contains(v.stdout, "powerfs.params.unit") {
+		if v := verifyObservations(t, out, edited); v.code != 1 || !strings.Contains(v.stdout, "powerfs.params.unit") {
 			t.Errorf("a torn trial's unit edited to 512: verify exit %d, want 1 and a finding on powerfs.params.unit:\n%s%s", v.code, v.stdout, v.stderr)
 		}
 		return

@@ -22,6 +22,18 @@ func freshFolder(t *testing.T, h Hooks) string {
 	return out
 }
 
+// verifyObservations copies the folder out, replaces the copy's
+// observations.jsonl with lines, and verifies the copy: a tamper test's
+// one step, its assertion left to the caller.
+func verifyObservations(t *testing.T, out string, lines []string) run {
+	t.Helper()
+	dir := copyFolder(t, out)
+	if err := os.WriteFile(filepath.Join(dir, "observations.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return execIn(t, Hooks{}, "verify", dir)
+}
+
 // copyFolder copies a results folder so each tamper starts from the same
 // untouched run.
 func copyFolder(t *testing.T, src string) string {
